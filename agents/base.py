@@ -1,0 +1,106 @@
+"""The agent contract and the context an agent sees.
+
+An agent turns a :class:`Context` into a :class:`~rrma.trial.Proposal` (or ``None`` when it has
+nothing left to try). It never writes to disk: its only effects are the proposal it returns,
+the trace turns it records (``ctx.record_turn``) and its blackboard posts (``ctx.post``); the
+loop turns those into events. ``observe`` tells an agent how its own trial ended.
+
+The context is built by the loop from the run state (see :mod:`agents.context`): the task text,
+the parent's files, the best and recent trials with outcomes and feedback, the blackboard. With
+``loop.history`` off (a control arm) the history fields are empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rrma.task import AgentConfig, TaskConfig
+from rrma.trial import Proposal
+
+
+@dataclass
+class TrialSummary:
+    """What an agent is told about one trial."""
+
+    trial_id: str
+    parent: str | None
+    agent: str
+    status: str
+    score: float | None
+    delta_sigma: float | None
+    hypothesis: str
+    feedback: str
+    cached: bool = False
+    theorem: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)  # proposal.meta of that trial
+
+    def line(self) -> str:
+        score = "-" if self.score is None else f"{self.score:.6g}"
+        ds = "" if self.delta_sigma is None else f" ({self.delta_sigma:+.2f}σ)"
+        return f"{self.trial_id} [{self.status}] {score}{ds} by {self.agent}: {self.hypothesis}"
+
+
+def _no_turn(**_: Any) -> None:
+    return None
+
+
+def _no_post(_text: str, **_: Any) -> None:
+    return None
+
+
+def _no_files(_trial_id: str) -> dict[str, str]:
+    raise KeyError("files of other trials are not available in this context")
+
+
+@dataclass
+class Context:
+    task: TaskConfig
+    agent_name: str
+    parent_id: str | None  # the trial the next proposal builds on (policy default)
+    files: dict[str, str]  # the parent's workspace (path -> text)
+    editable: list[str]  # effective editable globs for this agent
+    role: str | None = None
+    best: TrialSummary | None = None
+    baseline_score: float | None = None
+    sigma: float | None = None
+    top: list[TrialSummary] = field(default_factory=list)
+    recent: list[TrialSummary] = field(default_factory=list)
+    own: list[TrialSummary] = field(default_factory=list)  # this agent's latest trials
+    lineage: list[TrialSummary] = field(default_factory=list)  # parent back to the baseline
+    blackboard: list[str] = field(default_factory=list)
+    trials_left: int = 0
+    history: bool = True
+    theorem: dict[str, Any] | None = None  # proof benches: {"name", "statement", "context", "difficulty"}
+    tried: set[str] = field(default_factory=set)  # cache keys / proof texts already evaluated
+    record_turn: Callable[..., None] = _no_turn  # kwargs of rrma.events.AgentTurnData
+    post: Callable[..., None] = _no_post  # post(text, trial_id=None, tags=[])
+    files_of: Callable[[str], dict[str, str]] = _no_files  # tree policy: files of another trial
+
+
+class Agent:
+    """Base class of every agent backend."""
+
+    backend: str = "base"
+
+    def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:
+        self.config = config
+        self.task = task
+        self.seed = seed
+        self.name = config.name
+
+    def propose(self, ctx: Context) -> Proposal | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def observe(self, trial: TrialSummary) -> None:
+        """Called when one of this agent's trials has finished."""
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class AgentError(Exception):
+    """An agent cannot run (missing key, unknown backend, exhausted budget): a setup problem."""

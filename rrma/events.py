@@ -1,0 +1,337 @@
+"""Run-log events: versioned pydantic models discriminated by ``kind``, hash-chained.
+
+Every line of ``events.jsonl`` is one :data:`Event`. The envelope is the same for all kinds:
+``v`` (schema version), ``seq`` (0, 1, 2... gap-free), ``ts`` (UTC, ISO 8601), ``kind``,
+``actor`` (``agent:<name>``, ``oracle``, ``harness``, ``human:<name>``), ``data`` (the
+kind's payload model), ``prev`` (the previous line's hash; ``GENESIS`` for seq 0) and
+``hash`` = sha256(prev + canonical JSON of every other field except ``hash``).
+
+Invariants: a log is a chain (each ``prev`` equals the previous ``hash``; ``seq`` increases by
+one); a reader of version ``v`` refuses a line of a newer version with a clear message instead
+of guessing; unknown data fields are kept (``extra="allow"``) so older readers can still
+display newer payloads of the same version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+SCHEMA_VERSION = 1
+GENESIS = "0" * 64
+
+
+class LogFormatError(ValueError):
+    """A line of the run log is not a valid event (torn, corrupted, or from a newer version)."""
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# ----------------------------------------------------------------------------- payloads
+
+
+class RunStartedData(_Data):
+    run_id: str
+    task_name: str
+    task: dict[str, Any]  # the validated task config snapshot
+    seed: int = 0
+    versions: dict[str, str] = Field(default_factory=dict)
+
+
+class RunResumedData(_Data):
+    reason: str = "resume"
+    torn_offsets: list[int] = Field(default_factory=list)  # byte offsets of sealed torn lines
+    interrupted_trials: list[str] = Field(default_factory=list)
+
+
+class RunFinishedData(_Data):
+    reason: str  # max_trials | max_wall_time | target | interrupted | agents_exhausted | error
+    summary: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentTurnData(_Data):
+    agent: str
+    step: int = 0  # the agent's own turn counter
+    role: Literal["system", "user", "assistant", "tool_call", "tool_result", "error"] = "assistant"
+    text: str = ""
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    result: str | None = None
+    trial_id: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+    model: str | None = None
+
+
+class EditRecord(_Data):
+    path: str
+    blob: str | None = None  # sha256 of the new content (None for a delete)
+    delete: bool = False
+
+
+class TrialProposedData(_Data):
+    trial_id: str
+    parent: str | None
+    agent: str
+    hypothesis: str = ""
+    expected_effect: str = ""
+    proposal_blob: str  # the full Proposal as JSON, content-addressed
+    edits: list[EditRecord] = Field(default_factory=list)
+    manifest_blob: str | None = None  # path -> blob sha of the resulting workspace
+    theorem: str | None = None
+    baseline: bool = False
+    repeat: int = 0  # baseline repeat index
+    seed: int = 0
+    cache_key: str | None = None
+
+
+class TrialStartedData(_Data):
+    trial_id: str
+    executor: str = "local"
+    worker: str | None = None
+
+
+class TrialProgressData(_Data):
+    trial_id: str
+    sample: dict[str, Any]  # e.g. {"step": 100, "loss": 2.31, "elapsed": 12.5}
+
+
+class TrialFinishedData(_Data):
+    trial_id: str
+    status: str  # rrma.trial.Status value
+    score: float | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    feedback: str = ""
+    log_blob: str | None = None
+    seconds: float = 0.0
+    cached: bool = False
+    cached_from: str | None = None  # trial id (or "run/trial") whose outcome was reused
+    delta: float | None = None  # score - best at the time, signed so that > 0 is better
+    delta_sigma: float | None = None
+
+
+class TrialPromotedData(_Data):
+    trial_id: str
+    score: float
+    previous_best: str | None
+    previous_score: float | None
+    delta: float | None = None
+    delta_sigma: float | None = None
+    approved_by: str | None = None  # hitl gate: the reviewer whose approval promoted it
+
+
+class BaselineMeasuredData(_Data):
+    trial_ids: list[str]
+    scores: list[float]
+    mean: float
+    sigma: float  # sample standard deviation (0 with one repeat)
+    floor: float  # the improvement needed to promote: max(min_sigmas*sigma, min_delta)
+
+
+class BlackboardPostData(_Data):
+    agent: str
+    text: str
+    trial_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
+class ReviewData(_Data):
+    trial_id: str
+    decision: Literal["approve", "reject", "flag"]
+    reviewer: str
+    note: str = ""
+
+
+class NoteData(_Data):
+    text: str
+
+
+# ----------------------------------------------------------------------------- envelopes
+
+
+class _Envelope(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    v: int = SCHEMA_VERSION
+    seq: int
+    ts: str
+    actor: str
+    prev: str
+    hash: str
+
+
+class RunStarted(_Envelope):
+    kind: Literal["run.started"]
+    data: RunStartedData
+
+
+class RunResumed(_Envelope):
+    kind: Literal["run.resumed"]
+    data: RunResumedData
+
+
+class RunFinished(_Envelope):
+    kind: Literal["run.finished"]
+    data: RunFinishedData
+
+
+class AgentTurn(_Envelope):
+    kind: Literal["agent.turn"]
+    data: AgentTurnData
+
+
+class TrialProposed(_Envelope):
+    kind: Literal["trial.proposed"]
+    data: TrialProposedData
+
+
+class TrialStarted(_Envelope):
+    kind: Literal["trial.started"]
+    data: TrialStartedData
+
+
+class TrialProgress(_Envelope):
+    kind: Literal["trial.progress"]
+    data: TrialProgressData
+
+
+class TrialFinished(_Envelope):
+    kind: Literal["trial.finished"]
+    data: TrialFinishedData
+
+
+class TrialPromoted(_Envelope):
+    kind: Literal["trial.promoted"]
+    data: TrialPromotedData
+
+
+class BaselineMeasured(_Envelope):
+    kind: Literal["baseline.measured"]
+    data: BaselineMeasuredData
+
+
+class BlackboardPost(_Envelope):
+    kind: Literal["blackboard.post"]
+    data: BlackboardPostData
+
+
+class Review(_Envelope):
+    kind: Literal["review"]
+    data: ReviewData
+
+
+class Note(_Envelope):
+    kind: Literal["note"]
+    data: NoteData
+
+
+Event = Annotated[
+    RunStarted
+    | RunResumed
+    | RunFinished
+    | AgentTurn
+    | TrialProposed
+    | TrialStarted
+    | TrialProgress
+    | TrialFinished
+    | TrialPromoted
+    | BaselineMeasured
+    | BlackboardPost
+    | Review
+    | Note,
+    Field(discriminator="kind"),
+]
+
+EVENT_TYPES: dict[str, type[_Envelope]] = {
+    cls.model_fields["kind"].annotation.__args__[0]: cls  # type: ignore[union-attr]
+    for cls in (
+        RunStarted, RunResumed, RunFinished, AgentTurn, TrialProposed, TrialStarted, TrialProgress,
+        TrialFinished, TrialPromoted, BaselineMeasured, BlackboardPost, Review, Note,
+    )
+}
+DATA_TYPES: dict[str, type[_Data]] = {kind: cls.model_fields["data"].annotation for kind, cls in EVENT_TYPES.items()}  # type: ignore[misc]
+
+_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)
+
+
+# ----------------------------------------------------------------------------- hashing
+
+
+def canonical(obj: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept (the hashed form)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def compute_hash(fields: dict[str, Any]) -> str:
+    """sha256 over prev + canonical JSON of every field except ``hash``."""
+    body = {k: v for k, v in fields.items() if k != "hash"}
+    return hashlib.sha256((fields["prev"] + canonical(body)).encode("utf-8")).hexdigest()
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def build_line(seq: int, prev: str, kind: str, actor: str, data: BaseModel | dict[str, Any]) -> tuple[str, str]:
+    """Validate ``data`` for ``kind`` and return (line without newline, hash)."""
+    model = DATA_TYPES.get(kind)
+    if model is None:
+        raise LogFormatError(f"unknown event kind {kind!r}; known: {', '.join(sorted(DATA_TYPES))}")
+    if isinstance(data, BaseModel):
+        payload = data.model_dump(mode="json")
+    else:
+        try:
+            payload = model.model_validate(data).model_dump(mode="json")
+        except ValidationError as exc:
+            raise LogFormatError(f"invalid data for {kind}: {exc}") from exc
+    fields: dict[str, Any] = {
+        "v": SCHEMA_VERSION,
+        "seq": seq,
+        "ts": now_iso(),
+        "kind": kind,
+        "actor": actor,
+        "data": payload,
+        "prev": prev,
+    }
+    digest = compute_hash(fields)
+    fields["hash"] = digest
+    return canonical(fields), digest
+
+
+def parse_line(line: str | bytes) -> Any:
+    """Parse one log line into its Event model, or raise LogFormatError saying why."""
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise LogFormatError(f"not JSON ({exc.msg} at column {exc.colno})") from exc
+    if not isinstance(raw, dict):
+        raise LogFormatError("not a JSON object")
+    version = raw.get("v")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise LogFormatError(
+            f"event schema version {version} is newer than this rrma understands ({SCHEMA_VERSION}); upgrade rrma"
+        )
+    try:
+        return _EVENT_ADAPTER.validate_python(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise LogFormatError(f"invalid event ({loc}: {first['msg']})") from exc
+
+
+def raw_fields(line: str | bytes) -> dict[str, Any]:
+    """Parse a line as plain JSON (no model validation): the fast path for hashing/verify."""
+    obj = json.loads(line)
+    if not isinstance(obj, dict):
+        raise LogFormatError("not a JSON object")
+    return obj

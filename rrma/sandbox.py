@@ -1,0 +1,419 @@
+"""Per-trial workspaces and the process limits every untrusted program runs under.
+
+Two jobs live here because they are the two halves of "a trial cannot hurt the harness":
+
+* **Workspaces.** A trial's files are its parent's snapshot (a manifest of content-addressed
+  blobs) plus the proposed edit. :func:`apply_edits` is the only way an edit reaches a
+  workspace, and it refuses anything outside the task's editable files: absolute paths,
+  ``..`` traversal, symlink escapes, binary garbage, read-only files. Refusals raise
+  :class:`InvalidEdit` with a precise message; the trial becomes ``invalid``.
+* **Limits.** :func:`run_limited` runs a command in its own session (so its own process
+  group), and a watchdog in the harness enforces the wall clock, the resident memory of the
+  whole group and an output cap, from outside. Whatever the program does (hang, fork, flood,
+  allocate, segfault) it is killed by process group (never by name), its group is verified
+  empty, and a labelled :class:`ProcessResult` comes back. The harness goes on.
+"""
+
+from __future__ import annotations
+
+import codecs
+import collections
+import contextlib
+import fnmatch
+import os
+import posixpath
+import resource
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rrma.trial import Budget, FileEdit, Status
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+HEAD_BYTES = 32 * 1024  # captured output: first and last 32 KiB are kept
+TAIL_BYTES = 32 * 1024
+MAX_FILE_BYTES = 4 * 1024 * 1024  # one edited file may not exceed 4 MiB
+TERM_GRACE_S = 1.0  # SIGTERM, then SIGKILL after this many seconds
+
+
+# ----------------------------------------------------------------------------- limits
+
+
+@dataclass
+class ProcessResult:
+    """What happened to one limited process (and its whole process group)."""
+
+    status: Status  # ok, crash, timeout, oom, aborted
+    returncode: int | None
+    reason: str  # one line a person can act on: "exit code 1", "killed after 10.0 s wall clock"
+    seconds: float
+    peak_rss_mb: float
+    output: str  # head and tail of stdout+stderr (decoded as UTF-8, replacement on errors)
+    output_bytes: int  # total bytes the program wrote, including what was not kept
+    signal_name: str | None = None
+    leftover_killed: int = 0  # processes of the group still alive after the leader exited
+
+    @property
+    def tail(self) -> str:
+        """The last ~40 lines of output: what feedback usually quotes."""
+        return "\n".join(self.output.splitlines()[-40:])
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) pids whose process group is ``pgid``, from /proc."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # fields after the command name (which may contain spaces) start after the last ')'
+        rest = stat[stat.rfind(b")") + 2 :].split()
+        if len(rest) > 2 and int(rest[2]) == pgid and rest[0] != b"Z":
+            members.append(int(entry))
+    return members
+
+
+def _rss_bytes(pids: Iterable[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as fh:
+                total += int(fh.read().split()[1]) * PAGE_SIZE
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+class _Capture:
+    """Keeps the head and tail of a stream, counts bytes, feeds complete lines to a callback."""
+
+    def __init__(self, on_line: Callable[[str], str | None] | None) -> None:
+        self.head = bytearray()
+        self.tail: collections.deque[bytes] = collections.deque()
+        self.tail_len = 0
+        self.total = 0
+        self.on_line = on_line
+        self.partial = ""
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.abort_reason: str | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = HEAD_BYTES - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail.append(chunk)
+            self.tail_len += len(chunk)
+            while self.tail and self.tail_len - len(self.tail[0]) >= TAIL_BYTES:
+                self.tail_len -= len(self.tail.popleft())
+
+    def feed_lines(self, raw: bytes) -> None:
+        if self.on_line is None or self.abort_reason is not None:
+            return
+        text = self.partial + self.decoder.decode(raw)
+        lines = text.split("\n")
+        self.partial = lines.pop()[-65536:]
+        for line in lines:
+            reason = self.on_line(line.rstrip("\r"))
+            if reason:
+                self.abort_reason = reason
+                return
+
+    def text(self) -> str:
+        head = bytes(self.head)
+        tail = b"".join(self.tail)[-TAIL_BYTES:]
+        kept = len(head) + len(tail)
+        if self.total > kept:
+            middle = f"\n[... {self.total - kept} bytes of output not kept ...]\n".encode()
+            return (head + middle + tail).decode("utf-8", errors="replace")
+        return (head + tail).decode("utf-8", errors="replace")
+
+
+def run_limited(
+    argv: list[str],
+    *,
+    cwd: Path | str,
+    budget: Budget,
+    env: Mapping[str, str] | None = None,
+    on_line: Callable[[str], str | None] | None = None,
+    cancel: threading.Event | None = None,
+    stdin_data: bytes | None = None,
+    poll_s: float = 0.05,
+) -> ProcessResult:
+    """Run ``argv`` in its own session under ``budget``; always returns, never raises for the
+    program's behaviour (only for a command that cannot be started: FileNotFoundError).
+
+    ``on_line`` sees each complete output line; returning a non-empty string aborts the run
+    with that reason (status ``aborted``). ``cancel`` set from another thread aborts too.
+    """
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        cwd=str(cwd),
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # own session => own process group, pgid == pid
+        close_fds=True,
+    )
+    pgid = proc.pid
+    with contextlib.suppress(OSError, ValueError):
+        resource.prlimit(proc.pid, resource.RLIMIT_CORE, (0, 0))  # no core dumps on segfault
+    capture = _Capture(on_line)
+    kill_status: list[tuple[Status, str]] = []
+    kill_lock = threading.Lock()
+    assert proc.stdout is not None
+    out_fd = proc.stdout.fileno()
+
+    def request_kill(status: Status, reason: str) -> None:
+        with kill_lock:
+            if kill_status:
+                return
+            kill_status.append((status, reason))
+        _killpg(pgid, signal.SIGTERM)
+        threading.Timer(TERM_GRACE_S, _killpg, args=(pgid, signal.SIGKILL)).start()
+
+    def reader() -> None:
+        while True:
+            try:
+                chunk = os.read(out_fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            capture.feed(chunk)
+            capture.feed_lines(chunk)
+            if capture.abort_reason and not kill_status:
+                request_kill(Status.aborted, capture.abort_reason)
+            if capture.total > budget.max_output_bytes and not kill_status:
+                request_kill(
+                    Status.crash,
+                    f"output flood: more than {budget.max_output_bytes} bytes written; killed",
+                )
+
+    if stdin_data is not None and proc.stdin is not None:
+        def writer() -> None:
+            with contextlib.suppress(OSError):
+                assert proc.stdin is not None
+                proc.stdin.write(stdin_data)
+                proc.stdin.close()
+        threading.Thread(target=writer, daemon=True).start()
+
+    read_thread = threading.Thread(target=reader, name=f"capture-{pgid}", daemon=True)
+    read_thread.start()
+    limit_bytes = budget.memory_mb * 1024 * 1024
+    peak = 0
+    next_rss = 0.0
+    while proc.poll() is None:
+        now = time.monotonic()
+        elapsed = now - started
+        if elapsed > budget.seconds and not kill_status:
+            request_kill(Status.timeout, f"killed after {budget.seconds:g} s wall clock (budget)")
+        if now >= next_rss:
+            rss = _rss_bytes(_group_members(pgid))
+            peak = max(peak, rss)
+            if rss > limit_bytes and not kill_status:
+                request_kill(
+                    Status.oom,
+                    f"killed: resident memory {rss / 2**20:.0f} MiB over the {budget.memory_mb} MiB budget",
+                )
+            # the /proc scan costs ~1 ms; poll it densely at first, then every 0.1 s
+            next_rss = now + (poll_s if elapsed < 2 else 0.1)
+        if cancel is not None and cancel.is_set() and not kill_status:
+            request_kill(Status.aborted, "cancelled: the run is stopping")
+        if kill_status and elapsed > budget.seconds + TERM_GRACE_S + 5:
+            _killpg(pgid, signal.SIGKILL)
+        time.sleep(poll_s)
+    returncode = proc.returncode
+    # the leader is gone; anything left in its group (forked children) is killed and awaited
+    leftovers = _group_members(pgid)
+    if leftovers:
+        _killpg(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while _group_members(pgid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    read_thread.join(timeout=5)
+    with contextlib.suppress(OSError):
+        proc.stdout.close()
+    seconds = time.monotonic() - started
+    output = capture.text()
+    sig_name = None
+    if returncode is not None and returncode < 0:
+        with contextlib.suppress(ValueError):
+            sig_name = signal.Signals(-returncode).name
+    if kill_status:
+        status, reason = kill_status[0]
+    elif returncode == 0:
+        status, reason = Status.ok, "exit code 0"
+    elif sig_name == "SIGKILL":
+        status, reason = Status.oom, "killed by SIGKILL from outside the harness (likely the kernel OOM killer)"
+    elif sig_name is not None:
+        status, reason = Status.crash, f"killed by signal {sig_name}"
+    elif _looks_like_oom(output):
+        status, reason = Status.oom, f"out of memory (exit code {returncode})"
+    else:
+        status, reason = Status.crash, f"exit code {returncode}"
+    return ProcessResult(
+        status=status,
+        returncode=returncode,
+        reason=reason,
+        seconds=seconds,
+        peak_rss_mb=peak / 2**20,
+        output=output,
+        output_bytes=capture.total,
+        signal_name=sig_name,
+        leftover_killed=len(leftovers),
+    )
+
+
+OOM_MARKERS = ("MemoryError", "CUDA out of memory", "OutOfMemoryError", "std::bad_alloc", "Cannot allocate memory")
+
+
+def _looks_like_oom(output: str) -> bool:
+    tail = output[-4000:]
+    return any(marker in tail for marker in OOM_MARKERS)
+
+
+# ----------------------------------------------------------------------------- workspaces
+
+
+class InvalidEdit(ValueError):
+    """An edit that may not be applied: it names the file and says exactly why."""
+
+
+@dataclass
+class EditRules:
+    """Which workspace files an edit may touch (globs relative to the workspace root)."""
+
+    editable: list[str]
+    readonly: list[str] = field(default_factory=list)
+
+    def is_editable(self, path: str) -> bool:
+        if any(fnmatch.fnmatchcase(path, pat) for pat in self.readonly):
+            return False
+        return any(fnmatch.fnmatchcase(path, pat) for pat in self.editable)
+
+
+def normalize_path(raw: str) -> str:
+    """Return the canonical relative POSIX path of an edit target or raise InvalidEdit."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise InvalidEdit("edit path is empty")
+    if "\x00" in raw:
+        raise InvalidEdit(f"edit path {raw!r} contains a NUL byte")
+    if "\\" in raw:
+        raise InvalidEdit(f"edit path {raw!r} contains a backslash; use forward slashes")
+    if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
+        raise InvalidEdit(f"edit path {raw!r} is absolute; paths are relative to the workspace")
+    parts = raw.split("/")
+    if ".." in parts:
+        raise InvalidEdit(f"edit path {raw!r} leaves the workspace ('..' is not allowed)")
+    norm = posixpath.normpath(raw)
+    if norm in (".", "") or norm.startswith("../"):
+        raise InvalidEdit(f"edit path {raw!r} does not name a file inside the workspace")
+    return norm
+
+
+def check_text(path: str, data: str | bytes) -> str:
+    """Refuse binary garbage: NUL bytes, undecodable UTF-8, control characters, huge files."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidEdit(f"{path}: not valid UTF-8 text (byte {exc.start})") from exc
+    if "\x00" in data:
+        raise InvalidEdit(f"{path}: contains NUL bytes (binary content is not allowed)")
+    if len(data.encode("utf-8")) > MAX_FILE_BYTES:
+        raise InvalidEdit(f"{path}: {len(data.encode())} bytes is over the {MAX_FILE_BYTES} byte limit")
+    bad = sum(1 for ch in data if ord(ch) < 32 and ch not in "\n\r\t\f")
+    if bad:
+        raise InvalidEdit(f"{path}: contains {bad} control characters (binary content is not allowed)")
+    return data
+
+
+def apply_edits(files: Mapping[str, str], edits: list[FileEdit], rules: EditRules) -> dict[str, str]:
+    """Apply ``edits`` to ``files`` (path -> text) and return the new mapping.
+
+    Raises InvalidEdit (naming the file and the reason) for anything not allowed. ``files`` is
+    not modified. Paths are checked lexically here; :func:`materialize` refuses symlink escapes
+    on disk.
+    """
+    if not edits:
+        raise InvalidEdit("the proposal contains no edits")
+    out = dict(files)
+    for edit in edits:
+        path = normalize_path(edit.path)
+        if not rules.is_editable(path):
+            if any(fnmatch.fnmatchcase(path, pat) for pat in rules.readonly):
+                raise InvalidEdit(f"{path}: read-only file (editable: {', '.join(rules.editable)})")
+            raise InvalidEdit(f"{path}: not an editable file of this task (editable: {', '.join(rules.editable)})")
+        if edit.delete:
+            if path not in out:
+                raise InvalidEdit(f"{path}: cannot delete a file that does not exist")
+            del out[path]
+            continue
+        if edit.content is not None and edit.replacements:
+            raise InvalidEdit(f"{path}: give either the whole content or replacements, not both")
+        if edit.content is not None:
+            out[path] = check_text(path, edit.content)
+            continue
+        if not edit.replacements:
+            raise InvalidEdit(f"{path}: edit has neither content nor replacements")
+        if path not in out:
+            raise InvalidEdit(f"{path}: search/replace on a file that does not exist")
+        text = out[path]
+        for i, (search, replace) in enumerate(edit.replacements):
+            count = text.count(search) if search else 0
+            if count != 1:
+                what = "is empty" if not search else ("was not found" if count == 0 else f"occurs {count} times")
+                raise InvalidEdit(f"{path}: replacement {i + 1}: the search text {what} (it must occur exactly once)")
+            text = text.replace(search, replace, 1)
+        out[path] = check_text(path, text)
+    return out
+
+
+def read_tree(root: Path) -> dict[str, str]:
+    """Read a workspace directory into path -> text; refuses symlinks that leave it."""
+    root = root.resolve()
+    files: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink():
+            target = path.resolve()
+            if not target.is_relative_to(root):
+                raise InvalidEdit(f"{path.relative_to(root)}: symlink escapes the workspace (to {target})")
+        if not path.is_file():
+            continue
+        rel = path.relative_to(root).as_posix()
+        if "__pycache__" in rel.split("/"):
+            continue
+        files[rel] = check_text(rel, path.read_bytes())
+    return files
+
+
+def materialize(files: Mapping[str, str], dest: Path) -> None:
+    """Write ``files`` under ``dest`` (created fresh); refuses any path resolving outside it."""
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    for rel, text in files.items():
+        target = (root / normalize_path(rel)).resolve()
+        if not target.is_relative_to(root):
+            raise InvalidEdit(f"{rel}: resolves outside the trial workspace (symlink escape)")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():
+            raise InvalidEdit(f"{rel}: is a symlink in the trial workspace")
+        target.write_text(text, encoding="utf-8")

@@ -1,0 +1,300 @@
+"""Fold a run's events into its current state, and render the derived views from it.
+
+:class:`RunState` is a pure function of the event sequence: ``RunState.fold(events)`` gives the
+same state whether the events come from a full scan, a live tail, or a resumed run. The TUI,
+the loop, ``verify`` and the export all read state through here, so they agree.
+
+``blackboard.md`` and ``results.tsv`` are *derived views*: :func:`render_blackboard` and
+:func:`render_results` regenerate them from state; they are never read back as a source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rrma.store import write_atomic
+
+
+@dataclass
+class TrialRecord:
+    trial_id: str
+    parent: str | None
+    agent: str
+    hypothesis: str = ""
+    expected_effect: str = ""
+    baseline: bool = False
+    theorem: str | None = None
+    status: str = "proposed"  # proposed | running | <Status>
+    score: float | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    feedback: str = ""
+    seconds: float = 0.0
+    cached: bool = False
+    cached_from: str | None = None
+    delta: float | None = None
+    delta_sigma: float | None = None
+    promoted: bool = False
+    proposal_blob: str | None = None
+    manifest_blob: str | None = None
+    log_blob: str | None = None
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    proposed_seq: int = 0
+    proposed_ts: str = ""
+    finished_ts: str = ""
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    seed: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in ("proposed", "running")
+
+    @property
+    def review_status(self) -> str:
+        """approved | rejected | flagged | unreviewed (the latest decision wins)."""
+        if not self.reviews:
+            return "unreviewed"
+        return {"approve": "approved", "reject": "rejected", "flag": "flagged"}[self.reviews[-1]["decision"]]
+
+
+@dataclass
+class AgentRecord:
+    name: str
+    turns: int = 0
+    trials: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    last_activity: str = ""  # one line: what it did last
+    last_ts: str = ""
+
+
+@dataclass
+class RunState:
+    run_id: str = ""
+    task: dict[str, Any] = field(default_factory=dict)
+    task_name: str = ""
+    seed: int = 0
+    started_ts: str = ""
+    finished_ts: str = ""
+    finish_reason: str | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    resumes: int = 0
+    trials: dict[str, TrialRecord] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)  # trial ids in proposal order
+    best_id: str | None = None
+    best_history: list[tuple[str, float]] = field(default_factory=list)  # (trial id, score) at each promotion
+    baseline_mean: float | None = None
+    sigma: float | None = None
+    floor: float | None = None
+    baseline_ids: list[str] = field(default_factory=list)
+    blackboard: list[dict[str, Any]] = field(default_factory=list)
+    agents: dict[str, AgentRecord] = field(default_factory=dict)
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    events: int = 0
+    last_seq: int = -1
+    last_ts: str = ""
+
+    # ------------------------------------------------------------------ folding
+
+    @classmethod
+    def fold(cls, events: Any) -> RunState:
+        state = cls()
+        for event in events:
+            state.apply(event)
+        return state
+
+    @property
+    def direction(self) -> str:
+        return str(self.task.get("metric", {}).get("direction", "minimize"))
+
+    @property
+    def status(self) -> str:
+        return "finished" if self.finish_reason else ("running" if self.started_ts else "empty")
+
+    def better(self, a: float, b: float) -> float:
+        return (b - a) if self.direction == "minimize" else (a - b)
+
+    def _agent(self, name: str) -> AgentRecord:
+        rec = self.agents.get(name)
+        if rec is None:
+            rec = self.agents[name] = AgentRecord(name)
+        return rec
+
+    def apply(self, ev: Any) -> None:
+        self.events += 1
+        self.last_seq = ev.seq
+        self.last_ts = ev.ts
+        d = ev.data
+        kind = ev.kind
+        if kind == "run.started":
+            self.run_id, self.task, self.task_name, self.seed = d.run_id, d.task, d.task_name, d.seed
+            self.started_ts = ev.ts
+        elif kind == "run.resumed":
+            self.resumes += 1
+            self.finish_reason = None
+            self.finished_ts = ""
+            for tid in d.interrupted_trials:
+                if tid in self.trials and not self.trials[tid].finished:
+                    self.trials[tid].status = "proposed"
+        elif kind == "run.finished":
+            self.finish_reason, self.summary, self.finished_ts = d.reason, d.summary, ev.ts
+        elif kind == "agent.turn":
+            rec = self._agent(d.agent)
+            rec.turns += 1
+            rec.tokens_in += d.tokens_in
+            rec.tokens_out += d.tokens_out
+            rec.cost_usd += d.cost_usd
+            what = d.tool or d.role
+            rec.last_activity = f"{what}: {(d.text or d.result or '').strip().splitlines()[0][:80] if (d.text or d.result or '').strip() else ''}"
+            rec.last_ts = ev.ts
+        elif kind == "trial.proposed":
+            rec = TrialRecord(
+                trial_id=d.trial_id,
+                parent=d.parent,
+                agent=d.agent,
+                hypothesis=d.hypothesis,
+                expected_effect=d.expected_effect,
+                baseline=d.baseline,
+                theorem=d.theorem,
+                proposal_blob=d.proposal_blob,
+                manifest_blob=d.manifest_blob,
+                edits=[e.model_dump() for e in d.edits],
+                proposed_seq=ev.seq,
+                proposed_ts=ev.ts,
+                seed=d.seed,
+            )
+            if d.trial_id not in self.trials:
+                self.order.append(d.trial_id)
+            self.trials[d.trial_id] = rec
+            if not d.baseline:
+                agent = self._agent(d.agent)
+                agent.trials += 1
+                agent.last_activity = f"proposed {d.trial_id}: {d.hypothesis[:70]}"
+                agent.last_ts = ev.ts
+        elif kind == "trial.started":
+            if d.trial_id in self.trials:
+                self.trials[d.trial_id].status = "running"
+        elif kind == "trial.progress":
+            if d.trial_id in self.trials:
+                self.trials[d.trial_id].progress.append(d.sample)
+        elif kind == "trial.finished":
+            rec = self.trials.get(d.trial_id)
+            if rec is None:
+                return
+            rec.status, rec.score, rec.metrics, rec.feedback = d.status, d.score, d.metrics, d.feedback
+            rec.seconds, rec.cached, rec.cached_from, rec.log_blob = d.seconds, d.cached, d.cached_from, d.log_blob
+            rec.delta, rec.delta_sigma = d.delta, d.delta_sigma
+            rec.finished_ts = ev.ts
+        elif kind == "trial.promoted":
+            rec = self.trials.get(d.trial_id)
+            if rec is not None:
+                rec.promoted = True
+            self.best_id = d.trial_id
+            self.best_history.append((d.trial_id, d.score))
+        elif kind == "baseline.measured":
+            self.baseline_mean, self.sigma, self.floor = d.mean, d.sigma, d.floor
+            self.baseline_ids = list(d.trial_ids)
+        elif kind == "blackboard.post":
+            self.blackboard.append({"seq": ev.seq, "ts": ev.ts, "agent": d.agent, "text": d.text, "trial_id": d.trial_id, "tags": d.tags})
+        elif kind == "review":
+            review = {"seq": ev.seq, "ts": ev.ts, "trial_id": d.trial_id, "decision": d.decision, "reviewer": d.reviewer, "note": d.note}
+            self.reviews.append(review)
+            if d.trial_id in self.trials:
+                self.trials[d.trial_id].reviews.append(review)
+        elif kind == "note":
+            self.notes.append(d.text)
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def best(self) -> TrialRecord | None:
+        return self.trials.get(self.best_id) if self.best_id else None
+
+    def agent_trials(self) -> list[TrialRecord]:
+        return [self.trials[t] for t in self.order if not self.trials[t].baseline]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for rec in self.agent_trials():
+            out[rec.status] = out.get(rec.status, 0) + 1
+        return out
+
+    def cache_hits(self) -> int:
+        return sum(1 for rec in self.trials.values() if rec.cached)
+
+    def lineage(self, trial_id: str) -> list[TrialRecord]:
+        """The path from ``trial_id`` back to the root, child first."""
+        path = []
+        seen = set()
+        cur: str | None = trial_id
+        while cur and cur in self.trials and cur not in seen:
+            seen.add(cur)
+            path.append(self.trials[cur])
+            cur = self.trials[cur].parent
+        return path
+
+    def delta_sigma_of(self, score: float | None) -> float | None:
+        if score is None or self.baseline_mean is None:
+            return None
+        delta = self.better(score, self.baseline_mean)
+        return delta / self.sigma if self.sigma else None
+
+    def pending_review(self) -> list[TrialRecord]:
+        """Scored agent trials not yet reviewed: would-be and actual bests first, then by score."""
+        items = [t for t in self.agent_trials() if t.finished and t.review_status == "unreviewed" and t.status == "ok"]
+        sign = 1 if self.direction == "minimize" else -1
+
+        def key(t: TrialRecord) -> tuple[int, float]:
+            first = 0 if (t.promoted or t.metrics.get("awaiting_review")) else 1
+            return (first, sign * (t.score if t.score is not None else float("inf") * sign))
+
+        return sorted(items, key=key)
+
+
+# ----------------------------------------------------------------------------- views
+
+
+RESULTS_HEADER = ["trial", "parent", "agent", "status", "score", "delta", "seconds", "description"]
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.6g}"
+
+
+def render_results(state: RunState) -> str:
+    """results.tsv: one row per finished trial (baseline repeats included), tab-separated."""
+    lines = ["\t".join(RESULTS_HEADER)]
+    for tid in state.order:
+        rec = state.trials[tid]
+        if not rec.finished:
+            continue
+        desc = rec.hypothesis.replace("\t", " ").replace("\n", " ").strip()
+        if rec.baseline:
+            desc = desc or "baseline"
+        lines.append(
+            "\t".join([
+                rec.trial_id, rec.parent or "", rec.agent, rec.status, _fmt(rec.score), _fmt(rec.delta),
+                f"{rec.seconds:.3f}", desc[:300],
+            ])
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_blackboard(state: RunState) -> str:
+    out = [f"# Blackboard: {state.run_id} ({state.task_name})", ""]
+    if state.baseline_mean is not None:
+        out.append(f"Baseline: {state.baseline_mean:.6g} ± {state.sigma or 0:.3g} (σ); promotion floor {state.floor or 0:.3g}")
+        out.append("")
+    for post in state.blackboard:
+        ref = f" [{post['trial_id']}]" if post.get("trial_id") else ""
+        out.append(f"- **{post['agent']}**{ref} ({post['ts']}): {post['text']}")
+    return "\n".join(out) + "\n"
+
+
+def write_views(run_dir: Path, state: RunState) -> None:
+    write_atomic(run_dir / "results.tsv", render_results(state))
+    write_atomic(run_dir / "blackboard.md", render_blackboard(state))

@@ -1,0 +1,300 @@
+"""Task configuration: one YAML file says everything about a task.
+
+:class:`TaskConfig` is the single typed settings table: every field has a type, a default and a
+one-line docstring (``rrma-tui task-schema`` prints the table from these). :func:`load_task`
+turns any problem into a :class:`TaskError` that names the file, the field path and what was
+expected, e.g. ``task.yaml: budget.trial_seconds: Input should be greater than 0 (got -5)``.
+
+Paths inside a task (``workspace.source``) are relative to the YAML file's directory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class TaskError(ValueError):
+    """The task file is missing, malformed or does not satisfy the schema."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class OracleConfig(_Section):
+    kind: str = "command"
+    """Oracle kind: command, autoresearch, lean, coq, gsm8k-recipe, gsm8k-prompt (or module:Class)."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Oracle-specific parameters (see the oracle's docs), part of the cache key."""
+
+
+class WorkspaceConfig(_Section):
+    source: str = "workspace"
+    """Directory holding the baseline files, relative to the task file."""
+    editable: list[str] = Field(default_factory=list)
+    """Glob patterns of files agents may edit (relative to the workspace)."""
+    readonly: list[str] = Field(default_factory=list)
+    """Glob patterns agents may read but never edit (wins over editable)."""
+
+
+class MetricConfig(_Section):
+    name: str = "score"
+    """Name of the metric the oracle reports (a `name: value` line for the command oracle)."""
+    direction: Literal["minimize", "maximize"] = "minimize"
+    """Whether lower or higher is better."""
+    target: float | None = None
+    """Stop the run once the best score reaches this value (None: never)."""
+
+
+class BudgetConfig(_Section):
+    trial_seconds: float = Field(60.0, gt=0)
+    """Wall-clock limit of one evaluation, enforced from outside (seconds)."""
+    trial_memory_mb: int = Field(2048, gt=0)
+    """Resident-memory limit of one evaluation's process group (MiB)."""
+    max_output_bytes: int = Field(8 * 1024 * 1024, gt=0)
+    """Output beyond this many bytes is a flood: the trial is killed and labelled crash."""
+    max_trials: int = Field(20, ge=0)
+    """Number of agent trials (baseline repeats not counted)."""
+    max_wall_seconds: float = Field(3600.0, gt=0)
+    """Stop proposing after this many seconds of run time; running trials finish."""
+    max_concurrent: int = Field(1, ge=1)
+    """Trials evaluated at the same time."""
+    num_cpus: float = Field(1.0, gt=0)
+    """CPUs one trial needs (a Ray resource request)."""
+    num_gpus: float = Field(0.0, ge=0)
+    """GPUs one trial needs (a Ray resource request)."""
+
+
+class NoiseConfig(_Section):
+    baseline_repeats: int = Field(3, ge=1)
+    """How many times the unmodified baseline is evaluated (different seeds) to estimate sigma."""
+    min_sigmas: float = Field(2.0, ge=0)
+    """A trial is promoted only when it beats the best by at least this many sigmas."""
+    min_delta: float = Field(0.0, ge=0)
+    """Absolute improvement floor (used when sigma is 0, e.g. deterministic oracles)."""
+
+
+class LoopConfig(_Section):
+    policy: Literal["keep-revert", "tree", "independent"] = "keep-revert"
+    """keep-revert: parent is the current best; tree: agent picks the parent; independent: always the baseline."""
+    top_k: int = Field(5, ge=0)
+    """Best trials shown to agents."""
+    recent_k: int = Field(8, ge=0)
+    """Most recent trials (with outcomes and feedback) shown to agents."""
+    history: bool = True
+    """Show earlier trials and the blackboard to agents (off = single-shot control arm)."""
+    lineage: bool = True
+    """Show the lineage of the parent trial to agents (off for control runs)."""
+    hitl: bool = False
+    """Human-in-the-loop gate: a would-be new best is promoted only after a person approves it."""
+    agents_parallel: int = Field(1, ge=1)
+    """Number of agent instances (each agents[] entry is replicated, names suffixed -1, -2...)."""
+
+
+class AgentConfig(_Section):
+    name: str = "agent"
+    """Agent name (unique within the run; appears as actor agent:<name>)."""
+    backend: str = "random-search"
+    """random-search, replay, tactic-portfolio, anthropic, openai (or module:Class)."""
+    model: str | None = None
+    """Model name for LLM backends."""
+    base_url: str | None = None
+    """Endpoint for OpenAI-compatible servers (vLLM) or an Anthropic-compatible proxy."""
+    max_tokens: int = Field(4096, gt=0)
+    """Output tokens per model call."""
+    temperature: float = Field(0.7, ge=0)
+    """Sampling temperature."""
+    role: str | None = None
+    """Specialist role (e.g. optimizer, architecture, data): shown to the agent, restricts its edits."""
+    editable: list[str] | None = None
+    """Subset of the workspace's editable globs this agent may touch (None: all)."""
+    search_keys: list[str] | None = None
+    """Subset of search_space keys this agent mutates (random search; None: all)."""
+    budget_usd: float | None = None
+    """Hard cap on model cost for this agent over the run (None: no cap)."""
+    max_run_tokens: int | None = None
+    """Hard cap on tokens (in + out) for this agent over the run (None: no cap)."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Backend-specific options."""
+
+
+class SearchDim(_Section):
+    kind: Literal["log_uniform", "uniform", "int", "choice"] = "uniform"
+    """Distribution of the sampled value."""
+    low: float | None = None
+    """Lower bound (log_uniform, uniform, int)."""
+    high: float | None = None
+    """Upper bound (inclusive for int)."""
+    choices: list[Any] | None = None
+    """Values to pick from (choice)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> SearchDim:
+        if self.kind == "choice":
+            if not self.choices:
+                raise ValueError("choice needs a non-empty 'choices' list")
+        else:
+            if self.low is None or self.high is None:
+                raise ValueError(f"{self.kind} needs both 'low' and 'high'")
+            if self.low > self.high:
+                raise ValueError(f"low ({self.low}) is greater than high ({self.high})")
+            if self.kind == "log_uniform" and self.low <= 0:
+                raise ValueError("log_uniform needs low > 0")
+        return self
+
+
+_SEARCH_KEY = re.compile(r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class TaskConfig(_Section):
+    name: str
+    """Short task name (used in run ids)."""
+    description: str = ""
+    """What the agents are asked to do (shown to them verbatim)."""
+    oracle: OracleConfig = Field(default_factory=OracleConfig)
+    """Which oracle judges trials, and its parameters."""
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    """Baseline files and what agents may edit."""
+    metric: MetricConfig = Field(default_factory=MetricConfig)
+    """The metric and its direction."""
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    """Per-trial limits and run-level stopping rules."""
+    noise: NoiseConfig = Field(default_factory=NoiseConfig)
+    """Noise floor estimation and the promotion threshold."""
+    loop: LoopConfig = Field(default_factory=LoopConfig)
+    """Search policy and what agents see."""
+    agents: list[AgentConfig] = Field(default_factory=lambda: [AgentConfig()])
+    """The agents of the run."""
+    search_space: dict[str, SearchDim] = Field(default_factory=dict)
+    """For random search: 'file:CONSTANT' -> distribution."""
+    seed: int = 0
+    """Run seed (agents and baseline repeats derive theirs from it)."""
+    bench: dict[str, Any] = Field(default_factory=dict)
+    """Bench-specific settings (e.g. per-theorem attempts for proof benches)."""
+
+    # set by load_task, not part of the YAML
+    base_dir: Path | None = Field(default=None, exclude=True)
+    """Directory of the task file (paths are relative to it)."""
+
+    @field_validator("search_space")
+    @classmethod
+    def _keys(cls, value: dict[str, SearchDim]) -> dict[str, SearchDim]:
+        for key in value:
+            if not _SEARCH_KEY.match(key):
+                raise ValueError(f"search_space key {key!r} must look like 'file.py:CONSTANT_NAME'")
+        return value
+
+    @model_validator(mode="after")
+    def _agents_unique(self) -> TaskConfig:
+        names = [a.name for a in self.agents]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"agent names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+    def workspace_dir(self) -> Path:
+        base = self.base_dir or Path.cwd()
+        return (base / self.workspace.source).resolve()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The config as plain JSON (for run.json and the run.started event)."""
+        data = self.model_dump(mode="json")
+        data["base_dir"] = str(self.base_dir) if self.base_dir else None
+        return data
+
+    def better(self, a: float, b: float) -> float:
+        """Signed improvement of score ``a`` over ``b`` (> 0 means ``a`` is better)."""
+        return (b - a) if self.metric.direction == "minimize" else (a - b)
+
+
+def _format_error(source: str, exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        got = err.get("input")
+        shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling; `rrma-tui task-schema` lists the fields)"
+            shown = ""
+        lines.append(f"{source}: {loc}: {msg}{shown}")
+    return "\n".join(lines)
+
+
+def task_from_dict(data: Any, *, source: str = "<task>", base_dir: Path | None = None) -> TaskConfig:
+    if not isinstance(data, dict):
+        raise TaskError(f"{source}: expected a mapping of task fields at the top level, got {type(data).__name__}")
+    try:
+        task = TaskConfig.model_validate(data)
+    except ValidationError as exc:
+        raise TaskError(_format_error(source, exc)) from None
+    task.base_dir = base_dir
+    return task
+
+
+def load_task(path: Path | str, overrides: dict[str, Any] | None = None) -> TaskConfig:
+    """Load and validate a task YAML file; ``overrides`` are dotted keys (``budget.max_trials``)."""
+    path = Path(path)
+    if not path.exists():
+        raise TaskError(f"{path}: no such task file")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise TaskError(f"{path}:{where}: malformed YAML: {problem}") from None
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if data is None:
+        raise TaskError(f"{path}: the file is empty; a task needs at least a 'name'")
+    for key, value in (overrides or {}).items():
+        set_dotted(data, key, value)
+    task = task_from_dict(data, source=str(path), base_dir=path.parent.resolve())
+    ws = task.workspace_dir()
+    if task.oracle.kind not in {"lean", "coq", "gsm8k-prompt"} and not ws.is_dir():
+        raise TaskError(f"{path}: workspace.source: directory {ws} does not exist")
+    return task
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = data
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def schema_table() -> list[tuple[str, str, str, str]]:
+    """(field path, type, default, doc) for every task field: drives docs and `task-schema`."""
+    rows: list[tuple[str, str, str, str]] = []
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, info in model.model_fields.items():
+            if info.exclude:
+                continue
+            ann = info.annotation
+            path = f"{prefix}{name}"
+            sub = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+            if sub is not None:
+                walk(sub, path + ".")
+                continue
+            inner = getattr(ann, "__args__", None)
+            if ann is not None and getattr(ann, "__origin__", None) is list and inner and isinstance(inner[0], type) and issubclass(inner[0], BaseModel):
+                walk(inner[0], path + "[].")
+                continue
+            default = "required" if info.is_required() else repr(info.get_default(call_default_factory=True))
+            rows.append((path, _type_name(ann), default, info.description or ""))
+
+    walk(TaskConfig, "")
+    return rows
+
+
+def _type_name(ann: Any) -> str:
+    text = str(ann).replace("typing.", "")
+    return re.sub(r"<class '([^']+)'>", r"\1", text)

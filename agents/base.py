@@ -36,6 +36,7 @@ class TrialSummary:
     theorem: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)  # proposal.meta of that trial
+    promoted: bool = False
 
     def line(self) -> str:
         score = "-" if self.score is None else f"{self.score:.6g}"

@@ -93,6 +93,7 @@ class TrialProposedData(_Data):
     repeat: int = 0  # baseline repeat index
     seed: int = 0
     cache_key: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)  # agent-private proposal details (sampled params)
 
 
 class TrialStartedData(_Data):

@@ -92,6 +92,19 @@ def _rss_bytes(pids: Iterable[int]) -> int:
     return total
 
 
+_ACTIVE: set[int] = set()  # process groups of running limited commands (this process's own)
+_ACTIVE_LOCK = threading.Lock()
+
+
+def kill_active_groups() -> int:
+    """SIGKILL every process group this process started through run_limited (a hard quit)."""
+    with _ACTIVE_LOCK:
+        groups = list(_ACTIVE)
+    for pgid in groups:
+        _killpg(pgid, signal.SIGKILL)
+    return len(groups)
+
+
 def _killpg(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
@@ -173,6 +186,25 @@ def run_limited(
         close_fds=True,
     )
     pgid = proc.pid
+    with _ACTIVE_LOCK:
+        _ACTIVE.add(pgid)
+    try:
+        return _supervise(proc, pgid, started, budget, on_line, cancel, stdin_data, poll_s)
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE.discard(pgid)
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    pgid: int,
+    started: float,
+    budget: Budget,
+    on_line: Callable[[str], str | None] | None,
+    cancel: threading.Event | None,
+    stdin_data: bytes | None,
+    poll_s: float,
+) -> ProcessResult:
     with contextlib.suppress(OSError, ValueError):
         resource.prlimit(proc.pid, resource.RLIMIT_CORE, (0, 0))  # no core dumps on segfault
     capture = _Capture(on_line)

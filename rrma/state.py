@@ -46,6 +46,8 @@ class TrialRecord:
     progress: list[dict[str, Any]] = field(default_factory=list)
     reviews: list[dict[str, Any]] = field(default_factory=list)
     seed: int = 0
+    cache_key: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
@@ -166,6 +168,8 @@ class RunState:
                 proposed_seq=ev.seq,
                 proposed_ts=ev.ts,
                 seed=d.seed,
+                cache_key=d.cache_key,
+                meta=dict(getattr(d, 'meta', None) or {}),
             )
             if d.trial_id not in self.trials:
                 self.order.append(d.trial_id)

@@ -1,0 +1,4 @@
+import Theorems.NatArith
+import Theorems.Logic
+import Theorems.Lists
+import Theorems.Functional

@@ -1,0 +1,108 @@
+"""The generic ``command`` oracle: run a command in the trial dir, read ``key: value`` lines.
+
+Parameters (``oracle.params`` in the task YAML):
+
+* ``command``: a string (split like a shell would, no shell involved) or a list of arguments.
+  ``{python}`` is replaced by the running interpreter. Runs with the trial's workspace as cwd.
+* ``env``: extra environment variables. ``RRMA_SEED`` (the trial's seed) and
+  ``RRMA_TRIAL_ID`` are always set.
+
+The output is scanned for lines ``name: value`` with a numeric value (the last occurrence of a
+name wins, like autoresearch's greppable summaries). The task's metric must be among them: a
+missing metric is a ``crash`` with the output's tail as feedback. Limits (time, memory,
+output) are enforced by :func:`rrma.sandbox.run_limited`, which labels timeout / oom / crash.
+
+``noop`` is an oracle that does nothing and returns a fixed score: it measures harness overhead.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shlex
+import sys
+from typing import Any
+
+from oracle.base import EvalContext, Oracle, OracleError
+from rrma.sandbox import run_limited
+from rrma.trial import Outcome, Status
+
+METRIC_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_./-]*)\s*:\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)\s*$")
+
+
+def parse_metrics(output: str) -> dict[str, float]:
+    """Every ``name: number`` line of ``output``; the last occurrence of a name wins."""
+    metrics: dict[str, float] = {}
+    for line in output.splitlines():
+        match = METRIC_LINE.match(line)
+        if match:
+            metrics[match.group(1)] = float(match.group(2))
+    return metrics
+
+
+def command_argv(command: Any) -> list[str]:
+    if isinstance(command, str):
+        argv = shlex.split(command)
+    elif isinstance(command, list) and all(isinstance(x, str) for x in command):
+        argv = list(command)
+    else:
+        raise OracleError("command oracle: params.command must be a string or a list of strings")
+    if not argv:
+        raise OracleError("command oracle: params.command is empty")
+    return [sys.executable if a == "{python}" else a for a in argv]
+
+
+class CommandOracle(Oracle):
+    kind = "command"
+    version = "1"
+
+    def __init__(self, params: dict[str, Any], *, metric: str = "score", direction: str = "minimize") -> None:
+        super().__init__(params, metric=metric, direction=direction)
+        self.argv = command_argv(params.get("command"))
+        env = params.get("env", {})
+        if not isinstance(env, dict):
+            raise OracleError("command oracle: params.env must be a mapping")
+        self.extra_env = {str(k): str(v) for k, v in env.items()}
+
+    def evaluate(self, ctx: EvalContext) -> Outcome:
+        env = dict(os.environ)
+        env.update(self.extra_env)
+        env["RRMA_SEED"] = str(ctx.seed)
+        env["RRMA_TRIAL_ID"] = ctx.trial_id
+        env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+        try:
+            result = run_limited(self.argv, cwd=ctx.trial_dir, budget=ctx.budget, env=env, cancel=ctx.cancel)
+        except FileNotFoundError as exc:
+            return Outcome(status=Status.crash, feedback=f"command not found: {exc.filename}")
+        metrics: dict[str, Any] = parse_metrics(result.output)
+        metrics["peak_rss_mb"] = round(result.peak_rss_mb, 1)
+        if result.status != Status.ok:
+            return Outcome(
+                status=result.status,
+                metrics=metrics,
+                feedback=f"{result.status.value}: {result.reason}\n--- output tail ---\n{result.tail}",
+                log=result.output,
+                seconds=result.seconds,
+            )
+        value = metrics.get(self.metric)
+        if value is None or not math.isfinite(value):
+            why = "no" if value is None else f"a non-finite ({value})"
+            return Outcome(
+                status=Status.crash,
+                metrics=metrics,
+                feedback=f"crash: {why} `{self.metric}: <number>` line in the output\n--- output tail ---\n{result.tail}",
+                log=result.output,
+                seconds=result.seconds,
+            )
+        return Outcome(status=Status.ok, score=value, metrics=metrics, feedback=f"{self.metric}: {value:.6g}",
+                       log=result.output, seconds=result.seconds)
+
+
+class NoopOracle(Oracle):
+    """Returns ``params.score`` (default 0.0) at once: for measuring harness overhead."""
+
+    kind = "noop"
+
+    def evaluate(self, ctx: EvalContext) -> Outcome:
+        return Outcome(status=Status.ok, score=float(self.params.get("score", 0.0)), feedback="noop")

@@ -1,0 +1,57 @@
+"""Types shared by the proof oracles (Lean 4, Coq) and the strip-and-rediscover benches.
+
+A :class:`TheoremTask` is one stripped theorem: the file context before it, its exact statement,
+and the hidden original proof (kept for the report, never shown to agents). A checker turns a
+proof body into a :class:`Verdict`. The oracle always rebuilds the file itself from
+``context + statement + proof``: the agent supplies only the proof body, so it cannot change
+the statement, and anything it tries to inject is caught by the checker's rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+Prover = Literal["lean", "coq"]
+
+
+@dataclass
+class TheoremTask:
+    name: str
+    statement: str  # exact text of the declaration up to (not including) the proof
+    context: str  # everything in the source file before the declaration
+    original_proof: str  # hidden: never shown to agents
+    difficulty: str = "unknown"  # easy | medium | hard (from a tag comment) or unknown
+    prover: Prover = "lean"
+    source_file: str = ""
+    line: int = 0  # 1-based line of the declaration in the source file
+
+    def public(self) -> dict[str, Any]:
+        """What an agent may see: everything but the original proof."""
+        data = asdict(self)
+        data.pop("original_proof")
+        return data
+
+
+@dataclass
+class Verdict:
+    accepted: bool
+    reason: str  # "accepted" or a short precise reason ("uses sorry", "axiom X not allowed", ...)
+    messages: list[dict[str, Any]] = field(default_factory=list)  # checker messages with positions
+    goals: list[str] = field(default_factory=list)  # remaining goals (feedback for agents)
+    seconds: float = 0.0
+    cheat: bool = False  # rejected by an anti-cheating rule (not merely a failed proof)
+    axioms: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"accepted": self.accepted, "reason": self.reason, "messages": self.messages,
+                "goals": self.goals, "seconds": round(self.seconds, 4), "cheat": self.cheat,
+                "axioms": self.axioms}
+
+
+class ProofChecker(Protocol):
+    prover: Prover
+
+    def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict: ...
+
+    def close(self) -> None: ...

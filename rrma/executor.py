@@ -1,0 +1,131 @@
+"""Executors run ``oracle.evaluate`` for trials, concurrently, and always return an Outcome.
+
+The executor protocol is small so that other engines (Ray, see ``rrma.executor_ray``) can sit
+behind it: ``submit(job, on_progress) -> Future[Outcome]`` and ``shutdown(cancel)``. A
+:class:`TrialJob` is plain, picklable data: the trial's files (parent snapshot plus the edit,
+already validated), the proposal, the budget and what the oracle needs to know about the run.
+
+Invariants: an executor never raises for anything a trial does. Untrusted programs run under
+:func:`rrma.sandbox.run_limited` inside the oracle (own process group, limits from outside);
+an oracle that raises becomes a ``crash`` outcome with its traceback tail, and an oracle call
+that overruns its budget by a grace period becomes ``timeout`` while the harness moves on.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import shutil
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from oracle.base import EvalContext, Oracle
+from rrma.sandbox import materialize
+from rrma.trial import Budget, Outcome, Proposal, Status
+
+ProgressCallback = Callable[[dict[str, Any]], None]
+ORACLE_GRACE_S = 30.0  # an oracle call may overrun its budget by this much before it is abandoned
+
+
+@dataclass
+class TrialJob:
+    """Everything needed to evaluate one trial anywhere (picklable)."""
+
+    trial_id: str
+    files: dict[str, str]  # the trial's workspace, path -> text
+    proposal: Proposal
+    budget: Budget
+    seed: int = 0
+    is_baseline: bool = False
+    best_score: float | None = None
+    baseline_score: float | None = None
+    sigma: float | None = None
+    oracle_kind: str = ""
+    oracle_params: dict[str, Any] = field(default_factory=dict)
+    metric: str = "score"
+    direction: str = "minimize"
+
+
+class Executor(Protocol):
+    name: str
+
+    def submit(self, job: TrialJob, on_progress: ProgressCallback) -> concurrent.futures.Future[Outcome]: ...
+
+    def shutdown(self, cancel: bool = False) -> None: ...
+
+
+def crash_outcome(reason: str, started: float) -> Outcome:
+    return Outcome(status=Status.crash, feedback=reason, log=reason, seconds=time.monotonic() - started)
+
+
+def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: ProgressCallback,
+                 cancel: threading.Event) -> Outcome:
+    """Materialize the job's files in ``trial_dir`` and run the oracle; never raises."""
+    started = time.monotonic()
+    try:
+        if trial_dir.exists():  # a re-run after resume starts from a clean workspace
+            shutil.rmtree(trial_dir)
+        materialize(job.files, trial_dir)
+        ctx = EvalContext(
+            trial_id=job.trial_id,
+            trial_dir=trial_dir,
+            proposal=job.proposal,
+            budget=job.budget,
+            seed=job.seed,
+            is_baseline=job.is_baseline,
+            best_score=job.best_score,
+            baseline_score=job.baseline_score,
+            sigma=job.sigma,
+            progress=on_progress,
+            cancel=cancel,
+        )
+        outcome = oracle.evaluate(ctx)
+        if outcome.seconds == 0.0:
+            outcome.seconds = time.monotonic() - started
+        return outcome
+    except Exception as exc:  # the oracle's bug must not take the harness down
+        tail = "".join(traceback.format_exception(exc)[-6:])
+        return crash_outcome(f"oracle error: {type(exc).__name__}: {exc}\n{tail}", started)
+
+
+class LocalExecutor:
+    """Runs evaluations in a thread pool; the untrusted work happens in limited subprocesses."""
+
+    name = "local"
+
+    def __init__(self, oracle: Oracle, trials_dir: Path, max_workers: int = 1) -> None:
+        self.oracle = oracle
+        self.trials_dir = trials_dir
+        self.cancel = threading.Event()
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="trial")
+
+    def submit(self, job: TrialJob, on_progress: ProgressCallback) -> concurrent.futures.Future[Outcome]:
+        return self._pool.submit(self._run, job, on_progress)
+
+    def _run(self, job: TrialJob, on_progress: ProgressCallback) -> Outcome:
+        return evaluate_job(self.oracle, job, self.trials_dir / job.trial_id / "work", on_progress, self.cancel)
+
+    def shutdown(self, cancel: bool = False) -> None:
+        if cancel:
+            self.cancel.set()
+        self._pool.shutdown(wait=True, cancel_futures=cancel)
+
+
+def wait_outcome(future: concurrent.futures.Future[Outcome], budget: Budget) -> Outcome:
+    """Wait for a submitted trial; an oracle that hangs past budget + grace becomes a timeout."""
+    started = time.monotonic()
+    try:
+        return future.result(timeout=budget.seconds + ORACLE_GRACE_S)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        return Outcome(
+            status=Status.timeout,
+            feedback=f"the oracle did not return within {budget.seconds + ORACLE_GRACE_S:g} s; abandoned",
+            seconds=time.monotonic() - started,
+        )
+    except concurrent.futures.CancelledError:
+        return Outcome(status=Status.aborted, feedback="cancelled: the run is stopping", seconds=0.0)

@@ -1,0 +1,586 @@
+"""The research loop: agents propose, the oracle judges, the policy keeps or discards.
+
+One :class:`ResearchLoop` drives one run directory. Everything it knows it reads back from the
+log: its :class:`~rrma.state.RunState` is folded from a :class:`~rrma.store.LogTail` on the
+run's own ``events.jsonl``, so events written by other processes (a reviewer's ``review`` in
+the TUI) reach it the same way as its own, and a resumed run rebuilds exactly the state the
+crashed one had.
+
+Order of work: the oracle is prepared; the unmodified baseline is evaluated
+``noise.baseline_repeats`` times with different seeds to estimate sigma; then N agent threads
+propose while at most ``budget.max_concurrent`` trials evaluate. A trial is promoted only when
+it beats the current best by ``max(min_sigmas * sigma, min_delta)`` (strictly better when that
+floor is 0). With ``loop.hitl`` on, such a trial waits for a person's approval.
+
+Policies: ``keep-revert`` (parent = current best), ``tree`` (the agent names the parent with
+``Proposal.parent``, default the best), ``independent`` (always the baseline, the control arm).
+The loop stops on max trials, max wall time, target reached, all agents out of ideas, or a stop
+request (Ctrl-C): proposing ends at once, running trials finish within their budget, and
+``run.finished`` records the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import secrets
+import statistics
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agents import make_agent
+from agents.base import Agent, Context, TrialSummary
+from agents.context import build_context, summarize
+from oracle import make_oracle
+from oracle.base import Oracle
+from rrma.cache import OutcomeCache, cache_key
+from rrma.executor import Executor, LocalExecutor, TrialJob, wait_outcome
+from rrma.review import promote_if_approved
+from rrma.sandbox import EditRules, InvalidEdit, apply_edits, read_tree
+from rrma.state import RunState, write_views
+from rrma.store import RunStore
+from rrma.task import AgentConfig, TaskConfig, task_from_dict
+from rrma.trial import Budget, Outcome, Proposal, Status
+
+EventHook = Callable[[Any], None]
+BASELINE_AGENT = "baseline"
+
+
+class RunFailed(Exception):
+    """The run cannot go on (its baseline failed, its oracle cannot start)."""
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    reason: str
+    state: RunState
+
+    @property
+    def ok(self) -> bool:
+        return self.reason not in ("baseline_failed", "error")
+
+
+def new_run_id(task_name: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in task_name)[:40]
+    return f"{stamp}-{safe}-{secrets.token_hex(2)}"
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in ("torch", "pydantic", "textual"):
+        with contextlib.suppress(Exception):
+            module = __import__("importlib.metadata").metadata
+            out[name] = module.version(name)
+    return out
+
+
+def make_agents(task: TaskConfig, seed: int, count: int | None = None) -> list[Agent]:
+    """Instantiate the task's agents; ``loop.agents_parallel`` (or ``count``) copies of each."""
+    copies = count if count is not None else task.loop.agents_parallel
+    agents = []
+    for index, config in enumerate(task.agents):
+        for copy in range(copies):
+            cfg = config if copies == 1 else config.model_copy(update={"name": f"{config.name}-{copy + 1}"})
+            agents.append(make_agent(cfg, task, seed=seed * 1000 + index * 100 + copy))
+    return agents
+
+
+class ResearchLoop:
+    def __init__(
+        self,
+        store: RunStore,
+        task: TaskConfig,
+        *,
+        seed: int,
+        agents: list[Agent] | None = None,
+        oracle: Oracle | None = None,
+        executor: Executor | None = None,
+        stop: threading.Event | None = None,
+        on_event: EventHook | None = None,
+        cache: OutcomeCache | None = None,
+    ) -> None:
+        self.store = store
+        self.task = task
+        self.seed = seed
+        self.stop = stop or threading.Event()
+        self.on_event = on_event
+        self.oracle = oracle or make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name,
+                                            direction=task.metric.direction)
+        self.executor = executor or LocalExecutor(self.oracle, store.trials_dir, task.budget.max_concurrent)
+        self.agents = agents if agents is not None else make_agents(task, seed)
+        self.cache = cache or OutcomeCache(store.dir / "cache.sqlite")
+        self.budget = Budget(
+            seconds=task.budget.trial_seconds,
+            memory_mb=task.budget.trial_memory_mb,
+            max_output_bytes=task.budget.max_output_bytes,
+            num_cpus=task.budget.num_cpus,
+            num_gpus=task.budget.num_gpus,
+        )
+        self.lock = threading.RLock()  # guards state, counters and appends
+        self.slots = threading.Semaphore(task.budget.max_concurrent)
+        self.tail = store.tail(0)
+        self.state = RunState()
+        self.files_cache: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self.started = time.monotonic()
+        self.reason: str | None = None
+        self._reserved = 0  # trials taken from the budget (set when the agent phase starts)
+        self.oracle_identity = self.oracle.identity()
+        self.rules = EditRules(task.workspace.editable, task.workspace.readonly)
+        self.sync()
+
+    # ------------------------------------------------------------------ events and state
+
+    def sync(self) -> list[Any]:
+        """Fold everything appended since the last sync (ours and other processes')."""
+        with self.lock:
+            new = self.tail.poll()
+            for event in new:
+                self.state.apply(event)
+                if self.on_event is not None:
+                    self.on_event(event)
+            return new
+
+    def emit(self, kind: str, actor: str, data: dict[str, Any]) -> Any:
+        with self.lock:
+            event = self.store.append(kind, actor, data)
+            self.sync()
+            return event
+
+    # ------------------------------------------------------------------ files
+
+    def files_of(self, trial_id: str) -> dict[str, str]:
+        with self.lock:
+            cached = self.files_cache.get(trial_id)
+            if cached is not None:
+                self.files_cache.move_to_end(trial_id)
+                return cached
+            rec = self.state.trials.get(trial_id)
+        if rec is None or rec.manifest_blob is None:
+            raise KeyError(f"trial {trial_id} has no workspace snapshot")
+        manifest = self.store.get_json_blob(rec.manifest_blob)
+        files = {path: self.store.blob_text(digest) for path, digest in manifest.items()}
+        with self.lock:
+            self.files_cache[trial_id] = files
+            while len(self.files_cache) > 64:
+                self.files_cache.popitem(last=False)
+        return files
+
+    def snapshot(self, files: dict[str, str]) -> tuple[dict[str, str], str]:
+        manifest = {path: self.store.put_blob(text) for path, text in sorted(files.items())}
+        return manifest, self.store.put_json_blob(manifest)
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> RunResult:
+        try:
+            self._resume_interrupted()
+            if self.state.baseline_mean is None:
+                self._baseline()
+            if self.reason is None:
+                self._agent_phase()
+        except RunFailed as exc:
+            self.reason = "baseline_failed"
+            self.emit("note", "harness", {"text": f"run failed: {exc}"})
+        finally:
+            if self.reason is None:
+                self.reason = "interrupted" if self.stop.is_set() else "done"
+            self.executor.shutdown(cancel=self.stop.is_set())
+            self._finish()
+            with contextlib.suppress(Exception):
+                self.oracle.close()
+            for agent in self.agents:
+                with contextlib.suppress(Exception):
+                    agent.close()
+        return RunResult(self.store.dir, self.reason, self.state)
+
+    def _finish(self) -> None:
+        summary = summarize_run(self.state, self.task, time.monotonic() - self.started)
+        self.emit("run.finished", "harness", {"reason": self.reason, "summary": summary})
+        write_views(self.store.dir, self.state)
+        self.store.fsync()
+
+    def _resume_interrupted(self) -> None:
+        """Re-evaluate trials a crashed harness proposed but never finished."""
+        pending = [t for t in self.state.order if not self.state.trials[t].finished]
+        for trial_id in pending:
+            rec = self.state.trials[trial_id]
+            if rec.baseline:
+                continue  # _baseline() re-runs missing repeats
+            proposal = Proposal.model_validate(self.store.get_json_blob(rec.proposal_blob)) if rec.proposal_blob else Proposal()
+            self._evaluate(trial_id, proposal, self.files_of(trial_id), rec.seed, rec.cached_from)
+
+    def _baseline(self) -> None:
+        repeats = self.task.noise.baseline_repeats
+        workspace = self.task.workspace_dir()
+        files = read_tree(workspace) if workspace.is_dir() else {}
+        manifest, manifest_blob = self.snapshot(files)
+        key = cache_key(self.oracle_identity, manifest)
+        proposal_blob = self.store.put_json_blob(Proposal(hypothesis="baseline").model_dump(mode="json"))
+        threads = []
+        for i in range(repeats):
+            trial_id = f"base-{i}"
+            rec = self.state.trials.get(trial_id)
+            if rec is not None and rec.finished:
+                continue
+            seed = self.seed * 7919 + i
+            if rec is None:
+                self.emit("trial.proposed", f"agent:{BASELINE_AGENT}", {
+                    "trial_id": trial_id, "parent": None, "agent": BASELINE_AGENT,
+                    "hypothesis": f"baseline (repeat {i + 1}/{repeats})", "proposal_blob": proposal_blob,
+                    "manifest_blob": manifest_blob, "baseline": True, "repeat": i, "seed": seed, "cache_key": key,
+                })
+            self.files_cache[trial_id] = files
+            thread = threading.Thread(target=self._evaluate, name=f"baseline-{i}",
+                                      args=(trial_id, Proposal(hypothesis="baseline"), files, seed, None, True))
+            threads.append(thread)
+            thread.start()
+        for thread in threads:
+            thread.join()
+        ids = [f"base-{i}" for i in range(repeats)]
+        recs = [self.state.trials[t] for t in ids]
+        failed = [r for r in recs if r.status != Status.ok or r.score is None]
+        if failed:
+            first = failed[0]
+            raise RunFailed(f"baseline {first.trial_id} ended {first.status}: {first.feedback[:2000]}")
+        scores = [float(r.score) for r in recs if r.score is not None]
+        mean = statistics.fmean(scores)
+        sigma = statistics.stdev(scores) if len(scores) > 1 else 0.0
+        floor = max(self.task.noise.min_sigmas * sigma, self.task.noise.min_delta)
+        self.emit("baseline.measured", "harness",
+                  {"trial_ids": ids, "scores": scores, "mean": mean, "sigma": sigma, "floor": floor})
+        self.emit("trial.promoted", "harness", {"trial_id": "base-0", "score": mean, "previous_best": None,
+                                                "previous_score": None, "delta": None, "delta_sigma": None})
+        self.cache.put(key, Outcome(status=Status.ok, score=mean, feedback=f"baseline: {mean:.6g} ± {sigma:.3g}"),
+                       "base-0", self.store.run_id)
+
+    # ------------------------------------------------------------------ agents
+
+    def _stop_reason(self) -> str | None:
+        if self.stop.is_set():
+            return "interrupted"
+        if time.monotonic() - self.started > self.task.budget.max_wall_seconds:
+            return "max_wall_time"
+        target = self.task.metric.target
+        best = self.state.best_history[-1][1] if self.state.best_history else None
+        if target is not None and best is not None and self.task.better(best, target) >= 0:
+            return "target"
+        return None
+
+    def _agent_phase(self) -> None:
+        self._reserved = len(self.state.agent_trials())  # proposals so far count against max_trials
+        threads = [threading.Thread(target=self._agent_worker, args=(agent,), name=f"agent-{agent.name}", daemon=True)
+                   for agent in self.agents]
+        for thread in threads:
+            thread.start()
+        while any(t.is_alive() for t in threads):
+            for thread in threads:
+                thread.join(timeout=0.2)
+            self.sync()  # pick up reviews written by other processes
+            self._check_reviews()
+        with self.lock:
+            if self.reason is None:
+                proposed = len(self.state.agent_trials())
+                self.reason = self._stop_reason() or ("max_trials" if proposed >= self.task.budget.max_trials
+                                                      else "agents_exhausted")
+
+    def _reserve(self) -> bool:
+        """Take one trial from the budget (under the lock), or set the stop reason."""
+        with self.lock:
+            if self.reason is not None:
+                return False
+            reason = self._stop_reason()
+            if reason is not None:
+                self.reason = reason
+                return False
+            if self._reserved >= self.task.budget.max_trials:
+                return False
+            self._reserved += 1
+            return True
+
+    def _agent_worker(self, agent: Agent) -> None:
+        config = agent.config
+        while self._reserve():
+            try:
+                ctx = self._context(agent, config)
+                proposal = agent.propose(ctx)
+            except Exception as exc:
+                with self.lock:
+                    self._reserved -= 1
+                self.emit("agent.turn", f"agent:{agent.name}", {"agent": agent.name, "role": "error",
+                                                                "text": f"{type(exc).__name__}: {exc}"})
+                self.emit("note", "harness", {"text": f"agent {agent.name} stopped after an error: {exc}"})
+                return
+            if proposal is None:
+                with self.lock:
+                    self._reserved -= 1
+                self.emit("note", "harness", {"text": f"agent {agent.name} has nothing more to propose"})
+                return
+            summary = self.run_trial(agent.name, proposal, config)
+            if summary is not None:
+                try:
+                    agent.observe(summary)
+                except Exception as exc:
+                    self.emit("note", "harness", {"text": f"agent {agent.name} observe() failed: {exc}"})
+
+    def _context(self, agent: Agent, config: AgentConfig) -> Context:
+        with self.lock:
+            parent = self._default_parent()
+        files = self.files_of(parent)
+        editable = config.editable or self.task.workspace.editable
+
+        def record_turn(**fields: Any) -> None:
+            fields.setdefault("agent", agent.name)
+            self.emit("agent.turn", f"agent:{agent.name}", fields)
+
+        def post(text: str, trial_id: str | None = None, tags: list[str] | None = None) -> None:
+            self.emit("blackboard.post", f"agent:{agent.name}",
+                      {"agent": agent.name, "text": text, "trial_id": trial_id, "tags": tags or []})
+
+        with self.lock:
+            used = len(self.state.agent_trials())
+            return build_context(
+                self.state, self.task, agent_name=agent.name, role=config.role, parent_id=parent, files=files,
+                editable=editable, trials_left=max(0, self.task.budget.max_trials - used),
+                record_turn=record_turn, post=post, files_of=self.files_of,
+            )
+
+    def _default_parent(self) -> str:
+        if self.task.loop.policy == "independent" or self.state.best_id is None:
+            return "base-0"
+        return self.state.best_id
+
+    def _next_id(self) -> str:
+        with self.lock:
+            n = len(self.state.agent_trials()) + 1
+            while f"t{n:04d}" in self.state.trials:
+                n += 1
+            return f"t{n:04d}"
+
+    # ------------------------------------------------------------------ one trial
+
+    def run_trial(self, agent_name: str, proposal: Proposal, config: AgentConfig | None = None) -> TrialSummary | None:
+        """Validate, record, evaluate (or reuse a cached outcome) and judge one proposal."""
+        actor = f"agent:{agent_name}"
+        with self.lock:
+            parent = self._default_parent()
+            if self.task.loop.policy == "tree" and proposal.parent:
+                rec = self.state.trials.get(proposal.parent)
+                if rec is not None and rec.status == Status.ok and rec.manifest_blob:
+                    parent = proposal.parent
+            trial_id = self._next_id()
+            seed = self.seed * 7919 + 1000 + len(self.state.order)
+            proposal_blob = self.store.put_json_blob(proposal.model_dump(mode="json"))
+            base = {"trial_id": trial_id, "parent": parent, "agent": agent_name, "hypothesis": proposal.hypothesis,
+                    "expected_effect": proposal.expected_effect, "proposal_blob": proposal_blob,
+                    "theorem": proposal.theorem, "seed": seed, "meta": proposal.meta}
+        rules = self.rules
+        if config is not None and config.editable:
+            rules = EditRules(config.editable, self.task.workspace.readonly)
+        try:
+            parent_files = self.files_of(parent)
+            if proposal.proof is not None and not proposal.edits:
+                files = parent_files
+            else:
+                files = apply_edits(parent_files, proposal.edits, rules)
+        except InvalidEdit as exc:
+            edits = [{"path": str(e.path)[:300], "delete": e.delete} for e in proposal.edits]
+            self.emit("trial.proposed", actor, {**base, "edits": edits})
+            self.emit("trial.finished", "harness", {"trial_id": trial_id, "status": Status.invalid.value,
+                                                    "feedback": f"invalid edit: {exc}"})
+            return self._summary(trial_id)
+        manifest, manifest_blob = self.snapshot(files)
+        key = cache_key(self.oracle_identity, manifest, proposal.proof, proposal.theorem)
+        edits = [{"path": e.path, "blob": manifest.get(e.path), "delete": e.delete} for e in proposal.edits]
+        self.emit("trial.proposed", actor, {**base, "edits": edits, "manifest_blob": manifest_blob, "cache_key": key})
+        with self.lock:
+            self.files_cache[trial_id] = files
+        hit = self.cache.get(key)
+        self._evaluate(trial_id, proposal, files, seed, hit)
+        return self._summary(trial_id)
+
+    def _evaluate(self, trial_id: str, proposal: Proposal, files: dict[str, str], seed: int,
+                  hit: Any = None, baseline: bool = False) -> None:
+        if hit is not None and not isinstance(hit, str):
+            outcome, source_trial, source_run = hit
+            source = source_trial if source_run == self.store.run_id else f"{source_run}/{source_trial}"
+            outcome = outcome.model_copy(update={
+                "feedback": f"already tried: identical to {source} (no oracle time spent). Earlier result: "
+                            f"{outcome.status.value}, score {outcome.score}. {outcome.feedback}",
+                "seconds": 0.0,
+            })
+            self._record_outcome(trial_id, outcome, cached_from=source)
+            return
+        with self.slots:
+            if self.stop.is_set() and not baseline:
+                self._record_outcome(trial_id, Outcome(status=Status.aborted, feedback="not run: the run is stopping"))
+                return
+            with self.lock:
+                best = self.state.best_history[-1][1] if self.state.best_history else None
+                job = TrialJob(
+                    trial_id=trial_id, files=files, proposal=proposal, budget=self.budget, seed=seed,
+                    is_baseline=baseline, best_score=best, baseline_score=self.state.baseline_mean,
+                    sigma=self.state.sigma, oracle_kind=self.task.oracle.kind, oracle_params=self.task.oracle.params,
+                    metric=self.task.metric.name, direction=self.task.metric.direction,
+                )
+            self.emit("trial.started", "harness", {"trial_id": trial_id, "executor": self.executor.name})
+
+            def progress(sample: dict[str, Any]) -> None:
+                self.emit("trial.progress", "oracle", {"trial_id": trial_id, "sample": sample})
+
+            outcome = wait_outcome(self.executor.submit(job, progress), self.budget)
+        self._record_outcome(trial_id, outcome)
+        with self.lock:
+            rec = self.state.trials.get(trial_id)
+            key = rec.cache_key if rec is not None else None
+        if key is not None and not baseline:
+            self.cache.put(key, outcome, trial_id, self.store.run_id)
+
+    def _record_outcome(self, trial_id: str, outcome: Outcome, cached_from: str | None = None) -> None:
+        log_blob = self.store.put_blob(outcome.log) if outcome.log else None
+        with self.lock:
+            rec = self.state.trials[trial_id]
+            best_score = self.state.best_history[-1][1] if self.state.best_history else None
+            delta = delta_sigma = None
+            promote = False
+            metrics = dict(outcome.metrics)
+            if outcome.scored and best_score is not None and not rec.baseline:
+                delta = self.task.better(float(outcome.score), best_score)  # type: ignore[arg-type]
+                sigma = self.state.sigma or 0.0
+                delta_sigma = delta / sigma if sigma > 0 else None
+                floor = self.state.floor or 0.0
+                promote = delta > 0 and delta >= floor
+                if promote and self.task.loop.hitl:
+                    metrics["awaiting_review"] = True
+                    promote = False
+            self.emit("trial.finished", "oracle" if cached_from is None else "harness", {
+                "trial_id": trial_id, "status": outcome.status.value, "score": outcome.score, "metrics": metrics,
+                "feedback": outcome.feedback[-8000:], "log_blob": log_blob, "seconds": round(outcome.seconds, 4),
+                "cached": cached_from is not None, "cached_from": cached_from, "delta": delta,
+                "delta_sigma": delta_sigma,
+            })
+            if promote:
+                previous = self.state.best_id
+                self.emit("trial.promoted", "harness", {
+                    "trial_id": trial_id, "score": outcome.score, "previous_best": previous,
+                    "previous_score": best_score, "delta": delta, "delta_sigma": delta_sigma,
+                })
+
+    def _check_reviews(self) -> None:
+        if not self.task.loop.hitl:
+            return
+        with self.lock:
+            for trial_id in list(self.state.order):
+                rec = self.state.trials[trial_id]
+                if rec.metrics.get("awaiting_review") and not rec.promoted and rec.review_status == "approved":
+                    promote_if_approved(self.store, self.state, self.task, trial_id, emit=self.emit)
+
+    def _summary(self, trial_id: str) -> TrialSummary:
+        with self.lock:
+            return summarize(self.state, self.state.trials[trial_id])
+
+
+# ----------------------------------------------------------------------------- summary
+
+
+def summarize_run(state: RunState, task: TaskConfig, wall_seconds: float) -> dict[str, Any]:
+    best = state.best
+    best_score = state.best_history[-1][1] if state.best_history else None
+    delta = delta_sigma = None
+    if best_score is not None and state.baseline_mean is not None:
+        delta = task.better(best_score, state.baseline_mean)
+        delta_sigma = delta / state.sigma if state.sigma else None
+    return {
+        "baseline": state.baseline_mean,
+        "sigma": state.sigma,
+        "floor": state.floor,
+        "best_trial": best.trial_id if best else None,
+        "best_score": best_score,
+        "delta": delta,
+        "delta_sigma": delta_sigma,
+        "direction": task.metric.direction,
+        "metric": task.metric.name,
+        "trials": len(state.agent_trials()),
+        "by_status": state.counts(),
+        "cache_hits": state.cache_hits(),
+        "wall_seconds": round(wall_seconds, 3),
+        "awaiting_review": sum(1 for t in state.agent_trials() if t.metrics.get("awaiting_review") and not t.promoted),
+    }
+
+
+# ----------------------------------------------------------------------------- entry points
+
+
+def start_run(
+    task: TaskConfig,
+    runs_dir: Path,
+    *,
+    seed: int | None = None,
+    run_id: str | None = None,
+    stop: threading.Event | None = None,
+    on_event: EventHook | None = None,
+    executor: Executor | Callable[[Oracle, RunStore, TaskConfig], Executor] | None = None,
+    agents: list[Agent] | None = None,
+    agent_count: int | None = None,
+) -> RunResult:
+    """Create a run directory for ``task`` under ``runs_dir`` and run it to the end."""
+    seed = task.seed if seed is None else seed
+    run_id = run_id or new_run_id(task.name)
+    store = RunStore(Path(runs_dir) / run_id, create=True)
+    oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name, direction=task.metric.direction)
+    facts = oracle.prepare(store.dir, task.workspace_dir())
+    store.write_run_json({"run_id": run_id, "task": task.snapshot(), "seed": seed, "versions": versions(),
+                          "oracle": {"identity": oracle.identity(), **facts}, "created": datetime.now(UTC).isoformat()})
+    store.append("run.started", "harness", {"run_id": run_id, "task_name": task.name, "task": task.snapshot(),
+                                            "seed": seed, "versions": versions()})
+    return _drive(store, task, seed, oracle, executor, stop, on_event, agents, agent_count)
+
+
+def _drive(store: RunStore, task: TaskConfig, seed: int, oracle: Oracle, executor: Any, stop: threading.Event | None,
+           on_event: EventHook | None, agents: list[Agent] | None, agent_count: int | None) -> RunResult:
+    if callable(executor) and not hasattr(executor, "submit"):
+        executor = executor(oracle, store, task)
+    if agents is None:
+        agents = make_agents(task, seed, agent_count)
+    loop = ResearchLoop(store, task, seed=seed, agents=agents, oracle=oracle, executor=executor, stop=stop,
+                        on_event=on_event)
+    return loop.run()
+
+
+def resume_run(
+    run_dir: Path,
+    *,
+    stop: threading.Event | None = None,
+    on_event: EventHook | None = None,
+    executor: Any = None,
+    agent_count: int | None = None,
+) -> RunResult:
+    """Continue a run after a crash or a stop; completed trials are kept, interrupted ones re-run."""
+    store = RunStore(run_dir)
+    scan = store.scan()
+    state = RunState.fold(scan.events)
+    if not state.task:
+        raise RunFailed(f"{run_dir}: the log has no run.started event; nothing to resume")
+    base_dir = state.task.get("base_dir")
+    task = task_from_dict({k: v for k, v in state.task.items() if k != "base_dir"}, source=f"{run_dir}/run.json",
+                          base_dir=Path(base_dir) if base_dir else None)
+    torn = [t.offset for t in scan.torn]
+    interrupted = [t for t in state.order if not state.trials[t].finished]
+    if state.finish_reason is not None and state.finish_reason not in ("interrupted",) and not interrupted:
+        used = len(state.agent_trials())
+        if used >= task.budget.max_trials or state.finish_reason in ("target", "baseline_failed"):
+            return RunResult(store.dir, f"already_finished:{state.finish_reason}", state)
+    oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name, direction=task.metric.direction)
+    oracle.prepare(store.dir, task.workspace_dir())
+    store.append("run.resumed", "harness", {"reason": "resume", "torn_offsets": torn, "interrupted_trials": interrupted})
+    seed = state.seed + 104729 * (state.resumes + 1)  # fresh agent randomness, reproducible
+    agents = make_agents(task, seed, agent_count)
+    return _drive(store, task, state.seed, oracle, executor, stop, on_event, agents, agent_count)
+

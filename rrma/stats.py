@@ -1,0 +1,210 @@
+"""Statistics for comparing trials: pass@1 with its standard error, unbiased pass@k, paired
+bootstrap and McNemar's test for two runs on the same questions, failure-taxonomy counts.
+
+Why it exists: a research loop promotes a trial only when the improvement is real, so every
+score it reports comes with its uncertainty, and two runs on the *same* questions are compared
+pairwise (the per-question differences), which is far more sensitive than comparing two
+independent means.
+
+Invariants: pure functions of their inputs (the bootstrap takes an explicit seed, so results
+are reproducible); only the standard library plus numpy; bad input (empty samples, runs of
+different lengths, ``c > n``) raises ValueError with the offending numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A mean with its standard error over ``n`` items (``se`` is 0.0 when n < 2)."""
+
+    mean: float
+    se: float
+    n: int
+
+    def __str__(self) -> str:
+        return f"{self.mean:.4f} ± {self.se:.4f} (n={self.n})"
+
+
+def _as_bools(values: Iterable[bool | int]) -> list[bool]:
+    out = []
+    for v in values:
+        if v not in (0, 1, True, False):
+            raise ValueError(f"expected correct/incorrect values (bool or 0/1), got {v!r}")
+        out.append(bool(v))
+    return out
+
+
+def mean_se(values: Sequence[float]) -> Estimate:
+    """Sample mean and its standard error ``s / sqrt(n)`` with the unbiased sample variance."""
+    n = len(values)
+    if n == 0:
+        raise ValueError("cannot estimate a mean from zero values")
+    arr = np.asarray(values, dtype=float)
+    mean = float(arr.mean())
+    se = float(arr.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+    return Estimate(mean, se, n)
+
+
+def pass_at_1(correct: Sequence[bool | int]) -> Estimate:
+    """pass@1 of one greedy sample per question: the accuracy, with SE = sqrt(p(1-p)/(n-1))."""
+    return mean_se([float(c) for c in _as_bools(correct)])
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one question from ``n`` samples of which ``c`` are correct.
+
+    ``1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021), computed as a product so it stays exact
+    for large ``n``. Needs ``0 <= c <= n`` and ``1 <= k <= n``.
+    """
+    if n < 1 or not 0 <= c <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and n >= 1 (got n={n}, c={c})")
+    if not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 1 <= k <= n (got k={k}, n={n})")
+    if n - c < k:
+        return 1.0
+    # C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k / i)
+    miss = Fraction(1)
+    for i in range(n - c + 1, n + 1):
+        miss *= Fraction(i - k, i)
+    return float(1 - miss)
+
+
+def mean_pass_at_k(samples: Sequence[tuple[int, int]], k: int) -> Estimate:
+    """pass@k averaged over questions, each given as ``(n, c)``, with its standard error."""
+    if not samples:
+        raise ValueError("mean_pass_at_k needs at least one question")
+    return mean_se([pass_at_k(n, c, k) for n, c in samples])
+
+
+@dataclass(frozen=True, slots=True)
+class PairedComparison:
+    """Run B minus run A on the same questions (``delta`` > 0: B is better)."""
+
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_value: float  # two-sided
+    n: int
+    method: str
+
+    def significant(self, alpha: float = 0.05) -> bool:
+        return self.p_value < alpha
+
+
+def _paired(a: Sequence[float | bool], b: Sequence[float | bool]) -> tuple[np.ndarray, np.ndarray]:
+    if len(a) != len(b):
+        raise ValueError(f"paired comparison needs runs on the same questions: {len(a)} vs {len(b)} results")
+    if len(a) == 0:
+        raise ValueError("paired comparison needs at least one question")
+    return np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+
+
+def paired_bootstrap(
+    a: Sequence[float | bool],
+    b: Sequence[float | bool],
+    *,
+    resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> PairedComparison:
+    """Paired bootstrap of mean(b) - mean(a): questions are resampled with replacement.
+
+    The CI is the percentile interval of the resampled deltas. The two-sided p-value is the
+    share of resampled deltas on the far side of zero, doubled (null: delta = 0), with a
+    floor of ``1 / resamples``. Deterministic for a given ``seed``.
+    """
+    xa, xb = _paired(a, b)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if resamples < 100:
+        raise ValueError(f"use at least 100 bootstrap resamples (got {resamples})")
+    diff = xb - xa
+    n = len(diff)
+    delta = float(diff.mean())
+    rng = np.random.default_rng(seed)
+    deltas = np.empty(resamples)
+    chunk = max(1, 2_000_000 // max(n, 1))  # bound memory: chunk x n indices at a time
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        deltas[start:stop] = diff[idx].mean(axis=1)
+    alpha = 1 - confidence
+    low, high = np.quantile(deltas, [alpha / 2, 1 - alpha / 2])
+    if np.all(diff == 0):
+        p = 1.0
+    else:
+        far = np.mean(deltas <= 0) if delta > 0 else np.mean(deltas >= 0)
+        p = float(min(1.0, max(2 * far, 1 / resamples)))
+    return PairedComparison(delta, float(low), float(high), p, n, f"paired bootstrap ({resamples} resamples)")
+
+
+@dataclass(frozen=True, slots=True)
+class McNemar:
+    """McNemar's test on paired correct/incorrect outcomes of runs A and B."""
+
+    only_a: int  # questions A got right and B got wrong
+    only_b: int  # questions B got right and A got wrong
+    both: int
+    neither: int
+    statistic: float  # chi-square with continuity correction (reported; the p-value is exact)
+    p_value: float  # exact two-sided binomial p-value on the discordant pairs
+
+    @property
+    def delta(self) -> float:
+        """Accuracy of B minus accuracy of A."""
+        n = self.only_a + self.only_b + self.both + self.neither
+        return (self.only_b - self.only_a) / n if n else 0.0
+
+
+def mcnemar(a: Sequence[bool | int], b: Sequence[bool | int]) -> McNemar:
+    """Exact McNemar test: under the null, each discordant question favours A or B with p=1/2."""
+    if len(a) != len(b):
+        raise ValueError(f"McNemar needs runs on the same questions: {len(a)} vs {len(b)} results")
+    xa, xb = _as_bools(a), _as_bools(b)
+    only_a = sum(1 for x, y in zip(xa, xb, strict=True) if x and not y)
+    only_b = sum(1 for x, y in zip(xa, xb, strict=True) if y and not x)
+    both = sum(1 for x, y in zip(xa, xb, strict=True) if x and y)
+    neither = len(xa) - only_a - only_b - both
+    m = only_a + only_b
+    if m == 0:
+        return McNemar(only_a, only_b, both, neither, 0.0, 1.0)
+    statistic = (abs(only_a - only_b) - 1) ** 2 / m
+    k = min(only_a, only_b)
+    tail = Fraction(sum(math.comb(m, i) for i in range(k + 1)), 2**m)  # exact, any m
+    p = float(min(Fraction(1), 2 * tail))
+    return McNemar(only_a, only_b, both, neither, float(statistic), p)
+
+
+def taxonomy_counts(failures: Iterable[str | None], categories: Sequence[str] = ()) -> dict[str, int]:
+    """Count failure labels; ``None`` counts as ``correct``. Every name in ``categories`` is
+    present (with 0) so tables from different runs line up; order: correct, categories, rest."""
+    counts = Counter("correct" if f is None else f for f in failures)
+    out: dict[str, int] = {"correct": counts.pop("correct", 0)}
+    for name in categories:
+        out[name] = counts.pop(name, 0)
+    for name in sorted(counts):
+        out[name] = counts[name]
+    return out
+
+
+__all__ = [
+    "Estimate",
+    "McNemar",
+    "PairedComparison",
+    "mcnemar",
+    "mean_pass_at_k",
+    "mean_se",
+    "pass_at_1",
+    "pass_at_k",
+    "paired_bootstrap",
+    "taxonomy_counts",
+]

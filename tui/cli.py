@@ -1,0 +1,490 @@
+"""The ``rrma-tui`` command line: a thin layer over library functions.
+
+Each command calls one library function and turns its named exceptions into a one-line message
+and an exit code: 0 done, 1 the run (or check) failed, 2 bad input or a missing requirement.
+Headless paths never import textual: the TUI is imported only when no ``--headless`` command
+is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
+COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema")
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+console = Console(stderr=False, highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+class CliError(Exception):
+    """Bad input or a missing requirement: printed as one line, exit code 2."""
+
+
+# ----------------------------------------------------------------------------- parser
+
+
+def _common(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument("--headless", action="store_true", default=argparse.SUPPRESS if suppress else False,
+                        help="run without the TUI (print progress and a summary)")
+    parser.add_argument("--runs", type=Path, default=argparse.SUPPRESS if suppress else Path("runs"),
+                        help="directory holding run directories (default: ./runs)")
+    parser.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS if suppress else False,
+                        help="print only the summary")
+    parser.add_argument("--executor", choices=["local", "ray"], default=argparse.SUPPRESS if suppress else "local",
+                        help="where trials run (ray needs the 'ray' extra)")
+    parser.add_argument("--ray-address", default=default if not suppress else argparse.SUPPRESS,
+                        help="Ray cluster address (default: $RAY_ADDRESS, else a local instance)")
+
+
+def _loop_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trials", type=int, help="max agent trials (overrides budget.max_trials)")
+    parser.add_argument("--agents", type=int, help="agent instances per configured agent (loop.agents_parallel)")
+    parser.add_argument("--backend", help="switch every agent to this backend (random-search, anthropic, openai, ...)")
+    parser.add_argument("--model", help="model name for LLM backends")
+    parser.add_argument("--seed", type=int, help="run seed (default: the task's)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rrma-tui",
+        description="Research-loop multi-agent harness. Without a command: open the TUI on the runs directory "
+        "(or on RUN). Every headless command is listed below; `rrma-tui COMMAND --help` for details.",
+    )
+    _common(parser, suppress=False)
+    parser.add_argument("--reviewer", help="reviewer name for reviews (default: $RRMA_REVIEWER or $USER)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("bench", help="run a named bench to completion (see --list)")
+    p.add_argument("name", nargs="?", help="bench name (demo, autoresearch, coq, lean, gsm8k-eval, ...)")
+    p.add_argument("--list", action="store_true", help="list the benches")
+    _loop_options(p)
+    _common(p, suppress=True)
+
+    p = sub.add_parser("run", help="start a run from a task YAML")
+    p.add_argument("task", type=Path, help="task YAML file")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a task field, e.g. --set budget.max_trials=5 (value parsed as YAML)")
+    _loop_options(p)
+    _common(p, suppress=True)
+
+    p = sub.add_parser("resume", help="continue a run after a crash or a stop")
+    p.add_argument("run", type=Path)
+    p.add_argument("--agents", type=int, help="agent instances per configured agent")
+    _common(p, suppress=True)
+
+    p = sub.add_parser("verify", help="check a run's hash chain, seq and derived views")
+    p.add_argument("run", type=Path)
+    _common(p, suppress=True)
+
+    p = sub.add_parser("export", help="export runs to SQLite (idempotent)")
+    p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN")
+    p.add_argument("--sqlite", type=Path, required=True, metavar="OUT.db")
+    _common(p, suppress=True)
+
+    p = sub.add_parser("ls", help="list runs with their best score")
+    _common(p, suppress=True)
+
+    p = sub.add_parser("show", help="print a run's summary and trials")
+    p.add_argument("run", type=Path)
+    _common(p, suppress=True)
+
+    p = sub.add_parser("check", help="check one proof of one theorem; prints a JSON verdict")
+    p.add_argument("prover", choices=["lean", "coq"])
+    p.add_argument("file", type=Path, help="a .lean or .v file")
+    p.add_argument("--theorem", required=True, help="name of the theorem in FILE")
+    p.add_argument("--proof-file", required=True, type=Path, help="file holding the proof body")
+    _common(p, suppress=True)
+
+    p = sub.add_parser("review", help="approve, reject or flag a trial from the command line")
+    p.add_argument("run", type=Path)
+    p.add_argument("trial")
+    p.add_argument("decision", choices=["approve", "reject", "flag"])
+    p.add_argument("--note", default="")
+    p.add_argument("--reviewer", help="reviewer name (default: $RRMA_REVIEWER or $USER)")
+    _common(p, suppress=True)
+
+    p = sub.add_parser("task-schema", help="print every task YAML field with its type, default and meaning")
+    _common(p, suppress=True)
+    return parser
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def resolve_run(path: Path, runs: Path) -> Path:
+    """Accept a run directory path or a run id under --runs."""
+    for candidate in (path, runs / path):
+        if (candidate / "events.jsonl").exists():
+            return candidate
+    raise CliError(f"{path}: not a run directory (no events.jsonl here or under {runs})")
+
+
+def bench_dir(name: str) -> Path:
+    folder = BENCH_ROOT / name.replace("-", "_")
+    if not folder.is_dir() or not ((folder / "bench.py").exists() or (folder / "task.yaml").exists()):
+        raise CliError(f"unknown bench {name!r}; known: {', '.join(b for b, _ in list_benches())}")
+    return folder
+
+
+def list_benches() -> list[tuple[str, str]]:
+    out = []
+    for folder in sorted(BENCH_ROOT.iterdir()):
+        if folder.is_dir() and ((folder / "bench.py").exists() or (folder / "task.yaml").exists()):
+            desc = (folder / "DESCRIPTION").read_text().strip() if (folder / "DESCRIPTION").exists() else ""
+            out.append((folder.name.replace("_", "-"), desc))
+    return out
+
+
+def apply_overrides(task: Any, args: argparse.Namespace) -> Any:
+    from rrma.task import task_from_dict
+
+    data = task.model_dump(mode="json")
+    if getattr(args, "trials", None) is not None:
+        data["budget"]["max_trials"] = args.trials
+    if getattr(args, "agents", None) is not None:
+        data["loop"]["agents_parallel"] = args.agents
+    if getattr(args, "seed", None) is not None:
+        data["seed"] = args.seed
+    backend = getattr(args, "backend", None)
+    model = getattr(args, "model", None)
+    if backend or model:
+        for agent in data["agents"]:
+            if backend:
+                agent["backend"] = backend
+            if model:
+                agent["model"] = model
+    return task_from_dict(data, source=str(task.base_dir or "task"), base_dir=task.base_dir)
+
+
+def make_executor_factory(args: argparse.Namespace) -> Any:
+    if getattr(args, "executor", "local") != "ray":
+        return None
+    try:
+        module = importlib.import_module("rrma.executor_ray")
+    except ImportError as exc:
+        raise CliError(f"--executor ray needs the ray extra: pip install 'rrma[ray]' ({exc})") from exc
+    address = getattr(args, "ray_address", None) or os.environ.get("RAY_ADDRESS")
+
+    def factory(oracle: Any, store: Any, task: Any) -> Any:
+        return module.make_ray_executor(task, store, address)
+
+    return factory
+
+
+class Progress:
+    """Prints one line per finished trial (unless quiet) while a headless run goes on."""
+
+    GLYPH = {"ok": "✓", "rejected": "✗", "invalid": "!", "crash": "☠", "timeout": "⏱", "oom": "M", "aborted": "⏹"}
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.started = time.monotonic()
+        self.finished = 0
+
+    def __call__(self, event: Any) -> None:
+        if self.quiet:
+            return
+        kind = event.kind
+        data = event.data
+        elapsed = time.monotonic() - self.started
+        if kind == "trial.finished":
+            self.finished += 1
+            score = "" if data.score is None else f"{data.score:.6g}"
+            ds = "" if data.delta_sigma is None else f" ({data.delta_sigma:+.2f}σ)"
+            cached = " [cached]" if data.cached else ""
+            first = data.feedback.strip().splitlines()[0][:90] if data.feedback.strip() and data.status != "ok" else ""
+            console.print(f"[dim]{elapsed:7.1f}s[/] {data.trial_id:>8} {self.GLYPH.get(data.status, '?')} "
+                          f"{data.status:<8} {score}{ds}{cached} {first}", markup=True, soft_wrap=True)
+        elif kind == "trial.promoted" and data.previous_best is not None:
+            console.print(f"[dim]{elapsed:7.1f}s[/] [bold green]new best {data.trial_id}: {data.score:.6g}[/]")
+        elif kind == "baseline.measured":
+            console.print(f"[dim]{elapsed:7.1f}s[/] baseline {data.mean:.6g} ± {data.sigma:.3g} (σ, n={len(data.scores)})"
+                          f"; promotion needs {data.floor:.3g}")
+        elif kind == "run.started":
+            console.print(f"run {data.run_id} ({data.task_name})")
+
+
+def print_summary(run_dir: Path, state: Any, reason: str) -> None:
+    summary = state.summary or {}
+    table = Table(title=f"{state.task_name} · {run_dir.name}", show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+
+    def fmt(value: Any, spec: str = ".6g") -> str:
+        return "-" if value is None else format(value, spec)
+
+    table.add_row("finished", reason)
+    table.add_row("metric", f"{summary.get('metric', '')} ({summary.get('direction', '')})")
+    table.add_row("baseline ± σ", f"{fmt(summary.get('baseline'))} ± {fmt(summary.get('sigma'), '.3g')}")
+    table.add_row("best", f"{fmt(summary.get('best_score'))} ({summary.get('best_trial') or '-'})")
+    table.add_row("delta", f"{fmt(summary.get('delta'))} ({fmt(summary.get('delta_sigma'), '+.2f')} σ)")
+    by_status = summary.get("by_status", {})
+    table.add_row("trials", f"{summary.get('trials', 0)}: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
+    table.add_row("cache hits", str(summary.get("cache_hits", 0)))
+    if summary.get("awaiting_review"):
+        table.add_row("awaiting review", str(summary["awaiting_review"]))
+    table.add_row("wall time", f"{summary.get('wall_seconds', 0):.1f} s")
+    table.add_row("run dir", str(run_dir))
+    console.print(table)
+
+
+def run_loop_headless(task: Any, args: argparse.Namespace, *, resume_dir: Path | None = None) -> int:
+    """Run (or resume) a task headless with Ctrl-C handling; prints progress and the summary."""
+    from rrma.loop import resume_run, start_run
+
+    stop = threading.Event()
+    progress = Progress(bool(getattr(args, "quiet", False)))
+    result: dict[str, Any] = {}
+    executor = make_executor_factory(args)
+
+    def work() -> None:
+        try:
+            if resume_dir is not None:
+                result["r"] = resume_run(resume_dir, stop=stop, on_event=progress, executor=executor,
+                                         agent_count=getattr(args, "agents", None))
+            else:
+                args.runs.mkdir(parents=True, exist_ok=True)
+                result["r"] = start_run(task, args.runs, stop=stop, on_event=progress, executor=executor)
+        except BaseException as exc:  # reported in the main thread
+            result["e"] = exc
+
+    thread = threading.Thread(target=work, name="research-loop")
+    presses = []
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        presses.append(time.monotonic())
+        if len(presses) == 1:
+            err.print("stopping: no new trials; running trials finish within their budget (Ctrl-C again to quit now)")
+            stop.set()
+        else:
+            from rrma.sandbox import kill_active_groups
+
+            killed = kill_active_groups()
+            err.print(f"quitting now: killed {killed} running trial(s); the run log is intact "
+                      "(`rrma-tui resume` continues it)")
+            os._exit(130)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        thread.start()
+        while thread.is_alive():
+            thread.join(timeout=0.2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if "e" in result:
+        raise result["e"]
+    res = result["r"]
+    if res.reason.startswith("already_finished"):
+        console.print(f"{res.run_dir}: {res.reason.split(':', 1)[1]} already; nothing to resume")
+        return EXIT_OK
+    print_summary(res.run_dir, res.state, res.reason)
+    if res.reason == "baseline_failed":
+        err.print(f"the baseline failed: {res.state.notes[-1] if res.state.notes else ''}")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.list or not args.name:
+        table = Table("bench", "what it is")
+        for name, desc in list_benches():
+            table.add_row(name, desc)
+        console.print(table)
+        return EXIT_OK if args.list else EXIT_BAD_INPUT
+    folder = bench_dir(args.name)
+    if (folder / "bench.py").exists():
+        module = importlib.import_module(f"benches.{folder.name}.bench")
+        return int(module.run(args))
+    from rrma.task import load_task
+
+    task = apply_overrides(load_task(folder / "task.yaml"), args)
+    return run_loop_headless(task, args)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import yaml
+
+    from rrma.task import load_task
+
+    overrides = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise CliError(f"--set {item!r}: expected KEY=VALUE")
+        overrides[key] = yaml.safe_load(value)
+    task = apply_overrides(load_task(args.task, overrides), args)
+    if not args.headless:
+        from tui.app import run_app
+
+        return int(run_app(args.runs, None, start_task=args.task))
+    return run_loop_headless(task, args)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    run_dir = resolve_run(args.run, args.runs)
+    return run_loop_headless(None, args, resume_dir=run_dir)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from rrma.verify import verify_run
+
+    report = verify_run(resolve_run(args.run, args.runs))
+    for line in report.warnings:
+        console.print(f"[yellow]warning[/]: {line}")
+    for line in report.errors:
+        console.print(f"[red]error[/]: {line}")
+    if report.ok:
+        console.print(f"[green]ok[/]: {report.events} events, chain intact, seq gap-free, derived views match")
+        return EXIT_OK
+    console.print(f"[red]FAILED[/]: {len(report.errors)} problem(s) in {report.events} events")
+    return EXIT_FAILED
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from rrma.export import export_runs
+
+    dirs = [resolve_run(p, args.runs) for p in args.run_dirs]
+    started = time.monotonic()
+    results = export_runs(dirs, args.sqlite)
+    for res in results:
+        what = "unchanged, skipped" if res.skipped else f"{res.events} events, {res.trials} trials"
+        console.print(f"{res.run_id}: {what}")
+    console.print(f"wrote {args.sqlite} in {time.monotonic() - started:.2f} s")
+    return EXIT_OK
+
+
+def _load_state(run_dir: Path) -> Any:
+    from rrma.state import RunState
+    from rrma.store import RunStore
+
+    return RunState.fold(RunStore(run_dir).scan().events)
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    runs: Path = args.runs
+    if not runs.is_dir():
+        console.print(f"no runs under {runs}")
+        return EXIT_OK
+    table = Table("run", "task", "status", "trials", "baseline", "best", "Δσ")
+    for run_dir in sorted(p for p in runs.iterdir() if (p / "events.jsonl").exists()):
+        state = _load_state(run_dir)
+        best = state.best_history[-1][1] if state.best_history else None
+        ds = state.delta_sigma_of(best)
+        table.add_row(run_dir.name, state.task_name, state.finish_reason or state.status,
+                      str(len(state.agent_trials())),
+                      "-" if state.baseline_mean is None else f"{state.baseline_mean:.6g}",
+                      "-" if best is None else f"{best:.6g}", "-" if ds is None else f"{ds:+.2f}")
+    console.print(table)
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    run_dir = resolve_run(args.run, args.runs)
+    state = _load_state(run_dir)
+    if state.summary:
+        print_summary(run_dir, state, state.finish_reason or "running")
+    else:
+        console.print(f"{run_dir.name}: {state.status}, {len(state.agent_trials())} trials so far")
+    table = Table("trial", "parent", "agent", "status", "score", "Δσ", "review", "hypothesis")
+    for tid in state.order:
+        t = state.trials[tid]
+        table.add_row(tid + (" ★" if t.promoted else ""), t.parent or "", t.agent, t.status,
+                      "" if t.score is None else f"{t.score:.6g}",
+                      "" if t.delta_sigma is None else f"{t.delta_sigma:+.2f}", t.review_status, t.hypothesis[:70])
+    console.print(table)
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    try:
+        module = importlib.import_module("oracle.check_cli")
+    except ImportError as exc:
+        raise CliError(f"proof checking is not available: {exc}") from exc
+    return int(module.run_check(args.prover, args.file, args.theorem, args.proof_file))
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from rrma.review import record_review
+    from rrma.store import RunStore
+
+    event = record_review(RunStore(resolve_run(args.run, args.runs)), args.trial, args.decision, args.reviewer, args.note)
+    console.print(f"review recorded: seq {event.seq}, {args.decision} {args.trial} by {event.data.reviewer}")
+    return EXIT_OK
+
+
+def cmd_task_schema(args: argparse.Namespace) -> int:
+    from rrma.task import schema_table
+
+    table = Table("field", "type", "default", "meaning")
+    for row in schema_table():
+        table.add_row(*row)
+    console.print(table)
+    return EXIT_OK
+
+
+HANDLERS = {
+    "bench": cmd_bench, "run": cmd_run, "resume": cmd_resume, "verify": cmd_verify, "export": cmd_export,
+    "ls": cmd_ls, "show": cmd_show, "check": cmd_check, "review": cmd_review, "task-schema": cmd_task_schema,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    # `rrma-tui RUN` (a run dir, not a command) opens the TUI on that run
+    positional = [a for a in argv if not a.startswith("-")]
+    open_run: Path | None = None
+    if positional and positional[0] not in COMMANDS and "-h" not in argv and "--help" not in argv:
+        open_run = Path(positional[0])
+        argv.remove(positional[0])
+    args = parser.parse_args(argv)
+    from agents.base import AgentError
+    from oracle.base import OracleError
+    from rrma.export import ExportError
+    from rrma.loop import RunFailed
+    from rrma.review import ReviewError
+    from rrma.store import RunNotFound
+    from rrma.task import TaskError
+
+    try:
+        if args.command is None:
+            if args.headless:
+                parser.print_help()
+                return EXIT_BAD_INPUT
+            from tui.app import run_app
+
+            run_dir = resolve_run(open_run, args.runs) if open_run is not None else None
+            return int(run_app(args.runs, run_dir, reviewer=args.reviewer))
+        if open_run is not None:
+            raise CliError(f"unexpected argument {open_run}")
+        return HANDLERS[args.command](args)
+    except (CliError, TaskError, OracleError, AgentError, RunNotFound, ReviewError, ExportError) as exc:
+        err.print(f"rrma-tui: {exc}", markup=False)
+        return EXIT_BAD_INPUT
+    except RunFailed as exc:
+        err.print(f"rrma-tui: run failed: {exc}", markup=False)
+        return EXIT_FAILED
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

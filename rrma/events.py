@@ -163,7 +163,7 @@ class NoteData(_Data):
 class _Envelope(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    v: int = SCHEMA_VERSION
+    v: int = Field(SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION)
     seq: int
     ts: str
     actor: str
@@ -311,6 +311,10 @@ def build_line(seq: int, prev: str, kind: str, actor: str, data: BaseModel | dic
 
 def parse_line(line: str | bytes) -> Any:
     """Parse one log line into its Event model, or raise LogFormatError saying why."""
+    try:
+        return _EVENT_ADAPTER.validate_json(line)  # fast path: JSON parsed and validated in pydantic-core
+    except ValidationError:
+        pass  # slow path below explains what is wrong
     try:
         raw = json.loads(line)
     except json.JSONDecodeError as exc:

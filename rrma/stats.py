@@ -7,7 +7,8 @@ pairwise (the per-question differences), which is far more sensitive than compar
 independent means.
 
 Invariants: pure functions of their inputs (the bootstrap takes an explicit seed, so results
-are reproducible); only the standard library plus numpy; bad input (empty samples, runs of
+are reproducible); only the standard library plus numpy (imported lazily by the bootstrap, so
+importing this module stays cheap for command-line tools); bad input (empty samples, runs of
 different lengths, ``c > n``) raises ValueError with the offending numbers.
 """
 
@@ -18,8 +19,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +51,12 @@ def mean_se(values: Sequence[float]) -> Estimate:
     n = len(values)
     if n == 0:
         raise ValueError("cannot estimate a mean from zero values")
-    arr = np.asarray(values, dtype=float)
-    mean = float(arr.mean())
-    se = float(arr.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
-    return Estimate(mean, se, n)
+    xs = [float(v) for v in values]
+    mean = math.fsum(xs) / n
+    if n < 2:
+        return Estimate(mean, 0.0, n)
+    var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
+    return Estimate(mean, math.sqrt(var / n), n)
 
 
 def pass_at_1(correct: Sequence[bool | int]) -> Estimate:
@@ -101,6 +106,8 @@ class PairedComparison:
 
 
 def _paired(a: Sequence[float | bool], b: Sequence[float | bool]) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
     if len(a) != len(b):
         raise ValueError(f"paired comparison needs runs on the same questions: {len(a)} vs {len(b)} results")
     if len(a) == 0:
@@ -122,6 +129,8 @@ def paired_bootstrap(
     share of resampled deltas on the far side of zero, doubled (null: delta = 0), with a
     floor of ``1 / resamples``. Deterministic for a given ``seed``.
     """
+    import numpy as np
+
     xa, xb = _paired(a, b)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
@@ -203,8 +212,8 @@ __all__ = [
     "mcnemar",
     "mean_pass_at_k",
     "mean_se",
+    "paired_bootstrap",
     "pass_at_1",
     "pass_at_k",
-    "paired_bootstrap",
     "taxonomy_counts",
 ]

@@ -147,6 +147,17 @@ class RunStore:
                 buf = lines[0] if lines else b""
         return -1, GENESIS, needs_seal
 
+    def head(self) -> tuple[int, str]:
+        """(seq, hash) of the last valid event, read from the end of the file (-1, GENESIS if none)."""
+        fd = os.open(self.events_path, os.O_RDONLY)
+        try:
+            saved, self._head = self._head, None
+            seq, digest, _ = self._chain_head(fd)
+            self._head = saved
+            return seq, digest
+        finally:
+            os.close(fd)
+
     def append(self, kind: str, actor: str, data: BaseModel | dict[str, Any]) -> Any:
         """Append one event and return it (as its Event model)."""
         return self.append_many([(kind, actor, data)])[0]

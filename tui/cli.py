@@ -26,7 +26,7 @@ COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check",
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 console = Console(stderr=False, highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class CliError(Exception):

@@ -1,0 +1,192 @@
+"""Power-law loss-curve fits and the sequential early-abort test built on them.
+
+Why: a training trial that is clearly going to lose should not burn its whole budget. While it
+trains we fit ``L(t) = a * t**(-b) + c`` to its loss curve, extrapolate to the end of the
+budget, and stop it once the data say, at a controlled error rate, that its final loss will be
+worse than the current best (the self-evaluation idea of AutoResearch-RL).
+
+The fit (:func:`fit_power_law`). For a fixed exponent ``b`` the model is linear in ``(a, c)``,
+so we profile: least squares for ``(a, c)`` on a log grid of ``b``, then a golden-section
+refinement around the best grid point. Time is measured as a fraction of the budget, so the
+prediction is at ``t = 1``. The standard error of the predicted curve value comes from the
+usual nonlinear-regression (delta-method) covariance ``s^2 (J^T J)^-1`` with ``s^2`` the
+residual variance, inflated by :data:`MISFIT_FLOOR` times the distance still to extrapolate
+(a power law is only an approximation of a real curve; the floor keeps a confident-looking fit
+from aborting a trial that is merely shaped differently).
+
+The test (:class:`EarlyAbortRule`). At ``K`` planned looks (fractions of the budget) we test
+the null hypothesis H0: "the expected final loss is <= the threshold" (the trial can still
+tie or beat the current best) against H1: "it is > the threshold". We reject H0, i.e. abort,
+when the one-sided lower confidence bound ``pred - z * se`` lies above the threshold, with
+``z = Phi^-1(1 - alpha / K)``. By the union (Bonferroni) bound, the probability of aborting
+a trial for which H0 holds at any of the K looks is at most ``alpha``: that is the
+*false-abort rate*, a trial that would have won (or tied) being stopped. The rate holds
+to the extent the fit's interval is right; benches/perf/bench_early_abort.py measures it on
+recorded real curves.
+
+Invariant: everything here is pure numpy on plain floats; no I/O, no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+Samples = Sequence[float] | np.ndarray  # 1-D sample times or losses
+
+B_GRID = np.exp(np.linspace(math.log(0.02), math.log(4.0), 64))  # candidate exponents b
+MISFIT_FLOOR = 0.02  # extra standard error per unit of budget fraction still to extrapolate (loss units)
+MIN_POINTS = 8  # fewer samples than this: no fit, no decision
+
+
+@dataclass(frozen=True)
+class PowerLawFit:
+    """``L(t) = a * t**(-b) + c`` fitted to ``n`` samples; ``t`` in fractions of the budget."""
+
+    a: float
+    b: float
+    c: float
+    sigma: float  # residual standard deviation (loss units)
+    n: int
+    t_max: float  # the latest sample time (fraction of the budget)
+    cov: np.ndarray  # 3x3 covariance of (a, b, c)
+
+    def predict(self, t: float | np.ndarray) -> float | np.ndarray:
+        return self.a * np.power(t, -self.b) + self.c
+
+    def predict_se(self, t: float) -> float:
+        """Standard error of the fitted curve value at ``t`` (delta method plus misfit floor)."""
+        tb = t ** (-self.b)
+        grad = np.array([tb, -self.a * math.log(t) * tb, 1.0])
+        var = float(grad @ self.cov @ grad)
+        misfit = MISFIT_FLOOR * max(0.0, t - self.t_max)
+        return math.sqrt(max(var, 0.0) + misfit**2)
+
+
+def _solve_linear(tb: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Least squares of y ~ a * tb + c; returns (a, c, sse)."""
+    x = np.column_stack([tb, np.ones_like(tb)])
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    a, c = float(coef[0]), float(coef[1])
+    resid = y - (a * tb + c)
+    return a, c, float(resid @ resid)
+
+
+def fit_power_law(t: Samples, y: Samples) -> PowerLawFit | None:
+    """Fit ``a * t**(-b) + c`` (``t`` > 0); None when there are too few points to say anything."""
+    t_arr = np.asarray(t, dtype=float)
+    y_arr = np.asarray(y, dtype=float)
+    keep = (t_arr > 0) & np.isfinite(y_arr)
+    t_arr, y_arr = t_arr[keep], y_arr[keep]
+    n = int(t_arr.size)
+    if n < MIN_POINTS:
+        return None
+    log_t = np.log(t_arr)
+    sse = np.array([_solve_linear(np.exp(-b * log_t), y_arr)[2] for b in B_GRID])
+    i = int(np.argmin(sse))
+    lo, hi = B_GRID[max(i - 1, 0)], B_GRID[min(i + 1, len(B_GRID) - 1)]
+    # golden-section refinement of b inside the bracketing grid cells
+    g = (math.sqrt(5) - 1) / 2
+    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+    f1 = _solve_linear(np.exp(-x1 * log_t), y_arr)[2]
+    f2 = _solve_linear(np.exp(-x2 * log_t), y_arr)[2]
+    for _ in range(30):
+        if f1 < f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - g * (hi - lo)
+            f1 = _solve_linear(np.exp(-x1 * log_t), y_arr)[2]
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + g * (hi - lo)
+            f2 = _solve_linear(np.exp(-x2 * log_t), y_arr)[2]
+    b = (lo + hi) / 2
+    tb = np.exp(-b * log_t)
+    a, c, sse_b = _solve_linear(tb, y_arr)
+    dof = max(n - 3, 1)
+    s2 = sse_b / dof
+    jac = np.column_stack([tb, -a * log_t * tb, np.ones_like(tb)])
+    try:
+        cov = s2 * np.linalg.inv(jac.T @ jac)
+    except np.linalg.LinAlgError:
+        cov = np.full((3, 3), np.inf)
+    return PowerLawFit(a=a, b=float(b), c=c, sigma=math.sqrt(s2), n=n, t_max=float(t_arr.max()), cov=cov)
+
+
+@dataclass(frozen=True)
+class AbortDecision:
+    """The outcome of one look: the prediction, its one-sided bound and whether to stop."""
+
+    look: int  # 1-based index of the look
+    at: float  # budget fraction of the look
+    predicted: float  # predicted final loss
+    se: float  # its standard error
+    lower: float  # one-sided lower confidence bound at level 1 - alpha/K
+    upper: float  # the matching upper bound (reported, not tested)
+    threshold: float  # the loss the trial must beat
+    abort: bool
+
+    def describe(self) -> str:
+        verdict = "cannot beat" if self.abort else "may still beat"
+        return (
+            f"look {self.look} at {self.at:.0%} of the budget: predicted final loss {self.predicted:.4f} "
+            f"(interval {self.lower:.4f} .. {self.upper:.4f}) {verdict} the threshold {self.threshold:.4f}"
+        )
+
+
+@dataclass
+class EarlyAbortRule:
+    """The sequential test: ``looks`` are budget fractions; ``alpha`` the false-abort rate."""
+
+    looks: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+    alpha: float = 0.05
+    min_fraction: float = 0.05  # samples before this budget fraction (warmup) are not fitted
+
+    def __post_init__(self) -> None:
+        if not self.looks or any(not 0 < x < 1 for x in self.looks) or list(self.looks) != sorted(self.looks):
+            raise ValueError(f"looks must be increasing budget fractions in (0, 1), got {self.looks}")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+
+    @property
+    def z(self) -> float:
+        return NormalDist().inv_cdf(1 - self.alpha / len(self.looks))
+
+    def decide(self, look: int, t: Samples, y: Samples, threshold: float) -> AbortDecision | None:
+        """Run look ``look`` (1-based) on samples ``(t, y)``; ``t`` in fractions of the budget."""
+        t_arr = np.asarray(t, dtype=float)
+        y_arr = np.asarray(y, dtype=float)
+        sel = t_arr >= self.min_fraction
+        fit = fit_power_law(t_arr[sel], y_arr[sel])
+        if fit is None or not math.isfinite(fit.sigma):
+            return None
+        pred = float(fit.predict(1.0))
+        se = fit.predict_se(1.0)
+        if not (math.isfinite(pred) and math.isfinite(se)):
+            return None
+        z = self.z
+        lower, upper = pred - z * se, pred + z * se
+        return AbortDecision(
+            look=look,
+            at=self.looks[look - 1],
+            predicted=pred,
+            se=se,
+            lower=lower,
+            upper=upper,
+            threshold=threshold,
+            abort=lower > threshold,
+        )
+
+    def replay(self, t: Samples, y: Samples, threshold: float) -> AbortDecision | None:
+        """Apply every look to a complete recorded curve; the first aborting decision, else None."""
+        t_arr = np.asarray(t, dtype=float)
+        y_arr = np.asarray(y, dtype=float)
+        for k, at in enumerate(self.looks, start=1):
+            seen = t_arr <= at
+            decision = self.decide(k, t_arr[seen], y_arr[seen], threshold)
+            if decision is not None and decision.abort:
+                return decision
+        return None

@@ -1,0 +1,108 @@
+"""The CLI: exit codes, messages, and the rule that headless code never imports textual."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+FIXTURE = REPO / "tests" / "fixtures" / "logs" / "v1_demo"
+
+
+def cli(*args: str, cwd: Path | None = None, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tui.cli", *args], env=ENV, cwd=cwd or REPO, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("module", [
+    "rrma.loop", "rrma.store", "rrma.export", "rrma.verify", "rrma.review", "rrma.executor", "oracle.command",
+    "agents.random_search", "agents.replay", "tui.cli",
+])
+def test_headless_modules_never_import_textual(module: str) -> None:
+    code = f"import sys, {module}; bad = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]; " \
+           "print(bad); sys.exit(1 if bad else 0)"
+    proc = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_headless_bench_demo_end_to_end(tmp_path: Path) -> None:
+    proc = cli("--headless", "bench", "demo", "--runs", str(tmp_path), "--trials", "6")
+    assert proc.returncode == 0, proc.stderr
+    for label in ("baseline ± σ", "best", "delta", "trials", "cache hits", "wall time"):
+        assert label in proc.stdout
+    assert "new best" in proc.stdout  # progress lines
+    [run] = list(tmp_path.iterdir())
+    verify = cli("verify", str(run))
+    assert verify.returncode == 0 and "chain intact" in verify.stdout
+    listing = cli("ls", "--runs", str(tmp_path))
+    assert run.name[:20] in listing.stdout.replace("…", "") or "demo" in listing.stdout
+    show = cli("show", run.name, "--runs", str(tmp_path))
+    assert show.returncode == 0 and "t0006" in show.stdout
+    db = tmp_path / "out.db"
+    exported = cli("export", str(run), "--sqlite", str(db))
+    assert exported.returncode == 0 and "trials" in exported.stdout
+    again = cli("export", str(run), "--sqlite", str(db))
+    assert "unchanged, skipped" in again.stdout
+
+
+def test_bad_inputs_exit_2_with_a_message(tmp_path: Path) -> None:
+    bad = tmp_path / "task.yaml"
+    bad.write_text("name: x\nbudget:\n  trial_seconds: nope\n")
+    proc = cli("run", str(bad), "--headless")
+    assert proc.returncode == 2 and "budget.trial_seconds" in proc.stderr
+    proc = cli("--headless", "bench", "nonexistent")
+    assert proc.returncode == 2 and "unknown bench 'nonexistent'" in proc.stderr
+    proc = cli("verify", str(tmp_path / "nope"))
+    assert proc.returncode == 2 and "not a run directory" in proc.stderr
+    proc = cli("run", str(REPO / "benches/demo/task.yaml"), "--headless", "--set", "oops")
+    assert proc.returncode == 2 and "expected KEY=VALUE" in proc.stderr
+    proc = cli("run", str(REPO / "benches/demo/task.yaml"), "--headless", "--backend", "nonsense", "--runs", str(tmp_path))
+    assert proc.returncode == 2 and "unknown agent backend 'nonsense'" in proc.stderr
+
+
+def test_failed_baseline_exits_1(tmp_path: Path) -> None:
+    proc = cli("run", str(REPO / "benches/demo/task.yaml"), "--headless", "--runs", str(tmp_path),
+               "--set", 'oracle.params={"command": ["false"]}')
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "baseline" in proc.stderr
+
+
+def test_verify_detects_tampering(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE, run)
+    assert cli("verify", str(run)).returncode == 0
+    lines = (run / "events.jsonl").read_text().splitlines()
+    obj = json.loads(lines[5])
+    obj["ts"] = "2000-01-01T00:00:00Z"
+    lines[5] = json.dumps(obj, separators=(",", ":"))
+    (run / "events.jsonl").write_text("\n".join(lines) + "\n")
+    proc = cli("verify", str(run))
+    assert proc.returncode == 1 and "hash mismatch" in proc.stdout
+    shutil.copytree(FIXTURE, tmp_path / "run2")
+    (tmp_path / "run2" / "results.tsv").write_text("edited by hand\n")
+    proc = cli("verify", str(tmp_path / "run2"))
+    assert proc.returncode == 1 and "results.tsv does not match" in proc.stdout
+
+
+def test_review_command_and_help(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE, run)
+    proc = cli("review", str(run), "t0001", "approve", "--reviewer", "carol", "--note", "fine")
+    assert proc.returncode == 0 and "approve t0001 by carol" in proc.stdout
+    assert '"decision":"approve"' in (run / "events.jsonl").read_text()
+    proc = cli("review", str(run), "t9999", "approve")
+    assert proc.returncode == 2 and "no trial 't9999'" in proc.stderr
+    helptext = cli("--help").stdout
+    for command in ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema"):
+        assert command in helptext
+    schema = cli("task-schema")
+    assert "budget.trial_seconds" in schema.stdout and "noise.min_sigmas" in schema.stdout
+    listing = cli("bench", "--list")
+    assert "demo" in listing.stdout

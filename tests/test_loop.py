@@ -1,0 +1,219 @@
+"""The research loop end to end: demo bench, policies, cache, invalid edits, hitl, kill -9 + resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.base import Agent, Context
+from rrma.loop import start_run
+from rrma.review import record_review
+from rrma.state import RunState, render_results
+from rrma.store import RunStore
+from rrma.task import AgentConfig, TaskConfig, load_task, task_from_dict
+from rrma.trial import FileEdit, Proposal
+from rrma.verify import verify_run
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO = REPO / "benches" / "demo" / "task.yaml"
+
+
+def demo_task(**overrides: Any) -> TaskConfig:
+    return load_task(DEMO, overrides)
+
+
+class ScriptedAgent(Agent):
+    """Proposes a fixed list of proposals, then stops."""
+
+    backend = "scripted"
+
+    def __init__(self, proposals: list[Proposal], name: str = "scripted") -> None:
+        super().__init__(AgentConfig(name=name, backend="scripted"), task_from_dict({"name": "x"}))
+        self.queue = list(proposals)
+        self.contexts: list[Context] = []
+
+    def propose(self, ctx: Context) -> Proposal | None:
+        self.contexts.append(ctx)
+        return self.queue.pop(0) if self.queue else None
+
+
+def set_x(value: float, hypothesis: str = "") -> Proposal:
+    return Proposal(hypothesis=hypothesis or f"X={value}",
+                    edits=[FileEdit(path="objective.py", replacements=[("X = 0.0 ", f"X = {value} ")])])
+
+
+def test_demo_bench_beats_baseline_and_verifies(tmp_path: Path) -> None:
+    result = start_run(demo_task(), tmp_path)
+    state = result.state
+    assert result.reason == "max_trials"
+    summary = state.summary
+    assert summary["trials"] == 24
+    assert summary["best_score"] < summary["baseline"] - 2 * summary["sigma"]  # beats baseline beyond 2σ
+    assert summary["delta_sigma"] > 2
+    assert verify_run(result.run_dir).ok
+    results = (result.run_dir / "results.tsv").read_text()
+    assert results == render_results(state)
+    assert len(results.strip().splitlines()) == 1 + 3 + 24  # header, baseline repeats, trials
+    assert (result.run_dir / "blackboard.md").read_text().count("new best") >= 1
+    run_json = json.loads((result.run_dir / "run.json").read_text())
+    assert run_json["task"]["name"] == "demo" and run_json["versions"]["python"]
+
+
+def test_duplicate_proposal_is_served_from_the_cache(tmp_path: Path) -> None:
+    agent = ScriptedAgent([set_x(-3.0), set_x(-3.0, "the same edit again")])  # worse: parent stays base-0
+    result = start_run(demo_task(**{"budget.max_trials": 5}), tmp_path, agents=[agent])
+    t1, t2 = result.state.trials["t0001"], result.state.trials["t0002"]
+    assert not t1.cached and t2.cached and t2.cached_from == "t0001"
+    assert t2.score == t1.score and t2.seconds == 0.0
+    assert "already tried: identical to t0001" in t2.feedback
+    assert result.state.summary["cache_hits"] == 1
+    assert result.reason == "agents_exhausted"
+    # the agent saw the first trial's outcome in its context before proposing again
+    assert [t.trial_id for t in agent.contexts[1].recent] == ["t0001"]
+
+
+def test_invalid_edits_are_labelled_and_the_run_goes_on(tmp_path: Path) -> None:
+    agent = ScriptedAgent([
+        Proposal(hypothesis="escape", edits=[FileEdit(path="../../etc/passwd", content="x")]),
+        Proposal(hypothesis="binary", edits=[FileEdit(path="objective.py", content="\x00\x01")]),
+        Proposal(hypothesis="not editable", edits=[FileEdit(path="other.py", content="print(1)")]),
+        set_x(1.7),
+    ])
+    result = start_run(demo_task(), tmp_path, agents=[agent])
+    trials = result.state.trials
+    assert [trials[f"t000{i}"].status for i in range(1, 5)] == ["invalid", "invalid", "invalid", "ok"]
+    assert "leaves the workspace" in trials["t0001"].feedback
+    assert "NUL bytes" in trials["t0002"].feedback
+    assert "not an editable file" in trials["t0003"].feedback
+    assert trials["t0004"].promoted
+    assert not (tmp_path / "etc").exists()
+
+
+def test_crashing_and_hanging_trials_are_labelled(tmp_path: Path) -> None:
+    agent = ScriptedAgent([
+        Proposal(hypothesis="syntax error", edits=[FileEdit(path="objective.py", replacements=[("X = 0.0 ", "X = = ")])]),
+        Proposal(hypothesis="hang", edits=[FileEdit(path="objective.py", replacements=[("import math\n", "import math, time\ntime.sleep(100)\n")])]),
+        Proposal(hypothesis="no metric", edits=[FileEdit(path="objective.py", replacements=[('print(f"loss: {loss:.6f}")', "print('nothing')")])]),
+    ])
+    task = demo_task(**{"budget.trial_seconds": 2})
+    result = start_run(task, tmp_path, agents=[agent])
+    trials = result.state.trials
+    assert trials["t0001"].status == "crash" and "SyntaxError" in trials["t0001"].feedback
+    assert trials["t0002"].status == "timeout" and "wall clock" in trials["t0002"].feedback
+    assert trials["t0003"].status == "crash" and "no `loss: <number>` line" in trials["t0003"].feedback
+    assert verify_run(result.run_dir).ok
+
+
+def test_independent_policy_always_starts_from_the_baseline(tmp_path: Path) -> None:
+    task = demo_task(**{"loop.policy": "independent", "loop.history": False, "budget.max_trials": 6})
+    result = start_run(task, tmp_path)
+    parents = {t.parent for t in result.state.agent_trials()}
+    assert parents == {"base-0"}
+
+
+def test_tree_policy_lets_the_agent_pick_the_parent(tmp_path: Path) -> None:
+    first = set_x(1.0)
+    second = Proposal(hypothesis="branch from baseline", parent="base-0",
+                      edits=[FileEdit(path="objective.py", replacements=[("Y = 0.0 ", "Y = -0.8 ")])])
+    agent = ScriptedAgent([first, second])
+    result = start_run(demo_task(**{"loop.policy": "tree"}), tmp_path, agents=[agent])
+    assert result.state.trials["t0001"].parent == "base-0"
+    assert result.state.trials["t0002"].parent == "base-0"  # not the best (t0001)
+    assert [t.trial_id for t in result.state.lineage("t0002")] == ["t0002", "base-0"]
+
+
+def test_hitl_gate_waits_for_approval(tmp_path: Path) -> None:
+    agent = ScriptedAgent([set_x(1.7)])
+    result = start_run(demo_task(**{"loop.hitl": True}), tmp_path, agents=[agent])
+    trial = result.state.trials["t0001"]
+    assert trial.metrics.get("awaiting_review") and not trial.promoted
+    assert result.state.best_id == "base-0"
+    store = RunStore(result.run_dir)
+    record_review(store, "t0001", "approve", "alice", "checked the diff")
+    state = RunState.fold(store.scan().events)
+    assert state.best_id == "t0001"
+    promoted = [e for e in store.scan().events if e.kind == "trial.promoted"][-1]
+    assert promoted.actor == "human:alice" and promoted.data.approved_by == "alice"
+
+
+def test_graceful_stop_records_interrupted(tmp_path: Path) -> None:
+    stop = threading.Event()
+    seen: list[str] = []
+
+    def on_event(event: Any) -> None:
+        seen.append(event.kind)
+        if event.kind == "trial.finished" and event.data.trial_id == "t0002":
+            stop.set()
+
+    result = start_run(demo_task(), tmp_path, stop=stop, on_event=on_event)
+    assert result.reason == "interrupted"
+    assert 2 <= len(result.state.agent_trials()) < 24
+    assert all(t.finished for t in result.state.trials.values())
+    assert seen[-1] == "run.finished"
+
+
+def test_kill_minus_9_then_resume(tmp_path: Path) -> None:
+    task_dir = tmp_path / "task"
+    shutil.copytree(REPO / "benches" / "demo", task_dir)
+    objective = task_dir / "workspace" / "objective.py"
+    objective.write_text(objective.read_text().replace("import math\n", "import math\nimport time\ntime.sleep(0.25)\n"))
+    runs = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "tui.cli", "--headless", "run", str(task_dir / "task.yaml"), "--runs", str(runs),
+           "--set", "budget.max_trials=12", "--set", "budget.max_concurrent=1", "--quiet"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    log = None
+    while time.monotonic() < deadline:
+        logs = list(runs.glob("*/events.jsonl")) if runs.exists() else []
+        if logs and logs[0].read_text().count('"kind":"trial.finished"') >= 6:
+            log = logs[0]
+            break
+        time.sleep(0.05)
+    assert log is not None, "the run never got going"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    before = RunState.fold(RunStore(log.parent).scan().events)
+    done_before = {t.trial_id: t.score for t in before.trials.values() if t.finished}
+    assert before.finish_reason is None and len(done_before) >= 6
+    resumed = subprocess.run([sys.executable, "-m", "tui.cli", "resume", str(log.parent), "--quiet"], env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    after = RunState.fold(RunStore(log.parent).scan().events)
+    assert after.finish_reason == "max_trials"
+    assert len(after.agent_trials()) == 12 and all(t.finished for t in after.trials.values())
+    for trial_id, score in done_before.items():  # completed trials are kept as they were
+        assert after.trials[trial_id].score == score
+    assert after.resumes == 1
+    report = verify_run(log.parent)
+    assert report.ok, report.errors
+    verify = subprocess.run([sys.executable, "-m", "tui.cli", "verify", str(log.parent)], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert verify.returncode == 0 and "chain intact" in verify.stdout
+
+
+def test_replay_agent_reproduces_a_run(tmp_path: Path) -> None:
+    first = start_run(demo_task(**{"budget.max_trials": 8}), tmp_path / "a")
+    replay = demo_task(**{"budget.max_trials": 8, "agents": [{"name": "rs", "backend": "replay",
+                                                            "params": {"source": str(first.run_dir)}}]})
+    second = start_run(replay, tmp_path / "b")
+    a = [(t.trial_id, t.status, t.score, t.hypothesis) for t in first.state.agent_trials()]
+    b = [(t.trial_id, t.status, t.score, t.hypothesis) for t in second.state.agent_trials()]
+    assert a == b
+
+
+def test_baseline_failure_fails_the_run(tmp_path: Path) -> None:
+    task = demo_task(**{"oracle.params": {"command": ["{python}", "-c", "raise SystemExit(2)"]}})
+    result = start_run(task, tmp_path)
+    assert result.reason == "baseline_failed" and not result.ok
+    assert any("baseline base-" in n for n in result.state.notes)

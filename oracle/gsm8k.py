@@ -64,6 +64,7 @@ the lenient reading of the same completion is correct, so only the format failed
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -171,7 +172,9 @@ def _is_clean(span: str) -> bool:
 
 def _to_value(m: re.Match[str]) -> Fraction:
     digits = m.group("int").replace(",", "")
-    value = Fraction(digits)
+    whole, _, frac = digits.partition(".")
+    # exact decimal -> rational without Fraction's (slow) string parser
+    value = Fraction(int(whole or "0") * 10 ** len(frac) + int(frac or "0"), 10 ** len(frac))
     den = m.group("den")
     if den is not None:
         d = int(den)
@@ -189,12 +192,19 @@ def parse_number(text: str) -> Fraction | None:
 
 def parse_gold(gold: str | int | float) -> Fraction:
     """Read a gold answer: a number, or a GSM8K solution ending in ``#### <number>``."""
+    if isinstance(gold, str):
+        return _parse_gold_text(gold)
     if isinstance(gold, bool):
         raise GoldError(f"gold answer {gold!r} is a boolean, not a number")
     if isinstance(gold, int):
         return Fraction(gold)
     if isinstance(gold, float):
         return Fraction(str(gold))
+    raise GoldError(f"gold answer must be a string or a number, got {type(gold).__name__}")
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse_gold_text(gold: str) -> Fraction:
     text = gold.rsplit("####", 1)[-1] if "####" in gold else gold
     text = text.strip()
     values = [_to_value(m) for m in _NUM_RE.finditer(_clean_latex(text))]
@@ -421,8 +431,8 @@ __all__ = [
     "FORMAT_INSTRUCTIONS",
     "MODES",
     "POLICY_VERSION",
-    "Grade",
     "GoldError",
+    "Grade",
     "format_value",
     "grade",
     "is_correct",

@@ -8,8 +8,8 @@ declaration sentence (the statement), and the hidden original proof (``Proof. ..
 
 The lexer follows Coq's own rules where they matter for safety: comments nest, strings inside
 comments are strings (a ``*)`` inside them does not close the comment), ``""`` escapes a quote,
-and a sentence ends at a ``.`` followed by a blank (space, tab, newline, carriage return, form
-feed) or the end of input. The same lexer cuts an agent's proof body into sentences for the
+a sentence ends at a ``.`` followed by a blank (space, tab, newline, carriage return, form
+feed) or the end of input, and a brace or bullet at the start of a sentence is a sentence. The same lexer cuts an agent's proof body into sentences for the
 anti-cheat rules in :mod:`oracle.coq`, so the oracle and Coq agree on where sentences end.
 
 Invariant: ``context + statement + original_proof`` of every task is a prefix of the source
@@ -118,6 +118,19 @@ def split_sentences(text: str) -> list[Sentence]:
             i += 1
             continue
         if start is None:
+            # as in Coq, a brace or a bullet (a run of one of - + *) at the start of a sentence
+            # is a sentence of its own
+            if ch in "{}":
+                sentences.append(Sentence(i, i + 1, ch))
+                i += 1
+                continue
+            if ch in "-+*":
+                j = i
+                while j < n and text[j] == ch:
+                    j += 1
+                sentences.append(Sentence(i, j, text[i:j]))
+                i = j
+                continue
             start = i
         code.append(ch)
         i += 1
@@ -184,7 +197,7 @@ def strip_coq_text(text: str, source_file: str = "") -> list[TheoremTask]:
                     name=match.group("name"),
                     statement=text[sent.start : sent.end],
                     context=text[: sent.start],
-                    original_proof=text[sent.end : end.end].strip("\n"),
+                    original_proof=text[sent.end : end.end].strip(),
                     difficulty=_difficulty(text[: sent.start]),
                     prover="coq",
                     source_file=source_file,

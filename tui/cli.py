@@ -25,7 +25,8 @@ BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
 COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema")
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
-console = Console(stderr=False, highlight=False)
+# piped output (logs, CI) gets a wide console so tables do not wrap their first column
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from rrma.events import DATA_TYPES, SCHEMA_VERSION
@@ -42,7 +43,6 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 _TURN_KIND = b'","kind":"agent.turn","prev":"'
 _ACTOR_PREFIX = b'{"actor":"agent:'
-_MISSING = object()
 CHUNK = 8 * 1024 * 1024  # bytes read at a time
 
 
@@ -53,22 +53,19 @@ class _Edit(dict[str, Any]):
         return dict(self)
 
 
-class _Payload:
-    """Attribute view of an event's ``data`` dict; absent fields take the model's default."""
+_FIELDS: dict[str, frozenset[str]] = {kind: frozenset(model.model_fields) for kind, model in DATA_TYPES.items()}
 
-    __slots__ = ("_d", "_kind")
 
-    def __init__(self, kind: str, d: dict[str, Any]) -> None:
-        self._kind = kind
-        self._d = d
-
-    def __getattr__(self, name: str) -> Any:
-        value = self._d.get(name, _MISSING)
-        if value is _MISSING:
-            return _default(self._kind, name)
-        if name == "edits" and isinstance(value, list):
-            return [_Edit(e) for e in value if isinstance(e, dict)]
-        return value
+def _payload(kind: str, d: dict[str, Any]) -> SimpleNamespace:
+    """Attribute view of an event's ``data``; absent fields take the payload model's default."""
+    ns = SimpleNamespace(**d)
+    fields = _FIELDS[kind]
+    if not fields <= d.keys():
+        for name in fields - d.keys():
+            setattr(ns, name, _default(kind, name))
+    if kind == "trial.proposed":
+        ns.edits = [_Edit(e) for e in (d.get("edits") or []) if isinstance(e, dict)]
+    return ns
 
 
 _DEFAULTS: dict[tuple[str, str], Callable[[], Any]] = {}
@@ -102,7 +99,7 @@ class RawEvent:
         self.ts: str = raw["ts"]
         self.kind: str = raw["kind"]
         self.actor: str = raw.get("actor", "")
-        self.data = _Payload(self.kind, raw.get("data") or {})
+        self.data = _payload(self.kind, raw.get("data") or {})
 
 
 @dataclass(slots=True)
@@ -154,14 +151,12 @@ def parse_lines(data: bytes, base: int, *, stub_turns: bool) -> ParsedChunk:
     end = data.rfind(b"\n")
     if end < 0:
         return out
-    pos = 0
     items = out.items
-    while pos <= end:
-        nl = data.find(b"\n", pos)
-        line = data[pos:nl]
-        offset = base + pos
-        pos = nl + 1
-        if not line.strip():
+    pos = base
+    for line in data[:end].split(b"\n"):
+        offset = pos
+        pos += len(line) + 1
+        if not line or line.isspace():
             continue
         if stub_turns and line.startswith(_ACTOR_PREFIX) and line.rfind(_TURN_KIND) > 0:
             quote = line.find(b'"', len(_ACTOR_PREFIX))
@@ -411,6 +406,7 @@ class RunSummary:
     started_ts: str
     last_ts: str
     error: str = ""
+    size: int = -1  # bytes of the log when summarised
 
     @property
     def best_vs_baseline(self) -> str:

@@ -1,4 +1,4 @@
-"""A small GPT trained on bytes under a fixed wall-clock budget. THE FILE YOU EDIT.
+"""A small GPT trained on bytes under a fixed time budget. THE FILE YOU EDIT.
 
 Everything here is fair game: hyperparameters, architecture, optimizer, schedule. The data,
 the tokenizer and the metric live in prepare.py (read-only). The run is scored by the
@@ -6,6 +6,8 @@ harness from the model this script saves with prepare.save_model: lower val_bpb 
 
 Contract with the harness:
   * train for TIME_BUDGET seconds of training time (env RRMA_TIME_BUDGET), seed from RRMA_SEED;
+    on the CPU training time is this process's CPU time (other load on a shared machine does
+    not change how much compute a trial gets), on a GPU it is wall-clock time;
   * print progress lines `step N | loss L | lr X | elapsed Ts` while training;
   * on NaN or exploding loss print FAIL and exit 1;
   * save the model with prepare.save_model(model) and end with `---` and `key: value` lines.
@@ -16,11 +18,10 @@ import os
 import sys
 import time
 
+import prepare
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
-import prepare
 
 # ---------------------------------------------------------------- hyperparameters (edit these)
 N_LAYER = 2  # transformer blocks
@@ -46,6 +47,7 @@ LOG_INTERVAL_S = 0.25  # seconds between progress lines
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 if DEVICE == "cpu":
     torch.set_num_threads(int(os.environ.get("RRMA_THREADS", "1")))
+clock = time.perf_counter if DEVICE == "cuda" else time.process_time  # seconds of training
 
 
 class Block(nn.Module):
@@ -125,7 +127,7 @@ def main() -> int:
     next_log = LOG_INTERVAL_S
     window_loss, window_steps = 0.0, 0
     while training_seconds < TIME_BUDGET:
-        t0 = time.perf_counter()
+        t0 = clock()
         starts = torch.randint(0, train.numel() - seq - 1, (BATCH_SIZE,), generator=gen)
         chunk = torch.stack([train[s : s + seq + 1] for s in starts.tolist()]).to(torch.long)
         x, y = chunk[:, :-1].to(DEVICE), chunk[:, 1:].to(DEVICE)
@@ -141,7 +143,7 @@ def main() -> int:
             torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
         optimizer.step()
         loss_value = loss.item()  # synchronises with the device, so the step time is real
-        training_seconds += time.perf_counter() - t0
+        training_seconds += clock() - t0
         step += 1
         if not math.isfinite(loss_value) or loss_value > 100:
             print(f"step {step} | loss {loss_value} | elapsed {training_seconds:.2f}s", flush=True)

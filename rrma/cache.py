@@ -49,6 +49,7 @@ class OutcomeCache:
             conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: no fsync per insert; a cache may lose its last entries on power loss, never its integrity
             self._local.conn = conn
         return conn
 

@@ -92,7 +92,7 @@ class RandomSearchAgent(Agent):
         else:
             value = self.rng.uniform(low, high) if fresh else float(current) + self.rng.gauss(0.0, 0.2 * (high - low))
         value = min(max(value, low), high)
-        return int(round(value)) if dim.kind == "int" else value
+        return round(value) if dim.kind == "int" else value
 
     def propose(self, ctx: Context) -> Proposal | None:
         if self.last is not None and self.last.promoted and self.last.score is not None:
@@ -122,7 +122,7 @@ class RandomSearchAgent(Agent):
             changes = {k: v for k, v in changes.items() if v != format_value(self.dims[k], current[k])}
             if not changes:
                 continue
-            signature = tuple(sorted(changes.items())) + (("@parent", ctx.parent_id or ""),)
+            signature = (*sorted(changes.items()), ("@parent", ctx.parent_id or ""))
             if signature in self.seen:
                 continue
             self.seen.add(signature)

@@ -42,6 +42,7 @@ import logging
 import os
 import queue
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -352,6 +353,8 @@ class RayExecutor:
     # ------------------------------------------------------------------ cluster
 
     def _connect(self, address: str | None, num_cpus: int | None, runtime_env: dict[str, Any]) -> None:
+        if address:
+            check_reachable(address)
         try:
             if address:
                 ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
@@ -534,6 +537,23 @@ class RayExecutor:
             (folder / "executor.json").write_text(json.dumps(facts, indent=2, default=str), encoding="utf-8")
         except OSError as exc:
             log.warning("cannot write executor.json of %s: %s", item.job.trial_id, exc)
+
+
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast on a cluster address nothing listens on (ray.init would retry for minutes)."""
+    if address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RayExecutorError(f"Ray address {address!r}: expected HOST:PORT (e.g. head-node:6379), 'auto' or ray://HOST:PORT")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise RayExecutorError(
+            f"cannot reach the Ray cluster at {address}: {exc}. Start the head with `ray start --head --port=6379` "
+            "and pass its HOST:6379 with --ray-address (or $RAY_ADDRESS)") from exc
 
 
 def first_lines(text: str, count: int = 4) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rrma.events import GENESIS, EVENT_TYPES, LogFormatError, build_line, compute_hash, parse_line
+from rrma.events import EVENT_TYPES, GENESIS, LogFormatError, build_line, compute_hash, parse_line
 
 EVENTS = "events.jsonl"
 LOCK = ".events.lock"

@@ -13,8 +13,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from agents.base import Agent, Context
 from rrma.loop import start_run
 from rrma.review import record_review

@@ -138,7 +138,7 @@ def test_append_rejects_bad_payloads(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "r", create=True)
     with pytest.raises(LogFormatError, match="unknown event kind"):
         store.append("nonsense", "harness", {})
-    with pytest.raises(LogFormatError, match="invalid data for trial.finished"):
+    with pytest.raises(LogFormatError, match=r"invalid data for trial\.finished"):
         store.append("trial.finished", "harness", {"status": "ok"})  # no trial_id
     assert store.events_path.read_text() == ""  # nothing half-written
 

@@ -296,5 +296,25 @@ def schema_table() -> list[tuple[str, str, str, str]]:
 
 
 def _type_name(ann: Any) -> str:
-    text = str(ann).replace("typing.", "")
+    text = str(ann).replace("typing.", "").replace("rrma.task.", "").replace("__main__.", "")
     return re.sub(r"<class '([^']+)'>", r"\1", text)
+
+
+def schema_markdown() -> str:
+    """docs/task-schema.md, generated from the settings table (a test keeps the file in sync)."""
+    lines = [
+        "# Task YAML fields",
+        "",
+        "Generated from `rrma/task.py` by `python -m rrma.task > docs/task-schema.md`; do not edit by hand.",
+        "",
+        "| field | type | default | meaning |",
+        "| --- | --- | --- | --- |",
+    ]
+    for path, type_name, default, doc in schema_table():
+        cells = [path, type_name, default, doc]
+        lines.append("| " + " | ".join(f"`{c}`" if i < 3 else c for i, c in enumerate(c.replace("|", "\\|") for c in cells)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(schema_markdown(), end="")

@@ -61,3 +61,9 @@ def test_every_field_is_documented() -> None:
     assert len(rows) > 40
     undocumented = [path for path, _, _, doc in rows if not doc]
     assert undocumented == []
+
+
+def test_schema_doc_is_in_sync() -> None:
+    from rrma.task import schema_markdown
+
+    assert (REPO / "docs" / "task-schema.md").read_text() == schema_markdown(), "run: python -m rrma.task > docs/task-schema.md"

@@ -59,7 +59,8 @@ def _loop_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="run seed (default: the task's)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; with ``bench_name`` the bench's own options (its ``add_arguments``) join it."""
     parser = argparse.ArgumentParser(
         prog="rrma-tui",
         description="Research-loop multi-agent harness. Without a command: open the TUI on the runs directory "
@@ -74,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the benches")
     _loop_options(p)
     _common(p, suppress=True)
+    if bench_name:
+        _bench_arguments(bench_name, p)
 
     p = sub.add_parser("run", help="start a run from a task YAML")
     p.add_argument("task", type=Path, help="task YAML file")
@@ -132,6 +135,15 @@ def resolve_run(path: Path, runs: Path) -> Path:
         if (candidate / "events.jsonl").exists():
             return candidate
     raise CliError(f"{path}: not a run directory (no events.jsonl here or under {runs})")
+
+
+def _bench_arguments(name: str, parser: argparse.ArgumentParser) -> None:
+    folder = BENCH_ROOT / name.replace("-", "_")
+    if (folder / "bench.py").exists():
+        module = importlib.import_module(f"benches.{folder.name}.bench")
+        add = getattr(module, "add_arguments", None)
+        if add is not None:
+            add(parser)
 
 
 def bench_dir(name: str) -> Path:
@@ -448,7 +460,9 @@ HANDLERS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    words = [a for a in argv if not a.startswith("-")]
+    bench_name = words[1] if len(words) > 1 and words[0] == "bench" else None
+    parser = build_parser(bench_name)
     # `rrma-tui RUN` (a run dir, not a command) opens the TUI on that run
     positional = [a for a in argv if not a.startswith("-")]
     open_run: Path | None = None

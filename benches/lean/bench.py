@@ -1,0 +1,89 @@
+"""``rrma-tui --headless bench lean``: strip-and-rediscover on the Lean 4 suite (or ``--source FILE``).
+
+Strips every theorem of ``lean_project/Theorems/*.lean`` (or of the user's files given with
+``--source``; their imports must resolve in ``--project``, default ``lean_project``), checks
+that Lean 4 is installed (exit 2 with the elan + ``lean-toolchain`` hint otherwise), builds the
+Lake project (theorems and the REPL), then runs :func:`benches.proofs.run_proof_bench` with the
+:class:`oracle.lean.LeanChecker` (a pool of warm ``lake exe repl`` sessions, ``lake env lean
+--json`` as the fallback) and the offline tactic-portfolio agents sharing one blackboard.
+Also runnable alone: ``python -m benches.lean.bench --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from benches.proofs import add_proof_arguments, run_proof_bench
+from oracle.base import OracleError
+from oracle.lean import DEFAULT_PROJECT, LeanChecker
+from oracle.proof_common import TheoremTask
+from oracle.strip_lean import LeanSyntaxError, strip_lean_file, strip_project
+
+console = Console(stderr=True)
+
+
+def load_tasks(sources: list[Path] | None, project: Path = DEFAULT_PROJECT) -> list[TheoremTask]:
+    """Every theorem of the given files (default: the project's ``Theorems/*.lean``), in file order."""
+    if not sources:
+        return strip_project(project)
+    tasks: list[TheoremTask] = []
+    for path in sources:
+        tasks.extend(strip_lean_file(path))
+    return tasks
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_proof_arguments(parser)
+    parser.add_argument("--project", type=Path, default=None,
+                        help=f"the Lake project Lean runs in (default {DEFAULT_PROJECT})")
+    parser.add_argument("--mode", choices=["auto", "repl", "cli"], default=None,
+                        help="REPL pool, `lake env lean --json` per check, or REPL with CLI fallback (default)")
+    parser.add_argument("--pool-size", type=int, default=None, help="warm REPL sessions (default 1)")
+    parser.add_argument("--no-build", action="store_true", default=None,
+                        help="skip `lake build` (the project and the REPL are already built)")
+
+
+def run(args: argparse.Namespace) -> int:
+    project = Path(getattr(args, "project", None) or DEFAULT_PROJECT).resolve()
+    try:
+        tasks = load_tasks(getattr(args, "source", None), project)
+    except (OSError, LeanSyntaxError) as exc:
+        console.print(f"bench lean: {exc}", markup=False, highlight=False, soft_wrap=True)
+        return 2
+    if not tasks:
+        console.print("bench lean: no named theorem or lemma found to strip", markup=False, highlight=False)
+        return 2
+    checker = LeanChecker(project, mode=getattr(args, "mode", None) or "auto",
+                          pool_size=getattr(args, "pool_size", None) or 1)
+    try:
+        checker.ensure_available()
+        if not getattr(args, "no_build", None):
+            checker.build()
+    except OracleError as exc:
+        console.print(f"bench lean: {exc}", markup=False, highlight=False, soft_wrap=True)
+        checker.close()
+        return 2
+    try:
+        return run_proof_bench(args, checker, tasks, "lean")
+    finally:
+        checker.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benches.lean.bench", description=__doc__)
+    add_arguments(parser)
+    parser.add_argument("--runs", type=Path, default=Path("runs"))
+    parser.add_argument("--agents", type=int)
+    parser.add_argument("--backend")
+    parser.add_argument("--model")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--quiet", action="store_true")
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -118,6 +118,13 @@ class LocalExecutor:
 def wait_outcome(future: concurrent.futures.Future[Outcome], budget: Budget) -> Outcome:
     """Wait for a submitted trial; an oracle that hangs past budget + grace becomes a timeout."""
     started = time.monotonic()
+    # executors that queue (Ray) mark when evaluation really begins: queue time and a worker's
+    # first oracle set-up do not count against the trial's budget (capped at 10x the budget)
+    began = getattr(future, "rrma_started", None)
+    if began is not None:
+        deadline = time.monotonic() + max(600.0, 10 * budget.seconds)
+        while not began.wait(0.5) and not future.done() and time.monotonic() < deadline:
+            pass
     try:
         return future.result(timeout=budget.seconds + ORACLE_GRACE_S)
     except concurrent.futures.TimeoutError:

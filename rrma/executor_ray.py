@@ -24,9 +24,10 @@ Invariants:
   ``ray worker died mid-trial:`` and names the node, the worker pid and Ray's reason.
 * A dead worker leaves no trial processes behind: run_limited puts each trial program in its
   own session, out of reach of Ray's own clean-up, so each worker process starts a small
-  reaper (double-forked, outside Ray's process tree) that waits for the worker to exit and
-  then SIGKILLs every process carrying the worker's ``RRMA_RAY_WORKER`` token in its
-  environment (by process group) and deletes the worker's scratch directory.
+  reaper (double-forked, outside Ray's process tree) that waits for the worker to exit, then
+  SIGKILLs the process groups the worker last listed in its ledger (a daemon thread mirrors
+  run_limited's live groups to a file every 0.1 s) and every process carrying the worker's
+  ``RRMA_RAY_WORKER`` token in its environment, and deletes the worker's scratch directory.
 * ``shutdown(cancel=True)`` cancels every outstanding Ray task (queued ones are dropped, running
   ones are force-killed, which the reaper cleans up); they resolve as ``aborted``. The executor
   calls ``ray.shutdown`` only when it started Ray itself.
@@ -34,6 +35,7 @@ Invariants:
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import contextlib
 import hashlib
@@ -137,8 +139,19 @@ if fd is not None:
 else:
     while alive():
         time.sleep(0.5)
-needle = ("RRMA_RAY_WORKER=" + token).encode()
 me, my_pgid = os.getpid(), os.getpgid(0)
+try:
+    with open(os.path.join(scratch, "active-groups"), "r") as fh:
+        groups = [int(x) for x in fh.read().split()]
+except (OSError, ValueError):
+    groups = []
+for pgid in groups:
+    if pgid not in (worker_pgid, my_pgid, 0, 1):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+needle = ("RRMA_RAY_WORKER=" + token).encode()
 for _ in range(20):
     found = 0
     for entry in os.listdir("/proc"):
@@ -177,10 +190,18 @@ class _WorkerState:
     oracles: dict[tuple[str, ...], Oracle] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    @staticmethod
+    def key(job: TrialJob, workspace_digest: str) -> tuple[str, ...]:
+        params = json.dumps(job.oracle_params, sort_keys=True, default=str)
+        return (job.oracle_kind, params, job.metric, job.direction, workspace_digest)
+
+    def has_oracle(self, job: TrialJob, workspace_digest: str) -> bool:
+        with self.lock:
+            return self.key(job, workspace_digest) in self.oracles
+
     def oracle_for(self, job: TrialJob, workspace_box: list[Any], workspace_digest: str) -> Oracle:
         """The job's oracle, built and prepared once per worker (on its node, shipped workspace)."""
-        params = json.dumps(job.oracle_params, sort_keys=True, default=str)
-        key = (job.oracle_kind, params, job.metric, job.direction, workspace_digest)
+        key = self.key(job, workspace_digest)
         with self.lock:
             cached = self.oracles.get(key)
             if cached is not None:
@@ -200,6 +221,31 @@ class _WorkerState:
 
 _STATE: _WorkerState | None = None
 _STATE_LOCK = threading.Lock()
+LEDGER_INTERVAL_S = 0.1
+
+
+def _active_groups() -> list[int]:
+    """Process groups of the trial programs run_limited is running in this process."""
+    from rrma.sandbox import active_groups
+
+    return active_groups()
+
+
+def _keep_group_ledger(path: Path) -> None:
+    """Mirror the live trial process groups into ``path`` for the reaper (worker daemon thread).
+
+    The environment token misses trial programs whose oracle passes a filtered environment
+    (autoresearch, gsm8k); the ledger does not, up to LEDGER_INTERVAL_S of lag.
+    """
+    last: list[int] | None = None
+    while True:
+        groups = _active_groups()
+        if groups != last:
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(" ".join(str(g) for g in groups), encoding="ascii")
+            tmp.replace(path)
+            last = groups
+        time.sleep(LEDGER_INTERVAL_S)
 
 
 def _worker_state() -> _WorkerState:
@@ -219,8 +265,18 @@ def _worker_state() -> _WorkerState:
         )
         launcher.wait()  # the launcher forks the reaper and exits at once
         os.environ[WORKER_TOKEN_ENV] = token  # inherited by every trial process from now on
+        threading.Thread(target=_keep_group_ledger, args=(scratch / "active-groups",), name="rrma-group-ledger",
+                         daemon=True).start()
         _STATE = _WorkerState(scratch=scratch, token=token)
+        atexit.register(_close_oracles, _STATE)
         return _STATE
+
+
+def _close_oracles(state: _WorkerState) -> None:
+    """On a worker's orderly exit: release the oracles' warm resources (REPL pools)."""
+    for oracle in list(state.oracles.values()):
+        with contextlib.suppress(Exception):
+            oracle.close()
 
 
 def _node_facts() -> dict[str, Any]:
@@ -231,13 +287,15 @@ def _node_facts() -> dict[str, Any]:
 
 def _trial_task(payload: dict[str, Any], workspace_box: list[Any], workspace_digest: str
                 ) -> Iterator[tuple[str, Any]]:
-    """Ray generator task: yields ("started", facts), ("running", {}), ("progress", sample)*,
-    then ("outcome", outcome as JSON). Never raises for anything the trial or oracle does."""
+    """Ray generator task: yields ("started", facts) when the oracle must first be set up on this
+    worker, ("running", facts) when evaluation begins, ("progress", sample)*, then ("outcome",
+    outcome as JSON). Never raises for anything the trial or oracle does."""
     facts = _node_facts()
-    yield "started", facts
     started = time.monotonic()
     state = _worker_state()
     job = decode_job(payload)
+    if not state.has_oracle(job, workspace_digest):
+        yield "started", facts  # set-up may take long: tell the driver the task is no longer queued
     try:
         oracle = state.oracle_for(job, workspace_box, workspace_digest)
     except Exception as exc:  # a node that lacks what the oracle needs: this trial crashes, the run goes on
@@ -245,7 +303,7 @@ def _trial_task(payload: dict[str, Any], workspace_box: list[Any], workspace_dig
         reason = f"oracle setup failed on ray node {facts['node_ip']}: {type(exc).__name__}: {exc}\n{tail}"
         yield "outcome", crash_outcome(reason, started).model_dump(mode="json")
         return
-    yield "running", {}
+    yield "running", facts
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in job.trial_id)[:60]
     trial_root = Path(tempfile.mkdtemp(prefix=f"{safe}-", dir=state.scratch / "trials"))
     samples: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
@@ -344,7 +402,7 @@ class RayExecutor:
                 ship_code = address is not None or len(self.alive_nodes()) > 1
             self.runtime_env = code_runtime_env(ship_code)
         packed, self.workspace_digest = pack_files(workspace_files or {})
-        self.workspace_ref = ray.put(packed)
+        self.workspace_ref: Any = ray.put(packed)
         self._lock = threading.Lock()
         self._outstanding: dict[int, _Submitted] = {}
         self._threads: list[threading.Thread] = []
@@ -363,7 +421,17 @@ class RayExecutor:
                          log_to_driver=False, runtime_env=runtime_env)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-            raise RayExecutorError(f"cannot connect to {where}: {exc}") from exc
+            causes: list[str] = []
+            cause = exc.__cause__ or exc.__context__
+            while cause is not None and len(causes) < 3:
+                causes.append(f"{type(cause).__name__}: {first_lines(str(cause), 1)[:300]}")
+                cause = cause.__cause__ or cause.__context__
+            hint = ""
+            if any("Authentication" in c or "auth" in c.lower() for c in causes):
+                hint = (" (the cluster uses token authentication: run with RAY_AUTH_MODE=token and the cluster's "
+                        "token in ~/.ray/auth_token or $RAY_AUTH_TOKEN)")
+            detail = "; caused by " + " <- ".join(causes) if causes else ""
+            raise RayExecutorError(f"cannot connect to {where}: {exc}{detail}{hint}") from exc
         self.owns_ray = True
 
     @staticmethod
@@ -462,12 +530,12 @@ class RayExecutor:
         try:
             for ref in item.generator:
                 kind, data = ray.get(ref)
-                if kind == "started":
+                if kind in ("started", "running") and item.started is None:
                     item.started = time.monotonic()
                     item.facts = dict(data)
                     if item.cancel_reason is not None:  # cancelled while queued, picked up anyway
                         self._cancel(item, item.cancel_reason)
-                elif kind == "running":
+                if kind == "running":
                     item.future.rrma_started.set()  # type: ignore[attr-defined]
                 elif kind == "progress":
                     try:

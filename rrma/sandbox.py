@@ -96,6 +96,12 @@ _ACTIVE: set[int] = set()  # process groups of running limited commands (this pr
 _ACTIVE_LOCK = threading.Lock()
 
 
+def active_groups() -> list[int]:
+    """Process groups of the limited commands running now in this process."""
+    with _ACTIVE_LOCK:
+        return sorted(_ACTIVE)
+
+
 def kill_active_groups() -> int:
     """SIGKILL every process group this process started through run_limited (a hard quit)."""
     with _ACTIVE_LOCK:

@@ -191,9 +191,17 @@ def make_executor_factory(args: argparse.Namespace) -> Any:
     except ImportError as exc:
         raise CliError(f"--executor ray needs the ray extra: pip install 'rrma[ray]' ({exc})") from exc
     address = getattr(args, "ray_address", None) or os.environ.get("RAY_ADDRESS")
+    if address:
+        try:
+            module.check_reachable(address)
+        except module.RayExecutorError as exc:
+            raise CliError(str(exc)) from exc
 
     def factory(oracle: Any, store: Any, task: Any) -> Any:
-        return module.make_ray_executor(task, store, address)
+        try:
+            return module.make_ray_executor(task, store, address)
+        except module.RayExecutorError as exc:
+            raise CliError(str(exc)) from exc
 
     return factory
 
@@ -287,6 +295,9 @@ def run_loop_headless(task: Any, args: argparse.Namespace, *, resume_dir: Path |
             from rrma.sandbox import kill_active_groups
 
             killed = kill_active_groups()
+            ray = sys.modules.get("ray")
+            if ray is not None and getattr(ray, "is_initialized", lambda: False)():
+                ray.shutdown()  # a local instance this process started must not outlive it
             err.print(f"quitting now: killed {killed} running trial(s); the run log is intact "
                       "(`rrma-tui resume` continues it)")
             os._exit(130)

@@ -2,8 +2,9 @@
 
 Why it exists: to let Claude models take part in a run with exactly the tools and trace of every
 other LLM agent (:mod:`agents.llm_common` owns the loop). This module only speaks the wire format:
-``system`` blocks and ``tools`` (the static parts, marked with ``cache_control`` so repeated
-proposals read them from the prompt cache), ``tool_use`` blocks out and ``tool_result`` blocks
+``system`` blocks, ``tools`` and the parent's files (the static parts, marked with
+``cache_control`` so repeated proposals read them from the prompt cache; the newest turn is
+marked too, so the calls within one proposal reuse the conversation so far), ``tool_use`` blocks out and ``tool_result`` blocks
 back, streaming (``message_start`` / ``content_block_*`` with ``input_json_delta`` /
 ``message_delta``) or not, and the usage fields (``input_tokens``, ``output_tokens``,
 ``cache_read_input_tokens``, ``cache_creation_input_tokens``).
@@ -101,9 +102,18 @@ class AnthropicAgent(LLMAgent):
     # -------------------------------------------------------------- one call
 
     def _request(self, convo: Any) -> dict[str, Any]:
+        messages = convo["messages"]
+        if self.cache and len(messages) > 1:
+            # a 4th (and last allowed) breakpoint on the newest turn: later calls of this proposal
+            # read the conversation so far from the cache. Marked on a copy so that only the
+            # newest turn of each request carries it.
+            last = messages[-1]
+            blocks = [dict(b) for b in last["content"]]
+            blocks[-1]["cache_control"] = EPHEMERAL
+            messages = [*messages[:-1], {**last, "content": blocks}]
         request: dict[str, Any] = {
             "model": self.model, "max_tokens": self.config.max_tokens, "system": convo["system"],
-            "tools": convo["tools"], "messages": convo["messages"],
+            "tools": convo["tools"], "messages": messages,
         }
         if self.send_temperature:
             request["extra_body"] = {"temperature": self.config.temperature}

@@ -22,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import ast
+import difflib
 import fnmatch
 import hashlib
 import json
@@ -352,7 +353,8 @@ class ToolSession:
     or ``None`` once a whole-file content was given.
     """
 
-    def __init__(self, ctx: Context, task: TaskConfig, redactor: Redactor, max_read_chars: int = 60_000) -> None:
+    def __init__(self, ctx: Context, task: TaskConfig, redactor: Redactor, max_read_chars: int = 60_000,
+                 edit_lines: list[re.Pattern[str]] | None = None) -> None:
         self.ctx = ctx
         self.task = task
         self.redactor = redactor
@@ -364,6 +366,7 @@ class ToolSession:
         self.replacements: dict[str, list[tuple[str, str]] | None] = {}
         self.proposal: Proposal | None = None
         self.rules = EditRules(list(ctx.editable), list(task.workspace.readonly))
+        self.edit_lines = edit_lines or []  # a specialist's part of a file: changed lines must match one
 
     # -------------------------------------------------------------- helpers
 
@@ -434,6 +437,7 @@ class ToolSession:
         except InvalidEdit as exc:
             raise ToolFailure(str(exc)) from None
         norm = normalize_path(path)
+        self._check_lines(norm, new_files[norm])
         self.pending[norm] = new_files[norm]
         previous = self.replacements.get(norm, [])
         self.replacements[norm] = None if content is not None or previous is None else [*previous, *pairs]
@@ -442,6 +446,20 @@ class ToolSession:
             self.replacements.pop(norm, None)
             return f"{norm}: the file is back to the parent's version (no pending change)"
         return f"{norm}: edit applied to the pending proposal ({len(self.pending[norm].splitlines())} lines now)"
+
+    def _check_lines(self, path: str, new_text: str) -> None:
+        """Refuse a change to any line outside the role's part (``params.edit_lines``)."""
+        if not self.edit_lines:
+            return
+        old = self.base_files.get(path, "").splitlines()
+        for line in difflib.ndiff(old, new_text.splitlines()):
+            if line[:2] not in ("- ", "+ "):
+                continue
+            if not any(p.search(line[2:]) for p in self.edit_lines):
+                allowed = ", ".join(p.pattern for p in self.edit_lines)
+                verb = "remove" if line[0] == "-" else "write"
+                raise ToolFailure(f"{path}: you may not {verb} the line {line[2:].strip()[:120]!r}: it is outside your "
+                                  f"role's part of the task (changed lines must match one of: {allowed})")
 
     def tool_run_checks(self, args: dict[str, Any]) -> str:
         lines = []
@@ -550,6 +568,22 @@ def _int_arg(args: dict[str, Any], name: str, default: int) -> int:
     return int(value)
 
 
+def compile_edit_lines(agent: str, raw: Any) -> list[re.Pattern[str]]:
+    """``params.edit_lines``: regexes; a specialist may change only lines matching one of them."""
+    if raw is None:
+        return []
+    if isinstance(raw, str) or not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise AgentError(f"agent {agent}: params.edit_lines must be a list of regular expressions")
+    patterns = []
+    for text in raw:
+        try:
+            patterns.append(re.compile(text))
+        except re.error as exc:
+            raise AgentError(f"agent {agent}: params.edit_lines: {text!r} is not a valid regular expression "
+                             f"({exc})") from None
+    return patterns
+
+
 # ----------------------------------------------------------------------------- prompts
 
 ROLE_HINTS = {
@@ -581,13 +615,17 @@ TASK_PROMPT = """# Task: {name}
 """
 
 
-def system_text(task: TaskConfig, ctx: Context, agent: str, max_steps: int, role_prompt: str | None) -> tuple[str, str]:
+def system_text(task: TaskConfig, ctx: Context, agent: str, max_steps: int, role_prompt: str | None,
+                edit_lines: list[re.Pattern[str]] | None = None) -> tuple[str, str]:
     """(instructions, task text): both static over a run, so both are cached."""
     role = ""
     if ctx.role:
         hint = role_prompt or ROLE_HINTS.get(ctx.role.lower(), "")
         role = (f"\nYour role: the {ctx.role} specialist. Propose only changes within your role"
                 + (f" ({hint})" if hint else "") + "; other agents cover the rest and share the blackboard.\n")
+    if edit_lines:
+        role += ("You may only change lines matching one of these patterns: "
+                 + ", ".join(p.pattern for p in edit_lines) + "\n")
     tree = ("- Tree policy: you may branch from any successful trial with rebase_to(trial_id) before "
             "editing; by default you build on the current best.\n") if task.loop.policy == "tree" else ""
     instructions = SYSTEM_PROMPT.format(
@@ -673,11 +711,13 @@ NUDGE = ("You did not call a tool. Make your edit with edit_file and call submit
 class LLMAgent(Agent):
     """The provider-independent tool-use loop; subclasses implement the wire format.
 
-    Options (``params``): ``max_steps`` (model calls per proposal, 12), ``stream`` (bool, False),
+    Options (``params``): ``max_steps`` (model calls per conversation, 12), ``attempts`` (fresh
+    conversations per proposal when one ends without a submission, 2), ``stream`` (bool, False),
     ``retry_attempts`` (6), ``retry_base_s`` (1.0), ``retry_max_s`` (60), ``timeout_s`` (600 per
     request), ``max_file_chars`` (60000 per file in the prompt), ``memory`` (earlier proposals kept
     in the summary, 8), ``price`` (USD/Mtok override), ``api_key_env`` (name of the environment
-    variable holding the key), ``role_prompt`` (text describing the role).
+    variable holding the key), ``role_prompt`` (text describing the role), ``edit_lines`` (regexes:
+    a specialist may change only lines matching one, e.g. its part of a shared train.py).
     """
 
     backend = "llm"
@@ -705,11 +745,13 @@ class LLMAgent(Agent):
             raise AgentError(f"agent {config.name}: no API key for backend {self.backend}: set {env_name} in the "
                              "environment (keys are never read from the task file)")
         self.max_steps = int(params.get("max_steps", 12))
+        self.attempts = max(1, int(params.get("attempts", 2)))
         self.stream = bool(params.get("stream", False))
         self.timeout_s = float(params.get("timeout_s", 600.0))
         self.max_file_chars = int(params.get("max_file_chars", 60_000))
         self.memory_size = int(params.get("memory", 8))
         self.role_prompt = params.get("role_prompt")
+        self.edit_lines = compile_edit_lines(config.name, params.get("edit_lines"))
         self.retry = RetryPolicy(attempts=max(1, int(params.get("retry_attempts", 6))),
                                  base_s=float(params.get("retry_base_s", 1.0)),
                                  max_s=float(params.get("retry_max_s", 60.0)), rng=random.Random(seed))
@@ -756,30 +798,41 @@ class LLMAgent(Agent):
     # -------------------------------------------------------------- the loop
 
     def propose(self, ctx: Context) -> Proposal | None:
+        """Up to ``attempts`` fresh conversations; ``None`` only when the model gives up or a cap is hit."""
         if self.stopped:
             return None
         if not ctx.history:
             self.memory = []  # control arm: single-shot, nothing carried between proposals
         tools = tools_for(self.task)
-        instructions, task_text = system_text(self.task, ctx, self.name, self.max_steps, self.role_prompt)
+        instructions, task_text = system_text(self.task, ctx, self.name, self.max_steps, self.role_prompt,
+                                              self.edit_lines)
         files = files_text(ctx, self.max_file_chars)
         context = context_text(ctx, self.memory[-self.memory_size:] if self.memory_size else [])
         if not self.system_recorded:
             self.turn(ctx, "system", text=instructions + "\n" + task_text, args={"tools": [t.name for t in tools]})
             self.system_recorded = True
-        self.turn(ctx, "user", text=files_digest(ctx) + "\n\n" + context)
-        convo = self.start(instructions, task_text, files, context, tools)
-        session = ToolSession(ctx, self.task, self.redactor, self.max_file_chars)
+        for attempt in range(self.attempts):
+            again = f"[attempt {attempt + 1}/{self.attempts}: starting over]\n" if attempt else ""
+            self.turn(ctx, "user", text=again + files_digest(ctx) + "\n\n" + context)
+            outcome = self._converse(ctx, self.start(instructions, task_text, files, context, tools))
+            if isinstance(outcome, Proposal):
+                self._remember(outcome)
+                return outcome
+            if outcome == "stop":
+                return None
+        return None
+
+    def _converse(self, ctx: Context, convo: Any) -> Proposal | str:
+        """One bounded conversation: a Proposal, "stop" (gave up, cap reached) or "retry"."""
+        session = ToolSession(ctx, self.task, self.redactor, self.max_file_chars, self.edit_lines)
         nudged = 0
         for _ in range(self.max_steps):
             reason = self.meter.exhausted()
             if reason:
                 self.stopped = reason
                 self.turn(ctx, "error", text=f"stopping: {reason}")
-                return None
+                return "stop"
             reply = self._call_with_retries(ctx, convo)
-            if reply is None:
-                return None
             cost = self.price.cost(reply.usage)
             self.meter.add(reply.usage, cost)
             self.turn(ctx, "assistant", text=reply.text, tokens_in=reply.usage.tokens_in,
@@ -788,9 +841,12 @@ class LLMAgent(Agent):
                       cost_usd=round(cost, 8), args={"stop_reason": reply.stop_reason,
                                                      "tool_calls": [c.name for c in reply.calls]})
             if not reply.calls:
-                if "GIVE-UP" in reply.text or nudged >= 2:
+                if "GIVE-UP" in reply.text:
                     self.turn(ctx, "error", text="the model gave up without submitting a trial")
-                    return None
+                    return "stop"
+                if nudged >= 2:
+                    self.turn(ctx, "error", text="the model did not call a tool after 2 reminders")
+                    return "retry"
                 nudged += 1
                 self.add_reply(convo, reply, [])
                 self.add_user(convo, NUDGE)
@@ -805,16 +861,14 @@ class LLMAgent(Agent):
                           text="error" if result.is_error else "")
                 results.append(result)
                 if session.proposal is not None:
-                    break
-            if session.proposal is not None:
-                self._remember(session.proposal)
-                return session.proposal
+                    return session.proposal
             self.add_reply(convo, reply, results)
         self.turn(ctx, "error", text=f"no trial submitted after {self.max_steps} model calls")
-        return None
+        return "retry"
 
-    def _call_with_retries(self, ctx: Context, convo: Any) -> ModelReply | None:
-        for attempt in range(self.retry.attempts):
+    def _call_with_retries(self, ctx: Context, convo: Any) -> ModelReply:
+        attempt = 0
+        while True:
             started = time.monotonic()
             try:
                 reply = self.call(convo)
@@ -834,10 +888,10 @@ class LLMAgent(Agent):
                 self.turn(ctx, "error", text=f"{transient.reason}; retry {attempt + 1}/{self.retry.attempts - 1} "
                                              f"in {delay:.2f}s", latency_s=round(time.monotonic() - started, 4))
                 self.sleep(delay)
+                attempt += 1
                 continue
             reply.latency_s = time.monotonic() - started
             return reply
-        return None  # pragma: no cover - the loop always returns or raises
 
     def _remember(self, proposal: Proposal) -> None:
         files = ", ".join(e.path for e in proposal.edits) or ("proof" if proposal.proof else "-")

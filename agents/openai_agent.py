@@ -117,8 +117,10 @@ class OpenAIAgent(LLMAgent):
                           usage=_usage(completion.usage), model=str(completion.model or self.model))
 
     def _call_streaming(self, convo: Any) -> ModelReply:
-        extra = {"stream_options": {"include_usage": True}} if self.stream_usage else {}
-        stream = self.client.chat.completions.create(**self._request(convo), stream=True, **extra)
+        request = self._request(convo)
+        if self.stream_usage:
+            request["stream_options"] = {"include_usage": True}
+        stream = self.client.chat.completions.create(**request, stream=True)
         text: list[str] = []
         partial: dict[int, dict[str, str]] = {}
         usage = Usage()

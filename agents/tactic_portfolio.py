@@ -75,17 +75,17 @@ COQ_TEMPLATES: list[str] = [
 
 COQ_CLOSERS: list[str] = [
     "lia",
+    "intros; rewrite {IH}; auto",
+    "intros; rewrite {IH}; lia",
+    "intros; rewrite {L}; simpl; rewrite {IH}; auto",
+    "intros; rewrite {L}; simpl; rewrite {IH}; lia",
     "congruence",
-    "rewrite {IH}; auto",
-    "rewrite {IH}; lia",
-    "rewrite {IH}; reflexivity",
-    "rewrite <- {IH}; auto",
+    "intros; rewrite {IH}; reflexivity",
+    "intros; rewrite <- {IH}; auto",
     "f_equal; auto",
+    "intros; rewrite {L}; auto",
     "ring",
     "intuition",
-    "rewrite {L}; auto",
-    "rewrite {L}; simpl; rewrite {IH}; auto",
-    "rewrite {L}; simpl; rewrite {IH}; lia",
 ]
 
 LEAN_TEMPLATES: list[str] = [
@@ -189,10 +189,32 @@ def induction_order(variables: list[tuple[str, str]]) -> list[str]:
     return [name for _, (name, _) in sorted(enumerate(variables), key=rank)]
 
 
-def lemmas_of(context: str, limit: int = 6) -> list[str]:
-    """Names of the lemmas proved last in the context (nearest first)."""
-    names = _LEMMA.findall(context)
-    return list(reversed(names))[:limit]
+_COMMON = frozenset({"forall", "exists", "fun", "nat", "Nat", "list", "List", "Type", "Prop", "Set", "bool",
+                     "Bool", "True", "False", "true", "false", "in", "let", "match", "with", "end", "theorem",
+                     "lemma", "Theorem", "Lemma", "Fact", "Remark", "Corollary", "Proposition", "Example"})
+
+
+def _symbols(statement: str) -> set[str]:
+    """Constants a statement talks about (identifiers minus its own variables and keywords)."""
+    names = {name for name, _ in variables_of(statement)}
+    return {tok for tok in _IDENT.findall(statement) if tok not in _COMMON and tok not in names and len(tok) > 1}
+
+
+def lemmas_of(context: str, statement: str = "", limit: int = 6) -> list[str]:
+    """Lemmas proved earlier in the context, most relevant first (premise selection).
+
+    Relevance: the constants a lemma's statement shares with ``statement`` (``rev_length``
+    needs ``length_app`` because both mention ``length``); ties go to the nearest lemma.
+    """
+    found = [(m.group(1), m.end()) for m in _LEMMA.finditer(context)]
+    goal = _symbols(statement) if statement else set()
+    ranked = []
+    for distance, (name, end) in enumerate(reversed(found)):
+        lemma_statement = context[end : context.find(".", end) if "." in context[end:] else len(context)]
+        shared = len(goal & _symbols(lemma_statement)) if goal else 0
+        ranked.append((-shared, distance, name))
+    ranked.sort()
+    return [name for _, _, name in ranked[:limit]]
 
 
 def goals_in(feedback: str) -> list[str]:
@@ -232,6 +254,7 @@ class _Search:
     queue: dict[str, tuple[float, str, int]] = field(default_factory=dict)  # proof -> (priority, template, depth)
     tried: set[str] = field(default_factory=set)
     seen_trials: set[str] = field(default_factory=set)
+    expanded: set[tuple[str, ...]] = field(default_factory=set)  # goal states already extended
     applied_posts: int = 0
 
     def push(self, proof: str, priority: float, template: str, depth: int = 0) -> None:
@@ -270,7 +293,7 @@ class TacticPortfolioAgent(Agent):
         if search is None:
             search = self._searches[name] = self._seed(prover, statement, str(th.get("context", "")))
         self._learn_from_blackboard(search, ctx, prover, statement, str(th.get("context", "")))
-        self._learn_from_feedback(search, ctx, name, prover, str(th.get("context", "")))
+        self._learn_from_feedback(search, ctx, name, prover, str(th.get("context", "")), statement)
         skip = ctx.tried
         while search.queue:
             proof = min(search.queue, key=lambda p: search.queue[p][0])
@@ -307,7 +330,7 @@ class TacticPortfolioAgent(Agent):
         vars_ = induction_order(variables_of(statement))
         search = _Search(shape=shape_of(statement), var=vars_[0] if vars_ else None)
         templates = LEAN_TEMPLATES if prover == "lean" else COQ_TEMPLATES
-        lemmas = lemmas_of(context)
+        lemmas = lemmas_of(context, statement)
         for index, template in enumerate(templates):
             for k, proof in enumerate(instantiate(template, vars_=vars_, lemmas=lemmas, ihs=[])):
                 # other variables / lemmas than the preferred one come later
@@ -319,7 +342,7 @@ class TacticPortfolioAgent(Agent):
         posts = ctx.blackboard[search.applied_posts :] if search.applied_posts <= len(ctx.blackboard) else ctx.blackboard
         search.applied_posts = len(ctx.blackboard)
         vars_ = induction_order(variables_of(statement))
-        lemmas = lemmas_of(context)
+        lemmas = lemmas_of(context, statement)
         scores: dict[str, float] = {}
         for line in posts:
             match = POST_RE.search(line)
@@ -337,8 +360,9 @@ class TacticPortfolioAgent(Agent):
             for proof in instantiate(template, vars_=vars_, lemmas=lemmas, ihs=[]):
                 search.push(proof, 5.0 - min(score, 4.0), template)
 
-    def _learn_from_feedback(self, search: _Search, ctx: Context, name: str, prover: str, context: str) -> None:
-        lemmas = lemmas_of(context)
+    def _learn_from_feedback(self, search: _Search, ctx: Context, name: str, prover: str, context: str,
+                             statement: str) -> None:
+        lemmas = lemmas_of(context, statement)
         closers = LEAN_CLOSERS if prover == "lean" else COQ_CLOSERS
         for summary in [*ctx.own, *ctx.recent]:
             if summary.theorem != name or summary.trial_id in search.seen_trials or summary.status == "ok":
@@ -355,6 +379,9 @@ class TacticPortfolioAgent(Agent):
             parent_priority = float(summary.params.get("priority", 10.0))
             if not base or depth >= self.max_depth or not STRUCTURAL.search(base):
                 continue  # a bare closer (auto, lia...) that failed leaves the original goal: no progress
+            if tuple(goals) in search.expanded:
+                continue  # another proof already reached these goals; its extensions are queued
+            search.expanded.add(tuple(goals))
             ihs = sorted({m.group(1) for g in goals for m in _HYP_NAME.finditer(g)})
             for index, closer in enumerate(closers):
                 for filled in instantiate(closer, vars_=[], lemmas=lemmas, ihs=ihs):
@@ -362,5 +389,5 @@ class TacticPortfolioAgent(Agent):
                         proof = f"{base} <;> {filled}"
                     else:
                         proof = f"{base.rstrip().removesuffix('.')}; {filled}."
-                    priority = parent_priority + COMPOSITE_OFFSET * (depth + 1) + 0.5 * index
+                    priority = parent_priority + COMPOSITE_OFFSET * (depth + 1) + 0.25 * index
                     search.push(proof, priority, f"{parent_template} + {closer}", depth + 1)

@@ -284,7 +284,15 @@ def build_tiny_model(
     )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
-    model.save_pretrained(str(dest))
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # no "Writing model shards" bar in a headless run's output
+    try:
+        model.save_pretrained(str(dest))
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     return dest
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 _TURN_KIND = b'","kind":"agent.turn","prev":"'
 _ACTOR_PREFIX = b'{"actor":"agent:'
-CHUNK = 8 * 1024 * 1024  # bytes read at a time
+CHUNK = 1024 * 1024  # bytes read (and parsed) at a time; the reading thread yields the GIL between chunks
 
 
 class _Edit(dict[str, Any]):
@@ -73,18 +74,20 @@ _DEFAULTS: dict[tuple[str, str], Callable[[], Any]] = {}
 
 def _default(kind: str, name: str) -> Any:
     """The payload model's default for an absent field (factories called anew each time)."""
-    make = _DEFAULTS.get((kind, name))
-    if make is None:
+    found: Callable[[], Any] | None = _DEFAULTS.get((kind, name))
+    if found is None:
         info = DATA_TYPES[kind].model_fields.get(name)
         if info is None:
             raise AttributeError(name)
-        if info.default_factory is not None:
-            make = info.default_factory  # type: ignore[assignment]
+        factory = info.default_factory
+        make: Callable[[], Any]
+        if factory is not None:
+            make = factory  # type: ignore[assignment]
         else:
             constant = info.get_default()
             make = lambda: constant  # noqa: E731
-        _DEFAULTS[(kind, name)] = make
-    return make()
+        _DEFAULTS[(kind, name)] = found = make
+    return found()
 
 
 class RawEvent:
@@ -143,6 +146,7 @@ class ParsedChunk:
     items: list[RawEvent | TurnRef] = field(default_factory=list)
     torn: list[Torn] = field(default_factory=list)
     end_offset: int = 0
+    turn_spans: list[tuple[int, int]] = field(default_factory=list)  # (offset, length) of unparsed turns
 
 
 def parse_lines(data: bytes, base: int, *, stub_turns: bool) -> ParsedChunk:
@@ -152,6 +156,7 @@ def parse_lines(data: bytes, base: int, *, stub_turns: bool) -> ParsedChunk:
     if end < 0:
         return out
     items = out.items
+    spans = out.turn_spans
     pos = base
     for line in data[:end].split(b"\n"):
         offset = pos
@@ -159,8 +164,7 @@ def parse_lines(data: bytes, base: int, *, stub_turns: bool) -> ParsedChunk:
         if not line or line.isspace():
             continue
         if stub_turns and line.startswith(_ACTOR_PREFIX) and line.rfind(_TURN_KIND) > 0:
-            quote = line.find(b'"', len(_ACTOR_PREFIX))
-            items.append(TurnRef(offset, len(line), line[len(_ACTOR_PREFIX):quote].decode("utf-8", "replace")))
+            spans.append((offset, len(line)))  # parsed later, by index_turns
             continue
         try:
             raw = _loads(line)
@@ -186,17 +190,29 @@ def parse_lines(data: bytes, base: int, *, stub_turns: bool) -> ParsedChunk:
     return out
 
 
+@dataclass
+class TurnIndex:
+    """What :meth:`RunModel.index_turns` found: refs in log order and per-agent totals."""
+
+    count: int = 0  # spans covered (the first ``count`` of ``RunModel.unindexed``)
+    refs: list[TurnRef] = field(default_factory=list)
+    totals: dict[str, tuple[int, int, int, float]] = field(default_factory=dict)  # turns, in, out, cost
+    last: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent -> its last turn line
+
+
 class RunModel:
     """A run's folded state plus the index of its trace; owned by one thread at a time."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
         self.state = RunState()
-        self.turns: list[TurnRef] = []
+        self.turns: list[TurnRef] = []  # indexed turns, in log order
         self.torn: list[Torn] = []
         self.offset = 0
         self.turns_indexed = False
-        self._last_turn: dict[str, TurnRef] = {}  # agent -> its latest stub turn
+        self.unindexed: list[tuple[int, int]] = []  # (offset, length) of turns folded unparsed
+        self._activity_seq: dict[str, int] = {}  # agent -> seq of the event behind its last_activity
+        self._last_event_offset = -1
         self._store: RunStore | None = None
         self._line_cache: OrderedDict[int, dict[str, Any]] = OrderedDict()
         self._cache_lock = threading.Lock()
@@ -204,80 +220,118 @@ class RunModel:
     # ------------------------------------------------------------------ folding
 
     def apply(self, chunk: ParsedChunk) -> list[RawEvent]:
-        """Fold a parsed chunk; returns the events folded (turn stubs are counted, not returned)."""
+        """Fold a parsed chunk; returns the events folded (unparsed turns are only counted)."""
         state = self.state
         folded: list[RawEvent] = []
         for item in chunk.items:
             if isinstance(item, TurnRef):
                 self.turns.append(item)
-                if item.role is None:  # a stub: count it now, details come from index_turns
-                    rec = state._agent(item.agent)
-                    rec.turns += 1
-                    state.events += 1
-                    self._last_turn[item.agent] = item
-            else:
-                state.apply(item)
-                folded.append(item)
-                if item.kind == "agent.turn":
-                    self._last_turn.pop(str(item.data.agent), None)
-                elif item.kind == "trial.proposed":
-                    self._last_turn.pop(str(item.data.agent), None)
+                continue
+            state.apply(item)
+            folded.append(item)
+            self._last_event_offset = item.offset
+            if item.kind in ("agent.turn", "trial.proposed"):
+                agent = str(item.data.agent)
+                if item.kind == "agent.turn" or not item.data.baseline:
+                    self._activity_seq[agent] = item.seq
+        if chunk.turn_spans:
+            self.unindexed.extend(chunk.turn_spans)
+            state.events += len(chunk.turn_spans)
         self.torn.extend(chunk.torn)
         self.offset = max(self.offset, chunk.end_offset)
         return folded
 
-    def settle_stub_activity(self) -> None:
-        """Give agents whose latest event was a stub turn the activity line RunState would have."""
-        for agent, ref in list(self._last_turn.items()):
-            raw = self.read_line(ref)
+    def _turn_activity(self, raw: dict[str, Any]) -> None:
+        """Set the agent's activity line from a turn, as RunState would, if the turn is newer."""
+        d = raw.get("data") or {}
+        agent = str(d.get("agent", ""))
+        seq = int(raw.get("seq", -1))
+        if seq <= self._activity_seq.get(agent, -1):
+            return
+        rec = self.state._agent(agent)
+        what = d.get("tool") or d.get("role") or ""
+        body = (d.get("text") or d.get("result") or "").strip()
+        rec.last_activity = f"{what}: {body.splitlines()[0][:80] if body else ''}"
+        rec.last_ts = raw.get("ts", "")
+        self._activity_seq[agent] = seq
+
+    def settle_stub_activity(self, window: int = 4096) -> None:
+        """After an open: the last seq/ts and agents' activity where the newest lines were turns."""
+        if not self.unindexed:
+            return
+        offset, length = self.unindexed[-1]
+        if offset > self._last_event_offset:
+            raw = self._read_raw(offset, length)
+            if raw is not None:
+                self.state.last_seq, self.state.last_ts = raw.get("seq", -1), raw.get("ts", "")
+        seen: set[str] = set()
+        for offset, length in reversed(self.unindexed[-window:]):
+            if seen and seen >= set(self.state.agents):
+                break
+            raw = self._read_raw(offset, length)
             if raw is None:
                 continue
-            ref.fill(raw)
-            d = raw.get("data") or {}
-            rec = self.state._agent(agent)
-            what = d.get("tool") or d.get("role") or ""
-            body = (d.get("text") or d.get("result") or "").strip()
-            rec.last_activity = f"{what}: {body.splitlines()[0][:80] if body else ''}"
-            rec.last_ts = raw.get("ts", "")
-        self._last_turn.clear()
-        if self.turns and self.turns[-1].seq >= 0:
-            self.state.last_seq = max(self.state.last_seq, self.turns[-1].seq)
+            agent = str((raw.get("data") or {}).get("agent", ""))
+            if agent not in seen:
+                seen.add(agent)
+                self._turn_activity(raw)
 
-    def index_turns(self, cancelled: Callable[[], bool] = lambda: False) -> dict[str, tuple[int, int, float]]:
-        """Parse every stub turn (role, tool, trial, step); returns per-agent token/cost totals.
+    def index_turns(self, cancelled: Callable[[], bool] = lambda: False) -> TurnIndex | None:
+        """Parse the turns folded unparsed (role, tool, trial, step, tokens): for a worker.
 
-        Safe to run in a worker while the UI reads: it only sets fields of existing TurnRefs
-        from None to their value. The caller applies the returned totals on the UI thread.
+        Reads only the file and ``self.unindexed`` as it was at the call; the UI thread
+        attaches the result with :meth:`attach_index`. None if cancelled.
         """
-        totals: dict[str, tuple[int, int, float]] = {}
-        stubs = [t for t in list(self.turns) if t.role is None]
-        if not stubs:
-            self.turns_indexed = True
-            return totals
+        spans = list(self.unindexed)
+        index = TurnIndex(count=len(spans))
+        if not spans:
+            return index
         with open(self.run_dir / EVENTS, "rb") as fh:
             fd = fh.fileno()
-            for i, ref in enumerate(stubs):
-                if i % 2048 == 0 and cancelled():
-                    return totals
+            for i, (offset, length) in enumerate(spans):
+                if i % 512 == 0:
+                    if cancelled():
+                        return None
+                    time.sleep(0)  # yield the GIL to the UI thread
                 try:
-                    raw = _loads(os.pread(fd, ref.length, ref.offset))
-                except ValueError:
-                    ref.role = "error"
+                    raw = _loads(os.pread(fd, length, offset))
+                    d = raw.get("data") or {}
+                    agent = str(d.get("agent", ""))
+                except (ValueError, AttributeError):
+                    index.refs.append(TurnRef(offset, length, "?", role="error"))
                     continue
-                d = raw.get("data") or {}
-                tin, tout, cost = totals.get(ref.agent, (0, 0, 0.0))
-                totals[ref.agent] = (tin + int(d.get("tokens_in") or 0), tout + int(d.get("tokens_out") or 0),
-                                     cost + float(d.get("cost_usd") or 0.0))
+                ref = TurnRef(offset, length, agent)
                 ref.fill(raw)
-        self.turns_indexed = True
-        return totals
+                index.refs.append(ref)
+                turns, tin, tout, cost = index.totals.get(agent, (0, 0, 0, 0.0))
+                index.totals[agent] = (turns + 1, tin + int(d.get("tokens_in") or 0),
+                                       tout + int(d.get("tokens_out") or 0), cost + float(d.get("cost_usd") or 0.0))
+                index.last[agent] = raw
+        return index
 
-    def add_totals(self, totals: dict[str, tuple[int, int, float]]) -> None:
-        for agent, (tin, tout, cost) in totals.items():
+    def attach_index(self, index: TurnIndex | None) -> None:
+        """Put indexed turns before those the tail added since; add their per-agent totals."""
+        if index is None:
+            return
+        self.turns[:0] = index.refs
+        del self.unindexed[: index.count]
+        for agent, (turns, tin, tout, cost) in index.totals.items():
             rec = self.state._agent(agent)
+            rec.turns += turns
             rec.tokens_in += tin
             rec.tokens_out += tout
             rec.cost_usd += cost
+        for raw in index.last.values():
+            self._turn_activity(raw)
+        self.turns_indexed = not self.unindexed
+
+    def _read_raw(self, offset: int, length: int) -> dict[str, Any] | None:
+        try:
+            with open(self.run_dir / EVENTS, "rb") as fh:
+                raw = _loads(os.pread(fh.fileno(), length, offset))
+        except (OSError, ValueError):
+            return None
+        return raw if isinstance(raw, dict) else None
 
     # ------------------------------------------------------------------ lazy reads
 
@@ -288,10 +342,8 @@ class RunModel:
             if hit is not None:
                 self._line_cache.move_to_end(ref.offset)
                 return hit
-        try:
-            with open(self.run_dir / EVENTS, "rb") as fh:
-                raw = _loads(os.pread(fh.fileno(), ref.length, ref.offset))
-        except (OSError, ValueError):
+        raw = self._read_raw(ref.offset, ref.length)
+        if raw is None:
             return None
         with self._cache_lock:
             self._line_cache[ref.offset] = raw
@@ -364,6 +416,7 @@ class RunReader:
                     into.apply(parsed)
                 else:
                     chunks.append(parsed)
+                time.sleep(0)  # let the UI thread take the GIL (keeps the app responsive while reading)
                 self.offset = parsed.end_offset if parsed.end_offset > self.offset else self.offset
         return chunks
 

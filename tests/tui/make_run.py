@@ -153,7 +153,7 @@ def make_run(
         baseline_ids, baseline_scores = [], []
         for rep in range(3):
             tid = f"base-{rep}"
-            score = round(2.400 + rng.gauss(0, 0.004), 5)
+            base_score = round(2.400 + rng.gauss(0, 0.004), 5)
             store.append_many([
                 ("trial.proposed", "harness", {
                     "trial_id": tid, "parent": None, "agent": "baseline", "hypothesis": "baseline",
@@ -162,12 +162,12 @@ def make_run(
                 }),
                 ("trial.started", "harness", {"trial_id": tid}),
                 ("trial.finished", "oracle", {
-                    "trial_id": tid, "status": "ok", "score": score, "feedback": f"val_loss: {score}",
-                    "log_blob": store.put_blob(f"val_loss: {score}\n"), "seconds": 41.5 + rep,
+                    "trial_id": tid, "status": "ok", "score": base_score, "feedback": f"val_loss: {base_score}",
+                    "log_blob": store.put_blob(f"val_loss: {base_score}\n"), "seconds": 41.5 + rep,
                 }),
             ])
             baseline_ids.append(tid)
-            baseline_scores.append(score)
+            baseline_scores.append(base_score)
         mean = sum(baseline_scores) / 3
         sigma = (sum((s - mean) ** 2 for s in baseline_scores) / 2) ** 0.5
         floor = 2.0 * sigma
@@ -182,8 +182,9 @@ def make_run(
         manifests = {"base-0": base_manifest}
         params_of = {"base-0": base_params}
         improvements_left = trials  # how many more improvements may still be promoted
-        pending: list[tuple[str, str, dict[str, Any]]] = []
+        pending: list[tuple[str, str, Any]] = []
         n_claims = pending_claims if hitl else 0
+        score: float | None
         for i in range(trials):
             agent = agent_list[i % len(agent_list)]
             tid = f"t{i + 1:04d}"
@@ -218,6 +219,7 @@ def make_run(
             }))
             pending.append(("trial.started", "harness", {"trial_id": tid, "worker": f"local-{i % 2}"}))
             pending.append(("trial.progress", "oracle", {"trial_id": tid, "sample": {"step": 500, "loss": 2.61}}))
+            delta: float | None
             roll = rng.random()
             status = "ok" if roll < 0.72 else ("crash" if roll < 0.82 else ("timeout" if roll < 0.88 else ("oom" if roll < 0.93 else ("invalid" if roll < 0.97 else "rejected"))))
             claim = i >= trials - n_claims  # hitl: an improvement left awaiting review
@@ -248,7 +250,7 @@ def make_run(
                 "log_blob": store.put_blob(log), "seconds": round(rng.uniform(20, 60), 2),
                 "delta": delta, "delta_sigma": (delta / sigma if (delta is not None and sigma) else None),
             }))
-            if better and not claim:
+            if better and not claim and score is not None and delta is not None:
                 pending.append(("trial.promoted", "harness", {
                     "trial_id": tid, "score": score, "previous_best": best_id, "previous_score": best_score,
                     "delta": delta, "delta_sigma": delta / sigma if sigma else None,

@@ -1,0 +1,75 @@
+"""``rrma-tui --headless bench coq``: strip-and-rediscover on the Coq suite (or ``--source FILE``).
+
+Strips every theorem of ``benches/coq/*.v`` (or of the user's files given with ``--source``),
+then runs :func:`benches.proofs.run_proof_bench` with the warm Coq checker
+(:class:`oracle.coq.WarmCoqPool`; ``--cold`` uses one ``coqc`` per check) and the offline
+tactic-portfolio agents sharing one blackboard. Exit 2 when Coq is missing or a file cannot be
+parsed. Also runnable alone: ``python -m benches.coq.bench --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from benches.proofs import add_proof_arguments, run_proof_bench
+from oracle.base import OracleError
+from oracle.coq import make_coq_checker
+from oracle.proof_common import TheoremTask
+from oracle.strip_coq import CoqSyntaxError, strip_coq_file
+
+HERE = Path(__file__).resolve().parent
+SUITE = ("arith.v", "lists.v", "logic.v", "induction.v")
+console = Console(stderr=True)
+
+
+def suite_files() -> list[Path]:
+    return [HERE / name for name in SUITE]
+
+
+def load_tasks(sources: list[Path] | None) -> list[TheoremTask]:
+    """Every theorem of the given files (default: the bench suite), in file order."""
+    tasks: list[TheoremTask] = []
+    for path in sources or suite_files():
+        tasks.extend(strip_coq_file(path))
+    return tasks
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_proof_arguments(parser)
+    parser.add_argument("--cold", action="store_true", default=None,
+                        help="check with one coqc process per proof instead of the warm coqtop pool")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        tasks = load_tasks(getattr(args, "source", None))
+        checker = make_coq_checker(warm=not getattr(args, "cold", False))
+    except (CoqSyntaxError, OracleError) as exc:
+        console.print(f"bench coq: {exc}", markup=False, highlight=False)
+        return 2
+    if getattr(args, "red_team", None) is None:
+        args.red_team = True  # the Coq bench always shows that known cheats are rejected
+    try:
+        return run_proof_bench(args, checker, tasks, "coq")
+    finally:
+        checker.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benches.coq.bench", description=__doc__)
+    add_arguments(parser)
+    parser.add_argument("--runs", type=Path, default=Path("runs"))
+    parser.add_argument("--agents", type=int)
+    parser.add_argument("--backend")
+    parser.add_argument("--model")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--quiet", action="store_true")
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

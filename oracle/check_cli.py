@@ -1,0 +1,93 @@
+"""``rrma-tui check {lean,coq} FILE --theorem NAME --proof-file P``: one proof, one JSON verdict.
+
+Why it exists: a person (or a script) can ask the same oracle the benches use whether one proof
+of one theorem of any file is accepted, without a run. The file is stripped exactly as the
+benches strip it; the proof file holds only the proof body (for Coq, the tactic script, with or
+without ``Proof.``/``Qed.``; for Lean, the term after ``:=``, usually ``by ...``).
+
+Prints ``{"accepted": bool, "reason": str, "messages": [...], ...}`` on stdout. Exit codes: 0
+accepted, 1 rejected, 2 bad input (missing file, unknown theorem, unparsable file, prover not
+installed), with a one-line explanation on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from oracle.base import OracleError
+from oracle.proof_common import TheoremTask
+
+EXIT_ACCEPTED, EXIT_REJECTED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class CheckInputError(ValueError):
+    """The command's input is unusable (missing file, unknown theorem, unparsable source)."""
+
+
+def _strip(prover: str, path: Path) -> list[TheoremTask]:
+    if prover == "coq":
+        from oracle.strip_coq import CoqSyntaxError, strip_coq_file
+
+        try:
+            return strip_coq_file(path)
+        except CoqSyntaxError as exc:
+            raise CheckInputError(str(exc)) from exc
+    if prover == "lean":
+        try:
+            from oracle.strip_lean import strip_lean_file
+        except ImportError as exc:
+            raise CheckInputError(f"the Lean stripper is not available: {exc}") from exc
+        try:
+            return list(strip_lean_file(path))
+        except ValueError as exc:
+            raise CheckInputError(str(exc)) from exc
+    raise CheckInputError(f"unknown prover {prover!r}; expected lean or coq")
+
+
+def _checker(prover: str) -> Any:
+    if prover == "coq":
+        from oracle.coq import CoqChecker
+
+        return CoqChecker()
+    try:
+        from oracle.lean import LeanChecker
+    except ImportError as exc:
+        raise CheckInputError(f"the Lean checker is not available: {exc}") from exc
+    return LeanChecker()
+
+
+def check_one(prover: str, file: Path, theorem: str, proof_file: Path, *, timeout_s: float = 60.0) -> dict[str, Any]:
+    """The verdict as a JSON-able dict; raises CheckInputError or OracleError for bad input."""
+    file, proof_file = Path(file), Path(proof_file)
+    if not file.is_file():
+        raise CheckInputError(f"{file}: no such file")
+    if not proof_file.is_file():
+        raise CheckInputError(f"{proof_file}: no such proof file")
+    try:
+        proof = proof_file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CheckInputError(f"{proof_file}: not UTF-8 text") from exc
+    tasks = {t.name: t for t in _strip(prover, file)}
+    if theorem not in tasks:
+        known = ", ".join(sorted(tasks)) or "none"
+        raise CheckInputError(f"{file}: no theorem named {theorem!r} (theorems: {known})")
+    checker = _checker(prover)
+    try:
+        verdict = checker.check(tasks[theorem], proof, timeout_s=timeout_s)
+    finally:
+        checker.close()
+    return verdict.to_json()
+
+
+def run_check(prover: str, file: Path, theorem: str, proof_file: Path) -> int:
+    """Print the JSON verdict; return 0 accepted, 1 rejected, 2 bad input."""
+    try:
+        verdict = check_one(prover, file, theorem, proof_file)
+    except (CheckInputError, OracleError) as exc:
+        print(f"rrma-tui check: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(json.dumps(verdict, indent=2, ensure_ascii=False))
+    return EXIT_ACCEPTED if verdict["accepted"] else EXIT_REJECTED

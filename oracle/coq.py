@@ -1,0 +1,844 @@
+"""The Coq proof oracle: checks an agent's proof body of a stripped theorem, cold or warm.
+
+Why it exists: the strip-and-rediscover bench needs a judge that accepts exactly the genuine
+proofs of the *original* statement. The agent supplies only the proof body; the checker builds
+the script itself (``context + statement + Proof. + body + Qed.``), so the statement cannot be
+changed, and then:
+
+1. **Screens the body lexically** (:func:`screen_proof`, same lexer as :mod:`oracle.strip_coq`):
+   every sentence must be a tactic (optionally after bullets, braces and goal selectors).
+   Rejected with a precise reason, before Coq runs: ``Admitted``, ``admit``/``give_up``, an
+   ``Axiom``/``Parameter``/``Conjecture``/``Hypothesis``/``Variable``, ``Qed``/``Defined``
+   followed by more commands, ``Abort``, ``Set``/``Unset`` of kernel-skipping options
+   (``Guard Checking``, ``Positivity Checking``, ``Universe Checking``) or any other option,
+   ``Require``/``Import``/``Load``, ``Declare ML Module``, nested declarations (``Lemma``,
+   ``Definition``, ``Ltac``...), any other vernacular command (a capitalised first word, except
+   ``Unshelve``), unterminated comments/strings, control characters.
+   *Decision on evaluation tactics*: ``vm_compute``/``vm_cast_no_check`` are allowed (the
+   bytecode VM is part of Coq's standard trusted base and the kernel re-checks the cast);
+   ``native_compute``/``native_cast_no_check`` are forbidden (they trust code compiled by an
+   external OCaml toolchain outside the kernel).
+2. **Runs Coq**: cold with ``coqc`` on a temporary file under :func:`rrma.sandbox.run_limited`
+   (wall clock and memory enforced from outside), or warm in a pool of ``coqtop -emacs``
+   sessions (:class:`WarmCoqPool`) driven sentence by sentence. The sessions use plain pipes
+   and a reader thread rather than pexpect's pty: a pty truncates input lines at 4096 bytes
+   and echoes input, both of which would corrupt long contexts; each chunk is followed by a
+   sentinel command carrying a random token, whose echo marks the end of the chunk's output.
+   Memory is capped with ``RLIMIT_AS`` per session, the wall clock per check.
+3. **Requires** no error, a closed proof at ``Qed``, and ``Print Assumptions`` closed under
+   the global context (axioms outside ``allowed_axioms`` are rejected; section variables of
+   the statement are allowed). In warm mode, leaving proof mode before the last sentence is
+   also rejected (a second line of defence behind the lexical screen).
+
+Warm-pool invariant: every check starts from the state right after the task's context (a
+``BackTo`` to the saved state id, which also reverts options), so one check cannot influence
+the next; a session is restarted after ``max_checks`` checks, after a timeout, and whenever its
+state cannot be verified. Feedback: the checker's messages with the proof line and the
+remaining goals (goals before the failing sentence, or the goals left at ``Qed``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import re
+import resource
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from oracle.base import EvalContext, Oracle, OracleError
+from oracle.proof_common import Prover, TheoremTask, Verdict
+from oracle.strip_coq import (
+    CoqSyntaxError,
+    Sentence,
+    line_of,
+    open_scopes,
+    split_sentences,
+    strip_coq_file,
+)
+from rrma.sandbox import run_limited
+from rrma.trial import Budget, Outcome, Status
+
+INSTALL_HINT = "install Coq (Debian/Ubuntu: `apt-get install coq`; the project tests against coqc 8.16)"
+
+
+class CoqNotFound(OracleError):
+    """``coqc``/``coqtop`` is not on PATH (install Debian's ``coq`` package)."""
+
+
+class CoqSessionError(RuntimeError):
+    """A warm ``coqtop`` session died or lost synchronisation; it is restarted."""
+
+
+# ----------------------------------------------------------------------------- the lexical screen
+
+KERNEL_OPTIONS = ("Guard Checking", "Positivity Checking", "Universe Checking")
+AXIOM_COMMANDS = ("Axiom", "Axioms", "Parameter", "Parameters", "Conjecture", "Hypothesis",
+                  "Hypotheses", "Variable", "Variables", "Context")
+DECLARATIONS = ("Theorem", "Lemma", "Example", "Fact", "Remark", "Corollary", "Proposition", "Property",
+                "Definition", "Fixpoint", "CoFixpoint", "Inductive", "CoInductive", "Record", "Structure",
+                "Class", "Instance", "Program", "Let", "Goal", "Ltac", "Ltac2", "Notation", "Tactic",
+                "Hint", "Existing", "Canonical", "Coercion", "Module", "Section", "End", "Scheme")
+IMPORTS = ("Require", "Import", "Export", "From", "Load")
+ALLOWED_COMMANDS = ("Unshelve",)  # harmless proof-mode vernacular a tactic script may use
+FORBIDDEN_TACTICS = {
+    "admit": "uses admit (leaves the goal unproved)",
+    "give_up": "uses give_up (leaves the goal unproved)",
+    "native_compute": "uses native_compute (native evaluation trusts an external compiler; forbidden)",
+    "native_cast_no_check": "uses native_cast_no_check (native evaluation is forbidden)",
+}
+_SELECTOR = re.compile(
+    r"^(?:[-+*]+|\{|\}|(?:\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*|all|par|!|\[\s*[A-Za-z_][\w']*\s*\])\s*:\s*\{?)\s*"
+)
+_WORD = re.compile(r"[A-Za-z_#][A-Za-z0-9_']*")
+_OPENER = re.compile(r"^Proof(?:\s+(?:using|with)\b.*)?\.$", re.S)
+_CLOSER = re.compile(r"^(?:Qed|Defined)\.$")
+
+
+@dataclass
+class ProofScript:
+    """An agent's proof body cut into sentences, ready to run (after :func:`screen_proof`)."""
+
+    opener: str  # "Proof." or the agent's own "Proof using ..." line
+    units: list[Sentence]  # tactic sentences, in order (raw text via body[start:end])
+    body: str  # the normalized proof text (opener and closer removed)
+    line_offset: int = 0  # lines of the agent's text before the body (for message positions)
+
+    def unit_text(self, unit: Sentence) -> str:
+        return self.body[unit.start : unit.end]
+
+    def line(self, unit: Sentence) -> int:
+        """1-based line of ``unit`` in the agent's own proof text."""
+        return line_of(self.body, unit.start) + self.line_offset
+
+
+class ProofRejected(ValueError):
+    """The proof body breaks a rule before Coq even runs; ``cheat`` marks anti-cheat rules."""
+
+    def __init__(self, reason: str, *, cheat: bool, line: int = 0) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.cheat = cheat
+        self.line = line
+
+
+def _strip_selectors(code: str) -> str:
+    prev = None
+    while prev != code:
+        prev = code
+        code = _SELECTOR.sub("", code, count=1)
+    return code
+
+
+def _words(code: str) -> list[str]:
+    return _WORD.findall(re.sub(r'"(?:[^"]|"")*"', " ", code))
+
+
+def screen_proof(proof: str) -> ProofScript:
+    """Normalize and screen a proof body; raise :class:`ProofRejected` with a precise reason."""
+    for ch in proof:
+        if ch in "\n\t\r ":
+            continue
+        cat = unicodedata.category(ch)
+        if cat in ("Cc", "Cf", "Zs", "Zl", "Zp"):
+            raise ProofRejected(f"proof contains a control or unusual space character (U+{ord(ch):04X})", cheat=False)
+    try:
+        sentences = split_sentences(proof)
+    except CoqSyntaxError as exc:
+        raise ProofRejected(f"malformed proof: {exc}", cheat=False) from exc
+    opener = "Proof."
+    if sentences and _OPENER.match(sentences[0].code):
+        opener = proof[sentences[0].start : sentences[0].end]
+        if re.search(r"\bwith\b", sentences[0].code) and not re.match(r"^Proof\s+with\s+[a-z]", sentences[0].code):
+            raise ProofRejected("malformed Proof with ... opener", cheat=False)
+        sentences = sentences[1:]
+    if sentences and _CLOSER.match(sentences[-1].code):
+        sentences = sentences[:-1]
+    if not sentences:
+        raise ProofRejected("empty proof: give the tactic script between Proof. and Qed.", cheat=False)
+    last = sentences[-1]
+    if not last.terminated:
+        raise ProofRejected(
+            f"the last sentence does not end with '.' (line {line_of(proof, last.start)})", cheat=False
+        )
+    for sent in sentences:
+        _screen_sentence(sent, line_of(proof, sent.start))
+    base = sentences[0].start
+    body = proof[base : sentences[-1].end]
+    units = [Sentence(s.start - base, s.end - base, s.code, s.terminated) for s in sentences]
+    return ProofScript(opener=opener, units=units, body=body, line_offset=proof.count("\n", 0, base))
+
+
+def _screen_sentence(sent: Sentence, line: int) -> None:
+    code = _strip_selectors(sent.code)
+    words = _words(code)
+    for word in _words(sent.code):
+        if word in FORBIDDEN_TACTICS:
+            raise ProofRejected(f"{FORBIDDEN_TACTICS[word]} at line {line}", cheat=True, line=line)
+    if code.startswith("#["):
+        raise ProofRejected(f"injects an attributed command at line {line}: {code[:60]!r}", cheat=True, line=line)
+    if not words:
+        return
+    first = words[0]
+    if first in ("Local", "Global", "Polymorphic", "Monomorphic", "Program") and len(words) > 1:
+        first = words[1]
+    rest = " ".join(words)
+    if first == "Admitted":
+        raise ProofRejected(f"uses Admitted at line {line}", cheat=True, line=line)
+    if first in ("Qed", "Defined", "Save"):
+        raise ProofRejected(
+            f"ends the proof with {first} at line {line} and injects commands after it", cheat=True, line=line
+        )
+    if first == "Abort":
+        raise ProofRejected(f"aborts the proof (Abort) at line {line}", cheat=True, line=line)
+    if first in AXIOM_COMMANDS:
+        raise ProofRejected(f"declares an axiom ({first}) inside the proof at line {line}", cheat=True, line=line)
+    if first in ("Set", "Unset"):
+        for opt in KERNEL_OPTIONS:
+            if opt in " ".join(code.split()):
+                raise ProofRejected(
+                    f"kernel-skipping option ({first} {opt}) at line {line}", cheat=True, line=line
+                )
+        raise ProofRejected(f"changes an option inside the proof ({rest[:60]}) at line {line}", cheat=True, line=line)
+    if first in IMPORTS:
+        raise ProofRejected(f"imports a library inside the proof ({first}) at line {line}", cheat=True, line=line)
+    if first == "Declare":
+        what = "loads an ML plugin (Declare ML Module)" if "ML" in words[:3] else f"injects a command ({rest[:40]})"
+        raise ProofRejected(f"{what} at line {line}", cheat=True, line=line)
+    if first in DECLARATIONS:
+        raise ProofRejected(
+            f"injects a command: a new {first} declaration inside the proof at line {line}", cheat=True, line=line
+        )
+    if first == "Proof":
+        raise ProofRejected(f"injects a second Proof command at line {line}", cheat=True, line=line)
+    if first[0].isupper() and first not in ALLOWED_COMMANDS:
+        raise ProofRejected(
+            f"injects a vernacular command ({first}) at line {line}; only tactics are allowed", cheat=True, line=line
+        )
+
+
+def rejected(exc: ProofRejected, started: float) -> Verdict:
+    return Verdict(
+        accepted=False,
+        reason=exc.reason,
+        messages=[{"severity": "error", "line": exc.line, "text": exc.reason, "source": "screen"}],
+        seconds=time.monotonic() - started,
+        cheat=exc.cheat,
+    )
+
+
+# ----------------------------------------------------------------------------- output parsing
+
+_INFOMSG = re.compile(r"</?infomsg>")
+_PROMPT = re.compile(r"<prompt>(.*?)</prompt>", re.S)
+_PROMPT_FIELDS = re.compile(r"^\s*(\S+) < (\d+) \|")
+
+
+def _clean(text: str) -> str:
+    text = _INFOMSG.sub("", text).replace("\r\n", "\n")
+    return "\n".join(line for line in text.split("\n") if not line.startswith("Fetching opaque proofs"))
+
+
+def parse_goals(text: str) -> list[str]:
+    """Goals from Coq's goal display (``Show.`` or a tactic's echo): the first with hypotheses."""
+    text = _clean(_PROMPT.sub("", text))
+    if "No more goals" in text and "====" not in text:
+        return []
+    goals: list[str] = []
+    first = re.search(r"\d+ goals?(?: \(ID \d+\))?\n(.*?)\n\s*=+\n(.*?)(?:\n\n|\Z)", text, re.S)
+    if first:
+        hyps = [h.strip() for h in first.group(1).strip("\n").split("\n") if h.strip()]
+        concl = " ".join(first.group(2).split())
+        goals.append(("; ".join(hyps) + " |- " if hyps else "|- ") + concl)
+    for match in re.finditer(r"goal \d+(?: \(ID \d+\))? is:\n(.*?)(?:\n\n|\Z)", text, re.S):
+        goals.append("|- " + " ".join(match.group(1).split()))
+    return goals
+
+
+def parse_assumptions(text: str) -> tuple[bool, list[str], str]:
+    """(closed, axiom names, problem) from ``Print Assumptions`` output.
+
+    ``closed`` is True for "Closed under the global context" and for section variables only.
+    Any other section header (axioms, guard/positivity assumptions) lists what it relies on.
+    """
+    text = _clean(text).strip()
+    if text.startswith("Closed under the global context"):
+        return True, [], ""
+    axioms: list[str] = []
+    problem = ""
+    section = ""
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        if re.match(r"^[A-Z][A-Za-z ]+:$", line.strip()) and not line.startswith(" "):
+            section = line.strip()[:-1]
+            if section not in ("Section Variables", "Axioms"):
+                problem = problem or f"Print Assumptions lists {section}"
+            continue
+        if section == "Axioms" and not line[0].isspace() and not line.startswith(":"):
+            axioms.append(line.split(" ", 1)[0].strip())
+        elif section not in ("Section Variables", "Axioms") and not problem:
+            problem = f"Print Assumptions is not closed: {line.strip()[:120]}"
+    if not section:
+        return False, axioms, f"unexpected Print Assumptions output: {text[:200]}"
+    return not axioms and not problem, axioms, problem
+
+
+def _axiom_verdict(closed: bool, axioms: list[str], problem: str, allowed: tuple[str, ...]) -> tuple[bool, str]:
+    if problem:
+        return False, problem
+    bad = [a for a in axioms if a not in allowed and a.split(".")[-1] not in allowed]
+    if bad:
+        return False, f"Print Assumptions not closed: relies on axiom(s) {', '.join(bad)}"
+    return True, "accepted"
+
+
+def find_coq_binary(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise CoqNotFound(f"{name} not found on PATH: {INSTALL_HINT}")
+    return path
+
+
+def coq_version(coqc: str = "coqc") -> str:
+    out = subprocess.run([find_coq_binary(coqc), "--version"], capture_output=True, text=True, timeout=30)
+    match = re.search(r"version (\S+)", out.stdout)
+    return match.group(1) if match else out.stdout.strip()
+
+
+# ----------------------------------------------------------------------------- cold checker
+
+_COQC_ERROR = re.compile(r'File "[^"]*", line (\d+), characters (-?\d+)-(-?\d+):\n(Error.*?)(?=\nFile "|\Z)', re.S)
+
+
+@dataclass
+class CoqChecker:
+    """Cold checker: one ``coqc`` process per check, under :func:`rrma.sandbox.run_limited`."""
+
+    coqc: str = "coqc"
+    allowed_axioms: tuple[str, ...] = ()
+    memory_mb: int = 2048
+    coq_args: tuple[str, ...] = ()  # load paths for the user's libraries, e.g. ("-Q", "/src", "Lib")
+    prover: Prover = field(default="coq", init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.coqc = find_coq_binary(self.coqc)
+
+    def build_script(self, task: TheoremTask, script: ProofScript, token: str) -> tuple[str, int, int, int]:
+        """(file text, first line of the proof body, line of Qed, first line of the guard lemma)."""
+        head = task.context + task.statement + "\n" + script.opener + "\n"
+        body_line = head.count("\n") + 1
+        text = head + script.body + "\n"
+        qed_line = text.count("\n") + 3  # Locate, Show, then Qed
+        text += f"Locate rrma_goals_{token}.\nShow.\nQed.\n"
+        guard = _guard_lemma(task, token)
+        guard_line = text.count("\n") + 2 if guard else 0
+        if guard:
+            text += f"Locate rrma_guard_{token}.\n" + guard
+        text += f"Locate rrma_assumptions_{token}.\nPrint Assumptions {task.name}.\n"
+        for scope in reversed(open_scopes(task.context)):
+            text += f"End {scope}.\n"
+        return text, body_line, qed_line, guard_line
+
+    def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict:
+        started = time.monotonic()
+        try:
+            script = screen_proof(proof)
+        except ProofRejected as exc:
+            return rejected(exc, started)
+        token = secrets.token_hex(8)
+        text, body_line, qed_line, guard_line = self.build_script(task, script, token)
+        with tempfile.TemporaryDirectory(prefix="rrma-coq-") as tmp:
+            Path(tmp, "Check.v").write_text(text, encoding="utf-8")
+            result = run_limited(
+                [self.coqc, "-q", *self.coq_args, "Check.v"],
+                cwd=tmp,
+                budget=Budget(seconds=timeout_s, memory_mb=self.memory_mb, max_output_bytes=4 * 2**20),
+            )
+        seconds = time.monotonic() - started
+        if result.status in (Status.timeout, Status.oom):
+            return Verdict(False, f"{result.status.value}: {result.reason}", seconds=seconds)
+        out = result.output.replace("\r\n", "\n")
+        errors = [(int(m.group(1)), int(m.group(2)), m.group(4).strip()) for m in _COQC_ERROR.finditer(out)]
+        context_lines = (task.context + task.statement).count("\n") + 1
+        messages: list[dict[str, Any]] = []
+        for line, col, msg in errors:
+            rel = line - body_line + 1 + script.line_offset
+            if body_line <= line < qed_line:
+                where = "proof"
+            elif line < context_lines:
+                where = "context"
+            elif guard_line and line >= guard_line:
+                where = "guard"
+            else:
+                where = "check"
+            messages.append({"severity": "error", "line": rel if where == "proof" else 0, "column": col,
+                             "text": msg, "source": where})
+        if result.status != Status.ok or errors:
+            goals = []
+            marker = out.find(f"basename rrma_goals_{token}")
+            if marker >= 0:
+                after = out[out.find("\n", marker) :]
+                goals = parse_goals(after.split('File "', 1)[0])
+            if not messages:
+                return Verdict(False, f"coqc failed: {result.reason}: {out[-300:]}", seconds=seconds)
+            first = messages[0]
+            if first["source"] == "guard":
+                return Verdict(False, f"{task.name} no longer proves its original statement: commands were "
+                               "injected around the proof", messages=messages, seconds=seconds, cheat=True)
+            if first["source"] == "context":
+                reason = f"the context does not compile: {first['text'][:200]}"
+            elif "incomplete proof" in first["text"]:
+                reason = f"incomplete proof: {len(goals)} goal(s) remain"
+            elif first["source"] == "proof":
+                reason = f"error at proof line {first['line']}: {_error_summary(first['text'])}"
+            else:
+                reason = f"error: {first['text'][:200]}"
+            return Verdict(False, reason, messages=messages, goals=goals, seconds=seconds)
+        marker = out.find(f"basename rrma_assumptions_{token}")
+        if marker < 0:
+            return Verdict(False, "checker output has no Print Assumptions section", seconds=seconds)
+        tail = out[out.find("\n", marker) :].split('\nFile "', 1)[0]
+        closed, axioms, problem = parse_assumptions(tail)
+        ok, reason = _axiom_verdict(closed, axioms, problem, self.allowed_axioms)
+        return Verdict(ok, reason, seconds=seconds, cheat=not ok, axioms=axioms)
+
+    def close(self) -> None:
+        return None
+
+
+_GUARD_HEAD = re.compile(r"\b(?:Theorem|Lemma|Example|Fact|Remark|Corollary|Proposition|Property)\s+(?P<name>[A-Za-z_][\w']*)")
+
+
+def _guard_lemma(task: TheoremTask, token: str) -> str:
+    """A lemma restating the original statement, proved from the checked constant.
+
+    Defence in depth for the cold checker: if commands smuggled past the screen had closed the
+    original proof early and re-opened a proof of something else under the same name, the
+    constant would not prove the original statement and this lemma would fail to compile.
+    """
+    match = _GUARD_HEAD.search(task.statement)
+    if match is None or match.group("name") != task.name:
+        return ""
+    restated = task.statement[match.start() :].replace(match.group(0), f"Lemma rrma_guard_{token}", 1)
+    name = task.name
+    return (f"{restated}\nProof. first [exact {name} | intros; apply {name} | intros; eapply {name}]. Qed.\n")
+
+
+# ----------------------------------------------------------------------------- warm sessions
+
+
+def _limit_memory(memory_mb: int) -> Any:
+    def apply() -> None:
+        limit = memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    return apply
+
+
+@dataclass
+class Reply:
+    """What ``coqtop`` printed for one chunk: cleaned text, errors, and the prompt after it."""
+
+    text: str
+    errors: list[str]
+    proof_name: str  # "Coq" when not in proof mode
+    state: int  # state id after the chunk (for BackTo)
+
+
+class CoqSession:
+    """One ``coqtop -emacs`` process on pipes; a reader thread drains its output continuously.
+
+    Every chunk is followed by a sentinel (``Fail Check rrma_sync_<random>_<n>.``) whose echo
+    marks the end of the chunk's output; the prompt before it gives the state id and whether a
+    proof is open. Not thread-safe: the pool hands a session to one check at a time.
+    """
+
+    MAX_BUFFER = 8 * 2**20
+
+    def __init__(self, coqtop: str, *, memory_mb: int = 2048, start_timeout_s: float = 30.0,
+                 args: tuple[str, ...] = ()) -> None:
+        self.proc = subprocess.Popen(
+            [coqtop, "-emacs", "-q", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_limit_memory(memory_mb),
+        )
+        self.buf = bytearray()
+        self.cond = threading.Condition()
+        self.eof = False
+        self.token = secrets.token_hex(6)
+        self.counter = 0
+        self.checks = 0
+        self.context: str | None = None
+        self.context_state = 0
+        threading.Thread(target=self._read, name=f"coqtop-{self.proc.pid}", daemon=True).start()
+        self.initial_state = self._wait_initial(start_timeout_s)
+        self.context_state = self.initial_state
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            with self.cond:
+                if not chunk:
+                    self.eof = True
+                    self.cond.notify_all()
+                    return
+                self.buf.extend(chunk)
+                if len(self.buf) > self.MAX_BUFFER:  # output flood: keep the tail only
+                    del self.buf[: len(self.buf) - self.MAX_BUFFER]
+                self.cond.notify_all()
+
+    def _wait_initial(self, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        with self.cond:
+            while b"</prompt>" not in self.buf:
+                if self.eof or not self.cond.wait(timeout=max(0.0, deadline - time.monotonic())):
+                    if time.monotonic() >= deadline or self.eof:
+                        self.kill()
+                        raise CoqSessionError(f"coqtop did not start: {bytes(self.buf[-500:]).decode(errors='replace')}")
+            text = self.buf.decode("utf-8", errors="replace")
+            self.buf.clear()
+        prompts = _PROMPT.findall(text)
+        match = _PROMPT_FIELDS.match(prompts[-1]) if prompts else None
+        return int(match.group(2)) if match else 1
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None and not self.eof
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+    def send(self, chunk: str, deadline: float) -> Reply:
+        """Send ``chunk`` (whole sentences) and return its reply; raises TimeoutError at the deadline."""
+        if not self.alive:
+            raise CoqSessionError("coqtop session is not running")
+        self.counter += 1
+        sentinel = f"rrma_sync_{self.token}_{self.counter}"
+        data = (chunk.rstrip("\n") + "\n" + f"Fail Check {sentinel}.\n").encode("utf-8")
+        stdin = self.proc.stdin
+        assert stdin is not None
+
+        def write() -> None:
+            with contextlib.suppress(OSError, ValueError):
+                stdin.write(data)
+                stdin.flush()
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        pattern = re.compile(re.escape(sentinel).encode() + rb".*?<prompt>(.*?)</prompt>", re.S)
+        with self.cond:
+            while True:
+                match = pattern.search(self.buf)
+                if match is not None:
+                    raw = bytes(self.buf[: match.start()])
+                    del self.buf[: match.end()]
+                    break
+                if self.eof:
+                    raise CoqSessionError(f"coqtop exited: {bytes(self.buf[-300:]).decode(errors='replace')}")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                self.cond.wait(timeout=min(remaining, 1.0))
+        text = raw.decode("utf-8", errors="replace")
+        # the sentinel's own "The command has indeed failed with message:" line ends the chunk
+        text = text[: text.rfind("The command has indeed failed")] if "The command has indeed failed" in text else text
+        prompts = _PROMPT.findall(text)
+        name, state = "Coq", -1
+        if prompts:
+            fields = _PROMPT_FIELDS.match(prompts[-1])
+            if fields:
+                name, state = fields.group(1), int(fields.group(2))
+        body = _clean(text)
+        errors = _errors_of(body)
+        return Reply(text=body, errors=errors, proof_name=name, state=state)
+
+
+def _error_summary(text: str) -> str:
+    """One line of at most 200 characters: the error message without its ``Error:`` prefix."""
+    flat = " ".join(text.split())
+    return (flat[len("Error:") :] if flat.startswith("Error:") else flat).strip()[:200]
+
+
+def _errors_of(text: str) -> list[str]:
+    """Error messages in a cleaned coqtop reply (each with its location lines dropped)."""
+    out = []
+    for part in re.split(r"<prompt>.*?</prompt>", text, flags=re.S):
+        idx = part.find("Error:")
+        if idx >= 0 and (idx == 0 or part[idx - 1] == "\n"):
+            out.append(part[idx:].strip())
+    return out
+
+
+@dataclass
+class WarmCoqPool:
+    """Warm checker: a pool of ``coqtop`` sessions keeping the task's context loaded.
+
+    Same rules and verdicts as :class:`CoqChecker`; much faster per check because the context
+    (imports, earlier lemmas) is loaded once per session and each check returns to it with
+    ``BackTo``. Thread-safe: ``check`` may be called from several threads (one session each).
+    """
+
+    size: int = 1
+    coqtop: str = "coqtop"
+    allowed_axioms: tuple[str, ...] = ()
+    memory_mb: int = 2048
+    max_checks: int = 200  # restart a session after this many checks (bounded memory growth)
+    coq_args: tuple[str, ...] = ()  # load paths for the user's libraries (as for coqc)
+    prover: Prover = field(default="coq", init=False, repr=False)
+    restarts: int = 0
+    _idle: queue.LifoQueue[CoqSession | None] = field(default_factory=queue.LifoQueue, repr=False)
+
+    def __post_init__(self) -> None:
+        self.coqtop = find_coq_binary(self.coqtop)
+        for _ in range(self.size):
+            self._idle.put(None)  # sessions start lazily
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _acquire(self) -> CoqSession | None:
+        return self._idle.get()
+
+    def _release(self, session: CoqSession | None) -> None:
+        self._idle.put(session)
+
+    def close(self) -> None:
+        self._closed = True
+        while True:
+            try:
+                session = self._idle.get_nowait()
+            except queue.Empty:
+                return
+            if session is not None:
+                session.kill()
+
+    def _fresh(self) -> CoqSession:
+        with self._lock:
+            self.restarts += 1
+        return CoqSession(self.coqtop, memory_mb=self.memory_mb, args=self.coq_args)
+
+    def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict:
+        started = time.monotonic()
+        try:
+            script = screen_proof(proof)
+        except ProofRejected as exc:
+            return rejected(exc, started)
+        session = self._acquire()
+        try:
+            if session is None or not session.alive or session.checks >= self.max_checks:
+                if session is not None:
+                    session.kill()
+                session = self._fresh()
+            verdict = self._run(session, task, script, started, timeout_s)
+            if verdict.reason.startswith(("timeout", "session")) or any(
+                marker in verdict.reason for marker in ("Out of memory", "Stack overflow")
+            ):
+                session.kill()  # a session that hit a limit is never reused
+                session = None
+            return verdict
+        except CoqSessionError as exc:
+            if session is not None:
+                session.kill()
+            session = None
+            return Verdict(False, f"session error: {exc}", seconds=time.monotonic() - started)
+        finally:
+            self._release(session)
+
+    # ------------------------------------------------------------------ one check
+
+    def _load_context(self, session: CoqSession, context: str, deadline: float) -> None:
+        if session.context == context:
+            return
+        if session.context is not None and context.startswith(session.context):
+            delta, base = context[len(session.context) :], session.context_state
+        else:
+            delta, base = context, session.initial_state
+        reply = session.send(f"BackTo {base}.", deadline)
+        if reply.errors:
+            raise CoqSessionError(f"BackTo failed: {reply.errors[0]}")
+        state = base
+        if delta.strip():
+            reply = session.send(delta, deadline)
+            if reply.errors:
+                session.context = None
+                raise OracleError(f"the context does not compile: {reply.errors[0][:300]}")
+            if reply.state >= 0:  # a chunk of comments only executes nothing and prints no prompt
+                state = reply.state
+        session.context, session.context_state = context, state
+
+    def _run(self, session: CoqSession, task: TheoremTask, script: ProofScript, started: float,
+             timeout_s: float) -> Verdict:
+        deadline = started + timeout_s
+        session.checks += 1
+        messages: list[dict[str, Any]] = []
+        goals: list[str] = []
+
+        def done(accepted: bool, reason: str, *, cheat: bool = False, axioms: list[str] | None = None) -> Verdict:
+            return Verdict(accepted, reason, messages=messages, goals=goals, seconds=time.monotonic() - started,
+                           cheat=cheat, axioms=axioms or [])
+
+        clean = True
+        try:
+            self._load_context(session, task.context, deadline)
+            reply = session.send(task.statement + "\n" + script.opener, deadline)
+            if reply.errors or reply.proof_name == "Coq":
+                return done(False, f"the statement does not check: {(reply.errors or ['no proof opened'])[0][:300]}")
+            goals = parse_goals(reply.text)
+            for index, unit in enumerate(script.units):
+                reply = session.send(script.unit_text(unit), deadline)
+                line = script.line(unit)
+                if reply.errors:
+                    messages.append({"severity": "error", "line": line, "sentence": index,
+                                     "text": reply.errors[0], "source": "proof"})
+                    show = session.send("Show.", deadline)
+                    goals = parse_goals(show.text)
+                    return done(False, f"error at proof line {line}: {_error_summary(reply.errors[0])}")
+                if reply.proof_name == "Coq":
+                    return done(False, f"the proof was closed at line {line} before its end: commands injected",
+                                cheat=True)
+                goals = parse_goals(reply.text) if ("goal" in reply.text or "No more goals" in reply.text) else goals
+            reply = session.send("Qed.", deadline)
+            if reply.errors or reply.proof_name != "Coq":
+                text = (reply.errors or ["the proof is still open after Qed"])[0]
+                messages.append({"severity": "error", "line": 0, "text": text, "source": "qed"})
+                if "incomplete proof" in text:
+                    goals = parse_goals(session.send("Show.", deadline).text)
+                    return done(False, f"incomplete proof: {len(goals)} goal(s) remain")
+                return done(False, f"error at Qed: {' '.join(text.splitlines())[:200]}")
+            goals = []
+            reply = session.send(f"Print Assumptions {task.name}.", deadline)
+            closed, axioms, problem = parse_assumptions(reply.text)
+            ok, reason = _axiom_verdict(closed, axioms, problem, self.allowed_axioms)
+            return done(ok, reason, cheat=not ok, axioms=axioms)
+        except TimeoutError:
+            clean = False
+            return done(False, f"timeout: no verdict after {timeout_s:g} s (session restarted)")
+        except OracleError as exc:
+            return done(False, str(exc))
+        finally:
+            if clean and session.alive:
+                self._rewind(session)
+
+    @staticmethod
+    def _rewind(session: CoqSession) -> None:
+        """Return to the state right after the context; kill the session if that cannot be verified."""
+        try:
+            session.send("Abort All.", time.monotonic() + 10)
+            back = session.send(f"BackTo {session.context_state}.", time.monotonic() + 10)
+        except (TimeoutError, CoqSessionError):
+            session.kill()
+            return
+        if back.errors or back.proof_name != "Coq" or back.state != session.context_state:
+            session.kill()
+
+
+# ----------------------------------------------------------------------------- oracle
+
+
+def verdict_feedback(verdict: Verdict, limit: int = 4000) -> str:
+    """The text an agent sees: the reason, the checker's messages and the remaining goals."""
+    lines = [f"{'ACCEPTED' if verdict.accepted else 'REJECTED'}: {verdict.reason}"]
+    for msg in verdict.messages[:5]:
+        where = f"line {msg.get('line')}: " if msg.get("line") else ""
+        lines.append(f"{where}{msg.get('text', '')}")
+    if verdict.goals:
+        lines.append(f"remaining goals ({len(verdict.goals)}):")
+        lines.extend(f"  {goal}" for goal in verdict.goals[:8])
+    return "\n".join(lines)[:limit]
+
+
+class CoqOracle(Oracle):
+    """Proof oracle for Coq tasks: params ``source`` (a .v file, relative to the workspace),
+    ``warm`` (default true), ``pool_size`` (1), ``allowed_axioms`` ([]), ``coq_args`` ([]),
+    ``timeout_s`` (default: the trial budget)."""
+
+    kind: ClassVar[str] = "coq"
+    version: ClassVar[str] = "1"
+
+    def __init__(self, params: dict[str, Any], *, metric: str = "solved", direction: str = "maximize") -> None:
+        super().__init__(params, metric=metric, direction=direction)
+        self.tasks: dict[str, TheoremTask] = {}
+        self.checker: CoqChecker | WarmCoqPool | None = None
+
+    def prepare(self, run_dir: Path, workspace: Path) -> dict[str, Any]:
+        source = self.params.get("source")
+        if not source:
+            raise OracleError("coq oracle: params.source (a .v file) is required")
+        path = Path(source) if Path(source).is_absolute() else workspace / source
+        try:
+            tasks = strip_coq_file(path)
+        except CoqSyntaxError as exc:
+            raise OracleError(f"coq oracle: {exc}") from exc
+        self.tasks = {t.name: t for t in tasks}
+        self.checker = make_coq_checker(
+            warm=bool(self.params.get("warm", True)),
+            pool_size=int(self.params.get("pool_size", 1)),
+            allowed_axioms=tuple(self.params.get("allowed_axioms", ())),
+            coq_args=tuple(str(a) for a in self.params.get("coq_args", ())),
+        )
+        return {"coq": coq_version(), "theorems": len(tasks)}
+
+    def evaluate(self, ctx: EvalContext) -> Outcome:
+        started = time.monotonic()
+        if self.checker is None:
+            raise OracleError("coq oracle: prepare() was not called")
+        name, proof = ctx.proposal.theorem, ctx.proposal.proof
+        if not name or name not in self.tasks:
+            return Outcome(status=Status.invalid, feedback=f"unknown theorem {name!r}; known: {', '.join(self.tasks)[:500]}")
+        if proof is None:
+            return Outcome(status=Status.invalid, feedback="the proposal has no proof")
+        verdict = self.checker.check(self.tasks[name], proof, timeout_s=float(self.params.get("timeout_s", ctx.budget.seconds)))
+        return verdict_outcome(verdict, time.monotonic() - started)
+
+    def close(self) -> None:
+        if self.checker is not None:
+            self.checker.close()
+
+
+def verdict_outcome(verdict: Verdict, seconds: float) -> Outcome:
+    if verdict.accepted:
+        status = Status.ok
+    elif verdict.reason.startswith("timeout"):
+        status = Status.timeout
+    else:
+        status = Status.rejected
+    return Outcome(
+        status=status,
+        score=1.0 if verdict.accepted else None,
+        metrics={"accepted": verdict.accepted, "reason": verdict.reason, "cheat": verdict.cheat,
+                 "goals": len(verdict.goals)},
+        feedback=verdict_feedback(verdict),
+        log="\n".join(str(m.get("text", "")) for m in verdict.messages)[:8000],
+        seconds=seconds,
+    )
+
+
+def make_coq_checker(*, warm: bool = True, pool_size: int = 1, allowed_axioms: tuple[str, ...] = (),
+                     memory_mb: int = 2048, coq_args: tuple[str, ...] = ()) -> CoqChecker | WarmCoqPool:
+    """The checker a bench or oracle should use; raises CoqNotFound when Coq is missing."""
+    find_coq_binary("coqc")
+    if warm:
+        return WarmCoqPool(size=pool_size, allowed_axioms=allowed_axioms, memory_mb=memory_mb, coq_args=coq_args)
+    return CoqChecker(allowed_axioms=allowed_axioms, memory_mb=memory_mb, coq_args=coq_args)

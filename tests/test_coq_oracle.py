@@ -1,0 +1,394 @@
+"""The Coq oracle against the real coqc/coqtop: cheating proofs rejected with the right reason,
+genuine proofs accepted, cold and warm checkers agreeing, warm-pool isolation and limits."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import oracle.coq as coq_module
+from oracle.base import EvalContext
+from oracle.check_cli import run_check
+from oracle.coq import (
+    CoqChecker,
+    CoqNotFound,
+    CoqOracle,
+    ProofRejected,
+    ProofScript,
+    WarmCoqPool,
+    find_coq_binary,
+    parse_assumptions,
+    parse_goals,
+    screen_proof,
+)
+from oracle.proof_common import TheoremTask
+from oracle.strip_coq import split_sentences, strip_coq_file, strip_coq_text
+from rrma.trial import Budget, Outcome, Proposal, Status
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = sorted((REPO / "benches" / "coq").glob("*.v"))
+
+needs_coq = pytest.mark.skipif(
+    shutil.which("coqc") is None or shutil.which("coqtop") is None,
+    reason="coqc/coqtop not on PATH (Debian: apt-get install coq)",
+)
+
+SOURCE = """Require Import Arith.
+(* The user's own file may hold axioms and admitted lemmas: proofs must not rely on them. *)
+Axiom magic : forall P : Prop, P.
+Lemma admitted_helper : 2 + 2 = 5.
+Admitted.
+Definition double (n : nat) := n + n.
+
+(* difficulty: easy *)
+Theorem double_two : double 2 = 4.
+Proof. reflexivity. Qed.
+
+(* difficulty: medium *)
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. induction n; simpl; auto. Qed.
+
+(* difficulty: easy *)
+Theorem and_swap : forall P Q : Prop, P /\\ Q -> Q /\\ P.
+Proof. intros P Q [HP HQ]. split; assumption. Qed.
+"""
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, TheoremTask]:
+    return {t.name: t for t in strip_coq_text(SOURCE, source_file="cheats.v")}
+
+
+@pytest.fixture(scope="module")
+def warm() -> Iterator[WarmCoqPool]:
+    if shutil.which("coqtop") is None:
+        pytest.skip("coqtop not on PATH (Debian: apt-get install coq)")
+    pool = WarmCoqPool()
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="module")
+def cold() -> CoqChecker:
+    if shutil.which("coqc") is None:
+        pytest.skip("coqc not on PATH (Debian: apt-get install coq)")
+    return CoqChecker()
+
+
+# (theorem, proof, expected reason fragment): every one must be rejected with cheat=True.
+CHEATS = [
+    ("double_two", "Admitted.", "uses Admitted"),
+    ("double_two", "admit.", "uses admit"),
+    ("double_two", "Proof. admit. Qed.", "uses admit"),
+    ("add_zero", "intros n. assert (H : n + 0 = n) by admit. exact H.", "uses admit"),
+    ("double_two", "give_up.", "uses give_up"),
+    ("double_two", "Axiom cheat : forall P : Prop, P. apply cheat.", "declares an axiom (Axiom)"),
+    ("double_two", "Parameter p : False. destruct p.", "declares an axiom (Parameter)"),
+    ("double_two", "Conjecture c : False. destruct c.", "declares an axiom (Conjecture)"),
+    ("double_two", "Hypothesis h : False. destruct h.", "declares an axiom (Hypothesis)"),
+    # the agent tries to restate the theorem (a changed statement)
+    ("double_two", "Theorem double_two : True. Proof. exact I. Qed.", "new Theorem declaration"),
+    ("double_two", "reflexivity. Qed. Theorem other : 1 = 1. Proof. reflexivity.", "ends the proof with Qed"),
+    ("double_two", "reflexivity. Defined. Lemma x : True. exact I.", "ends the proof with Defined"),
+    ("double_two", "Abort.", "aborts the proof"),
+    ("double_two", "Abort All.", "aborts the proof"),
+    ("double_two", "Unset Guard Checking. reflexivity.", "kernel-skipping option (Unset Guard Checking)"),
+    ("double_two", "Unset Positivity Checking. reflexivity.", "kernel-skipping option (Unset Positivity Checking)"),
+    ("double_two", "Local Unset Universe Checking. reflexivity.", "kernel-skipping option (Unset Universe Checking)"),
+    ("double_two", "Set Printing All. reflexivity.", "changes an option"),
+    ("double_two", "native_compute. reflexivity.", "uses native_compute"),
+    ("double_two", "Lemma helper : False. Admitted. destruct helper.", "new Lemma declaration"),
+    ("double_two", "Require Import Classical. reflexivity.", "imports a library inside the proof (Require)"),
+    ("add_zero", "From Coq Require Import Lia. lia.", "imports a library inside the proof (From)"),
+    ("double_two", "Import Nat. reflexivity.", "imports a library inside the proof (Import)"),
+    ("double_two", 'Declare ML Module "ltac_plugin". reflexivity.', "loads an ML plugin (Declare ML Module)"),
+    ("double_two", "Ltac t := reflexivity. t.", "new Ltac declaration"),
+    ("double_two", "Definition four := 4. reflexivity.", "new Definition declaration"),
+    ("double_two", "#[local] Axiom cheat : False. destruct cheat.", "attributed command"),
+    ("double_two", "Reset Initial. reflexivity.", "vernacular command (Reset)"),
+    ("double_two", "Fail reflexivity. reflexivity.", "vernacular command (Fail)"),
+    ("double_two", "Proof. Proof. reflexivity.", "second Proof command"),
+    ("double_two", "- { reflexivity. } Qed. Check 1.", "ends the proof with Qed"),
+]
+
+
+@pytest.mark.parametrize(("theorem", "proof", "reason"), CHEATS, ids=[c[1][:40] for c in CHEATS])
+def test_screen_rejects_cheats_before_coq_runs(theorem: str, proof: str, reason: str) -> None:
+    with pytest.raises(ProofRejected) as info:
+        screen_proof(proof)
+    assert reason in info.value.reason
+    assert info.value.cheat
+
+
+@pytest.mark.parametrize(
+    ("proof", "reason"),
+    [
+        ("", "empty proof"),
+        ("Proof. Qed.", "empty proof"),
+        ("reflexivity. (* never closed", "unterminated comment"),
+        ('idtac "open. reflexivity.', "unterminated string"),
+        ("reflexivity.\x00", "control or unusual space character"),
+        ("reflexivity.\u00a0auto.", "control or unusual space character"),
+        ("intros; auto", "does not end with '.'"),
+    ],
+)
+def test_screen_rejects_malformed_proofs_as_non_cheats(proof: str, reason: str) -> None:
+    with pytest.raises(ProofRejected) as info:
+        screen_proof(proof)
+    assert reason in info.value.reason
+    assert not info.value.cheat
+
+
+def test_screen_normalizes_opener_and_closer() -> None:
+    script = screen_proof("Proof.\n  intros n.\n  - auto.\n  { lia. }\nQed.")
+    assert script.opener == "Proof."
+    assert [script.unit_text(u) for u in script.units] == ["intros n.", "-", "auto.", "{", "lia.", "}"]
+    assert script.line(script.units[2]) == 3  # positions refer to the agent's own text
+    assert screen_proof("Proof using. auto. Defined.").opener == "Proof using."
+    assert screen_proof("all: auto. Unshelve. 2: lia.").units  # selectors and Unshelve are fine
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+@pytest.mark.parametrize(
+    ("theorem", "proof", "reason"),
+    [
+        ("double_two", "apply magic.", "relies on axiom(s) magic"),
+        ("double_two", "exfalso. pose proof admitted_helper as H. discriminate H.", "relies on axiom(s) admitted_helper"),
+    ],
+)
+def test_print_assumptions_must_be_closed(request: pytest.FixtureRequest, tasks: dict[str, TheoremTask],
+                                           mode: str, theorem: str, proof: str, reason: str) -> None:
+    checker = request.getfixturevalue(mode)
+    verdict = checker.check(tasks[theorem], proof, timeout_s=60)
+    assert not verdict.accepted
+    assert verdict.cheat
+    assert reason in verdict.reason
+
+
+GENUINE = [
+    ("double_two", "reflexivity."),
+    ("double_two", "Proof. unfold double. simpl. reflexivity. Qed."),
+    ("double_two", "vm_compute. reflexivity."),  # vm_compute is allowed (kernel-checked VM cast)
+    ("add_zero", "intros n. induction n as [| n IH].\n- reflexivity.\n- simpl. rewrite IH. reflexivity."),
+    ("add_zero", "intros n; induction n; [ reflexivity | simpl; rewrite IHn; reflexivity ]."),
+    ("and_swap", "intros P Q H. destruct H as [HP HQ]. split.\n{ exact HQ. }\n{ exact HP. }"),
+    ("and_swap", "(* a comment. with periods. *) tauto."),
+]
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+def test_genuine_proofs_are_accepted(request: pytest.FixtureRequest, tasks: dict[str, TheoremTask], mode: str) -> None:
+    checker = request.getfixturevalue(mode)
+    for theorem, proof in GENUINE:
+        verdict = checker.check(tasks[theorem], proof, timeout_s=60)
+        assert verdict.accepted, (theorem, proof, verdict.reason, verdict.messages)
+        assert verdict.reason == "accepted" and not verdict.cheat
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+def test_failed_proofs_report_positions_and_goals(request: pytest.FixtureRequest, tasks: dict[str, TheoremTask],
+                                                  mode: str) -> None:
+    checker = request.getfixturevalue(mode)
+    incomplete = checker.check(tasks["add_zero"], "intros n.\ninduction n; simpl.\nreflexivity.", timeout_s=60)
+    assert not incomplete.accepted and not incomplete.cheat
+    assert incomplete.reason == "incomplete proof: 1 goal(s) remain"
+    assert incomplete.goals == ["n : nat; IHn : n + 0 = n |- S (n + 0) = S n"]
+    wrong = checker.check(tasks["add_zero"], "intros n.\n\nexact I.", timeout_s=60)
+    assert not wrong.accepted
+    assert wrong.reason.startswith("error at proof line 3:")
+    assert wrong.messages[0]["line"] == 3 and wrong.messages[0]["source"] == "proof"
+    if mode == "warm":  # the warm checker also gives the goals before the failing sentence
+        assert wrong.goals == ["n : nat |- n + 0 = n"]
+
+
+@needs_coq
+def test_original_proofs_check_warm_three_per_file(warm: WarmCoqPool) -> None:
+    for path in SUITE:
+        for task in strip_coq_file(path)[:3]:
+            verdict = warm.check(task, task.original_proof, timeout_s=60)
+            assert verdict.accepted, (task.name, verdict.reason)
+
+
+@needs_coq
+@pytest.mark.slow  # ~15 s idle, more on a loaded machine: Print Assumptions walks lia's library proofs
+def test_every_original_proof_of_the_suite_checks_warm(warm: WarmCoqPool) -> None:
+    tasks = [t for path in SUITE for t in strip_coq_file(path)]
+    assert len(tasks) >= 60
+    bad = []
+    for task in tasks:
+        verdict = warm.check(task, task.original_proof, timeout_s=60)
+        if not verdict.accepted:
+            bad.append((task.name, verdict.reason))
+    assert bad == []
+
+
+@needs_coq
+def test_original_proofs_check_cold_one_per_file(cold: CoqChecker) -> None:
+    for path in SUITE:
+        task = strip_coq_file(path)[-1]  # the last theorem has the longest context
+        verdict = cold.check(task, task.original_proof, timeout_s=60)
+        assert verdict.accepted, (task.name, verdict.reason)
+
+
+@needs_coq
+def test_warm_checks_are_isolated(tasks: dict[str, TheoremTask]) -> None:
+    pool = WarmCoqPool(max_checks=4)
+    try:
+        task = tasks["add_zero"]
+        # the same theorem twice: the first check's Qed must not leave add_zero defined
+        assert pool.check(task, "induction n; simpl; auto.").accepted
+        assert pool.check(task, "induction n; simpl; auto.").accepted
+        # a failure in the middle of a proof leaves nothing behind either
+        assert not pool.check(task, "intros n. exact I.").accepted
+        assert pool.check(task, "intros n. induction n; simpl; auto.").accepted
+        assert pool.restarts == 1
+        # after max_checks checks the session is replaced by a fresh one
+        assert pool.check(tasks["double_two"], "reflexivity.").accepted
+        assert pool.restarts == 2
+        # switching files (contexts that do not extend each other) reloads the context
+        other = strip_coq_text("Definition double (n : nat) := 2 * n.\nTheorem double_two : double 2 = 4.\n"
+                               "Proof. reflexivity. Qed.\n")[0]
+        assert pool.check(other, "reflexivity.").accepted
+        assert pool.check(tasks["double_two"], "unfold double. reflexivity.").accepted
+    finally:
+        pool.close()
+
+
+@needs_coq
+def test_warm_timeout_restarts_the_session(tasks: dict[str, TheoremTask]) -> None:
+    pool = WarmCoqPool()
+    try:
+        verdict = pool.check(tasks["double_two"], "let rec f := idtac; f in f.", timeout_s=2)
+        assert not verdict.accepted and verdict.reason.startswith("timeout")
+        assert pool.check(tasks["double_two"], "reflexivity.", timeout_s=30).accepted
+        assert pool.restarts == 2
+    finally:
+        pool.close()
+
+
+@needs_coq
+def test_cold_timeout(cold: CoqChecker, tasks: dict[str, TheoremTask]) -> None:
+    verdict = cold.check(tasks["double_two"], "let rec f := idtac; f in f.", timeout_s=2)
+    assert not verdict.accepted and verdict.reason.startswith("timeout")
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+def test_context_that_does_not_compile(request: pytest.FixtureRequest, mode: str) -> None:
+    checker = request.getfixturevalue(mode)
+    task = TheoremTask(name="t", statement="Theorem t : True.", context="Definition x : nat := true.\n",
+                       original_proof="exact I.", prover="coq")
+    verdict = checker.check(task, "exact I.", timeout_s=60)
+    assert not verdict.accepted and not verdict.cheat
+    assert verdict.reason.startswith("the context does not compile")
+
+
+def test_missing_coq_names_the_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(CoqNotFound, match="apt-get install coq"):
+        find_coq_binary("coqc")
+    with pytest.raises(CoqNotFound, match="apt-get install coq"):
+        CoqChecker()
+
+
+@pytest.mark.parametrize(
+    ("output", "closed", "axioms"),
+    [
+        ("Closed under the global context\n", True, []),
+        # section variables are hypotheses of the statement, not axioms
+        ("Section Variables:\nA\n: Type\n", True, []),
+        ("Axioms:\nmagic : forall P : Prop, P\n", False, ["magic"]),
+        ("Axioms:\nClassical_Prop.classic\n  : forall P : Prop, P \\/ ~ P\nfoo : False\n", False,
+         ["Classical_Prop.classic", "foo"]),
+    ],
+)
+def test_parse_assumptions(output: str, closed: bool, axioms: list[str]) -> None:
+    got_closed, got_axioms, _ = parse_assumptions(output)
+    assert (got_closed, got_axioms) == (closed, axioms)
+
+
+def test_parse_goals_from_coq_display() -> None:
+    text = ("2 goals (ID 8)\n  \n  n : nat\n  H : n > 0\n  ============================\n  n + 0 = n\n\n"
+            "goal 2 (ID 9) is:\n S n = S n\n")
+    assert parse_goals(text) == ["n : nat; H : n > 0 |- n + 0 = n", "|- S n = S n"]
+    assert parse_goals("No more goals.\n") == []
+
+
+@needs_coq
+def test_oracle_evaluate(tmp_path: Path) -> None:
+    source = tmp_path / "ws" / "t.v"
+    source.parent.mkdir()
+    source.write_text(SOURCE)
+    oracle = CoqOracle({"source": "t.v"})
+    info = oracle.prepare(tmp_path, source.parent)
+    assert info["theorems"] == 4 and info["coq"].startswith("8.")
+    try:
+        def evaluate(theorem: str | None, proof: str | None) -> Outcome:
+            ctx = EvalContext(trial_id="t1", trial_dir=tmp_path, budget=Budget(seconds=60),
+                              proposal=Proposal(theorem=theorem, proof=proof))
+            return oracle.evaluate(ctx)
+
+        good = evaluate("add_zero", "induction n; simpl; auto.")
+        assert good.status == Status.ok and good.score == 1.0 and good.metrics["accepted"]
+        cheat = evaluate("add_zero", "admit.")
+        assert cheat.status == Status.rejected and cheat.metrics["cheat"] and "uses admit" in cheat.feedback
+        assert evaluate("nope", "auto.").status == Status.invalid
+        assert evaluate("add_zero", None).status == Status.invalid
+    finally:
+        oracle.close()
+
+
+@needs_coq
+def test_check_command_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "t.v"
+    source.write_text(SOURCE)
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text("Proof.\n  induction n; simpl; auto.\nQed.\n")
+    bad.write_text("Axiom x : False. destruct x.\n")
+    assert run_check("coq", source, "add_zero", good) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["accepted"] is True and out["reason"] == "accepted" and out["messages"] == []
+    assert run_check("coq", source, "add_zero", bad) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["accepted"] is False and "declares an axiom" in out["reason"]
+    assert run_check("coq", source, "missing", good) == 2
+    assert "no theorem named 'missing'" in capsys.readouterr().err
+    assert run_check("coq", tmp_path / "nope.v", "add_zero", good) == 2
+    assert run_check("coq", source, "add_zero", tmp_path / "nope.txt") == 2
+    broken = tmp_path / "broken.v"
+    broken.write_text("Lemma l : True. (* unterminated\n")
+    assert run_check("coq", broken, "l", good) == 2
+    assert "unterminated comment" in capsys.readouterr().err
+
+
+def _unscreened(proof: str) -> ProofScript:
+    """A ProofScript built without the lexical rules: simulates a cheat the screen missed."""
+    sentences = split_sentences(proof)
+    return ProofScript(opener="Proof.", units=sentences, body=proof)
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+@pytest.mark.parametrize(
+    "proof",
+    [
+        # abort the real theorem and prove a different statement under the same name
+        "Abort. Theorem double_two : True. Proof. exact I.",
+        # admit the real theorem, then open an unrelated proof for our Qed to close
+        "Admitted. Goal True. exact I.",
+    ],
+)
+def test_second_line_of_defence_behind_the_screen(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                                                  tasks: dict[str, TheoremTask], mode: str, proof: str) -> None:
+    monkeypatch.setattr(coq_module, "screen_proof", _unscreened)
+    checker = request.getfixturevalue(mode)
+    verdict = checker.check(tasks["double_two"], proof, timeout_s=60)
+    assert not verdict.accepted
+    assert verdict.cheat, verdict.reason

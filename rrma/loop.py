@@ -132,6 +132,7 @@ class ResearchLoop:
         self.started = time.monotonic()
         self.reason: str | None = None
         self._reserved = 0  # trials taken from the budget (set when the agent phase starts)
+        self._issued: set[str] = set()  # trial ids handed out
         self.oracle_identity = self.oracle.identity()
         self.rules = EditRules(task.workspace.editable, task.workspace.readonly)
         self.sync()
@@ -358,11 +359,14 @@ class ResearchLoop:
         return self.state.best_id
 
     def _next_id(self) -> str:
+        """A fresh trial id; ids handed out but not yet in the log are remembered (no duplicates)."""
         with self.lock:
             n = len(self.state.agent_trials()) + 1
-            while f"t{n:04d}" in self.state.trials:
+            while f"t{n:04d}" in self.state.trials or f"t{n:04d}" in self._issued:
                 n += 1
-            return f"t{n:04d}"
+            trial_id = f"t{n:04d}"
+            self._issued.add(trial_id)
+            return trial_id
 
     # ------------------------------------------------------------------ one trial
 
@@ -532,6 +536,8 @@ def start_run(
 ) -> RunResult:
     """Create a run directory for ``task`` under ``runs_dir`` and run it to the end."""
     seed = task.seed if seed is None else seed
+    if agents is None:  # a missing key or backend fails here, before a run dir exists
+        agents = make_agents(task, seed, agent_count)
     run_id = run_id or new_run_id(task.name)
     store = RunStore(Path(runs_dir) / run_id, create=True)
     oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name, direction=task.metric.direction)

@@ -163,6 +163,19 @@ class _Capture:
         return (head + tail).decode("utf-8", errors="replace")
 
 
+CREDENTIAL_SUFFIXES = ("_API_KEY", "_AUTH_TOKEN", "_SECRET", "_SECRET_KEY", "_ACCESS_KEY")
+
+
+def trial_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    """A trial's environment: the given one (or the harness's) without credentials.
+
+    A trial program is untrusted: it could print an API key into its log, which lands in the run
+    directory and the export. Variables named like credentials never reach it.
+    """
+    source = os.environ if env is None else env
+    return {k: v for k, v in source.items() if not k.upper().endswith(CREDENTIAL_SUFFIXES)}
+
+
 def run_limited(
     argv: list[str],
     *,
@@ -184,7 +197,7 @@ def run_limited(
     proc = subprocess.Popen(
         argv,
         cwd=str(cwd),
-        env=dict(env) if env is not None else None,
+        env=trial_env(env),
         stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -29,8 +29,8 @@ kind            matches                                         which occurrence
                 "Answer:" (any case, optional ``**``)           corrects an earlier one)
 ==============  ==============================================  =============================
 
-The span of ``answer_is`` ends at the end of its sentence (". ", ";", " because ", " since ")
-or line. Inside a span: LaTeX wrappers (``\\text{}``, ``\\$``, ``\\,``, ``{,}``, ``\\frac``,
+The span of ``answer_is`` ends at the end of its sentence (". ", ";", " because ", " since ",
+" as ", " so ", " which ") or line. Inside a span: LaTeX wrappers (``\\text{}``, ``\\$``, ``\\,``, ``{,}``, ``\\frac``,
 ``\\%``) are unwrapped, parenthesised asides are dropped, and when the span holds an ``=`` the
 number after the last ``=`` is the answer (``3 + 4 = 7``).
 

@@ -176,6 +176,7 @@ def fetch(split: str, dest: Path, *, timeout_s: float = 60.0) -> Path:
         return target
     except Exception as exc:  # any failure of the optional fallback is reported with the first
         errors.append(f"HF datasets {HF_DATASET[0]}: {type(exc).__name__}: {exc}")
+    tmp.unlink(missing_ok=True)
     raise DataError(f"could not download GSM8K {split}: " + "; ".join(errors))
 
 

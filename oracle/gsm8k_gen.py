@@ -136,10 +136,10 @@ class TransformersGenerator:
         if dtype == "auto" and device == "cpu":
             dtype = torch.float32
         try:
-            self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+            self.model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         except (OSError, ValueError) as exc:
             raise GenerationError(f"cannot load a causal LM from {path}: {exc}") from exc
-        self.model.to(device)
+        self.model.to(device)  # type: ignore[arg-type]  # the stubs of .to on a model are wrong
         self.model.eval()
         self.device = device
         if self.tokenizer.pad_token_id is None:

@@ -151,8 +151,8 @@ def paired_bootstrap(
     if np.all(diff == 0):
         p = 1.0
     else:
-        far = np.mean(deltas <= 0) if delta > 0 else np.mean(deltas >= 0)
-        p = float(min(1.0, max(2 * far, 1 / resamples)))
+        far = float(np.mean(deltas <= 0) if delta > 0 else np.mean(deltas >= 0))
+        p = min(1.0, max(2 * far, 1 / resamples))
     return PairedComparison(delta, float(low), float(high), p, n, f"paired bootstrap ({resamples} resamples)")
 
 

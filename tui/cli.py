@@ -382,11 +382,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from rrma.export import export_runs
+    from rrma.export import ExportError, export_runs
 
     dirs = [resolve_run(p, args.runs) for p in args.run_dirs]
     started = time.monotonic()
-    results = export_runs(dirs, args.sqlite)
+    try:
+        results = export_runs(dirs, args.sqlite)
+    except ExportError as exc:
+        raise CliError(str(exc)) from exc
     for res in results:
         what = "unchanged, skipped" if res.skipped else f"{res.events} events, {res.trials} trials"
         console.print(f"{res.run_id}: {what}")
@@ -469,21 +472,36 @@ HANDLERS = {
 }
 
 
+VALUE_OPTIONS = {"--runs", "--executor", "--ray-address", "--reviewer"}
+
+
+def _positionals(argv: list[str]) -> list[int]:
+    """Indices of the words before and at the command that are not options or option values."""
+    out = []
+    skip = False
+    for i, word in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-"):
+            skip = word in VALUE_OPTIONS  # `--runs DIR`: DIR is the option's value
+            continue
+        out.append(i)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    words = [a for a in argv if not a.startswith("-")]
-    bench_name = words[1] if len(words) > 1 and words[0] == "bench" else None
+    words = _positionals(argv)
+    bench_name = argv[words[1]] if len(words) > 1 and argv[words[0]] == "bench" else None
     parser = build_parser(bench_name)
     # `rrma-tui RUN` (a run dir, not a command) opens the TUI on that run
-    positional = [a for a in argv if not a.startswith("-")]
     open_run: Path | None = None
-    if positional and positional[0] not in COMMANDS and "-h" not in argv and "--help" not in argv:
-        open_run = Path(positional[0])
-        argv.remove(positional[0])
+    if words and argv[words[0]] not in COMMANDS and "-h" not in argv and "--help" not in argv:
+        open_run = Path(argv.pop(words[0]))
     args = parser.parse_args(argv)
     from agents.base import AgentError
     from oracle.base import OracleError
-    from rrma.export import ExportError
     from rrma.loop import RunFailed
     from rrma.review import ReviewError
     from rrma.store import RunNotFound
@@ -501,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         if open_run is not None:
             raise CliError(f"unexpected argument {open_run}")
         return HANDLERS[args.command](args)
-    except (CliError, TaskError, OracleError, AgentError, RunNotFound, ReviewError, ExportError) as exc:
+    except (CliError, TaskError, OracleError, AgentError, RunNotFound, ReviewError) as exc:
         err.print(f"rrma-tui: {exc}", markup=False)
         return EXIT_BAD_INPUT
     except RunFailed as exc:

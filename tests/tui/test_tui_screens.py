@@ -1,0 +1,287 @@
+"""Pilot tests for every screen: they assert on what is shown and on the messages posted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from make_run import make_run
+from tui_helpers import MessageLog, fixed_clock, plain, wait_until
+
+from rrma.store import RunStore
+from tui.app import RRMAApp
+from tui.screens.dashboard import DashboardScreen
+from tui.screens.lineage import LineageScreen
+from tui.screens.modals import NewRunScreen, NoteScreen
+from tui.screens.review import ReviewScreen
+from tui.screens.runs import RunsScreen
+from tui.screens.trace import TraceScreen
+from tui.screens.trial import TrialScreen
+from tui.widgets.line_table import LineTable
+
+pytestmark = pytest.mark.asyncio
+
+
+def make_app(runs_dir: Path, run: str | None = "demo-run", **kw: object) -> RRMAApp:
+    return RRMAApp(runs_dir, runs_dir / run if run else None, reviewer="carol", clock=fixed_clock,
+                   poll_interval=0.05, **kw)  # type: ignore[arg-type]
+
+
+async def open_dashboard(pilot, app: RRMAApp) -> DashboardScreen:  # type: ignore[no-untyped-def]
+    await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.session.loaded)
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, DashboardScreen)
+    return screen
+
+
+def events_of(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+
+
+async def test_runs_list_shows_each_run_and_enter_opens_it(runs_dir: Path) -> None:
+    make_run(runs_dir, "second-run", trials=3, finished=False)
+    log = MessageLog()
+    app = make_app(runs_dir, None)
+    async with app.run_test(size=(120, 40), message_hook=log) as pilot:
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        await wait_until(pilot, lambda: len(log.of(RunsScreen.Summarized)) >= 2)
+        table = screen.query_one("#runs", LineTable)
+        assert sorted(table.rows) == ["demo-run", "second-run"]
+        cells = {key: [c if isinstance(c, str) else c.plain for c in table.render_row(key)] for key in table.rows}
+        assert cells["demo-run"][1:4] == ["tiny-train", "finished", "12"]
+        assert cells["second-run"][2:4] == ["running", "3"]
+        assert " vs " in cells["demo-run"][4] and "σ" in cells["demo-run"][4]
+        table.move_to("demo-run")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(log.of(DashboardScreen.Loaded)))
+        assert isinstance(app.screen, DashboardScreen)
+        assert app.screen.session.run_dir == runs_dir / "demo-run"
+
+
+async def test_dashboard_header_table_filters_and_sort(runs_dir: Path) -> None:
+    log = MessageLog()
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40), message_hook=log) as pilot:
+        dash = await open_dashboard(pilot, app)
+        header = plain(dash.query_one("#run-header").content)
+        assert "tiny-train" in header and "finished (max_trials)" in header
+        assert "☆ unreviewed claim" in header  # the best (t0003) has no approval yet
+        assert "⚑ 1 awaiting review" in header  # t0012 is held by the hitl gate
+        table = dash.query_one("#trials", LineTable)
+        assert len(table.rows) == 15 and table.rows[0] == "t0012"  # newest first; 3 baselines + 12
+        await pilot.press("a")  # agent filter: alice (sorted: alice, baseline, bob)
+        assert dash.agent_filter == "alice"
+        assert {dash.state.trials[t].agent for t in table.rows} == {"alice"}
+        await pilot.press("c", "f")  # clear, then status filter: ok
+        assert {dash.state.trials[t].status for t in table.rows} == {"ok"}
+        await pilot.press("c", "slash")
+        await pilot.press(*"warmup", "enter")
+        assert table.rows and all("warmup" in dash.state.trials[t].hypothesis for t in table.rows)
+        await pilot.press("c", "s")  # sort by score: best (lowest val_loss) first
+        scores = [dash.state.trials[t].score for t in table.rows if dash.state.trials[t].score is not None]
+        assert scores == sorted(scores)
+        bar = plain(dash.query_one("#filter-bar").content)
+        assert "sort score" in bar
+        agents = plain(dash.query_one("#agents").content)
+        assert "alice" in agents and "bob" in agents
+        assert "helped" in plain(dash.query_one("#blackboard-text").content)
+
+
+async def test_dashboard_follows_appended_events(runs_dir: Path, run_dir: Path) -> None:
+    log = MessageLog()
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40), message_hook=log) as pilot:
+        dash = await open_dashboard(pilot, app)
+        store = RunStore(run_dir)
+        blob = store.put_json_blob({"hypothesis": "live one", "edits": []})
+        store.append_many([
+            ("agent.turn", "agent:alice", {"agent": "alice", "role": "assistant", "text": "trying a live change"}),
+            ("trial.proposed", "agent:alice", {"trial_id": "t9999", "parent": "t0003", "agent": "alice",
+                                               "hypothesis": "live one", "proposal_blob": blob}),
+            ("trial.finished", "oracle", {"trial_id": "t9999", "status": "ok", "score": 2.5, "seconds": 1.0}),
+            ("blackboard.post", "agent:alice", {"agent": "alice", "text": "a live post"}),
+        ])
+        store.close()
+        await wait_until(pilot, lambda: "t9999" in dash.query_one("#trials", LineTable).rows)
+        assert log.of(DashboardScreen.Appended)
+        assert dash.state.trials["t9999"].status == "ok"
+        assert "a live post" in plain(dash.query_one("#blackboard-text").content)
+        assert dash.session.model is not None and dash.session.model.turns[-1].role == "assistant"
+
+
+async def test_trial_view_diff_outcome_lineage_and_navigation(runs_dir: Path) -> None:
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        dash = await open_dashboard(pilot, app)
+        dash.query_one("#trials", LineTable).move_to("t0012")
+        await pilot.press("enter")
+        trial = app.screen
+        assert isinstance(trial, TrialScreen) and trial.trial_id == "t0012"
+        body = plain(trial.query_one("#trial-content").content)
+        assert "--- a/train.py" in body and "-BATCH_SIZE" in body and "+BATCH_SIZE" in body
+        assert "val_loss: 2." in body  # feedback and the log tail
+        assert "t0012 2.3547 ← t0003 2.3776 ← base-0" in body  # lineage back to the baseline
+        assert "awaiting review" in body
+        await pilot.press("p")
+        assert trial.trial_id == "t0003"
+        await pilot.press("b")  # previous in the table's order (newest first): t0004
+        assert trial.trial_id == "t0004"
+        await pilot.press("n")
+        assert trial.trial_id == "t0003"
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_trace_steps_show_tool_results_filters_jump_and_search(runs_dir: Path) -> None:
+    log = MessageLog()
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40), message_hook=log) as pilot:
+        dash = await open_dashboard(pilot, app)
+        await wait_until(pilot, lambda: dash.session.model is not None and dash.session.model.turns_indexed)
+        await pilot.press("t")
+        trace = app.screen
+        assert isinstance(trace, TraceScreen)
+        table = trace.query_one("#turns", LineTable)
+        assert len(table.rows) == 48  # 12 trials x (assistant, call, result, assistant)
+        roles = []
+        for _ in range(3):
+            roles.append(plain(trace.query_one("#turn-text").content))
+            await pilot.press("down")
+        assert "assistant" in roles[0] and "The best so far" in roles[0]
+        assert "tool_call" in roles[1] and '"path": "train.py"' in roles[1]
+        assert "tool result" in roles[2] and "LEARNING_RATE" in roles[2]  # the tool's result is shown
+        await wait_until(pilot, lambda: bool(log.of(TraceScreen.StepShown)))
+        await pilot.press("a")
+        assert trace.agent_filter == "alice" and len(table.rows) == 24
+        await pilot.press("a", "a")  # bob, then all again
+        assert trace.agent_filter is None
+        table.move_to("0")
+        await pilot.press("t")  # filter to this step's trial
+        assert trace.trial_filter == "t0001" and len(table.rows) == 4
+        await pilot.press("g")
+        assert isinstance(app.screen, TrialScreen) and app.screen.trial_id == "t0001"
+        await pilot.press("escape")
+        assert app.screen is trace  # and back
+        await pilot.press("t")  # clear the trial filter
+        await pilot.press("slash", *"proposing t0005", "enter")
+        await wait_until(pilot, lambda: bool(log.of(TraceScreen.SearchDone)))
+        found = log.of(TraceScreen.SearchDone)[-1]
+        assert found.index is not None  # type: ignore[attr-defined]
+        assert "Proposing t0005" in plain(trace.query_one("#turn-text").content)
+
+
+async def test_review_approve_appends_event_and_promotes_claim(runs_dir: Path, run_dir: Path) -> None:
+    log = MessageLog()
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40), message_hook=log) as pilot:
+        dash = await open_dashboard(pilot, app)
+        await pilot.press("v")
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        queue = review.query_one("#queue", LineTable)
+        assert queue.rows[0] == "t0012"  # the held claim first, then the promoted best
+        assert queue.rows[1] == "t0003"
+        await pilot.press("a")
+        assert isinstance(app.screen, NoteScreen)
+        await pilot.press(*"checked the diff", "enter")
+        await wait_until(pilot, lambda: bool(log.of(RRMAApp.ReviewRecorded)))
+        decided = log.of(ReviewScreen.Decided)[-1]
+        assert (decided.trial_id, decided.decision, decided.note) == ("t0012", "approve", "checked the diff")  # type: ignore[attr-defined]
+        events = events_of(run_dir)
+        review_ev = [e for e in events if e["kind"] == "review"][-1]
+        assert review_ev["actor"] == "human:carol"
+        assert review_ev["data"] == {"trial_id": "t0012", "decision": "approve", "reviewer": "carol", "note": "checked the diff"}
+        promoted = [e for e in events if e["kind"] == "trial.promoted"][-1]
+        assert promoted["data"]["trial_id"] == "t0012" and promoted["data"]["approved_by"] == "carol"
+        await wait_until(pilot, lambda: dash.state.best_id == "t0012")
+        assert "t0012" not in queue.rows
+        await pilot.press("escape")
+        assert "✔ approved by carol" in plain(dash.query_one("#run-header").content)
+
+
+async def test_review_reject_and_flag_from_the_trial_view(runs_dir: Path, run_dir: Path) -> None:
+    log = MessageLog()
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40), message_hook=log) as pilot:
+        dash = await open_dashboard(pilot, app)
+        dash.query_one("#trials", LineTable).move_to("t0011")
+        await pilot.press("enter", "x", *"overfits", "enter")
+        await wait_until(pilot, lambda: len(log.of(RRMAApp.ReviewRecorded)) == 1)
+        await pilot.press("p", "f", "escape")  # flag on the parent: Esc cancels the note
+        await pilot.press("f", "enter")
+        await wait_until(pilot, lambda: len(log.of(RRMAApp.ReviewRecorded)) == 2)
+        reviews = [e["data"] for e in events_of(run_dir) if e["kind"] == "review"]
+        assert [(r["trial_id"], r["decision"], r["note"]) for r in reviews] == [("t0011", "reject", "overfits"), ("t0003", "flag", "")]
+        await wait_until(pilot, lambda: dash.state.trials["t0003"].review_status == "flagged")
+        assert "⚑ flagged by carol" in plain(app.screen.query_one("#trial-content").content)
+
+
+async def test_lineage_tree_collapsed_with_best_path(runs_dir: Path) -> None:
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_dashboard(pilot, app)
+        await pilot.press("l")
+        lineage = app.screen
+        assert isinstance(lineage, LineageScreen)
+        nodes = lineage.nodes
+        assert set(nodes) >= {"base-0", "t0003", "t0012"}
+        assert not nodes["base-0"].is_expanded and not nodes["t0003"].is_expanded  # collapsed by default
+        assert "on #1f3b1f" in str(nodes["t0003"].label.spans) and "on #1f3b1f" not in str(nodes["t0004"].label.spans)
+        await pilot.press("b")
+        await pilot.pause()
+        assert nodes["base-0"].is_expanded
+        assert lineage.query_one("Tree").cursor_node is nodes["t0003"]
+        await pilot.press("o")
+        assert isinstance(app.screen, TrialScreen) and app.screen.trial_id == "t0003"
+
+
+async def test_n_starts_a_run_in_a_worker_and_opens_its_dashboard(runs_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "task" / "workspace").mkdir(parents=True)
+    task_file = tmp_path / "task" / "task.yaml"
+    task_file.write_text("name: tiny-train\nworkspace: {source: workspace}\n")
+    calls: list[dict] = []
+
+    def fake_start(task, runs, *, run_id=None, stop=None, **kw):  # type: ignore[no-untyped-def]
+        calls.append({"task": task.name, "run_id": run_id, "stop": stop})
+        run = make_run(runs, run_id, trials=4)
+        return type("RunResult", (), {"run_dir": run, "reason": "max_trials"})()
+
+    log = MessageLog()
+    app = make_app(runs_dir, None, start_fn=fake_start)
+    async with app.run_test(size=(120, 40), message_hook=log) as pilot:
+        await pilot.press("n")
+        assert isinstance(app.screen, NewRunScreen)
+        await pilot.press(*"/no/such.yaml", "enter")
+        assert isinstance(app.screen, NewRunScreen)  # a bad path is refused in the prompt
+        assert "no such task file" in plain(app.screen.query_one("#task-error").content)
+        app.screen.query_one("#task-input").value = str(task_file)  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(log.of(RRMAApp.LoopFinished)))
+        assert calls and calls[0]["task"] == "tiny-train" and calls[0]["stop"] is app.stop_loop
+        dash = app.screen
+        assert isinstance(dash, DashboardScreen)
+        assert dash.session.run_dir == runs_dir / calls[0]["run_id"]
+        await wait_until(pilot, lambda: len(dash.state.agent_trials()) == 4)
+
+
+@pytest.mark.slow
+async def test_start_task_runs_the_real_loop_and_the_dashboard_follows_it(tmp_path: Path) -> None:
+    loop = pytest.importorskip("rrma.loop", reason="rrma.loop (the research loop) is not importable")
+    task = Path(__file__).resolve().parents[2] / "benches" / "demo" / "task.yaml"
+    if not task.exists():
+        pytest.skip(f"{task} is missing")
+    log = MessageLog()
+    app = RRMAApp(tmp_path / "runs", None, reviewer="carol", start_task=task, poll_interval=0.05,
+                  start_fn=loop.start_run)
+    async with app.run_test(size=(120, 40), message_hook=log) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        dash = app.screen
+        assert isinstance(dash, DashboardScreen)
+        await wait_until(pilot, lambda: bool(log.of(RRMAApp.LoopFinished)), timeout=240)
+        await wait_until(pilot, lambda: dash.state.finish_reason is not None)
+        assert len(dash.state.agent_trials()) == 24 and dash.state.best_id is not None
+        assert len(dash.query_one("#trials", LineTable).rows) == len(dash.state.order)
+        assert log.of(DashboardScreen.Appended)  # it was followed live, not only loaded at the end

@@ -1,0 +1,89 @@
+"""Drive the real app in a real terminal (tmux): open a finished run, step through a trace,
+approve a trial, quit; the review event must be in the log afterwards."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from make_run import make_run
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)"),
+]
+
+
+class Tmux:
+    def __init__(self, session: str) -> None:
+        self.session = session
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+    def capture(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.session)
+
+    def send(self, *keys: str) -> None:
+        for key in keys:
+            self.run("send-keys", "-t", self.session, key)
+            time.sleep(0.15)
+
+    def wait_for(self, text: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.capture()
+            if text in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} did not appear within {timeout}s; the screen was:\n{screen}")
+
+
+def test_open_trace_approve_quit_in_tmux(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run_dir = make_run(runs, "demo-run", trials=12, hitl=True, pending_claims=1)
+    session = f"rrma-{uuid.uuid4().hex[:8]}"
+    done = tmp_path / "exit-code"
+    command = (f"cd {REPO} && {sys.executable} -m tui.app --runs {runs} demo-run --reviewer carol; "
+               f"echo $? > {done}")
+    tmux = Tmux(session)
+    tmux.run("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
+    try:
+        screen = tmux.wait_for("tiny-train")
+        assert "finished (max_trials)" in screen
+        tmux.wait_for("t0012")
+        tmux.send("t")  # the trace, from its first step
+        tmux.wait_for("step 1/48")
+        tmux.send("Down", "Down")
+        screen = tmux.wait_for("step 3/48")
+        assert "tool result" in screen and "LEARNING_RATE" in screen  # tool results appear
+        tmux.send("Escape", "v")  # back to the dashboard, then the review queue
+        screen = tmux.wait_for("review queue")
+        assert "⚑ claim" in screen
+        tmux.send("a")
+        tmux.wait_for("note (Enter to confirm")
+        tmux.send("looks right", "Enter")
+        tmux.wait_for("recorded")
+        tmux.send("q")
+        deadline = time.monotonic() + 15
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert done.exists() and done.read_text().strip() == "0", "the app did not quit cleanly"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    reviews = [e for e in events if e["kind"] == "review"]
+    assert len(reviews) == 1
+    assert reviews[0]["actor"] == "human:carol"
+    assert reviews[0]["data"] == {"trial_id": "t0012", "decision": "approve", "reviewer": "carol", "note": "looks right"}
+    promoted = [e["data"] for e in events if e["kind"] == "trial.promoted"]
+    assert promoted[-1]["trial_id"] == "t0012" and promoted[-1]["approved_by"] == "carol"

@@ -1,0 +1,1 @@
+"""The TUI's screens: runs list, run dashboard, trial, trace, review queue, lineage, help."""

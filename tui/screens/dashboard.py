@@ -1,0 +1,437 @@
+"""The run dashboard: header, trials table, score chart, agents panel, live blackboard.
+
+The dashboard owns the run's tail: a thread worker folds the log once (fast path, see
+tui.reader), posts :class:`Loaded`, then polls for appended bytes and posts
+:class:`Appended`, which coalesces (the parsed chunks wait in the session's queue, so a
+replaced message loses nothing). The handler folds on the UI thread and tells every screen of
+the run to redraw. The worker never touches a widget.
+"""
+
+from __future__ import annotations
+
+import gc
+import queue
+import threading
+import time
+from dataclasses import dataclass
+
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import Footer, Input, Static
+from textual.worker import get_current_worker
+
+from rrma.store import EVENTS
+from tui.reader import RawEvent, RunModel, TurnIndex, age, human_duration, parse_ts
+from tui.screens.base import RunScreen, RunSession
+from tui.widgets.line_table import Column, LineTable
+from tui.widgets.score_chart import ScoreChart
+from tui.widgets.trial_text import STATUS_GLYPH, fmt_score, is_claim, trial_cells
+
+SORTS = ["order", "score", "delta", "seconds", "agent", "status"]
+REDRAW_INTERVAL = 0.2  # seconds between live redraws (updates in between are coalesced)
+STATUSES = [None, "ok", "rejected", "invalid", "crash", "timeout", "oom", "aborted", "running", "proposed"]
+
+TRIAL_COLUMNS = [
+    Column("id", "id", 7), Column("parent", "parent", 6), Column("agent", "agent", 8),
+    Column("status", "st", 2), Column("score", "score", 8, "right"), Column("delta", "Δσ", 7, "right"),
+    Column("seconds", "sec", 5, "right"), Column("review", "review", 10), Column("hypothesis", "hypothesis", 0),
+]
+
+
+def header_text(session: RunSession) -> Text:
+    state = session.state
+    now = session.clock()
+    text = Text()
+    text.append(state.task_name or "(loading)", "bold")
+    text.append(f"  {state.run_id or session.run_dir.name}  ", "dim")
+    status = state.status
+    if state.finish_reason:
+        status += f" ({state.finish_reason})"
+    text.append(status, "green" if state.finish_reason else "yellow")
+    start, end = parse_ts(state.started_ts), parse_ts(state.finished_ts) if state.finished_ts else now
+    if start is not None and end is not None:
+        text.append(f"  elapsed {human_duration((end - start).total_seconds())}")
+    text.append(f"  {state.events:,} events")
+    if session.model is not None and session.model.torn:
+        text.append(f"  {len(session.model.torn)} unreadable line(s)", "red")
+    text.append("\n")
+    best = state.best
+    if best is not None and best.score is not None:
+        text.append("best ", "bold")
+        text.append(f"{best.trial_id} {fmt_score(best.score)}", "bold green")
+        if state.sigma is not None:
+            text.append(f" ± {state.sigma:.3g}")
+        if state.baseline_mean is not None:
+            text.append(f"  vs baseline {fmt_score(state.baseline_mean)}")
+            sigma = state.delta_sigma_of(best.score)
+            if sigma is not None:
+                text.append(f" ({sigma:+.1f}σ)", "bold")
+        if best.baseline:
+            text.append("  (the baseline)", "dim")
+        elif best.review_status == "approved":
+            text.append(f"  ✔ approved by {best.reviews[-1]['reviewer']}", "green")
+        else:
+            text.append(f"  ☆ unreviewed claim ({best.review_status})", "yellow")
+    else:
+        text.append("no best yet", "dim")
+    counts: dict[str, int] = {}
+    claims = to_review = 0
+    for tid in state.order:  # one pass: this runs on every live redraw
+        rec = state.trials[tid]
+        if rec.baseline:
+            continue
+        counts[rec.status] = counts.get(rec.status, 0) + 1
+        if rec.status == "ok" and not rec.reviews:
+            to_review += 1
+            if is_claim(rec):
+                claims += 1
+    if claims:
+        text.append(f"  ⚑ {claims} awaiting review", "bold yellow")
+    text.append("\n")
+    text.append(f"trials {sum(counts.values())}: ")
+    for status_name in STATUS_GLYPH:
+        if counts.get(status_name):
+            char, style = STATUS_GLYPH[status_name]
+            text.append(f"{char} {status_name} {counts[status_name]}  ", style)
+    text.append(f"  to review {to_review}", "dim")
+    if state.last_ts:
+        text.append(f"  last event {age(state.last_ts, now)} ago", "dim")
+    return text
+
+
+def agents_table(session: RunSession) -> Table:
+    state = session.state
+    table = Table(box=None, expand=True, show_header=True, header_style="bold", pad_edge=False)
+    table.add_column("agent", no_wrap=True)
+    table.add_column("turns", justify="right")
+    table.add_column("trials", justify="right")
+    table.add_column("tokens", justify="right")
+    table.add_column("now", ratio=1, no_wrap=True, overflow="ellipsis")
+    for rec in sorted(state.agents.values(), key=lambda a: a.name):
+        tokens = rec.tokens_in + rec.tokens_out
+        table.add_row(rec.name, str(rec.turns), str(rec.trials), f"{tokens / 1000:.1f}k" if tokens else "-",
+                      rec.last_activity)
+    return table
+
+
+def blackboard_text(session: RunSession, limit: int = 60) -> Text:
+    posts = session.state.blackboard[-limit:]
+    text = Text()
+    if not posts:
+        text.append("(no posts yet)", "dim")
+    for post in reversed(posts):
+        text.append(f"{post['agent']}", "bold cyan")
+        if post.get("trial_id"):
+            text.append(f" [{post['trial_id']}]", "dim")
+        text.append(f" {post['text']}\n")
+    return text
+
+
+class DashboardScreen(RunScreen):
+    BINDINGS = [
+        Binding("enter", "open_trial", "Trial"),
+        Binding("t", "trace", "Trace"),
+        Binding("v", "review", "Review"),
+        Binding("l", "lineage", "Lineage"),
+        Binding("s", "sort", "Sort"),
+        Binding("r", "reverse", "Reverse sort", show=False),
+        Binding("a", "agent_filter", "Agent"),
+        Binding("f", "status_filter", "Status"),
+        Binding("slash", "text_filter", "Filter"),
+        Binding("c", "clear_filters", "Clear filters", show=False),
+        Binding("escape", "back", "Runs"),
+    ]
+
+    @dataclass
+    class Loaded(Message):
+        """The whole log as it was at open time is folded into ``model``."""
+
+        model: RunModel
+        seconds: float
+
+    @dataclass
+    class Appended(Message):
+        """New lines wait in the session's queue (coalesced: one pending message is enough)."""
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, DashboardScreen.Appended)
+
+    @dataclass
+    class TurnsIndexed(Message):
+        """The turns folded unparsed at open are indexed (refs and per-agent totals)."""
+
+        index: TurnIndex
+
+    def __init__(self, session: RunSession, *, poll_interval: float = 0.1) -> None:
+        super().__init__(session)
+        self.poll_interval = poll_interval
+        self.sort_key = "order"
+        self.sort_reverse = True  # newest first
+        self.agent_filter: str | None = None
+        self.status_filter: str | None = None
+        self.text_filter = ""
+        self._wake = threading.Event()
+        self._unshown: list[RawEvent] = []  # folded but not yet drawn
+        self._redraw_timer: Timer | None = None
+        self._last_redraw = 0.0
+
+    def compose(self) -> ComposeResult:
+        yield Static(header_text(self.session), id="run-header")
+        with Horizontal(id="dash-body"):
+            with Vertical(id="dash-left"):
+                yield Static("", id="filter-bar")
+                yield Input(placeholder="filter text (id, agent, hypothesis); Enter applies, Esc closes", id="filter-input")
+                yield LineTable(TRIAL_COLUMNS, self._row, id="trials")
+            with Vertical(id="dash-right"):
+                yield ScoreChart(id="chart", min_interval=2.0)
+                yield Static("", id="agents", classes="panel")
+                with VerticalScroll(id="blackboard", classes="panel"):
+                    yield Static("", id="blackboard-text")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#filter-input").display = False
+        self.query_one("#agents").border_title = "agents"
+        self.query_one("#blackboard").border_title = "blackboard"
+        self.query_one("#trials", LineTable).border_title = "trials"
+        self.query_one("#trials", LineTable).focus()
+        self._update_filter_bar()
+        self.watch_run()  # the reader yields the GIL between 1 MiB chunks, so the UI paints meanwhile
+
+    # ------------------------------------------------------------------ the tail
+
+    @work(thread=True, exclusive=True, group="tail")
+    def watch_run(self) -> None:
+        worker = get_current_worker()
+        session = self.session
+        path = session.run_dir / EVENTS
+        while not path.exists():  # a run being created by the loop worker
+            if worker.is_cancelled or self._wake.wait(self.poll_interval):
+                return
+        started = time.perf_counter()
+        model = session.reader.load()
+        self.post_message(self.Loaded(model, time.perf_counter() - started))
+        while not worker.is_cancelled:
+            chunk = session.reader.poll()
+            if chunk is not None:
+                session.pending.put(chunk)
+                self.post_message(self.Appended())
+            if self._wake.wait(self.poll_interval):
+                return
+
+    @work(thread=True, exclusive=True, group="index")
+    def index_turns(self, model: RunModel) -> None:
+        worker = get_current_worker()
+        index = model.index_turns(lambda: worker.is_cancelled)
+        if index is not None and not worker.is_cancelled:
+            self.post_message(self.TurnsIndexed(index))
+
+    def on_unmount(self) -> None:
+        self._wake.set()
+
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
+        self.session.model = message.model
+        self.session.load_seconds = message.seconds
+        self.session.loaded_event.set()
+        # a long run is a million live objects; exclude them from the cyclic GC's full passes,
+        # which otherwise stall the UI for hundreds of milliseconds now and then
+        gc.freeze()
+        self.session.generation += 1
+        self._broadcast([])
+        self.call_after_refresh(self.index_turns, message.model)  # after the first paint
+
+    @on(Appended)
+    def _appended(self, message: Appended) -> None:
+        model = self.session.model
+        if model is None:
+            return
+        while True:
+            try:
+                chunk = self.session.pending.get_nowait()
+            except queue.Empty:
+                break
+            self._unshown.extend(model.apply(chunk))
+        if self._unshown and self._redraw_timer is None:
+            # redraw at most every REDRAW_INTERVAL seconds however fast events arrive
+            delay = max(0.001, self._last_redraw + REDRAW_INTERVAL - time.monotonic())
+            self._redraw_timer = self.set_timer(delay, self._redraw)
+
+    def _redraw(self) -> None:
+        self._redraw_timer = None
+        events, self._unshown = self._unshown, []
+        self._last_redraw = time.monotonic()
+        self.session.generation += 1
+        self._broadcast(events)
+        if self.session.on_applied is not None:
+            self.session.on_applied(events)
+
+    @on(TurnsIndexed)
+    def _indexed(self, message: TurnsIndexed) -> None:
+        if self.session.model is not None:
+            self.session.model.attach_index(message.index)
+            gc.freeze()  # the turn index is long-lived too
+            self._broadcast([])
+
+    def _broadcast(self, events: list[RawEvent]) -> None:
+        for screen in self.app.screen_stack:
+            if isinstance(screen, RunScreen) and screen.session is self.session:
+                screen.run_changed(events)
+
+    # ------------------------------------------------------------------ drawing
+
+    def refresh_view(self, events: list[RawEvent]) -> None:
+        self.query_one("#run-header", Static).update(header_text(self.session))
+        self._update_rows()
+        self.query_one("#chart", ScoreChart).update_from(self.state, now=not events)
+        self.query_one("#agents", Static).update(agents_table(self.session))
+        if not events or any(e.kind == "blackboard.post" for e in events):
+            self.query_one("#blackboard-text", Static).update(blackboard_text(self.session))
+
+    def _row(self, trial_id: str) -> list[str | Text]:
+        rec = self.state.trials.get(trial_id)
+        return trial_cells(self.state, rec) if rec is not None else [trial_id]
+
+    def visible_ids(self) -> list[str]:
+        state = self.state
+        needle = self.text_filter.lower()
+        ids = []
+        for tid in state.order:
+            rec = state.trials[tid]
+            if self.agent_filter and rec.agent != self.agent_filter:
+                continue
+            if self.status_filter and rec.status != self.status_filter:
+                continue
+            if needle and needle not in f"{rec.trial_id} {rec.agent} {rec.hypothesis} {rec.feedback}".lower():
+                continue
+            ids.append(tid)
+        if self.sort_key != "order":
+            sign = 1 if state.direction == "minimize" else -1
+
+            def key(tid: str) -> tuple[int, float | str]:
+                rec = state.trials[tid]
+                if self.sort_key == "score":
+                    return (rec.score is None, sign * rec.score if rec.score is not None else 0.0)
+                if self.sort_key == "delta":
+                    ds = state.delta_sigma_of(rec.score) if rec.status == "ok" else None
+                    return (ds is None, -ds if ds is not None else 0.0)
+                if self.sort_key == "seconds":
+                    return (0, -rec.seconds)
+                return (0, str(getattr(rec, self.sort_key)))
+
+            ids.sort(key=key)
+            if self.sort_reverse:
+                ids.reverse()
+        elif self.sort_reverse:
+            ids.reverse()
+        return ids
+
+    def _update_rows(self) -> None:
+        table = self.query_one("#trials", LineTable)
+        table.set_rows(self.visible_ids())
+
+    def _update_filter_bar(self) -> None:
+        arrow = "↓" if self.sort_reverse else "↑"
+        bar = Text.assemble(
+            ("sort ", "dim"), f"{self.sort_key}{arrow}", ("  agent ", "dim"), self.agent_filter or "all",
+            ("  status ", "dim"), self.status_filter or "all", ("  text ", "dim"), repr(self.text_filter) if self.text_filter else "-",
+        )
+        self.query_one("#filter-bar", Static).update(bar)
+
+    def _refilter(self) -> None:
+        self._update_filter_bar()
+        self._update_rows()
+
+    # ------------------------------------------------------------------ actions
+
+    @on(LineTable.Selected, "#trials")
+    def _selected(self, message: LineTable.Selected) -> None:
+        self.open_trial(message.key)
+
+    def open_trial(self, trial_id: str) -> None:
+        from tui.screens.trial import TrialScreen
+
+        ids = self.query_one("#trials", LineTable).rows
+        self.app.push_screen(TrialScreen(self.session, trial_id, ids))
+
+    def action_open_trial(self) -> None:
+        key = self.query_one("#trials", LineTable).cursor_key
+        if key is not None:
+            self.open_trial(key)
+
+    def action_trace(self) -> None:
+        from tui.screens.trace import TraceScreen
+
+        self.app.push_screen(TraceScreen(self.session))
+
+    def action_review(self) -> None:
+        from tui.screens.review import ReviewScreen
+
+        self.app.push_screen(ReviewScreen(self.session))
+
+    def action_lineage(self) -> None:
+        from tui.screens.lineage import LineageScreen
+
+        self.app.push_screen(LineageScreen(self.session))
+
+    def action_sort(self) -> None:
+        self.sort_key = SORTS[(SORTS.index(self.sort_key) + 1) % len(SORTS)]
+        self.sort_reverse = self.sort_key == "order"
+        self._refilter()
+
+    @on(LineTable.HeaderClicked, "#trials")
+    def _header_clicked(self, message: LineTable.HeaderClicked) -> None:
+        column = {"id": "order", "review": "order", "hypothesis": "order"}.get(message.column, message.column)
+        if column in SORTS:
+            if column == self.sort_key:
+                self.sort_reverse = not self.sort_reverse
+            else:
+                self.sort_key, self.sort_reverse = column, False
+            self._refilter()
+
+    def action_reverse(self) -> None:
+        self.sort_reverse = not self.sort_reverse
+        self._refilter()
+
+    def action_agent_filter(self) -> None:
+        agents = [None, *sorted({self.state.trials[t].agent for t in self.state.order})]
+        i = agents.index(self.agent_filter) if self.agent_filter in agents else 0
+        self.agent_filter = agents[(i + 1) % len(agents)]
+        self._refilter()
+
+    def action_status_filter(self) -> None:
+        i = STATUSES.index(self.status_filter) if self.status_filter in STATUSES else 0
+        self.status_filter = STATUSES[(i + 1) % len(STATUSES)]
+        self._refilter()
+
+    def action_text_filter(self) -> None:
+        box = self.query_one("#filter-input", Input)
+        box.display = True
+        box.value = self.text_filter
+        box.focus()
+
+    @on(Input.Submitted, "#filter-input")
+    def _filter_submitted(self, message: Input.Submitted) -> None:
+        self.text_filter = message.value.strip()
+        message.input.display = False
+        self.query_one("#trials", LineTable).focus()
+        self._refilter()
+
+    def action_clear_filters(self) -> None:
+        self.agent_filter = self.status_filter = None
+        self.text_filter = ""
+        self._refilter()
+
+    def action_back(self) -> None:
+        box = self.query_one("#filter-input", Input)
+        if box.display:
+            box.display = False
+            self.query_one("#trials", LineTable).focus()
+            return
+        self.app.pop_screen()

@@ -1,0 +1,135 @@
+"""The runs list: every run under the runs directory, newest first, summarised in a worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
+
+from rrma.store import EVENTS
+from tui.reader import RunSummary, age, find_runs, summarize_run
+from tui.screens.modals import NewRunScreen
+from tui.widgets.line_table import Column, LineTable
+
+RUN_COLUMNS = [
+    Column("name", "run", 30), Column("task", "task", 16), Column("status", "status", 10),
+    Column("trials", "trials", 6, "right"), Column("best", "best vs baseline", 28), Column("age", "age", 8, "right"),
+]
+
+
+class RunsScreen(Screen[None]):
+    BINDINGS = [
+        Binding("enter", "open_run", "Open"),
+        Binding("n", "new_run", "New run"),
+        Binding("r", "rescan", "Refresh"),
+    ]
+
+    @dataclass
+    class Summarized(Message):
+        """One run's summary is ready."""
+
+        summary: RunSummary
+
+    @dataclass
+    class ScanDone(Message):
+        runs: list[Path]
+
+    def __init__(self, runs_dir: Path, *, scan_now: bool = True) -> None:
+        super().__init__()
+        self.runs_dir = Path(runs_dir)
+        self.scan_now = scan_now  # False when a run opens on top: scan when first shown
+        self.summaries: dict[str, RunSummary] = {}
+        self.order: list[str] = []
+        self._sizes: dict[str, int] = {}  # log size each summary was made at
+        self._resumed = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="runs-title")
+        yield LineTable(RUN_COLUMNS, self._row, id="runs")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#runs").focus()
+        self._title()
+        if self.scan_now:
+            self.rescan()
+        self.set_interval(5.0, self._rescan_if_shown)
+
+    def _rescan_if_shown(self) -> None:
+        if self.is_current:
+            self.rescan()
+
+    def on_screen_resume(self) -> None:
+        if self.scan_now or self._resumed:  # not when a run opens straight away on top of it
+            self.rescan()
+        self._resumed = True
+
+    def _title(self) -> None:
+        self.query_one("#runs-title", Static).update(Text.assemble(
+            ("runs ", "bold"), str(self.runs_dir), (f"  {len(self.order)} run(s)", "dim"),
+            ("   Enter opens a run, n starts one", "dim"),
+        ))
+
+    @work(thread=True, exclusive=True, group="runs")
+    def rescan(self) -> None:
+        worker = get_current_worker()
+        runs = find_runs(self.runs_dir)
+        self.post_message(self.ScanDone(runs))
+        for run_dir in runs:
+            if worker.is_cancelled:
+                return
+            try:
+                size = (run_dir / EVENTS).stat().st_size
+                if self._sizes.get(run_dir.name) == size:
+                    continue  # unchanged since the last summary
+                summary = summarize_run(run_dir)
+                summary.size = size
+            except OSError as exc:
+                summary = RunSummary(run_dir, run_dir.name, "?", "unreadable", 0, None, None, None, "minimize", "", "",
+                                     error=str(exc))
+            self.post_message(self.Summarized(summary))
+
+    @on(ScanDone)
+    def _scan_done(self, message: ScanDone) -> None:
+        self.order = [p.name for p in message.runs]
+        for name in self.order:
+            self.summaries.setdefault(name, RunSummary(self.runs_dir / name, name, "", "reading…", 0, None, None, None,
+                                                       "minimize", "", ""))
+        self.query_one("#runs", LineTable).set_rows(list(self.order))
+        self._title()
+
+    @on(Summarized)
+    def _summarized(self, message: Summarized) -> None:
+        self.summaries[message.summary.name] = message.summary
+        self._sizes[message.summary.name] = message.summary.size
+        self.query_one("#runs", LineTable).refresh_rows()
+
+    def _row(self, name: str) -> list[str | Text]:
+        s = self.summaries[name]
+        style = {"finished": "green", "running": "yellow"}.get(s.status, "dim")
+        now = self.app.clock()  # type: ignore[attr-defined]
+        return [s.name, s.task, Text(s.status, style), str(s.trials), s.best_vs_baseline, age(s.last_ts, now)]
+
+    @on(LineTable.Selected, "#runs")
+    def _selected(self, message: LineTable.Selected) -> None:
+        self.app.open_run(self.runs_dir / message.key)  # type: ignore[attr-defined]
+
+    def action_open_run(self) -> None:
+        key = self.query_one("#runs", LineTable).cursor_key
+        if key is not None:
+            self.app.open_run(self.runs_dir / key)  # type: ignore[attr-defined]
+
+    def action_new_run(self) -> None:
+        def chosen(path: Path | None) -> None:
+            if path is not None:
+                self.app.start_loop(path)  # type: ignore[attr-defined]
+
+        self.app.push_screen(NewRunScreen(), chosen)

@@ -1,0 +1,146 @@
+"""The trial view: hypothesis, diff (or proof), outcome and feedback, log tail, lineage, reviews."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.rule import Rule
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Static
+
+from tui.reader import RawEvent
+from tui.screens.base import RunScreen, RunSession
+from tui.widgets.trial_text import (
+    change_renderable,
+    fmt_score,
+    fmt_sigma,
+    glyph,
+    is_claim,
+    lineage_text,
+    log_tail,
+    reviews_text,
+)
+
+
+class TrialScreen(RunScreen):
+    BINDINGS = [
+        Binding("p", "parent", "Parent"),
+        Binding("n,right_square_bracket", "step(1)", "Next"),
+        Binding("b,left_square_bracket", "step(-1)", "Previous"),
+        Binding("t", "trace", "Trace"),
+        Binding("a", "decide('approve')", "Approve"),
+        Binding("x", "decide('reject')", "Reject"),
+        Binding("f", "decide('flag')", "Flag"),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self, session: RunSession, trial_id: str, order: list[str] | None = None) -> None:
+        super().__init__(session)
+        self.trial_id = trial_id
+        self.order = list(order) if order else list(session.state.order)
+        self.history: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="trial-title")
+        with VerticalScroll(id="trial-body"):
+            yield Static("", id="trial-content")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.refresh_view([])
+
+    def refresh_view(self, events: list[RawEvent]) -> None:
+        if events and not any(getattr(e.data, "trial_id", None) == self.trial_id or e.kind == "trial.promoted" for e in events):
+            return
+        self.query_one("#trial-title", Static).update(self._title())
+        self.query_one("#trial-content", Static).update(self._content())
+
+    def _title(self) -> Text:
+        rec = self.state.trials.get(self.trial_id)
+        if rec is None:
+            return Text(f"trial {self.trial_id}: not in this run", "red")
+        pos = self.order.index(self.trial_id) + 1 if self.trial_id in self.order else 0
+        text = Text.assemble(("trial ", "dim"), (rec.trial_id, "bold"), "  ", glyph(rec.status), f" {rec.status}",
+                             ("  by ", "dim"), rec.agent, ("  parent ", "dim"), rec.parent or "-")
+        if pos:
+            text.append(f"  ({pos}/{len(self.order)})", "dim")
+        if rec.trial_id == self.state.best_id:
+            text.append("  ★ best", "bold green")
+        return text
+
+    def _content(self) -> RenderableType:
+        model = self.model
+        rec = self.state.trials.get(self.trial_id)
+        if rec is None or model is None:
+            return Text("(no such trial)")
+        sigma = self.state.delta_sigma_of(rec.score) if rec.status == "ok" else None
+        outcome = Text.assemble(
+            ("status ", "dim"), glyph(rec.status), f" {rec.status}", ("   score ", "dim"), (fmt_score(rec.score), "bold"),
+            ("   vs baseline ", "dim"), fmt_sigma(sigma) or "-",
+            ("   vs best at the time ", "dim"), fmt_sigma(rec.delta_sigma) or "-",
+            ("   seconds ", "dim"), f"{rec.seconds:.1f}",
+        )
+        if rec.cached:
+            outcome.append(f"   cached from {rec.cached_from}", "cyan")
+        if rec.promoted:
+            outcome.append("   promoted", "green")
+        if is_claim(rec):
+            outcome.append("   ⚑ awaiting review", "bold yellow")
+        parts: list[RenderableType] = [
+            Rule("hypothesis", align="left"),
+            Text(rec.hypothesis or "(none)"),
+        ]
+        if rec.expected_effect:
+            parts.append(Text(f"expected: {rec.expected_effect}", "dim"))
+        parts += [
+            Rule("outcome", align="left"), outcome,
+            Text(rec.feedback or "(no feedback)", "italic"),
+            Rule("change against the parent" if not rec.baseline else "workspace", align="left"),
+            change_renderable(model, rec),
+            Rule("log tail", align="left"),
+            Text(log_tail(model, rec)),
+            Rule("lineage (back to the baseline)", align="left"),
+            lineage_text(self.state, rec.trial_id),
+            Rule("review", align="left"),
+            reviews_text(rec),
+        ]
+        return Group(*parts)
+
+    # ------------------------------------------------------------------ actions
+
+    def show(self, trial_id: str) -> None:
+        if trial_id not in self.state.trials:
+            self.notify(f"no trial {trial_id}", severity="warning")
+            return
+        self.trial_id = trial_id
+        self.query_one("#trial-body", VerticalScroll).scroll_home(animate=False)
+        self.refresh_view([])
+
+    def action_parent(self) -> None:
+        rec = self.state.trials.get(self.trial_id)
+        if rec is None or not rec.parent:
+            self.notify("this trial has no parent (a baseline)")
+            return
+        self.show(rec.parent)
+
+    def action_step(self, step: int) -> None:
+        if self.trial_id not in self.order:
+            return
+        i = self.order.index(self.trial_id) + step
+        if 0 <= i < len(self.order):
+            self.show(self.order[i])
+
+    def action_trace(self) -> None:
+        from tui.screens.trace import TraceScreen
+
+        self.app.push_screen(TraceScreen(self.session, trial_id=self.trial_id))
+
+    def action_decide(self, decision: str) -> None:
+        from tui.screens.review import ask_and_record
+
+        ask_and_record(self, self.session, self.trial_id, decision)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

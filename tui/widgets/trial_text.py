@@ -1,0 +1,170 @@
+"""How trials, scores and reviews read on screen: glyphs, number formats, diffs, lineage.
+
+One place for these so the dashboard, trial view, review queue and lineage tree show a trial
+the same way. Everything here is a pure function of a RunState (plus blobs for diffs).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+
+from rrma.state import RunState, TrialRecord
+from tui.reader import RunModel
+
+STATUS_GLYPH: dict[str, tuple[str, str]] = {
+    "proposed": ("·", "dim"),
+    "running": ("▸", "yellow"),
+    "ok": ("✓", "green"),
+    "rejected": ("✗", "red"),
+    "invalid": ("⊘", "magenta"),
+    "crash": ("✖", "red"),
+    "timeout": ("◷", "yellow"),
+    "oom": ("≋", "red"),
+    "aborted": ("■", "dim"),
+}
+
+REVIEW_GLYPH = {"approved": ("✔ approved", "green"), "rejected": ("✗ rejected", "red"),
+                "flagged": ("⚑ flagged", "yellow"), "unreviewed": ("", "")}
+
+
+def glyph(status: str) -> Text:
+    char, style = STATUS_GLYPH.get(status, ("?", ""))
+    return Text(char, style=style)
+
+
+def fmt_score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.5g}"
+
+
+def fmt_sigma(value: float | None) -> str:
+    return "" if value is None else f"{value:+.1f}σ"
+
+
+def is_claim(rec: TrialRecord) -> bool:
+    """A would-be best held back by the hitl gate, not yet promoted."""
+    return bool(rec.metrics.get("awaiting_review")) and not rec.promoted
+
+
+def best_marker(state: RunState, rec: TrialRecord) -> Text:
+    """★ approved best, ☆ unreviewed best (a claim), ⚑ awaiting review under the hitl gate."""
+    if rec.trial_id == state.best_id:
+        return Text("★", "bold green") if rec.review_status == "approved" or rec.baseline else Text("☆", "bold yellow")
+    if is_claim(rec):
+        return Text("⚑", "bold yellow")
+    if rec.promoted:
+        return Text("↑", "green")
+    return Text(" ")
+
+
+def trial_cells(state: RunState, rec: TrialRecord) -> list[str | Text]:
+    """id, parent, agent, status, score, Δσ vs baseline, seconds, review, hypothesis."""
+    ident = Text.assemble(best_marker(state, rec), rec.trial_id)
+    review = REVIEW_GLYPH.get(rec.review_status, ("", ""))
+    return [
+        ident,
+        rec.parent or "-",
+        rec.agent,
+        glyph(rec.status),
+        fmt_score(rec.score),
+        fmt_sigma(state.delta_sigma_of(rec.score) if rec.status == "ok" else None),
+        f"{rec.seconds:.1f}" if rec.finished else "",
+        Text(review[0], review[1]) if rec.review_status != "unreviewed" else (Text("awaiting", "yellow") if is_claim(rec) else ""),
+        rec.hypothesis.replace("\n", " "),
+    ]
+
+
+def trial_line(state: RunState, rec: TrialRecord) -> Text:
+    """One-line summary: ✓ t0007 2.3712 (+9.4σ) alice: hypothesis."""
+    text = Text.assemble(glyph(rec.status), " ", (rec.trial_id, "bold"), " ", fmt_score(rec.score))
+    sigma = state.delta_sigma_of(rec.score) if rec.status == "ok" else None
+    if sigma is not None:
+        text.append(f" ({sigma:+.1f}σ)")
+    text.append(f" {rec.agent}: {rec.hypothesis[:80]}", style="dim")
+    return text
+
+
+def lineage_text(state: RunState, trial_id: str) -> Text:
+    path = state.lineage(trial_id)
+    text = Text()
+    for i, rec in enumerate(path):
+        if i:
+            text.append(" ← ", "dim")
+        text.append(rec.trial_id, "bold" if i == 0 else "")
+        text.append(f" {fmt_score(rec.score)}", "dim")
+    return text
+
+
+def trial_diff(model: RunModel, rec: TrialRecord) -> str:
+    """Unified diff of the trial's workspace against its parent's (from the manifests)."""
+    parent = model.state.trials.get(rec.parent) if rec.parent else None
+    mine = model.files_of(rec)
+    theirs = model.files_of(parent) if parent is not None else {}
+    if not mine and rec.edits:  # no manifest: show the edited files whole
+        mine = {e["path"]: model.blob_text(e.get("blob")) or "" for e in rec.edits}
+    chunks: list[str] = []
+    for path in sorted(set(mine) | set(theirs)):
+        old, new = theirs.get(path), mine.get(path)
+        if old == new:
+            continue
+        chunks.extend(difflib.unified_diff(
+            (old or "").splitlines(keepends=True), (new or "").splitlines(keepends=True),
+            fromfile=f"a/{path}" if old is not None else "/dev/null",
+            tofile=f"b/{path}" if new is not None else "/dev/null", n=2,
+        ))
+    return "".join(chunks)
+
+
+def proposal_of(model: RunModel, rec: TrialRecord) -> dict[str, Any]:
+    text = model.blob_text(rec.proposal_blob)
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def change_renderable(model: RunModel, rec: TrialRecord) -> RenderableType:
+    """The proof (proof oracles) or the diff against the parent, syntax-highlighted."""
+    proposal = proposal_of(model, rec)
+    proof = proposal.get("proof")
+    if proof:
+        lexer = "lean" if "lean" in str(model.state.task.get("oracle", {}).get("kind", "")) else "coq"
+        return Group(Text(f"proof of {rec.theorem or proposal.get('theorem') or '?'}", "bold"),
+                     Syntax(str(proof), lexer, theme="ansi_dark", word_wrap=True))
+    if rec.baseline:
+        return Text("baseline: the unmodified workspace", "dim")
+    diff = trial_diff(model, rec)
+    if not diff:
+        return Text("no change against the parent", "dim")
+    return Syntax(diff, "diff", theme="ansi_dark", word_wrap=True)
+
+
+def log_tail(model: RunModel, rec: TrialRecord, lines: int = 20) -> str:
+    text = model.blob_text(rec.log_blob)
+    if text is None:
+        return "(no log)"
+    return "\n".join(text.rstrip("\n").splitlines()[-lines:]) or "(empty log)"
+
+
+def reviews_text(rec: TrialRecord) -> Text:
+    text = Text()
+    if is_claim(rec):
+        text.append("awaiting review: a would-be new best held by the hitl gate\n", "bold yellow")
+    if not rec.reviews:
+        text.append("no reviews yet", "dim")
+    for review in rec.reviews:
+        label, style = REVIEW_GLYPH[{"approve": "approved", "reject": "rejected", "flag": "flagged"}[review["decision"]]]
+        text.append(f"{label}", style)
+        text.append(f" by {review['reviewer']} at {review['ts'][:19].replace('T', ' ')}")
+        if review.get("note"):
+            text.append(f": {review['note']}", "italic")
+        text.append("\n")
+    return text

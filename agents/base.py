@@ -12,6 +12,7 @@ the parent's files, the best and recent trials with outcomes and feedback, the b
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,7 +82,7 @@ class Context:
     files_of: Callable[[str], dict[str, str]] = _no_files  # tree policy: files of another trial
 
 
-class Agent:
+class Agent(ABC):
     """Base class of every agent backend."""
 
     backend: str = "base"
@@ -92,8 +93,9 @@ class Agent:
         self.seed = seed
         self.name = config.name
 
-    def propose(self, ctx: Context) -> Proposal | None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def propose(self, ctx: Context) -> Proposal | None:
+        """The next proposal, or None when this agent has nothing left to try."""
 
     def observe(self, trial: TrialSummary) -> None:
         """Called when one of this agent's trials has finished."""

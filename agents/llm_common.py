@@ -30,6 +30,7 @@ import os
 import random
 import re
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -769,24 +770,29 @@ class LLMAgent(Agent):
 
     # -------------------------------------------------------------- provider hooks
 
+    @abstractmethod
     def start(self, instructions: str, task_text: str, files: str, context: str, tools: list[ToolSpec]) -> Any:
         """A new conversation (provider-specific message list)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def call(self, convo: Any) -> ModelReply:
         """One model call on ``convo`` (raises the provider's exceptions)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def add_reply(self, convo: Any, reply: ModelReply, results: list[ToolResult]) -> None:
         """Append the assistant reply and the tool results to ``convo``."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def add_user(self, convo: Any, text: str) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def transient(self, exc: Exception) -> Transient | None:
         """Whether ``exc`` is worth retrying (rate limit, overload, timeout, 5xx)."""
-        raise NotImplementedError
+        ...
 
     # -------------------------------------------------------------- trace
 

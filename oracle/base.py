@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +53,7 @@ class OracleError(Exception):
     """The oracle cannot run at all here (missing toolchain, bad params): a setup problem."""
 
 
-class Oracle:
+class Oracle(ABC):
     """Base class of every oracle. Subclasses set ``kind`` and implement ``evaluate``."""
 
     kind: ClassVar[str] = "base"
@@ -79,8 +80,9 @@ class Oracle:
         """
         return {}
 
-    def evaluate(self, ctx: EvalContext) -> Outcome:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def evaluate(self, ctx: EvalContext) -> Outcome:
+        """Judge one trial; never raise for anything the trial did (label it instead)."""
 
     def close(self) -> None:
         """Release warm resources (REPL pools, servers)."""

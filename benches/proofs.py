@@ -108,6 +108,20 @@ def add_proof_arguments(parser: argparse.ArgumentParser) -> None:
                         help="control arm: agents do not see the blackboard (nor each other's trials)")
 
 
+def standalone_main(prog: str, description: str | None, add_arguments: Any, run: Any,
+                    argv: list[str] | None = None) -> int:
+    """``python -m benches.<prover>.bench``: the bench without the rrma-tui CLI."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_arguments(parser)
+    parser.add_argument("--runs", type=Path, default=Path("runs"))
+    parser.add_argument("--agents", type=int)
+    parser.add_argument("--backend")
+    parser.add_argument("--model")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--quiet", action="store_true")
+    return int(run(parser.parse_args(argv)))
+
+
 def _opt(args: argparse.Namespace, name: str, default: Any) -> Any:
     value = getattr(args, name, None)
     return default if value is None else value

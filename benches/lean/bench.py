@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benches.proofs import add_proof_arguments, run_proof_bench
+from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
 from oracle.base import OracleError
 from oracle.lean import DEFAULT_PROJECT, LeanChecker
 from oracle.proof_common import TheoremTask
@@ -74,15 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benches.lean.bench", description=__doc__)
-    add_arguments(parser)
-    parser.add_argument("--runs", type=Path, default=Path("runs"))
-    parser.add_argument("--agents", type=int)
-    parser.add_argument("--backend")
-    parser.add_argument("--model")
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--quiet", action="store_true")
-    return run(parser.parse_args(argv))
+    return standalone_main("python -m benches.lean.bench", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

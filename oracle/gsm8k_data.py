@@ -32,9 +32,10 @@ import random
 import re
 import shutil
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FILE_SPLITS = ("train", "test")
@@ -96,12 +97,11 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def load_jsonl(path: Path, split: str = "test") -> list[Problem]:
-    """Read a GSM8K-style jsonl file: one ``{"question": ..., "answer": ...}`` object a line."""
+def iter_json_objects(path: Path, error: type[Exception], what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a jsonl file; ``error`` names the line."""
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"{path}: no such GSM8K file")
-    problems: list[Problem] = []
+        raise error(f"{path}: no such {what} file")
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -109,15 +109,22 @@ def load_jsonl(path: Path, split: str = "test") -> list[Problem]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+                raise error(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            for key in ("question", "answer"):
-                if not isinstance(row.get(key), str) or not row[key].strip():
-                    raise DataError(f"{path}:{lineno}: field {key!r} is missing or not a non-empty string")
-            if "####" not in row["answer"]:
-                raise DataError(f"{path}:{lineno}: answer has no '#### <number>' final line")
-            problems.append(Problem(len(problems), row["question"], row["answer"], split))
+                raise error(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            yield lineno, row
+
+
+def load_jsonl(path: Path, split: str = "test") -> list[Problem]:
+    """Read a GSM8K-style jsonl file: one ``{"question": ..., "answer": ...}`` object a line."""
+    problems: list[Problem] = []
+    for lineno, row in iter_json_objects(path, DataError, "GSM8K"):
+        for key in ("question", "answer"):
+            if not isinstance(row.get(key), str) or not row[key].strip():
+                raise DataError(f"{path}:{lineno}: field {key!r} is missing or not a non-empty string")
+        if "####" not in row["answer"]:
+            raise DataError(f"{path}:{lineno}: answer has no '#### <number>' final line")
+        problems.append(Problem(len(problems), row["question"], row["answer"], split))
     if not problems:
         raise DataError(f"{path}: contains no problems")
     return problems

@@ -45,6 +45,7 @@ from oracle.gsm8k_data import (
     Problem,
     assert_disjoint,
     file_sha256,
+    iter_json_objects,
     load_split,
     locate,
     question_key,
@@ -183,26 +184,15 @@ def grade_pairs(
 def read_completions(path: Path) -> list[dict[str, Any]]:
     """Rows of a completions jsonl file: ``completion`` plus ``idx`` or ``question``."""
     path = Path(path)
-    if not path.is_file():
-        raise CompletionsError(f"{path}: no such completions file")
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CompletionsError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise CompletionsError(f"{path}:{lineno}: expected a JSON object")
-            if not isinstance(row.get("completion"), str):
-                raise CompletionsError(f"{path}:{lineno}: field 'completion' is missing or not a string")
-            has_idx = isinstance(row.get("idx"), int) and not isinstance(row.get("idx"), bool)
-            if not has_idx and not isinstance(row.get("question"), str):
-                raise CompletionsError(f"{path}:{lineno}: needs an integer 'idx' or a 'question' string")
-            row["_line"] = lineno
-            rows.append(row)
+    for lineno, row in iter_json_objects(path, CompletionsError, "completions"):
+        if not isinstance(row.get("completion"), str):
+            raise CompletionsError(f"{path}:{lineno}: field 'completion' is missing or not a string")
+        has_idx = isinstance(row.get("idx"), int) and not isinstance(row.get("idx"), bool)
+        if not has_idx and not isinstance(row.get("question"), str):
+            raise CompletionsError(f"{path}:{lineno}: needs an integer 'idx' or a 'question' string")
+        row["_line"] = lineno
+        rows.append(row)
     if not rows:
         raise CompletionsError(f"{path}: contains no completions")
     return rows

@@ -49,8 +49,14 @@ async def test_runs_list_shows_each_run_and_enter_opens_it(runs_dir: Path) -> No
         assert isinstance(screen, RunsScreen)
         await wait_until(pilot, lambda: len(log.of(RunsScreen.Summarized)) >= 2)
         table = screen.query_one("#runs", LineTable)
+
+        def cells_now() -> dict[str, list[str]]:
+            return {key: [c if isinstance(c, str) else c.plain for c in table.render_row(key)] for key in table.rows}
+
+        # the summaries arrive as messages; the table shows them on its next refresh
+        await wait_until(pilot, lambda: all(row[2] != "reading…" for row in cells_now().values()))
         assert sorted(table.rows) == ["demo-run", "second-run"]
-        cells = {key: [c if isinstance(c, str) else c.plain for c in table.render_row(key)] for key in table.rows}
+        cells = cells_now()
         assert cells["demo-run"][1:4] == ["tiny-train", "finished", "12"]
         assert cells["second-run"][2:4] == ["running", "3"]
         assert " vs " in cells["demo-run"][4] and "σ" in cells["demo-run"][4]
@@ -283,5 +289,6 @@ async def test_start_task_runs_the_real_loop_and_the_dashboard_follows_it(tmp_pa
         await wait_until(pilot, lambda: bool(log.of(RRMAApp.LoopFinished)), timeout=240)
         await wait_until(pilot, lambda: dash.state.finish_reason is not None)
         assert len(dash.state.agent_trials()) == 24 and dash.state.best_id is not None
-        assert len(dash.query_one("#trials", LineTable).rows) == len(dash.state.order)
+        # redraws are coalesced (at most every 0.2 s): the table catches up on the next one
+        await wait_until(pilot, lambda: len(dash.query_one("#trials", LineTable).rows) == len(dash.state.order))
         assert log.of(DashboardScreen.Appended)  # it was followed live, not only loaded at the end

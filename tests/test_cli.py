@@ -106,3 +106,32 @@ def test_review_command_and_help(tmp_path: Path) -> None:
     assert "budget.trial_seconds" in schema.stdout and "noise.min_sigmas" in schema.stdout
     listing = cli("bench", "--list")
     assert "demo" in listing.stdout
+
+
+@pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc not installed (apt-get install -y coq)")
+def test_check_command_prints_a_json_verdict(tmp_path: Path) -> None:
+    good = tmp_path / "good.txt"
+    good.write_text("intros n. induction n; simpl; auto.")
+    cheat = tmp_path / "cheat.txt"
+    cheat.write_text("Admitted.")
+    source = str(REPO / "benches" / "coq" / "arith.v")
+    proc = cli("check", "coq", source, "--theorem", "add_zero_right", "--proof-file", str(good))
+    assert proc.returncode == 0, proc.stderr
+    verdict = json.loads(proc.stdout)
+    assert verdict["accepted"] is True and verdict["reason"] == "accepted"
+    proc = cli("check", "coq", source, "--theorem", "add_zero_right", "--proof-file", str(cheat))
+    assert proc.returncode == 1 and json.loads(proc.stdout)["accepted"] is False
+    proc = cli("check", "coq", source, "--theorem", "no_such_theorem", "--proof-file", str(good))
+    assert proc.returncode == 2
+
+
+@pytest.mark.skipif(shutil.which("lake") is not None, reason="Lean is installed: the missing-toolchain path cannot be shown")
+def test_lean_without_a_toolchain_exits_2_with_the_install_hint(tmp_path: Path) -> None:
+    proof = tmp_path / "p.txt"
+    proof.write_text("by omega")
+    source = str(REPO / "lean_project" / "Theorems" / "NatArith.lean")
+    proc = cli("check", "lean", source, "--theorem", "zero_add_left", "--proof-file", str(proof))
+    assert proc.returncode == 2
+    bench = cli("--headless", "bench", "lean", "--runs", str(tmp_path / "runs"))
+    assert bench.returncode == 2
+    assert "elan" in bench.stdout + bench.stderr and "lean-toolchain" in bench.stdout + bench.stderr

@@ -72,8 +72,14 @@ def check_one(prover: str, file: Path, theorem: str, proof_file: Path, *, timeou
         raise CheckInputError(f"{proof_file}: not UTF-8 text") from exc
     tasks = {t.name: t for t in _strip(prover, file)}
     if theorem not in tasks:
-        known = ", ".join(sorted(tasks)) or "none"
-        raise CheckInputError(f"{file}: no theorem named {theorem!r} (theorems: {known})")
+        # a short name is enough when it names one theorem (Lean names carry their namespace)
+        matches = [name for name in tasks if name.endswith("." + theorem)]
+        if len(matches) == 1:
+            theorem = matches[0]
+        else:
+            known = ", ".join(sorted(tasks)) or "none"
+            what = f"is ambiguous ({', '.join(matches)})" if matches else "names no theorem"
+            raise CheckInputError(f"{file}: {theorem!r} {what} (theorems: {known})")
     checker = _checker(prover)
     try:
         verdict = checker.check(tasks[theorem], proof, timeout_s=timeout_s)

@@ -359,7 +359,7 @@ def test_check_command_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[
     out = json.loads(capsys.readouterr().out)
     assert out["accepted"] is False and "declares an axiom" in out["reason"]
     assert run_check("coq", source, "missing", good) == 2
-    assert "no theorem named 'missing'" in capsys.readouterr().err
+    assert "'missing' names no theorem" in capsys.readouterr().err
     assert run_check("coq", tmp_path / "nope.v", "add_zero", good) == 2
     assert run_check("coq", source, "add_zero", tmp_path / "nope.txt") == 2
     broken = tmp_path / "broken.v"

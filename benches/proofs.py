@@ -182,15 +182,8 @@ class BenchSummary:
 
 
 def feedback_of(verdict: Verdict, limit: int = 4000) -> str:
-    """What an agent is told: reason, checker messages with lines, remaining goals."""
-    lines = [f"{'ACCEPTED' if verdict.accepted else 'REJECTED'}: {verdict.reason}"]
-    for msg in verdict.messages[:5]:
-        where = f"line {msg.get('line')}: " if msg.get("line") else ""
-        lines.append(f"{where}{msg.get('text', '')}")
-    if verdict.goals:
-        lines.append(f"remaining goals ({len(verdict.goals)}):")
-        lines.extend(f"  {goal}" for goal in verdict.goals[:8])
-    return "\n".join(lines)[:limit]
+    """What an agent is told about a check (see :meth:`Verdict.feedback`)."""
+    return verdict.feedback(limit)
 
 
 def _status_of(verdict: Verdict) -> str:

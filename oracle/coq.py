@@ -757,18 +757,6 @@ class WarmCoqPool:
 # ----------------------------------------------------------------------------- oracle
 
 
-def verdict_feedback(verdict: Verdict, limit: int = 4000) -> str:
-    """The text an agent sees: the reason, the checker's messages and the remaining goals."""
-    lines = [f"{'ACCEPTED' if verdict.accepted else 'REJECTED'}: {verdict.reason}"]
-    for msg in verdict.messages[:5]:
-        where = f"line {msg.get('line')}: " if msg.get("line") else ""
-        lines.append(f"{where}{msg.get('text', '')}")
-    if verdict.goals:
-        lines.append(f"remaining goals ({len(verdict.goals)}):")
-        lines.extend(f"  {goal}" for goal in verdict.goals[:8])
-    return "\n".join(lines)[:limit]
-
-
 class CoqOracle(Oracle):
     """Proof oracle for Coq tasks: params ``source`` (a .v file, relative to the workspace),
     ``warm`` (default true), ``pool_size`` (1), ``allowed_axioms`` ([]), ``coq_args`` ([]),
@@ -829,7 +817,7 @@ def verdict_outcome(verdict: Verdict, seconds: float) -> Outcome:
         score=1.0 if verdict.accepted else None,
         metrics={"accepted": verdict.accepted, "reason": verdict.reason, "cheat": verdict.cheat,
                  "goals": len(verdict.goals)},
-        feedback=verdict_feedback(verdict),
+        feedback=verdict.feedback(),
         log="\n".join(str(m.get("text", "")) for m in verdict.messages)[:8000],
         seconds=seconds,
     )

@@ -43,6 +43,17 @@ class Verdict:
     cheat: bool = False  # rejected by an anti-cheating rule (not merely a failed proof)
     axioms: list[str] = field(default_factory=list)
 
+    def feedback(self, limit: int = 4000) -> str:
+        """What an agent is told: the reason, the checker's messages with lines, remaining goals."""
+        lines = [f"{'ACCEPTED' if self.accepted else 'REJECTED'}: {self.reason}"]
+        for msg in self.messages[:5]:
+            where = f"line {msg.get('line')}: " if msg.get("line") else ""
+            lines.append(f"{where}{msg.get('text', '')}")
+        if self.goals:
+            lines.append(f"remaining goals ({len(self.goals)}):")
+            lines.extend(f"  {goal}" for goal in self.goals[:8])
+        return "\n".join(lines)[:limit]
+
     def to_json(self) -> dict[str, Any]:
         return {"accepted": self.accepted, "reason": self.reason, "messages": self.messages,
                 "goals": self.goals, "seconds": round(self.seconds, 4), "cheat": self.cheat,

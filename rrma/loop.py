@@ -216,7 +216,7 @@ class ResearchLoop:
             if rec.baseline:
                 continue  # _baseline() re-runs missing repeats
             proposal = Proposal.model_validate(self.store.get_json_blob(rec.proposal_blob)) if rec.proposal_blob else Proposal()
-            self._evaluate(trial_id, proposal, self.files_of(trial_id), rec.seed, rec.cached_from)
+            self._evaluate(trial_id, proposal, self.files_of(trial_id), rec.seed)
 
     def _baseline(self) -> None:
         repeats = self.task.noise.baseline_repeats
@@ -310,7 +310,8 @@ class ResearchLoop:
         config = agent.config
         while self._reserve():
             try:
-                ctx = self._context(agent, config)
+                trial_id = self._next_id()  # known while the agent works, so its turns name it
+                ctx = self._context(agent, config, trial_id)
                 proposal = agent.propose(ctx)
             except Exception as exc:
                 with self.lock:
@@ -324,14 +325,14 @@ class ResearchLoop:
                     self._reserved -= 1
                 self.emit("note", "harness", {"text": f"agent {agent.name} has nothing more to propose"})
                 return
-            summary = self.run_trial(agent.name, proposal, config)
+            summary = self.run_trial(agent.name, proposal, config, trial_id=trial_id)
             if summary is not None:
                 try:
                     agent.observe(summary)
                 except Exception as exc:
                     self.emit("note", "harness", {"text": f"agent {agent.name} observe() failed: {exc}"})
 
-    def _context(self, agent: Agent, config: AgentConfig) -> Context:
+    def _context(self, agent: Agent, config: AgentConfig, trial_id: str | None = None) -> Context:
         with self.lock:
             parent = self._default_parent()
         files = self.files_of(parent)
@@ -339,6 +340,7 @@ class ResearchLoop:
 
         def record_turn(**fields: Any) -> None:
             fields.setdefault("agent", agent.name)
+            fields.setdefault("trial_id", trial_id)
             self.emit("agent.turn", f"agent:{agent.name}", fields)
 
         def post(text: str, trial_id: str | None = None, tags: list[str] | None = None) -> None:
@@ -370,7 +372,8 @@ class ResearchLoop:
 
     # ------------------------------------------------------------------ one trial
 
-    def run_trial(self, agent_name: str, proposal: Proposal, config: AgentConfig | None = None) -> TrialSummary | None:
+    def run_trial(self, agent_name: str, proposal: Proposal, config: AgentConfig | None = None,
+                  trial_id: str | None = None) -> TrialSummary | None:
         """Validate, record, evaluate (or reuse a cached outcome) and judge one proposal."""
         actor = f"agent:{agent_name}"
         with self.lock:
@@ -379,7 +382,7 @@ class ResearchLoop:
                 rec = self.state.trials.get(proposal.parent)
                 if rec is not None and rec.status == Status.ok and rec.manifest_blob:
                     parent = proposal.parent
-            trial_id = self._next_id()
+            trial_id = trial_id or self._next_id()
             seed = self.seed * 7919 + 1000 + len(self.state.order)
             proposal_blob = self.store.put_json_blob(proposal.model_dump(mode="json"))
             base = {"trial_id": trial_id, "parent": parent, "agent": agent_name, "hypothesis": proposal.hypothesis,
@@ -412,7 +415,7 @@ class ResearchLoop:
 
     def _evaluate(self, trial_id: str, proposal: Proposal, files: dict[str, str], seed: int,
                   hit: Any = None, baseline: bool = False) -> None:
-        if hit is not None and not isinstance(hit, str):
+        if hit is not None:
             outcome, source_trial, source_run = hit
             source = source_trial if source_run == self.store.run_id else f"{source_run}/{source_trial}"
             outcome = outcome.model_copy(update={

@@ -58,7 +58,7 @@ def load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def record(provider: str, out: Path) -> None:
-    from conftest import demo_task
+    from llm_fixtures import demo_task
 
     from rrma.loop import start_run
 

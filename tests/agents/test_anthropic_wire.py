@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import ANTHROPIC_KEY, FAST, demo_task
+from llm_fixtures import ANTHROPIC_KEY, FAST, demo_task
 from llm_wire import Reply, WireServer, a_error, a_message, a_text, a_tool
 from trace_check import agent_turns, check_anthropic
 

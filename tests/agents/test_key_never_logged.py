@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ANTHROPIC_KEY, FAST, OPENAI_KEY, demo_task
+from llm_fixtures import ANTHROPIC_KEY, FAST, OPENAI_KEY, demo_task
 from llm_wire import Reply, WireServer, a_message, a_tool, o_call, o_completion
 
 from rrma.export import export_runs

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LIVE_ENV, demo_task
+from llm_fixtures import LIVE_ENV, demo_task
 from test_key_never_logged import leaks
 from trace_check import agent_turns
 

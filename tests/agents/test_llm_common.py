@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 import pytest
-from conftest import ANTHROPIC_KEY, demo_task
+from llm_fixtures import ANTHROPIC_KEY, demo_task
 
 from agents.anthropic_agent import AnthropicAgent
 from agents.base import AgentError, Context

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ANTHROPIC_KEY, FAST, REPO, demo_task
+from llm_fixtures import ANTHROPIC_KEY, FAST, REPO, demo_task
 from llm_wire import Reply, WireServer, a_message, a_text, a_tool, o_completion
 from trace_check import agent_turns
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import FAST, OPENAI_KEY, demo_task
+from llm_fixtures import FAST, OPENAI_KEY, demo_task
 from llm_wire import Reply, WireServer, o_call, o_completion, o_error
 from trace_check import agent_turns, check_openai
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ANTHROPIC_KEY, OPENAI_KEY, demo_task
+from llm_fixtures import ANTHROPIC_KEY, OPENAI_KEY, demo_task
 from llm_wire import WireServer
 from record_transcript import FIXTURES, PATHS, SUFFIX, load, replies_of
 from trace_check import agent_turns, check_anthropic, check_openai

@@ -81,10 +81,10 @@ def _ensure_schema(db: sqlite_utils.Database) -> None:
         for column in indexes:
             table.create_index([column], if_not_exists=True)  # type: ignore[union-attr]
         table.create_index(["run_id"], if_not_exists=True)  # type: ignore[union-attr]
-    for name, columns in (("blackboard", ["text"]), ("turns", ["text", "result"])):
+    for name, searchable in (("blackboard", ["text"]), ("turns", ["text", "result"])):
         if not db[f"{name}_fts"].exists():  # type: ignore[union-attr]
             # no triggers: per-row FTS triggers make bulk inserts ~10x slower; rebuilt after each export
-            db[name].enable_fts(columns, create_triggers=False)  # type: ignore[union-attr]
+            db[name].enable_fts(searchable, create_triggers=False)  # type: ignore[union-attr]
 
 
 def _j(value: Any) -> str | None:

@@ -132,6 +132,7 @@ class RunState:
         self.last_ts = ev.ts
         d = ev.data
         kind = ev.kind
+        rec: TrialRecord | None
         if kind == "run.started":
             self.run_id, self.task, self.task_name, self.seed = d.run_id, d.task, d.task_name, d.seed
             self.started_ts = ev.ts
@@ -145,14 +146,15 @@ class RunState:
         elif kind == "run.finished":
             self.finish_reason, self.summary, self.finished_ts = d.reason, d.summary, ev.ts
         elif kind == "agent.turn":
-            rec = self._agent(d.agent)
-            rec.turns += 1
-            rec.tokens_in += d.tokens_in
-            rec.tokens_out += d.tokens_out
-            rec.cost_usd += d.cost_usd
+            who = self._agent(d.agent)
+            who.turns += 1
+            who.tokens_in += d.tokens_in
+            who.tokens_out += d.tokens_out
+            who.cost_usd += d.cost_usd
             what = d.tool or d.role
-            rec.last_activity = f"{what}: {(d.text or d.result or '').strip().splitlines()[0][:80] if (d.text or d.result or '').strip() else ''}"
-            rec.last_ts = ev.ts
+            said = (d.text or d.result or "").strip()
+            who.last_activity = f"{what}: {said.splitlines()[0][:80] if said else ''}"
+            who.last_ts = ev.ts
         elif kind == "trial.proposed":
             rec = TrialRecord(
                 trial_id=d.trial_id,
@@ -169,7 +171,7 @@ class RunState:
                 proposed_ts=ev.ts,
                 seed=d.seed,
                 cache_key=d.cache_key,
-                meta=dict(getattr(d, 'meta', None) or {}),
+                meta=dict(getattr(d, "meta", None) or {}),  # absent in logs written before it existed
             )
             if d.trial_id not in self.trials:
                 self.order.append(d.trial_id)

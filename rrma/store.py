@@ -389,7 +389,8 @@ def verify_chain(store: RunStore) -> VerifyReport:
             if digest != obj.get("hash"):
                 errors.append(f"seq {obj.get('seq')}: hash mismatch (the line was modified)")
             prev = obj.get("hash", prev)
-            expected_seq = (obj.get("seq") if isinstance(obj.get("seq"), int) else expected_seq) + 1
+            seq = obj.get("seq")
+            expected_seq = (seq if isinstance(seq, int) else expected_seq) + 1
             count += 1
     return VerifyReport(ok=not errors, events=count, errors=errors, warnings=warnings)
 

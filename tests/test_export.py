@@ -92,3 +92,19 @@ def test_other_schema_version_is_refused(run_dir: Path, tmp_path: Path) -> None:
     db.close()
     with pytest.raises(ExportError, match="schema version 999"):
         export_runs([run_dir], out)
+
+
+@pytest.mark.skipif(shutil.which("datasette") is None, reason="datasette not installed (pip install -e '.[dev]')")
+def test_export_opens_in_datasette(run_dir: Path, tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    out = tmp_path / "runs.db"
+    export_runs([run_dir], out)
+    rows = subprocess.run(["datasette", str(out), "--get", "/runs/trials.json?_shape=array&status=ok"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    trials = json.loads(rows.stdout)
+    assert trials and all(t["status"] == "ok" and t["run_id"] == "demo-run" for t in trials)
+    found = subprocess.run(["datasette", str(out), "--get", "/runs/turns.json?_search=random&_shape=array"],
+                           capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(found.stdout)  # full-text search through datasette's own FTS support

@@ -186,14 +186,6 @@ def feedback_of(verdict: Verdict, limit: int = 4000) -> str:
     return verdict.feedback(limit)
 
 
-def _status_of(verdict: Verdict) -> str:
-    if verdict.accepted:
-        return "ok"
-    if verdict.reason.startswith("timeout"):
-        return "timeout"
-    return "rejected"
-
-
 class _Recorder:
     """Writes the bench's events; keeps the shared blackboard and the per-theorem trial lists."""
 
@@ -358,7 +350,7 @@ def _check(checker: ProofChecker, recorder: _Recorder, summary: BenchSummary, ta
         status = "invalid"
     else:
         verdict = checker.check(task, proposal.proof, timeout_s=check_seconds)
-        status = _status_of(verdict)
+        status = verdict.status
     summary.checks += 1
     summary.check_seconds += verdict.seconds
     log_blob = store.put_blob(json.dumps(verdict.to_json(), indent=1)) if verdict.messages else None
@@ -413,7 +405,7 @@ def _run_theorem(task: TheoremTask, agents: list[Agent], checker: ProofChecker, 
             summary.cheats_rejected += 1
             result.cheats_rejected += 1
         trial = TrialSummary(
-            trial_id=trial_id, parent=None, agent=agent.name, status=_status_of(verdict),
+            trial_id=trial_id, parent=None, agent=agent.name, status=verdict.status,
             score=1.0 if verdict.accepted else None, delta_sigma=None, hypothesis=proposal.hypothesis,
             feedback=feedback_of(verdict), theorem=task.name,
             metrics={"accepted": verdict.accepted, "reason": verdict.reason, "cheat": verdict.cheat},

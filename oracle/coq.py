@@ -806,14 +806,8 @@ class CoqOracle(Oracle):
 
 
 def verdict_outcome(verdict: Verdict, seconds: float) -> Outcome:
-    if verdict.accepted:
-        status = Status.ok
-    elif verdict.reason.startswith("timeout"):
-        status = Status.timeout
-    else:
-        status = Status.rejected
     return Outcome(
-        status=status,
+        status=Status(verdict.status),
         score=1.0 if verdict.accepted else None,
         metrics={"accepted": verdict.accepted, "reason": verdict.reason, "cheat": verdict.cheat,
                  "goals": len(verdict.goals)},

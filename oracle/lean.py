@@ -1073,16 +1073,8 @@ class LeanOracle(Oracle):
             return Outcome(status=Status.invalid, feedback=f"unknown theorem {proposal.theorem!r}; known: {known}, ...")
         timeout_s = float(self.params.get("timeout_s", ctx.budget.seconds))
         verdict = self.checker.check(task, proposal.proof, timeout_s=timeout_s)
-        if verdict.accepted:
-            status = Status.ok
-        elif verdict.reason.startswith("timeout"):
-            status = Status.timeout
-        elif verdict.reason.startswith("memory limit"):
-            status = Status.oom
-        else:
-            status = Status.rejected
         return Outcome(
-            status=status,
+            status=Status(verdict.status),
             score=1.0 if verdict.accepted else None,
             metrics={"accepted": verdict.accepted, "cheat": verdict.cheat, "reason": verdict.reason,
                      "axioms": verdict.axioms, "theorem": task.name, "difficulty": task.difficulty},

@@ -43,6 +43,17 @@ class Verdict:
     cheat: bool = False  # rejected by an anti-cheating rule (not merely a failed proof)
     axioms: list[str] = field(default_factory=list)
 
+    @property
+    def status(self) -> str:
+        """The trial status this verdict means (an rrma.trial.Status value)."""
+        if self.accepted:
+            return "ok"
+        if self.reason.startswith("timeout"):
+            return "timeout"
+        if self.reason.startswith("memory limit"):
+            return "oom"
+        return "rejected"
+
     def feedback(self, limit: int = 4000) -> str:
         """What an agent is told: the reason, the checker's messages with lines, remaining goals."""
         lines = [f"{'ACCEPTED' if self.accepted else 'REJECTED'}: {self.reason}"]

@@ -39,6 +39,7 @@ from agents.llm_common import (
     Usage,
     parse_arguments,
     parse_retry_after,
+    transient_status,
 )
 from rrma.task import AgentConfig, TaskConfig
 
@@ -201,12 +202,9 @@ class AnthropicAgent(LLMAgent):
             error_type = _error_type(exc.body)
             if status == 200 and error_type in TRANSIENT_ERROR_TYPES:  # an `error` event inside a 200 stream
                 return Transient(f"{TRANSIENT_ERROR_TYPES[error_type]} (error event in the stream)", retry_after)
-            if status == 429:
-                return Transient("rate limited (429)", retry_after)
-            if status == 529 or error_type == "overloaded_error":
+            if status != 429 and (status == 529 or error_type == "overloaded_error"):
                 return Transient(f"overloaded ({status})", retry_after)
-            if status in (408, 409) or status >= 500:
-                return Transient(f"server error ({status})", retry_after)
+            return transient_status(status, retry_after)
         return None
 
     def close(self) -> None:

@@ -221,6 +221,15 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     return None
 
 
+def transient_status(status: int, retry_after: float | None) -> Transient | None:
+    """The HTTP statuses every provider retries: 429 (rate limit), 408, 409 and 5xx."""
+    if status == 429:
+        return Transient("rate limited (429)", retry_after)
+    if status in (408, 409) or status >= 500:
+        return Transient(f"server error ({status})", retry_after)
+    return None
+
+
 # ----------------------------------------------------------------------------- tools
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from agents.llm_common import (
     Usage,
     parse_arguments,
     parse_retry_after,
+    transient_status,
 )
 from rrma.task import AgentConfig, TaskConfig
 
@@ -164,10 +165,7 @@ class OpenAIAgent(LLMAgent):
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             retry_after = parse_retry_after(exc.response.headers if exc.response is not None else None)
-            if status == 429:
-                return Transient("rate limited (429)", retry_after)
-            if status in (408, 409) or status >= 500:
-                return Transient(f"server error ({status})", retry_after)
+            return transient_status(status, retry_after)
         return None
 
     def close(self) -> None:

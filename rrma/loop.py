@@ -22,6 +22,7 @@ request (Ctrl-C): proposing ends at once, running trials finish within their bud
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import platform
 import secrets
 import statistics
@@ -76,9 +77,8 @@ def new_run_id(task_name: str) -> str:
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "platform": platform.platform()}
     for name in ("torch", "pydantic", "textual"):
-        with contextlib.suppress(Exception):
-            module = __import__("importlib.metadata").metadata
-            out[name] = module.version(name)
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            out[name] = importlib.metadata.version(name)
     return out
 
 
@@ -545,10 +545,12 @@ def start_run(
     store = RunStore(Path(runs_dir) / run_id, create=True)
     oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name, direction=task.metric.direction)
     facts = oracle.prepare(store.dir, task.workspace_dir())
-    store.write_run_json({"run_id": run_id, "task": task.snapshot(), "seed": seed, "versions": versions(),
+    found = versions()
+    snapshot = task.snapshot()
+    store.write_run_json({"run_id": run_id, "task": snapshot, "seed": seed, "versions": found,
                           "oracle": {"identity": oracle.identity(), **facts}, "created": datetime.now(UTC).isoformat()})
-    store.append("run.started", "harness", {"run_id": run_id, "task_name": task.name, "task": task.snapshot(),
-                                            "seed": seed, "versions": versions()})
+    store.append("run.started", "harness", {"run_id": run_id, "task_name": task.name, "task": snapshot,
+                                            "seed": seed, "versions": found})
     return _drive(store, task, seed, oracle, executor, stop, on_event, agents, agent_count)
 
 

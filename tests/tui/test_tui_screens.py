@@ -179,6 +179,29 @@ async def test_trace_steps_show_tool_results_filters_jump_and_search(runs_dir: P
         assert "Proposing t0005" in plain(trace.query_one("#turn-text").content)
 
 
+async def test_run_change_before_a_pushed_screen_mounts_does_not_crash(runs_dir: Path) -> None:
+    """The turn index can land between push_screen and the new screen's compose (seen in tmux as
+    a crash on `t`): the screen is current but has no widgets yet; on_mount must draw instead."""
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        dash = await open_dashboard(pilot, app)
+        await wait_until(pilot, lambda: dash.session.model is not None and dash.session.model.turns_indexed)
+        for screen_type in (TraceScreen, ReviewScreen, LineageScreen):
+            screen = screen_type(dash.session)
+            app.push_screen(screen)
+            assert app.screen is screen and not screen.is_mounted
+            dash._broadcast([])  # what a TurnsIndexed or a tailed chunk does at this moment
+            await pilot.pause()
+            assert app.screen is screen and screen.is_mounted
+            assert app.return_code is None  # the app did not die of an exception
+            await pilot.press("escape")
+            assert app.screen is dash
+        await pilot.press("t")
+        trace = app.screen
+        assert isinstance(trace, TraceScreen)
+        assert len(trace.query_one("#turns", LineTable).rows) == 48
+
+
 async def test_review_approve_appends_event_and_promotes_claim(runs_dir: Path, run_dir: Path) -> None:
     log = MessageLog()
     app = make_app(runs_dir)

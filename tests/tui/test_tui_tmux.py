@@ -23,11 +23,23 @@ pytestmark = [
 
 
 class Tmux:
-    def __init__(self, session: str) -> None:
+    """One session on a private tmux server (its own socket), so no user's tmux is touched."""
+
+    def __init__(self, session: str, exit_file: Path) -> None:
         self.session = session
+        self.socket = session
+        self.exit_file = exit_file
 
     def run(self, *args: str) -> str:
-        return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+        proc = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise AssertionError(f"tmux {' '.join(args)} failed ({proc.stderr.strip()}); {self.post_mortem()}")
+        return proc.stdout
+
+    def post_mortem(self) -> str:
+        """What became of the app (a crash's traceback stays on the screen: the shell sleeps on)."""
+        code = self.exit_file.read_text().strip() if self.exit_file.exists() else "none written"
+        return f"app exit code: {code}"
 
     def capture(self) -> str:
         return self.run("capture-pane", "-p", "-t", self.session)
@@ -45,7 +57,8 @@ class Tmux:
             if text in screen:
                 return screen
             time.sleep(0.1)
-        raise AssertionError(f"{text!r} did not appear within {timeout}s; the screen was:\n{screen}")
+        raise AssertionError(f"{text!r} did not appear within {timeout}s; the screen was:\n{screen}\n"
+                             f"{self.post_mortem()}")
 
 
 def test_open_trace_approve_quit_in_tmux(tmp_path: Path) -> None:
@@ -53,9 +66,10 @@ def test_open_trace_approve_quit_in_tmux(tmp_path: Path) -> None:
     run_dir = make_run(runs, "demo-run", trials=12, hitl=True, pending_claims=1)
     session = f"rrma-{uuid.uuid4().hex[:8]}"
     done = tmp_path / "exit-code"
+    # the shell outlives the app (sleep), so a crash leaves its traceback on the screen to capture
     command = (f"cd {REPO} && {sys.executable} -m tui.app --runs {runs} demo-run --reviewer carol; "
-               f"echo $? > {done}")
-    tmux = Tmux(session)
+               f"echo $? > {done}; sleep 60")
+    tmux = Tmux(session, done)
     tmux.run("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
     try:
         screen = tmux.wait_for("tiny-train")
@@ -77,9 +91,9 @@ def test_open_trace_approve_quit_in_tmux(tmp_path: Path) -> None:
         deadline = time.monotonic() + 15
         while not done.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert done.exists() and done.read_text().strip() == "0", "the app did not quit cleanly"
+        assert done.exists() and done.read_text().strip() == "0", f"the app did not quit cleanly; {tmux.post_mortem()}"
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
     reviews = [e for e in events if e["kind"] == "review"]
     assert len(reviews) == 1

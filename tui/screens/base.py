@@ -61,7 +61,8 @@ class RunScreen(Screen[None]):
         return self.session.model
 
     def run_changed(self, events: list[RawEvent]) -> None:
-        if self.is_current:
+        # a screen just pushed is current before its widgets exist; its on_mount draws everything
+        if self.is_current and self.is_mounted:
             self.refresh_view(events)
         else:
             self._stale = True

@@ -66,7 +66,7 @@ from oracle.strip_coq import (
     split_sentences,
     strip_coq_file,
 )
-from rrma.sandbox import run_limited
+from rrma.sandbox import run_limited, signal_own_group
 from rrma.trial import Budget, Outcome, Status
 
 INSTALL_HINT = "install Coq (Debian/Ubuntu: `apt-get install coq`; the project tests against coqc 8.16)"
@@ -526,8 +526,7 @@ class CoqSession:
         return self.proc.poll() is None and not self.eof
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        signal_own_group(self.proc, self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
 

@@ -68,7 +68,7 @@ from oracle.strip_lean import (
     strip_lean_file,
     strip_project,
 )
-from rrma.sandbox import run_limited
+from rrma.sandbox import run_limited, signal_own_group
 from rrma.trial import Budget, Outcome, Status
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -528,15 +528,13 @@ class PipeReplTransport:
                 if stream is not None:
                     stream.close()
         for sig, wait_s in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pgid, sig)
+            signal_own_group(self.proc, self.pgid, sig)
             try:
                 self.proc.wait(timeout=wait_s)
                 break
             except subprocess.TimeoutExpired:
                 continue
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, signal.SIGKILL)  # leftovers of the group, if the leader exited first
+        signal_own_group(self.proc, self.pgid, signal.SIGKILL)  # leftovers, if the leader exited first
         with contextlib.suppress(OSError):
             self._stderr.close()
 

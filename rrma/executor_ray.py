@@ -145,8 +145,17 @@ try:
         groups = [int(x) for x in fh.read().split()]
 except (OSError, ValueError):
     groups = []
+live_groups = set()  # a pgid with no member left may already be recycled: never signal those
+for entry in os.listdir("/proc"):
+    if entry.isdigit():
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as fh:
+                stat = fh.read()
+            live_groups.add(int(stat[stat.rfind(b")") + 2:].split()[2]))
+        except (OSError, ValueError, IndexError):
+            pass
 for pgid in groups:
-    if pgid not in (worker_pgid, my_pgid, 0, 1):
+    if pgid in live_groups and pgid not in (worker_pgid, my_pgid, 0, 1):
         try:
             os.killpg(pgid, signal.SIGKILL)
         except OSError:

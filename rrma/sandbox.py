@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rrma.trial import Budget, FileEdit, Status
 
@@ -114,6 +115,17 @@ def kill_active_groups() -> int:
 def _killpg(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def signal_own_group(proc: subprocess.Popen[Any], pgid: int, sig: int) -> None:
+    """Send ``sig`` to the process group ``proc`` leads, only while that pgid is still ours.
+
+    Once the leader has been reaped and the group is empty the kernel may hand the number to an
+    unrelated process (pid_max is often 32768), so a late ``killpg`` could hit someone else's
+    session: signal the group only while the leader is unreaped or members remain.
+    """
+    if proc.poll() is None or _group_members(pgid):
+        _killpg(pgid, sig)
 
 
 class _Capture:
@@ -228,6 +240,7 @@ def _supervise(
         resource.prlimit(proc.pid, resource.RLIMIT_CORE, (0, 0))  # no core dumps on segfault
     capture = _Capture(on_line)
     kill_status: list[tuple[Status, str]] = []
+    term_sent: list[float] = []  # when SIGTERM went out; SIGKILL follows TERM_GRACE_S later
     kill_lock = threading.Lock()
     assert proc.stdout is not None
     out_fd = proc.stdout.fileno()
@@ -237,8 +250,8 @@ def _supervise(
             if kill_status:
                 return
             kill_status.append((status, reason))
+            term_sent.append(time.monotonic())
         _killpg(pgid, signal.SIGTERM)
-        threading.Timer(TERM_GRACE_S, _killpg, args=(pgid, signal.SIGKILL)).start()
 
     def reader() -> None:
         while True:
@@ -288,7 +301,9 @@ def _supervise(
             next_rss = now + (poll_s if elapsed < 2 else 0.1)
         if cancel is not None and cancel.is_set() and not kill_status:
             request_kill(Status.aborted, "cancelled: the run is stopping")
-        if kill_status and elapsed > budget.seconds + TERM_GRACE_S + 5:
+        # SIGKILL only from this loop, while the leader is unreaped and so still holds the pgid: a
+        # delayed kill from a timer could hit a recycled pid (pid_max is often 32768)
+        if term_sent and now - term_sent[0] >= TERM_GRACE_S:
             _killpg(pgid, signal.SIGKILL)
         time.sleep(poll_s)
     returncode = proc.returncode

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rrma.fsguard import FsGuard
 from rrma.trial import Budget, Outcome, Proposal
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -47,6 +48,9 @@ class EvalContext:
     sigma: float | None = None  # noise floor of the baseline
     progress: ProgressFn = _ignore_progress  # sparse samples, e.g. {"step": 10, "loss": 2.3}
     cancel: threading.Event = field(default_factory=threading.Event)  # set on run stop
+    # pass to run_limited(guard=...) for every program an agent wrote: the harness, the run dir and
+    # the other trials are read-only to it (the executor fills this in; None = no guard)
+    guard: FsGuard | None = None
 
 
 class OracleError(Exception):

@@ -72,7 +72,8 @@ class CommandOracle(Oracle):
         env["RRMA_TRIAL_ID"] = ctx.trial_id
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
         try:
-            result = run_limited(self.argv, cwd=ctx.trial_dir, budget=ctx.budget, env=env, cancel=ctx.cancel)
+            result = run_limited(self.argv, cwd=ctx.trial_dir, budget=ctx.budget, env=env, cancel=ctx.cancel,
+                                 guard=ctx.guard)
         except FileNotFoundError as exc:
             return Outcome(status=Status.crash, feedback=f"command not found: {exc.filename}")
         metrics: dict[str, Any] = parse_metrics(result.output)

@@ -18,12 +18,13 @@ import shutil
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from oracle.base import EvalContext, Oracle
+from rrma.fsguard import FsGuard
 from rrma.sandbox import materialize
 from rrma.trial import Budget, Outcome, Proposal, Status
 
@@ -63,8 +64,12 @@ def crash_outcome(reason: str, started: float) -> Outcome:
 
 
 def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: ProgressCallback,
-                 cancel: threading.Event) -> Outcome:
-    """Materialize the job's files in ``trial_dir`` and run the oracle; never raises."""
+                 cancel: threading.Event, protect: Sequence[Path] = ()) -> Outcome:
+    """Materialize the job's files in ``trial_dir`` and run the oracle; never raises.
+
+    The oracle gets a file-system guard (``ctx.guard``) for the programs the agent wrote: the
+    harness's code, the interpreter and ``protect`` (the run dir) read-only, ``trial_dir`` writable.
+    """
     started = time.monotonic()
     try:
         if trial_dir.exists():  # a re-run after resume starts from a clean workspace
@@ -82,6 +87,7 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
             sigma=job.sigma,
             progress=on_progress,
             cancel=cancel,
+            guard=FsGuard.for_trial(trial_dir, protect),
         )
         outcome = oracle.evaluate(ctx)
         if outcome.seconds == 0.0:
@@ -97,9 +103,12 @@ class LocalExecutor:
 
     name = "local"
 
-    def __init__(self, oracle: Oracle, trials_dir: Path, max_workers: int = 1) -> None:
+    def __init__(self, oracle: Oracle, trials_dir: Path, max_workers: int = 1,
+                 protect: Sequence[Path] | None = None) -> None:
         self.oracle = oracle
         self.trials_dir = trials_dir
+        # read-only to trial programs: by default every trial dir (and the oracles' state kept there)
+        self.protect = tuple(protect) if protect is not None else (trials_dir,)
         self.cancel = threading.Event()
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="trial")
 
@@ -107,7 +116,8 @@ class LocalExecutor:
         return self._pool.submit(self._run, job, on_progress)
 
     def _run(self, job: TrialJob, on_progress: ProgressCallback) -> Outcome:
-        return evaluate_job(self.oracle, job, self.trials_dir / job.trial_id / "work", on_progress, self.cancel)
+        return evaluate_job(self.oracle, job, self.trials_dir / job.trial_id / "work", on_progress, self.cancel,
+                            self.protect)
 
     def shutdown(self, cancel: bool = False) -> None:
         if cancel:

@@ -321,7 +321,8 @@ def _trial_task(payload: dict[str, Any], workspace_box: list[Any], workspace_dig
 
     def work() -> None:
         try:
-            result["outcome"] = evaluate_job(oracle, job, trial_root / "work", lambda s: samples.put(dict(s)), cancel)
+            result["outcome"] = evaluate_job(oracle, job, trial_root / "work", lambda s: samples.put(dict(s)), cancel,
+                                             protect=(state.scratch,))
         finally:
             samples.put(None)
 

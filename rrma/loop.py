@@ -40,6 +40,7 @@ from agents.base import Agent, Context, TrialSummary
 from agents.context import build_context, summarize
 from oracle import make_oracle
 from oracle.base import Oracle
+from rrma import fsguard
 from rrma.cache import OutcomeCache, cache_key
 from rrma.executor import Executor, LocalExecutor, TrialJob, wait_outcome
 from rrma.review import promote_if_approved
@@ -75,7 +76,8 @@ def new_run_id(task_name: str) -> str:
 
 
 def versions() -> dict[str, str]:
-    out = {"python": platform.python_version(), "platform": platform.platform()}
+    out = {"python": platform.python_version(), "platform": platform.platform(),
+           "fs_guard": fsguard.describe()}  # whether trial programs run behind the file-system guard
     for name in ("torch", "pydantic", "textual"):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out[name] = importlib.metadata.version(name)
@@ -114,7 +116,8 @@ class ResearchLoop:
         self.on_event = on_event
         self.oracle = oracle or make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name,
                                             direction=task.metric.direction)
-        self.executor = executor or LocalExecutor(self.oracle, store.trials_dir, task.budget.max_concurrent)
+        self.executor = executor or LocalExecutor(self.oracle, store.trials_dir, task.budget.max_concurrent,
+                                                  protect=(store.dir,))
         self.agents = agents if agents is not None else make_agents(task, seed)
         self.cache = cache or OutcomeCache(store.dir / "cache.sqlite")
         self.budget = Budget(

@@ -19,10 +19,12 @@ from __future__ import annotations
 import codecs
 import collections
 import contextlib
+import errno
 import fnmatch
 import os
 import posixpath
 import resource
+import shutil
 import signal
 import subprocess
 import threading
@@ -32,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rrma import fsguard
+from rrma.fsguard import FsGuard
 from rrma.trial import Budget, FileEdit, Status
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -57,6 +61,7 @@ class ProcessResult:
     output_bytes: int  # total bytes the program wrote, including what was not kept
     signal_name: str | None = None
     leftover_killed: int = 0  # processes of the group still alive after the leader exited
+    guarded: bool = False  # ran under an FsGuard (private mount namespace)
 
     @property
     def tail(self) -> str:
@@ -198,14 +203,30 @@ def run_limited(
     cancel: threading.Event | None = None,
     stdin_data: bytes | None = None,
     poll_s: float = 0.05,
+    guard: FsGuard | None = None,
 ) -> ProcessResult:
     """Run ``argv`` in its own session under ``budget``; always returns, never raises for the
     program's behaviour (only for a command that cannot be started: FileNotFoundError).
 
     ``on_line`` sees each complete output line; returning a non-empty string aborts the run
     with that reason (status ``aborted``). ``cancel`` set from another thread aborts too.
+    ``guard`` runs the program in a private mount namespace (see :mod:`rrma.fsguard`) where
+    that is possible here; ``RRMA_FS_GUARD=require`` makes an unguardable run a ``crash``.
     """
     started = time.monotonic()
+    guarded = False
+    if guard is not None and fsguard.mode() != "off":
+        reason = fsguard.unavailable_reason()
+        if reason is None:
+            prog = argv[0]  # the shell would report a missing program as exit 127: keep the contract
+            if not (Path(cwd, prog).is_file() if os.sep in prog else shutil.which(prog) is not None):
+                raise FileNotFoundError(errno.ENOENT, "no such program", prog)
+            argv = guard.wrap(argv)
+            guarded = True
+        elif fsguard.mode() == "require":
+            msg = f"file-system guard required ({fsguard.ENV_MODE}=require) but unavailable: {reason}"
+            return ProcessResult(status=Status.crash, returncode=None, reason=msg, seconds=0.0, peak_rss_mb=0.0,
+                                 output=msg, output_bytes=0)
     proc = subprocess.Popen(
         argv,
         cwd=str(cwd),
@@ -220,7 +241,9 @@ def run_limited(
     with _ACTIVE_LOCK:
         _ACTIVE.add(pgid)
     try:
-        return _supervise(proc, pgid, started, budget, on_line, cancel, stdin_data, poll_s)
+        result = _supervise(proc, pgid, started, budget, on_line, cancel, stdin_data, poll_s)
+        result.guarded = guarded
+        return result
     finally:
         with _ACTIVE_LOCK:
             _ACTIVE.discard(pgid)

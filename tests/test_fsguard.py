@@ -1,0 +1,172 @@
+"""The file-system guard: trial programs cannot rewrite the harness, the run or held-out data.
+
+Real processes in real mount namespaces (``unshare --mount``); the tests that need one skip with
+the probe's reason where this machine cannot make them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import rrma.sandbox
+from rrma import fsguard
+from rrma.fsguard import FsGuard
+from rrma.loop import start_run
+from rrma.sandbox import run_limited
+from rrma.store import RunStore
+from rrma.task import load_task
+from rrma.trial import Budget, Status
+from rrma.verify import verify_run
+
+REPO = Path(__file__).resolve().parent.parent
+REASON = fsguard.unavailable_reason()
+needs_guard = pytest.mark.skipif(REASON is not None, reason=f"file-system guard unavailable here: {REASON}")
+
+
+def layout(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
+    protected = tmp_path / "run"
+    work = protected / "trials" / "t0001" / "work"
+    work.mkdir(parents=True)
+    (protected / "events.jsonl").write_text('{"seq": 0}\n')
+    secret_dir = tmp_path / "heldout"
+    secret_dir.mkdir()
+    (secret_dir / "test.jsonl").write_text('{"question": "q", "answer": "#### 4"}\n')
+    secret_file = tmp_path / "val.bin"
+    secret_file.write_bytes(b"validation bytes")
+    return protected, work, secret_dir, secret_file
+
+
+@needs_guard
+def test_read_only_writable_and_hidden_paths_are_enforced(tmp_path: Path) -> None:
+    protected, work, secret_dir, secret_file = layout(tmp_path)
+    guard = FsGuard.for_trial(work, protect=(protected,)).hiding(secret_dir, secret_file)
+    script = f"""
+import errno, os
+def attempt(what, fn):
+    try:
+        fn()
+        print(what, "ok")
+    except OSError as exc:
+        print(what, errno.errorcode[exc.errno])
+attempt("append-log", lambda: open({str(protected / "events.jsonl")!r}, "a").write('{{"forged": 1}}\\n'))
+attempt("new-file-in-run", lambda: open({str(protected / "forged.txt")!r}, "w").close())
+attempt("other-trial", lambda: os.makedirs({str(protected / "trials" / "t0002")!r}))
+attempt("harness", lambda: open({rrma.sandbox.__file__!r}, "r+b").close())
+attempt("own-workspace", lambda: open("out.txt", "w").write("mine"))
+print("hidden-dir", sorted(os.listdir({str(secret_dir)!r})))
+print("hidden-file", repr(open({str(secret_file)!r}, "rb").read()))
+"""
+    result = run_limited([sys.executable, "-c", script], cwd=work, budget=Budget(seconds=30), guard=guard)
+    assert result.status == Status.ok, result.output
+    assert result.guarded
+    lines = dict(line.split(" ", 1) for line in result.output.strip().splitlines())
+    assert lines == {"append-log": "EROFS", "new-file-in-run": "EROFS", "other-trial": "EROFS",
+                     "harness": "EROFS", "own-workspace": "ok", "hidden-dir": "[]", "hidden-file": "b''"}
+    # nothing changed outside the namespace, and the namespace is gone with the process
+    assert (protected / "events.jsonl").read_text() == '{"seq": 0}\n'
+    assert not (protected / "forged.txt").exists()
+    assert (work / "out.txt").read_text() == "mine"
+    assert (secret_file.read_bytes(), os.listdir(secret_dir)) == (b"validation bytes", ["test.jsonl"])
+
+
+@needs_guard
+def test_limits_and_labels_are_unchanged_under_the_guard(tmp_path: Path) -> None:
+    _, work, _, _ = layout(tmp_path)
+    guard = FsGuard.for_trial(work)
+    forks = ("import os, sys, time\nchild = os.fork()\nif child == 0:\n    time.sleep(600)\n"
+             "print(os.getpid(), child, flush=True)\ntime.sleep(600)\n")
+    hung = run_limited([sys.executable, "-c", forks], cwd=work, budget=Budget(seconds=1), guard=guard)
+    assert hung.status == Status.timeout and hung.guarded
+    parent, child = (int(x) for x in hung.output.split())
+    assert not rrma.sandbox._group_members(parent)  # the program and its forked child were killed
+    assert not Path(f"/proc/{child}").exists() or b") Z" in Path(f"/proc/{child}/stat").read_bytes()
+    crashed = run_limited([sys.executable, "-c", "raise SystemExit(3)"], cwd=work, budget=Budget(seconds=10),
+                          guard=guard)
+    assert (crashed.status, crashed.returncode) == (Status.crash, 3)
+    with pytest.raises(FileNotFoundError):
+        run_limited(["no-such-program-rrma"], cwd=work, budget=Budget(seconds=5), guard=guard)
+
+
+def test_require_mode_turns_an_unguardable_trial_into_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(fsguard.ENV_MODE, "require")
+    monkeypatch.setattr(fsguard, "unavailable_reason", lambda: "no mount namespaces in this test")
+    result = run_limited(["true"], cwd=tmp_path, budget=Budget(seconds=5), guard=FsGuard.for_trial(tmp_path))
+    assert result.status == Status.crash and not result.guarded
+    assert "RRMA_FS_GUARD=require" in result.reason and "no mount namespaces in this test" in result.reason
+    # auto: the same trial runs unguarded, and says so
+    monkeypatch.setenv(fsguard.ENV_MODE, "auto")
+    result = run_limited(["true"], cwd=tmp_path, budget=Budget(seconds=5), guard=FsGuard.for_trial(tmp_path))
+    assert result.status == Status.ok and not result.guarded
+
+
+def test_off_mode_and_bad_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    fsguard.unavailable_reason.cache_clear()
+    try:
+        monkeypatch.setenv(fsguard.ENV_MODE, "off")
+        assert fsguard.unavailable_reason() == "turned off (RRMA_FS_GUARD=off)"
+        assert fsguard.describe().startswith("off: turned off")
+        monkeypatch.setenv(fsguard.ENV_MODE, "sometimes")
+        with pytest.raises(ValueError, match="RRMA_FS_GUARD='sometimes': expected one of auto, off, require"):
+            fsguard.mode()
+    finally:
+        fsguard.unavailable_reason.cache_clear()
+
+
+def test_harness_paths_cover_the_code_and_the_interpreter() -> None:
+    paths = fsguard.harness_paths()
+    code = Path(rrma.sandbox.__file__).resolve()
+    assert any(p in code.parents for p in paths)
+    assert any(p in Path(sys.executable).resolve().parents for p in paths)
+    assert Path("/") not in paths and Path.home().resolve() not in paths
+
+
+ATTACK = r"""
+import errno
+from pathlib import Path
+run = Path.cwd().parents[2]
+won = 0
+for name, path in [("log", run / "events.jsonl"), ("run_json", run / "run.json"),
+                   ("harness", Path(HARNESS_FILE))]:
+    try:
+        open(path, "r+b").close()
+        won += 1
+        print(name, "writable")
+    except OSError as exc:
+        print(name, errno.errorcode[exc.errno])
+try:
+    (run / "forged.jsonl").write_text("{}")
+    won += 1
+except OSError as exc:
+    print("forge", errno.errorcode[exc.errno])
+Path("mine.txt").write_text("own workspace is writable")
+print("loss:", won)
+"""
+
+
+@needs_guard
+def test_a_trial_that_attacks_the_run_changes_nothing(tmp_path: Path) -> None:
+    """Through the whole loop: the command oracle's program tries to open the run log, run.json and
+    the harness's code for writing and to forge a file in the run dir; every attempt fails."""
+    task = load_task(REPO / "benches" / "demo" / "task.yaml", {
+        "oracle.params": {"command": ["{python}", "-c", ATTACK.replace("HARNESS_FILE", repr(rrma.sandbox.__file__))]},
+        "budget.max_trials": 2, "noise.baseline_repeats": 1, "budget.max_concurrent": 1,
+    })
+    result = start_run(task, tmp_path)
+    run_dir = result.run_dir
+    assert verify_run(run_dir).ok
+    assert result.reason == "max_trials", (result.reason, result.state.notes)
+    trials = list(result.state.trials.values())
+    assert len(trials) == 3 and {t.score for t in trials} == {0.0}
+    assert not (run_dir / "forged.jsonl").exists()
+    for trial_dir in (run_dir / "trials").iterdir():
+        assert (trial_dir / "work" / "mine.txt").is_file()
+    store = RunStore(run_dir)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    logs = "\n".join(store.blob_text(e["data"]["log_blob"]) for e in events if e["kind"] == "trial.finished")
+    assert logs.count("log EROFS") == 3 and logs.count("harness EROFS") == 3 and logs.count("forge EROFS") == 3
+    assert json.loads((run_dir / "run.json").read_text())["versions"]["fs_guard"].startswith("on")

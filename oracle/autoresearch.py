@@ -61,6 +61,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from oracle.base import EvalContext, Oracle, OracleError
+from rrma.fsguard import FsGuard
 from rrma.powerlaw import AbortDecision, EarlyAbortRule
 from rrma.sandbox import ProcessResult, run_limited
 from rrma.trial import Budget, Outcome, Status
@@ -346,12 +347,23 @@ class AutoresearchOracle(Oracle):
             env=self._env(ctx.seed),
             on_line=on_line,
             cancel=ctx.cancel,
+            guard=self._guard(ctx, hide_val=True),
         )
         outcome = self._classify_training(ctx, run, train)
         if outcome is None:
             outcome = self._score(ctx, run, train)
         outcome.seconds = time.monotonic() - started
         return outcome
+
+    def _guard(self, ctx: EvalContext, *, hide_val: bool) -> FsGuard | None:
+        """The trial's guard plus the data: read-only, and while training its val split hidden
+        (train.py cannot train on what it is scored on; prepare.py then reports its own number on
+        a dev slice of train)."""
+        if ctx.guard is None or self.data_dir is None:
+            return ctx.guard
+        guard = FsGuard(read_only=(*ctx.guard.read_only, self.data_dir), writable=ctx.guard.writable,
+                        hidden=ctx.guard.hidden)
+        return guard.hiding(self.data_dir / "val.bin") if hide_val else guard
 
     def train_seconds(self, budget: Budget) -> float:
         """Wall-clock limit of the training process: the trial's budget less the scoring reserve."""
@@ -471,6 +483,7 @@ class AutoresearchOracle(Oracle):
             budget=Budget(seconds=min(self.settings.eval_seconds, ctx.budget.seconds), memory_mb=ctx.budget.memory_mb),
             env=self._env(ctx.seed),
             cancel=ctx.cancel,
+            guard=self._guard(ctx, hide_val=False),  # the saved model is the trial's artefact too
         )
         log = train.output + "\n=== oracle evaluation ===\n" + ev.output
         scored = parse_metrics("---\n" + ev.output)

@@ -16,6 +16,8 @@ import pytest
 from oracle import make_oracle
 from oracle.autoresearch import AutoresearchOracle, parse_metrics, parse_progress, traceback_tail
 from oracle.base import EvalContext, OracleError
+from rrma import fsguard
+from rrma.fsguard import FsGuard
 from rrma.task import load_task
 from rrma.trial import Budget, Proposal, Status
 
@@ -279,3 +281,40 @@ def test_small_bench_runs_end_to_end(tmp_path: Path) -> None:
     run_json = json.loads((result.run_dir / "run.json").read_text())
     assert len(run_json["oracle"]["data_sha256"]) == 64
     assert run_json["oracle"]["prepare_py_sha256"]
+
+
+GUARD_REASON = fsguard.unavailable_reason()
+
+
+@pytest.mark.skipif(GUARD_REASON is not None, reason=f"file-system guard unavailable here: {GUARD_REASON}")
+def test_guarded_train_py_cannot_rewrite_the_metric_or_the_data_nor_see_val(
+        oracle: AutoresearchOracle, tmp_path: Path) -> None:
+    """train.py tries what a score-hacking agent would: overwrite the oracle's frozen prepare.py and
+    the data, and read the validation split to train on it. Under the guard all three fail."""
+    assert oracle.prepare_py is not None and oracle.data_dir is not None
+    d = trial(tmp_path, LEARNING_RATE=0.003)
+    targets = {"metric": oracle.prepare_py, "train_data": oracle.data_dir / "train.bin"}
+    attack = (
+        "import errno, os\n"
+        f"for name, path in {[(k, str(v)) for k, v in targets.items()]!r}:\n"
+        "    try:\n"
+        "        open(path, 'r+b').close()\n"
+        "        print('ATTACK', name, 'writable', flush=True)\n"
+        "    except OSError as exc:\n"
+        "        print('ATTACK', name, errno.errorcode[exc.errno], flush=True)\n"
+        f"print('ATTACK val_bytes', os.path.getsize({str(oracle.data_dir / 'val.bin')!r}), flush=True)\n"
+    )
+    (d / "train.py").write_text(attack + (d / "train.py").read_text())
+    metric_before = oracle.prepare_py.read_bytes()
+    run_dir = oracle.prepare_py.parent.parent
+    ctx, _ = ctx_for(d, seed=1, guard=FsGuard.for_trial(d, protect=(run_dir,)))
+    out = oracle.evaluate(ctx)
+    assert out.status == Status.ok, out.feedback
+    seen = [line.split()[1:] for line in out.log.splitlines() if line.startswith("ATTACK")]
+    assert seen == [["metric", "EROFS"], ["train_data", "EROFS"], ["val_bytes", "0"]]
+    assert oracle.prepare_py.read_bytes() == metric_before
+    assert (oracle.data_dir / "val.bin").stat().st_size > 4096  # hidden only inside the trial
+    # train.py's own number came from a dev slice of train; the oracle scored the real split
+    assert "val.bin is hidden while training" in out.log
+    assert out.score is not None and 1.0 < out.score < 8.0
+    assert out.metrics["reported_val_bpb"] != pytest.approx(out.score, abs=1e-6)

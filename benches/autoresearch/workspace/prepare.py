@@ -162,7 +162,19 @@ def load_split(split: str, directory: Path | None = None) -> torch.Tensor:
     if split not in ("train", "val"):
         raise ValueError(f"split must be 'train' or 'val', not {split!r}")
     path = (directory or data_dir()) / f"{split}.bin"
+    if split == "val" and path.exists() and path.stat().st_size == 0:  # (bind-mounted /dev/null)
+        # the harness hides val.bin while train.py runs (it scores the saved model itself, on the
+        # real split); train.py's own val_bpb is then measured on the last bytes of train
+        if not _VAL_NOTE:
+            _VAL_NOTE.append(True)
+            print("note: val.bin is hidden while training; train.py's val_bpb uses a dev slice of train",
+                  file=sys.stderr)
+        train = load_split("train", directory)
+        return train[-(EVAL_TOKENS + 1):]
     return torch.from_numpy(np.fromfile(path, dtype=np.uint8))
+
+
+_VAL_NOTE: list[bool] = []
 
 
 def token_bytes() -> torch.Tensor:

@@ -139,6 +139,12 @@ def _candidates(split: str, data: Path | None) -> list[Path]:
     return [shared_dir() / f"{split}.jsonl", cache_dir() / f"{split}.jsonl"]
 
 
+def data_locations(data: Path | str | None = None) -> list[Path]:
+    """Every place GSM8K files may be read from (for hiding them from a recipe's process)."""
+    places = [Path(data)] if data is not None else []
+    return [*places, shared_dir(), cache_dir()]
+
+
 def locate(split: str, data: Path | str | None = None, *, download: bool = False) -> Path:
     """Path of ``train.jsonl`` or ``test.jsonl`` (see the module docstring for the order)."""
     if split not in FILE_SPLITS:

@@ -44,6 +44,7 @@ from oracle.gsm8k_data import (
     DataError,
     Problem,
     assert_disjoint,
+    data_locations,
     file_sha256,
     iter_json_objects,
     load_split,
@@ -547,7 +548,10 @@ class Gsm8kRecipeOracle(Oracle):
             raise OracleError(f"budget.trial_seconds ({ctx.budget.seconds:g}) must exceed the oracle's eval_seconds "
                               f"({self.eval_seconds:g}): the evaluation is part of the trial budget")
         train_budget = ctx.budget.model_copy(update={"seconds": train_seconds})
-        train = run_limited(argv, cwd=ctx.trial_dir, budget=train_budget, env=env, on_line=on_line, cancel=ctx.cancel)
+        # the recipe reads its train file (in the read-only run dir); every GSM8K source is hidden from it
+        guard = ctx.guard.hiding(*data_locations(self.params.get("data"))) if ctx.guard is not None else None
+        train = run_limited(argv, cwd=ctx.trial_dir, budget=train_budget, env=env, on_line=on_line, cancel=ctx.cancel,
+                            guard=guard)
         if train.status != Status.ok:
             return Outcome(status=train.status, feedback=f"recipe: {train.reason}\n{train.tail}", log=train.output,
                            seconds=time.monotonic() - started, metrics={"train_seconds": round(train.seconds, 2)})

@@ -34,6 +34,8 @@ from oracle.gsm8k_data import (
     subset,
 )
 from oracle.gsm8k_tasks import CompletionsError, match_completions, read_completions
+from rrma import fsguard
+from rrma.fsguard import FsGuard
 from rrma.trial import Budget, Proposal, Status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -355,6 +357,36 @@ def test_recipe_oracle_owns_the_evaluation(tmp_path: Path) -> None:
     assert out.score == 0.0 and out.metrics["completions"] == 5
     assert {"phase": "train", "step": 1, "loss": 0.5, "train_rows": len(given)} in seen
     assert json.loads((tmp_path / "trials" / "t1" / "oracle_eval.json").read_text())["metrics"]["pass_at_1"] == 0.0
+
+
+PEEKING_RECIPE = COPY_RECIPE + """
+import errno, os
+def peek(name, path, mode):
+    try:
+        with open(path, mode) as fh:
+            print("PEEK", name, len(fh.read()) if "r" == mode else "writable", flush=True)
+    except OSError as exc:
+        print("PEEK", name, errno.errorcode[exc.errno], flush=True)
+print("PEEK data_dir", len(os.listdir(DATA)), flush=True)
+peek("test_split", os.path.join(DATA, "test.jsonl"), "r")
+peek("train_file", a.train_data, "a")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(fsguard.unavailable_reason() is not None,
+                    reason=f"file-system guard unavailable here: {fsguard.unavailable_reason()}")
+def test_guarded_recipe_cannot_read_held_out_data_or_rewrite_its_train_file(tmp_path: Path) -> None:
+    oracle = _recipe_oracle()
+    oracle.prepare(tmp_path, tmp_path)
+    trial = _trial(tmp_path, "t1", PEEKING_RECIPE.replace("DATA", repr(str(FIXTURE))))
+    ctx = ctx_for(trial, seconds=EVAL_S + 60, guard=FsGuard.for_trial(trial, protect=(tmp_path / "gsm8k",)))
+    out = oracle.evaluate(ctx)
+    assert out.status == Status.ok, out.feedback
+    seen = [line.split()[1:] for line in out.log.splitlines() if line.startswith("PEEK")]
+    # the data directory is an empty tmpfs to the recipe; the train file it was given is read-only
+    assert seen == [["data_dir", "0"], ["test_split", "ENOENT"], ["train_file", "EROFS"]]
+    assert (FIXTURE / "test.jsonl").is_file() and out.score == 0.0  # the oracle still evaluated on it
 
 
 @pytest.mark.parametrize(

@@ -53,7 +53,7 @@ def test_core_never_imports_textual() -> None:
 def test_headless_bench_demo_end_to_end(tmp_path: Path) -> None:
     proc = cli("--headless", "bench", "demo", "--runs", str(tmp_path), "--trials", "6")
     assert proc.returncode == 0, proc.stderr
-    for label in ("baseline ± σ", "best", "delta", "trials", "cache hits", "wall time"):
+    for label in ("baseline ± σ", "best", "delta", "trials", "cache hits", "wall time", "fs guard"):
         assert label in proc.stdout
     assert "new best" in proc.stdout  # progress lines
     [run] = list(tmp_path.iterdir())
@@ -68,6 +68,16 @@ def test_headless_bench_demo_end_to_end(tmp_path: Path) -> None:
     assert exported.returncode == 0 and "trials" in exported.stdout
     again = cli("export", str(run), "--sqlite", str(db))
     assert "unchanged, skipped" in again.stdout
+
+
+def test_a_run_without_the_fs_guard_says_so(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "bench", "demo", "--runs", str(tmp_path),
+                           "--trials", "1"], env={**ENV, "RRMA_FS_GUARD": "off"}, cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "file-system guard off: turned off (RRMA_FS_GUARD=off)" in proc.stdout
+    [run] = list(tmp_path.iterdir())
+    assert json.loads((run / "run.json").read_text())["versions"]["fs_guard"].startswith("off: turned off")
 
 
 def test_bad_inputs_exit_2_with_a_message(tmp_path: Path) -> None:

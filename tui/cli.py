@@ -9,7 +9,9 @@ is given.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import json
 import os
 import signal
 import sys
@@ -237,6 +239,10 @@ class Progress:
                           f"; promotion needs {data.floor:.3g}")
         elif kind == "run.started":
             console.print(f"run {data.run_id} ({data.task_name})")
+            guard = data.versions.get("fs_guard", "")
+            if guard.startswith("off"):
+                console.print(f"[yellow]file-system guard {guard}: trial programs can write outside their "
+                              "workspace (docs/foundation.md)[/]", markup=True, soft_wrap=True)
 
 
 def print_summary(run_dir: Path, state: Any, reason: str) -> None:
@@ -259,6 +265,10 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
     if summary.get("awaiting_review"):
         table.add_row("awaiting review", str(summary["awaiting_review"]))
     table.add_row("wall time", f"{summary.get('wall_seconds', 0):.1f} s")
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        guard = json.loads((run_dir / "run.json").read_text()).get("versions", {}).get("fs_guard")
+        if guard:
+            table.add_row("fs guard", str(guard))
     table.add_row("run dir", str(run_dir))
     console.print(table)
 

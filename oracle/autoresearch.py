@@ -61,7 +61,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from oracle.base import EvalContext, Oracle, OracleError
-from rrma.fsguard import FsGuard
+from rrma.fsguard import FsGuard, harness_python
 from rrma.powerlaw import AbortDecision, EarlyAbortRule
 from rrma.sandbox import ProcessResult, run_limited
 from rrma.trial import Budget, Outcome, Status
@@ -250,7 +250,7 @@ class AutoresearchOracle(Oracle):
         shutil.copyfile(source, pristine)
         env = self._env(seed=0)
         result = run_limited(
-            [sys.executable, str(pristine), "data", "--data", self.settings.data],
+            [*harness_python(), str(pristine), "data", "--data", self.settings.data],
             cwd=oracle_dir,
             budget=Budget(seconds=1800, memory_mb=8192),
             env=env,
@@ -478,7 +478,7 @@ class AutoresearchOracle(Oracle):
             return Outcome(status=Status.crash, metrics=metrics, feedback=feedback, log=train.output)
         device = self._device()
         ev = run_limited(
-            [sys.executable, str(self.prepare_py), "evaluate", str(model.resolve()), "--device", device],
+            [*harness_python(), str(self.prepare_py), "evaluate", str(model.resolve()), "--device", device],
             cwd=self.prepare_py.parent,
             budget=Budget(seconds=min(self.settings.eval_seconds, ctx.budget.seconds), memory_mb=ctx.budget.memory_mb),
             env=self._env(ctx.seed),

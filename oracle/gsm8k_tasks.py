@@ -54,6 +54,7 @@ from oracle.gsm8k_data import (
     subset,
     write_jsonl,
 )
+from rrma.fsguard import harness_python
 from rrma.sandbox import ProcessResult, run_limited
 from rrma.stats import Estimate, mean_pass_at_k, pass_at_1, taxonomy_counts
 from rrma.trial import Budget, Outcome, Status
@@ -301,7 +302,7 @@ def generate_in_child(
             for p in problems:
                 fh.write(json.dumps({"idx": p.idx, "question": p.question}) + "\n")
         out = tmpdir / "completions.jsonl"
-        argv = [sys.executable, "-m", "oracle.gsm8k_gen", "--model", str(model_dir), "--questions", str(qfile),
+        argv = [*harness_python(), "-m", "oracle.gsm8k_gen", "--model", str(model_dir), "--questions", str(qfile),
                 "--out", str(out), "--backend", backend, *_gen_args(gen, answer_format)]
         if system_prompt is not None:
             (tmpdir / "system.txt").write_text(system_prompt, encoding="utf-8")

@@ -87,6 +87,20 @@ def harness_paths() -> tuple[Path, ...]:
     return tuple(p for p in _outermost(_existing(roots)) if p != Path("/") and p != home)
 
 
+def harness_python() -> list[str]:
+    """The interpreter command for the oracle's own child processes (scoring, evaluation).
+
+    A trial may create a user site-packages directory that did not exist (it lives in the home
+    directory, which the guard leaves writable) and drop a ``.pth`` file there that would run in
+    every later Python process; the oracle's children then start with ``-s`` (no user site).
+    Where a user site exists the harness may depend on it, and the guard keeps it read-only.
+    """
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if user_site and Path(user_site).is_dir():
+        return [sys.executable]
+    return [sys.executable, "-s"]
+
+
 @dataclass(frozen=True)
 class FsGuard:
     """What an untrusted process may not write (``read_only``) or read (``hidden``)."""

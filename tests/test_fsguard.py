@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import site
+import subprocess
 import sys
 from pathlib import Path
 
@@ -170,3 +172,23 @@ def test_a_trial_that_attacks_the_run_changes_nothing(tmp_path: Path) -> None:
     logs = "\n".join(store.blob_text(e["data"]["log_blob"]) for e in events if e["kind"] == "trial.finished")
     assert logs.count("log EROFS") == 3 and logs.count("harness EROFS") == 3 and logs.count("forge EROFS") == 3
     assert json.loads((run_dir / "run.json").read_text())["versions"]["fs_guard"].startswith("on")
+
+
+def test_oracle_children_ignore_a_user_site_a_trial_could_create(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The home directory stays writable, so a trial could create a user site-packages with a .pth
+    file that runs in every later Python; the oracle's own children start with -s then."""
+    monkeypatch.setattr(site, "getusersitepackages", lambda: str(tmp_path / "absent"))
+    argv = fsguard.harness_python()
+    assert argv == [sys.executable, "-s"]
+    env = {**os.environ, "PYTHONUSERBASE": str(tmp_path / "userbase")}
+    probe = [sys.executable, "-c", "import site; print(site.getusersitepackages())"]
+    user_site = Path(subprocess.run(probe, env=env, capture_output=True, text=True, check=True).stdout.strip())
+    user_site.mkdir(parents=True)
+    (user_site / "planted.pth").write_text("import sys; sys.stdout.write('INJECTED\\n')\n")
+    plain = subprocess.run([sys.executable, "-c", "pass"], env=env, capture_output=True, text=True, check=True)
+    assert "INJECTED" in plain.stdout  # the threat is real for a plain interpreter
+    child = subprocess.run([*argv, "-c", "pass"], env=env, capture_output=True, text=True, check=True)
+    assert "INJECTED" not in child.stdout
+    monkeypatch.setattr(site, "getusersitepackages", lambda: str(user_site))
+    assert fsguard.harness_python() == [sys.executable]  # an existing user site is kept (and read-only)

@@ -192,3 +192,14 @@ def describe() -> str:
     """One line for run.json and the docs: is the guard on here, and if not, why."""
     reason = unavailable_reason()
     return "on (private mount namespace per trial program)" if reason is None else f"off: {reason}"
+
+
+def recorded(run_dir: Path) -> str | None:
+    """What ``run.json`` of ``run_dir`` says about the guard (``versions.fs_guard``), if anything."""
+    import json
+
+    try:
+        value = json.loads((Path(run_dir) / "run.json").read_text()).get("versions", {}).get("fs_guard")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(value) if value else None

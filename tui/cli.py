@@ -9,9 +9,7 @@ is given.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import json
 import os
 import signal
 import sys
@@ -22,6 +20,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from rrma import fsguard
 
 BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
 COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema")
@@ -265,10 +265,9 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
     if summary.get("awaiting_review"):
         table.add_row("awaiting review", str(summary["awaiting_review"]))
     table.add_row("wall time", f"{summary.get('wall_seconds', 0):.1f} s")
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        guard = json.loads((run_dir / "run.json").read_text()).get("versions", {}).get("fs_guard")
-        if guard:
-            table.add_row("fs guard", str(guard))
+    guard = fsguard.recorded(run_dir)
+    if guard:
+        table.add_row("fs guard", guard)
     table.add_row("run dir", str(run_dir))
     console.print(table)
 

@@ -26,6 +26,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from rrma import fsguard
 from rrma.task import TaskConfig, TaskError, load_task, task_from_dict
 
 HERE = Path(__file__).resolve().parent
@@ -154,6 +155,9 @@ def summary_table(result: Any, task: TaskConfig) -> Table:
     if seconds:
         table.add_row("seconds per scored trial", f"{statistics.fmean(seconds):.1f}")
     table.add_row("wall time", f"{s.get('wall_seconds', 0):.1f} s")
+    guard = fsguard.recorded(result.run_dir)
+    if guard:
+        table.add_row("fs guard", guard)
     table.add_row("run dir", str(result.run_dir))
     return table
 

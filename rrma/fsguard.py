@@ -11,10 +11,12 @@ without improving anything. :class:`FsGuard` describes what the program may not 
 - ``hidden``: files replaced by an empty file, directories by an empty read-only tmpfs (held-out
   data the program must not read).
 
-It works through ``unshare --mount`` (util-linux) and ``mount`` in a new mount namespace, as root
-or, for other users, inside a user namespace (``--map-root-user``). The namespace dies with the
-process; nothing changes outside it, and the process group, limits and labels of
-:func:`rrma.sandbox.run_limited` are unchanged (``unshare`` and the shell ``exec`` in place).
+It works through ``unshare --mount --pid --fork --mount-proc`` (util-linux) and ``mount`` in new
+mount and PID namespaces, as root or, for other users, inside a user namespace
+(``--map-root-user``). The namespaces die with the process; nothing changes outside them. The
+process group, limits and labels of :func:`rrma.sandbox.run_limited` are unchanged: the program
+(pid 1 inside) stays in ``unshare``'s process group, and ``unshare`` exits with its status or
+re-raises the signal that killed it.
 
 Where mount namespaces are not available (no util-linux, a container without CAP_SYS_ADMIN, user
 namespaces disabled) the guard is off and :func:`unavailable_reason` says why; the environment
@@ -138,6 +140,9 @@ class FsGuard:
                 lines.append(f"mount -t tmpfs -o size=4k,mode=0555 rrma-hidden {q}")
             else:
                 lines.append(f"mount --bind /dev/null {q}")
+        # the working directory still points into the mounts as they were before: re-enter it by
+        # path, or relative paths (``open("../events.jsonl", "a")``) would bypass the read-only binds
+        lines.append('cd -- "$(pwd -P)"')
         lines.append('exec "$@"')
         return "\n".join(lines)
 
@@ -147,7 +152,13 @@ class FsGuard:
 
 
 def _unshare_prefix() -> list[str]:
-    prefix = ["unshare", "--mount", "--propagation", "private"]
+    # a PID namespace with its own /proc too: through /proc/<harness pid>/root or /cwd a program
+    # could reach the harness's mounts, where nothing is read-only. The program runs as pid 1 of
+    # the namespace: a SIGTERM from the harness is ignored unless it installs a handler (SIGKILL
+    # follows after the grace period), and when it exits every process it left is killed, even
+    # one that left the process group with setsid(). --kill-child: when the group kill reaches
+    # unshare, its child (that pid 1) is killed too, and with it the whole namespace.
+    prefix = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc", "--kill-child"]
     if os.geteuid() != 0:
         prefix.append("--map-root-user")
     return [*prefix, "--"]

@@ -24,6 +24,7 @@ import fnmatch
 import os
 import posixpath
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
@@ -85,6 +86,30 @@ def _group_members(pgid: int) -> list[int]:
         if len(rest) > 2 and int(rest[2]) == pgid and rest[0] != b"Z":
             members.append(int(entry))
     return members
+
+
+TRIAL_TOKEN_ENV = "RRMA_TRIAL_TOKEN"  # set to a fresh random value in every limited process
+
+
+def _token_members(token: str) -> list[int]:
+    """Live (non-zombie) pids whose environment carries ``token``: the limited program's
+    descendants, including any that left its process group with setsid()."""
+    needle = f"{TRIAL_TOKEN_ENV}={token}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                if needle not in fh.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        if stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] != b"Z":
+            found.append(int(entry))
+    return found
 
 
 def _rss_bytes(pids: Iterable[int]) -> int:
@@ -227,10 +252,11 @@ def run_limited(
             msg = f"file-system guard required ({fsguard.ENV_MODE}=require) but unavailable: {reason}"
             return ProcessResult(status=Status.crash, returncode=None, reason=msg, seconds=0.0, peak_rss_mb=0.0,
                                  output=msg, output_bytes=0)
+    token = secrets.token_hex(8)
     proc = subprocess.Popen(
         argv,
         cwd=str(cwd),
-        env=trial_env(env),
+        env={**trial_env(env), TRIAL_TOKEN_ENV: token},
         stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -241,7 +267,7 @@ def run_limited(
     with _ACTIVE_LOCK:
         _ACTIVE.add(pgid)
     try:
-        result = _supervise(proc, pgid, started, budget, on_line, cancel, stdin_data, poll_s)
+        result = _supervise(proc, pgid, token, started, budget, on_line, cancel, stdin_data, poll_s)
         result.guarded = guarded
         return result
     finally:
@@ -252,6 +278,7 @@ def run_limited(
 def _supervise(
     proc: subprocess.Popen[bytes],
     pgid: int,
+    token: str,
     started: float,
     budget: Budget,
     on_line: Callable[[str], str | None] | None,
@@ -337,6 +364,17 @@ def _supervise(
         deadline = time.monotonic() + 5
         while _group_members(pgid) and time.monotonic() < deadline:
             time.sleep(0.02)
+    # descendants that left the group (setsid) still carry the token: kill those too. (A program
+    # can shed the token with a fresh environment; the fs guard's PID namespace has no such gap.)
+    escaped = [pid for pid in _token_members(token) if pid not in leftovers]
+    for pid in escaped:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    if escaped:
+        deadline = time.monotonic() + 5
+        while _token_members(token) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    leftovers = [*leftovers, *escaped]
     read_thread.join(timeout=5)
     with contextlib.suppress(OSError):
         proc.stdout.close()

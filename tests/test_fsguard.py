@@ -11,6 +11,7 @@ import os
 import site
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,8 @@ attempt("new-file-in-run", lambda: open({str(protected / "forged.txt")!r}, "w").
 attempt("other-trial", lambda: os.makedirs({str(protected / "trials" / "t0002")!r}))
 attempt("harness", lambda: open({rrma.sandbox.__file__!r}, "r+b").close())
 attempt("own-workspace", lambda: open("out.txt", "w").write("mine"))
+attempt("relative-path", lambda: open("../../../events.jsonl", "a").write("forged"))
+attempt("via-harness-proc", lambda: open("/proc/{os.getpid()}/root{protected}/events.jsonl", "a").write("forged"))
 print("hidden-dir", sorted(os.listdir({str(secret_dir)!r})))
 print("hidden-file", repr(open({str(secret_file)!r}, "rb").read()))
 """
@@ -68,7 +71,12 @@ print("hidden-file", repr(open({str(secret_file)!r}, "rb").read()))
     assert result.guarded
     lines = dict(line.split(" ", 1) for line in result.output.strip().splitlines())
     assert lines == {"append-log": "EROFS", "new-file-in-run": "EROFS", "other-trial": "EROFS",
-                     "harness": "EROFS", "own-workspace": "ok", "hidden-dir": "[]", "hidden-file": "b''"}
+                     "harness": "EROFS", "own-workspace": "ok", "relative-path": "EROFS",
+                     "via-harness-proc": "ENOENT", "hidden-dir": "[]", "hidden-file": "b''"}
+    # a program started with its working directory inside a read-only tree (the scorer's case)
+    inside = run_limited(["/bin/sh", "-c", "echo forged >> events.jsonl"], cwd=protected, budget=Budget(seconds=30),
+                         guard=guard)
+    assert inside.status == Status.crash and "Read-only file system" in inside.output
     # nothing changed outside the namespace, and the namespace is gone with the process
     assert (protected / "events.jsonl").read_text() == '{"seq": 0}\n'
     assert not (protected / "forged.txt").exists()
@@ -76,17 +84,36 @@ print("hidden-file", repr(open({str(secret_file)!r}, "rb").read()))
     assert (secret_file.read_bytes(), os.listdir(secret_dir)) == (b"validation bytes", ["test.jsonl"])
 
 
+def processes_with(needle: bytes) -> list[int]:
+    """Live (non-zombie) pids whose environment contains ``needle``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if needle in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0") and \
+                    b") Z" not in Path(f"/proc/{entry}/stat").read_bytes():
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
 @needs_guard
 def test_limits_and_labels_are_unchanged_under_the_guard(tmp_path: Path) -> None:
     _, work, _, _ = layout(tmp_path)
     guard = FsGuard.for_trial(work)
-    forks = ("import os, sys, time\nchild = os.fork()\nif child == 0:\n    time.sleep(600)\n"
-             "print(os.getpid(), child, flush=True)\ntime.sleep(600)\n")
-    hung = run_limited([sys.executable, "-c", forks], cwd=work, budget=Budget(seconds=1), guard=guard)
-    assert hung.status == Status.timeout and hung.guarded
-    parent, child = (int(x) for x in hung.output.split())
-    assert not rrma.sandbox._group_members(parent)  # the program and its forked child were killed
-    assert not Path(f"/proc/{child}").exists() or b") Z" in Path(f"/proc/{child}/stat").read_bytes()
+    token = f"RRMA_TEST_TOKEN={os.getpid()}-{time.monotonic_ns()}"
+    forks = "import os, time\nos.fork()\nos.setsid()\nprint('forked', flush=True)\ntime.sleep(600)\n"
+    hung = run_limited([sys.executable, "-c", forks], cwd=work, budget=Budget(seconds=1), guard=guard,
+                       env={**os.environ, token.split("=")[0]: token.split("=")[1]})
+    assert hung.status == Status.timeout and hung.guarded and hung.output.count("forked") == 2
+    # both processes (one even left the process group with setsid) are gone: pids inside the
+    # namespace mean nothing here, so look for the token in every live process's environment
+    assert not processes_with(token.encode())
+    segv = run_limited([sys.executable, "-c", "import ctypes; ctypes.string_at(0)"], cwd=work,
+                       budget=Budget(seconds=10), guard=guard)
+    assert (segv.status, segv.signal_name) == (Status.crash, "SIGSEGV")
     crashed = run_limited([sys.executable, "-c", "raise SystemExit(3)"], cwd=work, budget=Budget(seconds=10),
                           guard=guard)
     assert (crashed.status, crashed.returncode) == (Status.crash, 3)

@@ -126,6 +126,20 @@ def test_orphaned_child_is_reaped_after_a_clean_exit(tmp_path: Path) -> None:
     _assert_group_gone(pids)
 
 
+def test_a_child_that_leaves_the_process_group_is_killed_too(tmp_path: Path) -> None:
+    """setsid() takes a child out of the group killpg reaches; the run's token in its environment
+    still finds it (unguarded here: the fs guard's PID namespace would catch it anyway)."""
+    pids = tmp_path / "pids"
+    code = (f"import os, time\nif os.fork() == 0:\n    os.setsid()\n    open({str(pids)!r}, 'a').write(str(os.getpid()))\n"
+            "    time.sleep(1000)\nelse:\n    time.sleep(0.5)\n    print('done')")
+    started = time.monotonic()
+    result = _run(code)
+    assert result.status == Status.ok and result.leftover_killed == 1
+    assert time.monotonic() - started < 5  # the escaped child held the output pipe; it was not waited out
+    time.sleep(0.2)
+    _assert_group_gone(pids)
+
+
 def test_unbounded_memory_is_oom() -> None:
     result = _run("x = []\nwhile True:\n    x.append(b'x' * 20_000_000)", Budget(seconds=20, memory_mb=200))
     assert result.status == Status.oom

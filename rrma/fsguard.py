@@ -37,7 +37,7 @@ import sys
 import sysconfig
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ENV_MODE = "RRMA_FS_GUARD"
@@ -110,7 +110,6 @@ class FsGuard:
     read_only: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
-    notes: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def for_trial(cls, trial_dir: Path, protect: Sequence[Path] = ()) -> FsGuard:
@@ -118,22 +117,25 @@ class FsGuard:
         return cls(read_only=(*harness_paths(), *(Path(p) for p in protect)), writable=(Path(trial_dir),))
 
     def hiding(self, *paths: Path | str) -> FsGuard:
-        return FsGuard(self.read_only, self.writable, (*self.hidden, *(Path(p) for p in paths)), self.notes)
+        return FsGuard(self.read_only, self.writable, (*self.hidden, *(Path(p) for p in paths)))
 
     def script(self) -> str:
         """The shell prelude run inside the new mount namespace, ending in ``exec "$@"``."""
         lines = ["set -e"]
         writable = _existing(self.writable)
-        read_only = [p for p in _outermost(_existing(self.read_only)) if p not in writable]
-        for p in read_only:
-            q = shlex.quote(str(p))
-            lines.append(f"mount --bind {q} {q}")
-            lines.append(f"mount -o remount,bind,ro {q}")
-        for p in sorted(writable, key=lambda q: len(q.parts)):
-            if any(r == p or r in p.parents for r in read_only):
-                q = shlex.quote(str(p))
-                lines.append(f"mount --bind {q} {q}")
-                lines.append(f"mount -o remount,bind,rw {q}")
+        marks = [(p, "ro") for p in _existing(self.read_only) if p not in writable] + [(p, "rw") for p in writable]
+        applied: list[tuple[Path, str]] = []
+        # shallow to deep, so a read-only path inside a writable one inside a read-only one holds;
+        # a mark that matches what its nearest marked ancestor already gives needs no mount
+        for path, kind in sorted(marks, key=lambda m: len(m[0].parts)):
+            above = [(q, k) for q, k in applied if q in path.parents]
+            current = max(above, key=lambda a: len(a[0].parts))[1] if above else "rw"
+            if kind == current:
+                continue
+            q = shlex.quote(str(path))
+            lines.append(f"mount --rbind {q} {q}")
+            lines.append(f"mount -o remount,bind,{kind} {q}")
+            applied.append((path, kind))
         for p in _existing(self.hidden):
             q = shlex.quote(str(p))
             if p.is_dir():

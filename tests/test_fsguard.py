@@ -219,3 +219,18 @@ def test_oracle_children_ignore_a_user_site_a_trial_could_create(tmp_path: Path,
     assert "INJECTED" not in child.stdout
     monkeypatch.setattr(site, "getusersitepackages", lambda: str(user_site))
     assert fsguard.harness_python() == [sys.executable]  # an existing user site is kept (and read-only)
+
+
+@needs_guard
+def test_nested_marks_apply_from_the_outside_in(tmp_path: Path) -> None:
+    """read-only / writable inside it / read-only inside that: each level keeps its own mode."""
+    outer = tmp_path / "outer"
+    inner = outer / "work"
+    data = inner / "data"
+    data.mkdir(parents=True)
+    guard = FsGuard(read_only=(outer, data, outer / "work" / "data" / ".."), writable=(inner,))
+    script = f"for d in {outer} {inner} {data}; do touch $d/x 2>/dev/null && echo $d ok || echo $d ro; done"
+    result = run_limited(["/bin/sh", "-c", script], cwd=inner, budget=Budget(seconds=30), guard=guard)
+    assert result.output.split() == [str(outer), "ro", str(inner), "ok", str(data), "ro"], result.output
+    # a path listed both read-only (here as data/..) and writable is writable; one mount per level
+    assert guard.script().count("remount,bind,ro") == 2 and guard.script().count("remount,bind,rw") == 1

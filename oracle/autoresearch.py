@@ -361,8 +361,7 @@ class AutoresearchOracle(Oracle):
         a dev slice of train)."""
         if ctx.guard is None or self.data_dir is None:
             return ctx.guard
-        guard = FsGuard(read_only=(*ctx.guard.read_only, self.data_dir), writable=ctx.guard.writable,
-                        hidden=ctx.guard.hidden)
+        guard = ctx.guard.protecting(self.data_dir)
         return guard.hiding(self.data_dir / "val.bin") if hide_val else guard
 
     def train_seconds(self, budget: Budget) -> float:

@@ -49,6 +49,7 @@ class TrialJob:
     oracle_params: dict[str, Any] = field(default_factory=dict)
     metric: str = "score"
     direction: str = "minimize"
+    fs_guard: str = "auto"  # RRMA_FS_GUARD where the run was started (auto | off | require)
 
 
 class Executor(Protocol):
@@ -87,7 +88,8 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
             sigma=job.sigma,
             progress=on_progress,
             cancel=cancel,
-            guard=FsGuard.for_trial(trial_dir, protect),
+            guard=None if job.fs_guard == "off" else FsGuard.for_trial(trial_dir, protect,
+                                                                       required=job.fs_guard == "require"),
         )
         outcome = oracle.evaluate(ctx)
         if outcome.seconds == 0.0:

@@ -95,6 +95,7 @@ def encode_job(job: TrialJob) -> dict[str, Any]:
         "best_score": job.best_score,
         "baseline_score": job.baseline_score,
         "sigma": job.sigma,
+        "fs_guard": job.fs_guard,
         "oracle_kind": job.oracle_kind,
         "oracle_params": job.oracle_params,
         "metric": job.metric,

@@ -27,6 +27,7 @@ The guard limits the file system only: it is not a network or a privilege bounda
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shlex
@@ -110,14 +111,19 @@ class FsGuard:
     read_only: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
+    required: bool = False  # the run asked for RRMA_FS_GUARD=require: no guard here is a crash
 
     @classmethod
-    def for_trial(cls, trial_dir: Path, protect: Sequence[Path] = ()) -> FsGuard:
+    def for_trial(cls, trial_dir: Path, protect: Sequence[Path] = (), *, required: bool = False) -> FsGuard:
         """The default guard of a trial: the harness and ``protect`` read-only, its workspace not."""
-        return cls(read_only=(*harness_paths(), *(Path(p) for p in protect)), writable=(Path(trial_dir),))
+        return cls(read_only=(*harness_paths(), *(Path(p) for p in protect)), writable=(Path(trial_dir),),
+                   required=required)
 
     def hiding(self, *paths: Path | str) -> FsGuard:
-        return FsGuard(self.read_only, self.writable, (*self.hidden, *(Path(p) for p in paths)))
+        return dataclasses.replace(self, hidden=(*self.hidden, *(Path(p) for p in paths)))
+
+    def protecting(self, *paths: Path | str) -> FsGuard:
+        return dataclasses.replace(self, read_only=(*self.read_only, *(Path(p) for p in paths)))
 
     def script(self) -> str:
         """The shell prelude run inside the new mount namespace, ending in ``exec "$@"``."""
@@ -166,15 +172,20 @@ def _unshare_prefix() -> list[str]:
     return [*prefix, "--"]
 
 
-@functools.cache
 def unavailable_reason() -> str | None:
-    """None when the guard works here; otherwise why not (measured once per process).
+    """None when the guard works here; otherwise why not (``RRMA_FS_GUARD=off``, or the probe)."""
+    if mode() == "off":
+        return f"turned off ({ENV_MODE}=off)"
+    return _probe()
+
+
+@functools.cache
+def _probe() -> str | None:
+    """Why mount namespaces cannot guard a process here, or None (measured once per process).
 
     The probe runs a real guarded process and checks that a read-only path refuses a write,
     a writable one inside it accepts one, and a hidden file reads empty.
     """
-    if mode() == "off":
-        return f"turned off ({ENV_MODE}=off)"
     if sys.platform != "linux":
         return f"needs Linux mount namespaces (this is {sys.platform})"
     for tool in ("unshare", "mount"):

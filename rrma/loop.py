@@ -120,6 +120,7 @@ class ResearchLoop:
                                                   protect=(store.dir,))
         self.agents = agents if agents is not None else make_agents(task, seed)
         self.cache = cache or OutcomeCache(store.dir / "cache.sqlite")
+        self.fs_guard = fsguard.mode()  # shipped with every job, so remote workers follow this run's choice
         self.budget = Budget(
             seconds=task.budget.trial_seconds,
             memory_mb=task.budget.trial_memory_mb,
@@ -438,7 +439,7 @@ class ResearchLoop:
                     trial_id=trial_id, files=files, proposal=proposal, budget=self.budget, seed=seed,
                     is_baseline=baseline, best_score=best, baseline_score=self.state.baseline_mean,
                     sigma=self.state.sigma, oracle_kind=self.task.oracle.kind, oracle_params=self.task.oracle.params,
-                    metric=self.task.metric.name, direction=self.task.metric.direction,
+                    metric=self.task.metric.name, direction=self.task.metric.direction, fs_guard=self.fs_guard,
                 )
             self.emit("trial.started", "harness", {"trial_id": trial_id, "executor": self.executor.name})
 

@@ -240,7 +240,7 @@ def run_limited(
     """
     started = time.monotonic()
     guarded = False
-    if guard is not None and fsguard.mode() != "off":
+    if guard is not None:
         reason = fsguard.unavailable_reason()
         if reason is None:
             prog = argv[0]  # the shell would report a missing program as exit 127: keep the contract
@@ -248,7 +248,7 @@ def run_limited(
                 raise FileNotFoundError(errno.ENOENT, "no such program", prog)
             argv = guard.wrap(argv)
             guarded = True
-        elif fsguard.mode() == "require":
+        elif guard.required or fsguard.mode() == "require":
             msg = f"file-system guard required ({fsguard.ENV_MODE}=require) but unavailable: {reason}"
             return ProcessResult(status=Status.crash, returncode=None, reason=msg, seconds=0.0, peak_rss_mb=0.0,
                                  output=msg, output_bytes=0)

@@ -24,6 +24,7 @@ ray = pytest.importorskip("ray", reason="ray is not installed (the optional 'ray
 
 from agents.base import Agent, Context  # noqa: E402
 from oracle.base import EvalContext, Oracle  # noqa: E402
+from rrma import fsguard  # noqa: E402
 from rrma.executor import TrialJob, wait_outcome  # noqa: E402
 from rrma.executor_ray import (  # noqa: E402
     DIED_PREFIX,
@@ -129,10 +130,12 @@ def pid_job(trial_id: str, piddir: Path, seconds: float, memory_mb: int = 256) -
                "(d / (str(os.getpid()) + '.tmp')).write_text(f'{os.getpid()} {os.getppid()}')\n"
                "(d / (str(os.getpid()) + '.tmp')).rename(d / (str(os.getpid()) + '.pid'))\n"
                "time.sleep(600)\n")
+    # fs_guard off: these tests follow the program's pid from outside, and under the guard it is
+    # pid 1 of its own PID namespace (test_guarded_trial_on_a_worker covers the guard on Ray)
     return TrialJob(trial_id=trial_id, files={"hang.py": program}, proposal=Proposal(hypothesis="hang"),
                     budget=Budget(seconds=seconds, memory_mb=memory_mb), oracle_kind="command",
                     oracle_params={"command": ["{python}", "hang.py"], "env": {"PIDDIR": str(piddir)}},
-                    metric="loss")
+                    metric="loss", fs_guard="off")
 
 
 def recorded_pids(piddir: Path) -> list[tuple[int, int]]:
@@ -181,7 +184,9 @@ print("loss: {loss}")
 """
 
 
-def test_worker_killed_mid_trial_becomes_crash_and_the_run_goes_on(ray_instance: Any, tmp_path: Path) -> None:
+def test_worker_killed_mid_trial_becomes_crash_and_the_run_goes_on(ray_instance: Any, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(fsguard.ENV_MODE, "off")  # the run ships it with each job: pids stay comparable
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "trial.py").write_text(TRIAL_PY.format(mode="base", loss=5.0))
@@ -220,6 +225,31 @@ def test_worker_killed_mid_trial_becomes_crash_and_the_run_goes_on(ray_instance:
     assert feedback.startswith(DIED_PREFIX) and f"worker pid {worker_pid}" in feedback
     assert "WorkerCrashedError" in feedback or "died" in feedback.lower()
     wait_for(lambda: not alive(trial_pid), 10, f"the reaper to kill the orphaned trial program {trial_pid}")
+
+
+GUARD_REASON = fsguard.unavailable_reason()
+
+
+@pytest.mark.skipif(GUARD_REASON is not None, reason=f"file-system guard unavailable here: {GUARD_REASON}")
+def test_guarded_trial_on_a_worker(ray_instance: Any, tmp_path: Path) -> None:
+    """A trial on a Ray worker runs behind the guard: its own PID namespace, the worker's scratch
+    (prepared oracles, other trials) read-only."""
+    program = ("import errno, os, pathlib\n"
+               "print('pid', os.getpid())\n"
+               "try:\n"
+               "    open(pathlib.Path.cwd().parent.parent / 'forged.txt', 'w')\n"
+               "    print('scratch writable')\n"
+               "except OSError as exc:\n"
+               "    print('scratch', errno.errorcode[exc.errno])\n"
+               "print('loss: 1.0')\n")
+    job = TrialJob(trial_id="guarded", files={"probe.py": program}, proposal=Proposal(hypothesis="probe"),
+                   budget=Budget(seconds=30, memory_mb=256), oracle_kind="command",
+                   oracle_params={"command": ["{python}", "probe.py"]}, metric="loss")
+    executor = RayExecutor(trials_dir=tmp_path / "trials")
+    outcome = wait_outcome(executor.submit(job, lambda sample: None), job.budget)
+    executor.shutdown()
+    assert outcome.status == Status.ok and outcome.score == 1.0, outcome.feedback
+    assert "pid 1\n" in outcome.log and "scratch EROFS" in outcome.log
 
 
 class CleanEnvOracle(Oracle):

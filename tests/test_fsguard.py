@@ -131,10 +131,14 @@ def test_require_mode_turns_an_unguardable_trial_into_a_crash(tmp_path: Path, mo
     monkeypatch.setenv(fsguard.ENV_MODE, "auto")
     result = run_limited(["true"], cwd=tmp_path, budget=Budget(seconds=5), guard=FsGuard.for_trial(tmp_path))
     assert result.status == Status.ok and not result.guarded
+    # a job from a run started with require carries it to wherever it runs (a Ray worker's env may differ)
+    required = FsGuard.for_trial(tmp_path, required=True)
+    assert required.hiding(tmp_path / "x").protecting(tmp_path / "y").required
+    result = run_limited(["true"], cwd=tmp_path, budget=Budget(seconds=5), guard=required)
+    assert result.status == Status.crash and "no mount namespaces in this test" in result.reason
 
 
 def test_off_mode_and_bad_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    fsguard.unavailable_reason.cache_clear()
     try:
         monkeypatch.setenv(fsguard.ENV_MODE, "off")
         assert fsguard.unavailable_reason() == "turned off (RRMA_FS_GUARD=off)"
@@ -143,7 +147,8 @@ def test_off_mode_and_bad_mode(monkeypatch: pytest.MonkeyPatch) -> None:
         with pytest.raises(ValueError, match="RRMA_FS_GUARD='sometimes': expected one of auto, off, require"):
             fsguard.mode()
     finally:
-        fsguard.unavailable_reason.cache_clear()
+        monkeypatch.delenv(fsguard.ENV_MODE)
+    assert fsguard.unavailable_reason() is REASON  # the probe's cached answer is back
 
 
 def test_harness_paths_cover_the_code_and_the_interpreter() -> None:

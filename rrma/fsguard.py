@@ -215,7 +215,7 @@ def _probe() -> str | None:
 def describe() -> str:
     """One line for run.json and the docs: is the guard on here, and if not, why."""
     reason = unavailable_reason()
-    return "on (private mount namespace per trial program)" if reason is None else f"off: {reason}"
+    return "on (private mount and PID namespaces per trial program)" if reason is None else f"off: {reason}"
 
 
 def recorded(run_dir: Path) -> str | None:

@@ -30,7 +30,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,9 +70,8 @@ class ProcessResult:
         return "\n".join(self.output.splitlines()[-40:])
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) pids whose process group is ``pgid``, from /proc."""
-    members = []
+def _live_processes() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, stat fields after the command name) of every live, non-zombie process, from /proc."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -83,9 +82,13 @@ def _group_members(pgid: int) -> list[int]:
             continue
         # fields after the command name (which may contain spaces) start after the last ')'
         rest = stat[stat.rfind(b")") + 2 :].split()
-        if len(rest) > 2 and int(rest[2]) == pgid and rest[0] != b"Z":
-            members.append(int(entry))
-    return members
+        if len(rest) > 2 and rest[0] != b"Z":
+            yield int(entry), rest
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) pids whose process group is ``pgid``."""
+    return [pid for pid, rest in _live_processes() if int(rest[2]) == pgid]
 
 
 TRIAL_TOKEN_ENV = "RRMA_TRIAL_TOKEN"  # set to a fresh random value in every limited process
@@ -96,19 +99,13 @@ def _token_members(token: str) -> list[int]:
     descendants, including any that left its process group with setsid()."""
     needle = f"{TRIAL_TOKEN_ENV}={token}".encode()
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for pid, _ in _live_processes():
         try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                if needle not in fh.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if needle in fh.read().split(b"\0"):
+                    found.append(pid)
         except OSError:
             continue
-        if stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] != b"Z":
-            found.append(int(entry))
     return found
 
 

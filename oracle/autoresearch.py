@@ -359,9 +359,11 @@ class AutoresearchOracle(Oracle):
         """The trial's guard plus the data: read-only, and while training its val split hidden
         (train.py cannot train on what it is scored on; prepare.py then reports its own number on
         a dev slice of train)."""
-        if ctx.guard is None or self.data_dir is None:
+        if ctx.guard is None or self.data_dir is None or self.prepare_py is None:
             return ctx.guard
-        guard = ctx.guard.protecting(self.data_dir)
+        # the data and the oracle's frozen prepare.py (the scorer's working dir, inside the hidden
+        # run dir) are visible read-only
+        guard = ctx.guard.protecting(self.data_dir, self.prepare_py.parent)
         return guard.hiding(self.data_dir / "val.bin") if hide_val else guard
 
     def train_seconds(self, budget: Budget) -> float:

@@ -549,8 +549,12 @@ class Gsm8kRecipeOracle(Oracle):
             raise OracleError(f"budget.trial_seconds ({ctx.budget.seconds:g}) must exceed the oracle's eval_seconds "
                               f"({self.eval_seconds:g}): the evaluation is part of the trial budget")
         train_budget = ctx.budget.model_copy(update={"seconds": train_seconds})
-        # the recipe reads its train file (in the read-only run dir); every GSM8K source is hidden from it
-        guard = ctx.guard.hiding(*data_locations(self.params.get("data"))) if ctx.guard is not None else None
+        # the recipe reads its train file and base model (shown read-only, though they live in the run
+        # dir that is hidden from it); every GSM8K source is hidden from it
+        guard = None
+        if ctx.guard is not None:
+            given = [p for p in (state.train_file, Path(state.base_model)) if p.exists()]
+            guard = ctx.guard.protecting(*given).hiding(*data_locations(self.params.get("data")))
         train = run_limited(argv, cwd=ctx.trial_dir, budget=train_budget, env=env, on_line=on_line, cancel=ctx.cancel,
                             guard=guard)
         if train.status != Status.ok:

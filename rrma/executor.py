@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from oracle.base import EvalContext, Oracle
 from rrma.fsguard import FsGuard
-from rrma.sandbox import materialize
+from rrma.sandbox import materialize, stale_processes
 from rrma.trial import Budget, Outcome, Proposal, Status
 
 ProgressCallback = Callable[[dict[str, Any]], None]
@@ -74,6 +74,10 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
     started = time.monotonic()
     try:
         if trial_dir.exists():  # a re-run after resume starts from a clean workspace
+            stale = stale_processes(trial_dir)
+            if stale:
+                return crash_outcome(f"not run: {len(stale)} process(es) of an earlier run of this trial still run "
+                                     f"in {trial_dir} (pids {', '.join(map(str, stale))}); kill them first", started)
             shutil.rmtree(trial_dir)
         materialize(job.files, trial_dir)
         ctx = EvalContext(

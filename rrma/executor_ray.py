@@ -651,6 +651,7 @@ def make_ray_executor(task: Any, store: Any, address: str | None = None) -> RayE
     files = read_tree(workspace) if workspace.is_dir() else {}
     executor = RayExecutor(workspace_files=files, trials_dir=store.trials_dir, address=address)
     budget = Budget(seconds=task.budget.trial_seconds, memory_mb=task.budget.trial_memory_mb,
+                    max_processes=task.budget.trial_max_processes,
                     max_output_bytes=task.budget.max_output_bytes, num_cpus=task.budget.num_cpus,
                     num_gpus=task.budget.num_gpus)
     try:

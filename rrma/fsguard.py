@@ -1,36 +1,44 @@
-"""File-system guard for untrusted trial programs: a private mount namespace per process.
+"""The trial sandbox: bubblewrap, with no privilege over its own mounts.
 
-An agent's program (``train.py``, a GSM8K recipe, a command task's script) runs as the same user
-as the harness, so without a guard it could rewrite the oracle's scoring code, the oracle's copy
-of the metric, the run log or the outcome cache, or read held-out data, and fool the judge
-without improving anything. :class:`FsGuard` describes what the program may not touch:
+An agent's program (``train.py``, a GSM8K recipe, a command task's script) is untrusted: left
+alone it could rewrite the oracle's scoring code, the oracle's copy of the metric, the run log or
+the outcome cache, or read held-out data, and fool the judge without improving anything. The
+harness often runs as root, so a private mount namespace alone is no defence: a root program
+keeps ``CAP_SYS_ADMIN`` there and can ``umount`` or ``mount -o remount,rw`` whatever was made
+read-only. Every agent-written program therefore runs under bubblewrap (``bwrap``, the tool
+Flatpak uses) with:
 
-- ``read_only``: bind-mounted read-only (the harness's code, the Python installation, the run
-  directory with its log, cache and the oracles' private state, the other trials);
-- ``writable``: re-opened read-write inside those (the trial's own workspace);
-- ``hidden``: files replaced by an empty file, directories by an empty read-only tmpfs (held-out
-  data the program must not read).
+- **no capabilities** (``--cap-drop ALL``) in a new **user namespace** that may not create
+  another (``--disable-userns``): it cannot mount, unmount or remount anything, and the mounts it
+  inherits are locked;
+- new **PID, IPC and UTS namespaces** with their own ``/proc``: the harness and other trials are
+  invisible (no ``/proc/<harness>/root``, no ``kill`` of the harness), and when the program's
+  tree ends, everything it left behind ends with it;
+- ``--die-with-parent``: if the harness dies (even ``kill -9``), the sandbox is killed;
+- a file system that **binds only what the program needs**: the whole host read-only, a private
+  empty ``/tmp``, a minimal ``/dev``; the trial's workspace (``writable``) read-write; the
+  harness's code and interpreter (``read_only``) visible read-only even where they live under a
+  hidden tree; the run directory, the other trials and held-out data (``hidden``) replaced by
+  empty read-only directories or empty files.
 
-It works through ``unshare --mount --pid --fork --mount-proc`` (util-linux) and ``mount`` in new
-mount and PID namespaces, as root or, for other users, inside a user namespace
-(``--map-root-user``). The namespaces die with the process; nothing changes outside them. The
-process group, limits and labels of :func:`rrma.sandbox.run_limited` are unchanged: the program
-(pid 1 inside) stays in ``unshare``'s process group, and ``unshare`` exits with its status or
-re-raises the signal that killed it.
+What it does not contain: the network is shared unless ``RRMA_TRIAL_NETWORK=off``; the host's
+files are readable (read-only) except the user's keys and tokens (:data:`SECRET_PATHS`), and the
+program runs as uid 0 mapped to the harness's user, so it reads what that user can read; disk
+space and CPU time are bounded only by the wall clock. Memory and process
+counts are limited by :mod:`rrma.cgroups`.
 
-Where mount namespaces are not available (no util-linux, a container without CAP_SYS_ADMIN, user
-namespaces disabled) the guard is off and :func:`unavailable_reason` says why; the environment
-variable ``RRMA_FS_GUARD`` chooses: ``auto`` (default: guard when possible), ``off``, or
-``require`` (a guarded trial that cannot be guarded fails as ``crash`` with that reason).
-The guard limits the file system only: it is not a network or a privilege boundary.
+``RRMA_FS_GUARD`` chooses: ``auto`` (default: sandbox when bubblewrap works here), ``off``, or
+``require`` (a guarded trial that cannot be sandboxed fails as ``crash`` with the reason). Where it
+cannot run (no ``bwrap``, user namespaces disabled) :func:`unavailable_reason` says why, and
+``run.json`` and the run summary say the guard was off.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import glob
 import os
-import shlex
 import shutil
 import site
 import subprocess
@@ -43,6 +51,11 @@ from pathlib import Path
 
 ENV_MODE = "RRMA_FS_GUARD"
 MODES = ("auto", "off", "require")
+ENV_NETWORK = "RRMA_TRIAL_NETWORK"
+BWRAP = "bwrap"
+SCRATCH = Path("/tmp")  # private, empty and writable inside the sandbox
+# device nodes a GPU program needs; bound only where they exist (everything else in /dev is new)
+GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri", "/dev/kfd")
 
 
 def mode() -> str:
@@ -50,6 +63,14 @@ def mode() -> str:
     if value not in MODES:
         raise ValueError(f"{ENV_MODE}={value!r}: expected one of {', '.join(MODES)}")
     return value
+
+
+def network() -> bool:
+    """Whether trial programs keep the host's network (``RRMA_TRIAL_NETWORK``, default on)."""
+    value = os.environ.get(ENV_NETWORK, "on").strip().lower() or "on"
+    if value not in ("on", "off"):
+        raise ValueError(f"{ENV_NETWORK}={value!r}: expected on or off")
+    return value == "on"
 
 
 def _existing(paths: Iterable[Path | str]) -> list[Path]:
@@ -75,7 +96,7 @@ def _outermost(paths: list[Path]) -> list[Path]:
 
 @functools.cache
 def harness_paths() -> tuple[Path, ...]:
-    """Where the harness's code and the interpreter live: what no trial may rewrite."""
+    """Where the harness's code and the interpreter live: visible to trials, never writable."""
     import rrma
 
     roots: list[Path | str] = [Path(rrma.__file__).resolve().parent.parent, sys.prefix, sys.base_prefix]
@@ -85,18 +106,36 @@ def harness_paths() -> tuple[Path, ...]:
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     if user_site:
         roots.append(user_site)
-    # never the whole file system or a home directory: those would leave the trial nothing to write
     home = Path.home().resolve()
     return tuple(p for p in _outermost(_existing(roots)) if p != Path("/") and p != home)
+
+
+# where keys and tokens live in a home directory: hidden from trials (the rest of home stays readable)
+SECRET_PATHS = (".ssh", ".gnupg", ".aws", ".azure", ".netrc", ".git-credentials", ".docker/config.json",
+                ".config/gcloud", ".config/gh", ".config/rrma", ".cache/huggingface/token", ".kube")
+ENV_SIGNING_KEY = "RRMA_SIGNING_KEY"  # a reviewer's key (rrma.signing) may live anywhere
+
+
+def secret_paths() -> tuple[Path, ...]:
+    """Key and token files of the harness's user that exist here: trials never see them.
+
+    A reviewer signs reviews with an SSH key; a trial that could read it could sign approvals.
+    """
+    home = Path.home()
+    found = [home / rel for rel in SECRET_PATHS]
+    key = os.environ.get(ENV_SIGNING_KEY)
+    if key:
+        found.append(Path(key).expanduser())
+    return tuple(_existing(found))
 
 
 def harness_python() -> list[str]:
     """The interpreter command for the oracle's own child processes (scoring, evaluation).
 
-    A trial may create a user site-packages directory that did not exist (it lives in the home
-    directory, which the guard leaves writable) and drop a ``.pth`` file there that would run in
+    Those run outside the sandbox. Without one (``RRMA_FS_GUARD=off``) a trial could create a user
+    site-packages directory in the home directory and drop a ``.pth`` file there that would run in
     every later Python process; the oracle's children then start with ``-s`` (no user site).
-    Where a user site exists the harness may depend on it, and the guard keeps it read-only.
+    Where a user site exists the harness may depend on it, and the sandbox keeps it read-only.
     """
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     if user_site and Path(user_site).is_dir():
@@ -106,124 +145,150 @@ def harness_python() -> list[str]:
 
 @dataclass(frozen=True)
 class FsGuard:
-    """What an untrusted process may not write (``read_only``) or read (``hidden``)."""
+    """What an untrusted process may write (``writable``), see (``read_only``) and not see (``hidden``).
+
+    Everything else on the host is visible read-only; ``/tmp`` is private scratch.
+    """
 
     read_only: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
-    required: bool = False  # the run asked for RRMA_FS_GUARD=require: no guard here is a crash
+    required: bool = False  # the run asked for RRMA_FS_GUARD=require: no sandbox here is a crash
 
     @classmethod
     def for_trial(cls, trial_dir: Path, protect: Sequence[Path] = (), *, required: bool = False) -> FsGuard:
-        """The default guard of a trial: the harness and ``protect`` read-only, its workspace not."""
-        return cls(read_only=(*harness_paths(), *(Path(p) for p in protect)), writable=(Path(trial_dir),),
-                   required=required)
+        """A trial's guard: its workspace writable; ``protect`` (the run dir) and the user's keys hidden;
+        the harness read-only."""
+        return cls(read_only=harness_paths(), writable=(Path(trial_dir),),
+                   hidden=(*(Path(p) for p in protect), *secret_paths()), required=required)
 
     def hiding(self, *paths: Path | str) -> FsGuard:
         return dataclasses.replace(self, hidden=(*self.hidden, *(Path(p) for p in paths)))
 
     def protecting(self, *paths: Path | str) -> FsGuard:
+        """Also show ``paths`` read-only (even inside a hidden tree, e.g. the oracle's frozen files)."""
         return dataclasses.replace(self, read_only=(*self.read_only, *(Path(p) for p in paths)))
 
-    def script(self) -> str:
-        """The shell prelude run inside the new mount namespace, ending in ``exec "$@"``."""
-        lines = ["set -e"]
+    def mounts(self) -> list[str]:
+        """bwrap's file-system arguments, outermost first, so nested marks hold at every level."""
         writable = _existing(self.writable)
-        marks = [(p, "ro") for p in _existing(self.read_only) if p not in writable] + [(p, "rw") for p in writable]
+        hidden = _existing(self.hidden)
+        marks: dict[Path, str] = {}
+        for p in _existing(self.read_only):
+            marks[p] = "ro"
+        for p in writable:
+            marks[p] = "rw"
+        for p in hidden:
+            marks[p] = "hide"
+        marks.setdefault(SCRATCH, "scratch")
+        args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        for pattern in GPU_DEVICES:
+            for dev in sorted(glob.glob(pattern)):
+                args += ["--dev-bind", dev, dev]
         applied: list[tuple[Path, str]] = []
-        # shallow to deep, so a read-only path inside a writable one inside a read-only one holds;
-        # a mark that matches what its nearest marked ancestor already gives needs no mount
-        for path, kind in sorted(marks, key=lambda m: len(m[0].parts)):
+        remount: list[str] = []
+        for path, kind in sorted(marks.items(), key=lambda m: (len(m[0].parts), str(m[0]))):
             above = [(q, k) for q, k in applied if q in path.parents]
-            current = max(above, key=lambda a: len(a[0].parts))[1] if above else "rw"
-            if kind == current:
-                continue
-            q = shlex.quote(str(path))
-            lines.append(f"mount --rbind {q} {q}")
-            lines.append(f"mount -o remount,bind,{kind} {q}")
-            applied.append((path, kind))
-        for p in _existing(self.hidden):
-            q = shlex.quote(str(p))
-            if p.is_dir():
-                lines.append(f"mount -t tmpfs -o size=4k,mode=0555 rrma-hidden {q}")
+            current = max(above, key=lambda a: len(a[0].parts))[1] if above else "ro"
+            q = str(path)
+            if kind == "ro":
+                if current == "ro":
+                    continue
+                args += ["--ro-bind", q, q]
+            elif kind == "rw":
+                if current == "rw":
+                    continue
+                args += ["--bind", q, q]
+            elif kind == "scratch":
+                args += ["--tmpfs", q]
+            elif current == "hide":
+                continue  # already invisible (and read-only)
+            elif path.is_dir():  # hide a directory: an empty one, made read-only once all binds are in
+                args += ["--tmpfs", q]
+                remount += ["--remount-ro", q]
             else:
-                lines.append(f"mount --bind /dev/null {q}")
-        # the working directory still points into the mounts as they were before: re-enter it by
-        # path, or relative paths (``open("../events.jsonl", "a")``) would bypass the read-only binds
-        lines.append('cd -- "$(pwd -P)"')
-        lines.append('exec "$@"')
-        return "\n".join(lines)
+                args += ["--dev-bind", "/dev/null", q]  # reads empty, writes vanish (a plain bind is nodev)
+            applied.append((path, kind))
+        return args + remount
 
-    def wrap(self, argv: Sequence[str]) -> list[str]:
-        """``argv`` run inside a private mount namespace with this guard applied."""
-        return [*_unshare_prefix(), "/bin/sh", "-c", self.script(), "rrma-fs-guard", *argv]
-
-
-def _unshare_prefix() -> list[str]:
-    # a PID namespace with its own /proc too: through /proc/<harness pid>/root or /cwd a program
-    # could reach the harness's mounts, where nothing is read-only. The program runs as pid 1 of
-    # the namespace: a SIGTERM from the harness is ignored unless it installs a handler (SIGKILL
-    # follows after the grace period), and when it exits every process it left is killed, even
-    # one that left the process group with setsid(). --kill-child: when the group kill reaches
-    # unshare, its child (that pid 1) is killed too, and with it the whole namespace.
-    prefix = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc", "--kill-child"]
-    if os.geteuid() != 0:
-        prefix.append("--map-root-user")
-    return [*prefix, "--"]
+    def wrap(self, argv: Sequence[str], cwd: Path | str) -> list[str]:
+        """``argv`` run in the sandbox, in ``cwd``."""
+        ns = ["--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+              "--unshare-cgroup-try"]
+        if not network():
+            ns.append("--unshare-net")
+        return [BWRAP, "--die-with-parent", *ns, "--cap-drop", "ALL", *self.mounts(),
+                "--chdir", str(Path(cwd).resolve()), "--", *argv]
 
 
 def unavailable_reason() -> str | None:
-    """None when the guard works here; otherwise why not (``RRMA_FS_GUARD=off``, or the probe)."""
+    """None when the sandbox works here; otherwise why not (``RRMA_FS_GUARD=off``, or the probe)."""
     if mode() == "off":
         return f"turned off ({ENV_MODE}=off)"
     return _probe()
 
 
+PROBE = """
+set +e
+echo changed > ro/code.py 2>/dev/null
+echo ok > ro/rw/out.txt
+cat secret.txt
+grep '^CapEff' /proc/self/status
+umount -l ro 2>/dev/null && echo UNMOUNTED
+exit 0
+"""
+
+
 @functools.cache
 def _probe() -> str | None:
-    """Why mount namespaces cannot guard a process here, or None (measured once per process).
+    """Why bubblewrap cannot sandbox a process here, or None (measured once per process).
 
-    The probe runs a real guarded process and checks that a read-only path refuses a write,
-    a writable one inside it accepts one, and a hidden file reads empty.
+    The probe runs a real sandboxed process and checks that a read-only path refuses a write, a
+    writable one inside it accepts one, a hidden file reads empty, and the process holds no
+    capability and cannot unmount.
     """
     if sys.platform != "linux":
-        return f"needs Linux mount namespaces (this is {sys.platform})"
-    for tool in ("unshare", "mount"):
-        if shutil.which(tool) is None:
-            return f"`{tool}` (util-linux) is not on PATH"
+        return f"needs Linux namespaces (this is {sys.platform})"
+    if shutil.which(BWRAP) is None:
+        return "bubblewrap is not installed (`apt-get install bubblewrap`)"
     with tempfile.TemporaryDirectory(prefix="rrma-fsguard-probe-") as tmp:
         root = Path(tmp)
         (root / "ro" / "rw").mkdir(parents=True)
         (root / "ro" / "code.py").write_text("kept\n")
         (root / "secret.txt").write_text("secret\n")
         guard = FsGuard(read_only=(root / "ro",), writable=(root / "ro" / "rw",), hidden=(root / "secret.txt",))
-        probe = ("echo changed > ro/code.py 2>/dev/null; echo ok > ro/rw/out.txt; cat secret.txt")
         try:
-            proc = subprocess.run(guard.wrap(["/bin/sh", "-c", probe]), cwd=root, capture_output=True,
+            proc = subprocess.run(guard.wrap(["/bin/sh", "-c", PROBE], root), cwd=root, capture_output=True,
                                   text=True, timeout=20)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"`unshare --mount` could not run: {exc}"
+            return f"bwrap could not run: {exc}"
         if proc.returncode != 0:
             err = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
-            return f"`unshare --mount` failed here (a container without CAP_SYS_ADMIN or user namespaces?): {err}"
-        out = (root / "ro" / "rw" / "out.txt")
+            return f"bwrap failed here (user namespaces disabled?): {err}"
+        out = root / "ro" / "rw" / "out.txt"
         if (root / "ro" / "code.py").read_text() != "kept\n" or not out.exists() or "secret" in proc.stdout:
-            return "the probe found the guard ineffective (read-only, writable or hidden path not enforced)"
+            return "the probe found the sandbox ineffective (read-only, writable or hidden path not enforced)"
+        if "CapEff:\t0000000000000000" not in proc.stdout or "UNMOUNTED" in proc.stdout:
+            return "the probe found the sandbox kept capabilities (it could unmount its read-only paths)"
     return None
 
 
 def describe() -> str:
-    """One line for run.json and the docs: is the guard on here, and if not, why."""
+    """One line for run.json and the summary: is the sandbox on here, and if not, why."""
     reason = unavailable_reason()
-    return "on (private mount and PID namespaces per trial program)" if reason is None else f"off: {reason}"
+    if reason is not None:
+        return f"off: {reason}"
+    net = "shared network" if network() else "no network"
+    return f"on (bubblewrap: no capabilities, user/PID/mount namespaces, {net})"
 
 
-def recorded(run_dir: Path) -> str | None:
-    """What ``run.json`` of ``run_dir`` says about the guard (``versions.fs_guard``), if anything."""
+def recorded(run_dir: Path, key: str = "fs_guard") -> str | None:
+    """What ``run.json`` of ``run_dir`` says about the sandbox (``versions.fs_guard``) or another
+    containment fact (``limits``: cgroups or polling), if anything."""
     import json
 
     try:
-        value = json.loads((Path(run_dir) / "run.json").read_text()).get("versions", {}).get("fs_guard")
+        value = json.loads((Path(run_dir) / "run.json").read_text()).get("versions", {}).get(key)
     except (OSError, ValueError, AttributeError):
         return None
     return str(value) if value else None

@@ -8,10 +8,14 @@ Two jobs live here because they are the two halves of "a trial cannot hurt the h
   ``..`` traversal, symlink escapes, binary garbage, read-only files. Refusals raise
   :class:`InvalidEdit` with a precise message; the trial becomes ``invalid``.
 * **Limits.** :func:`run_limited` runs a command in its own session (so its own process
-  group), and a watchdog in the harness enforces the wall clock, the resident memory of the
-  whole group and an output cap, from outside. Whatever the program does (hang, fork, flood,
-  allocate, segfault) it is killed by process group (never by name), its group is verified
-  empty, and a labelled :class:`ProcessResult` comes back. The harness goes on.
+  group) and, where the kernel offers it, its own cgroup (:mod:`rrma.cgroups`): memory and
+  process-count limits on the whole tree, whatever it forks or detaches with ``setsid``,
+  enforced by the kernel. A watchdog in the harness enforces the wall clock and an output cap from outside, and
+  reads the cgroup's out-of-memory kills (or, without cgroups, polls the resident memory of the
+  process group). Whatever the program does (hang, fork, flood, allocate, segfault) it is killed
+  as a unit (cgroup, process group, never by name), and a labelled :class:`ProcessResult` comes
+  back. The harness goes on. Agent-written programs also run in the sandbox of
+  :mod:`rrma.fsguard` (bubblewrap), which dies with the harness.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rrma import fsguard
+from rrma import cgroups, fsguard
+from rrma.cgroups import CgroupError, TrialCgroup
 from rrma.fsguard import FsGuard
 from rrma.trial import Budget, FileEdit, Status
 
@@ -44,6 +49,9 @@ HEAD_BYTES = 32 * 1024  # captured output: first and last 32 KiB are kept
 TAIL_BYTES = 32 * 1024
 MAX_FILE_BYTES = 4 * 1024 * 1024  # one edited file may not exceed 4 MiB
 TERM_GRACE_S = 1.0  # SIGTERM, then SIGKILL after this many seconds
+# joins the cgroup(s) named in its arguments, then becomes the program: every process the program
+# starts is born inside. Arguments: N, N cgroup.procs files, then the command.
+CGROUP_JOIN = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
 
 
 # ----------------------------------------------------------------------------- limits
@@ -62,7 +70,8 @@ class ProcessResult:
     output_bytes: int  # total bytes the program wrote, including what was not kept
     signal_name: str | None = None
     leftover_killed: int = 0  # processes of the group still alive after the leader exited
-    guarded: bool = False  # ran under an FsGuard (private mount namespace)
+    guarded: bool = False  # ran in the bubblewrap sandbox of an FsGuard
+    limits: str = "polling"  # how memory and processes were limited: "cgroup v1", "cgroup v2" or "polling"
 
     @property
     def tail(self) -> str:
@@ -118,6 +127,28 @@ def _rss_bytes(pids: Iterable[int]) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def stale_processes(workdir: Path | str) -> list[int]:
+    """Live processes that may still belong to an earlier run of the trial in ``workdir``.
+
+    Members of a cgroup made for that directory (by this harness or a dead one), and any process
+    whose working directory lies inside it. A harness that was killed cannot have cleaned up; a
+    resumed run must not start the trial again while one of these still writes there.
+    """
+    root = Path(workdir).resolve()
+    found = set(cgroups.scope_members(root))
+    me = os.getpid()
+    for pid, _ in _live_processes():
+        if pid == me or pid in found:
+            continue
+        try:
+            cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+        except OSError:
+            continue
+        if cwd == root or root in cwd.parents:
+            found.add(pid)
+    return sorted(found)
 
 
 _ACTIVE: set[int] = set()  # process groups of running limited commands (this process's own)
@@ -215,6 +246,18 @@ def trial_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in source.items() if not k.upper().endswith(CREDENTIAL_SUFFIXES)}
 
 
+def _limits_refused(reason: str) -> ProcessResult:
+    return ProcessResult(status=Status.crash, returncode=None, reason=reason, seconds=0.0, peak_rss_mb=0.0,
+                         output=reason, output_bytes=0)
+
+
+def _check_program(argv: list[str], cwd: Path | str) -> None:
+    """A wrapped command would report a missing program as exit 127: keep the FileNotFoundError contract."""
+    prog = argv[0]
+    if not (Path(cwd, prog).is_file() if os.sep in prog else shutil.which(prog) is not None):
+        raise FileNotFoundError(errno.ENOENT, "no such program", prog)
+
+
 def run_limited(
     argv: list[str],
     *,
@@ -232,44 +275,70 @@ def run_limited(
 
     ``on_line`` sees each complete output line; returning a non-empty string aborts the run
     with that reason (status ``aborted``). ``cancel`` set from another thread aborts too.
-    ``guard`` runs the program in a private mount namespace (see :mod:`rrma.fsguard`) where
-    that is possible here; ``RRMA_FS_GUARD=require`` makes an unguardable run a ``crash``.
+    ``guard`` runs the program in the bubblewrap sandbox (see :mod:`rrma.fsguard`) where that is
+    possible here; ``RRMA_FS_GUARD=require`` makes an unguardable run a ``crash``. Memory and
+    process counts are limited by a cgroup where possible (``RRMA_CGROUPS``, :mod:`rrma.cgroups`).
     """
     started = time.monotonic()
     guarded = False
+    wrapped = list(argv)
     if guard is not None:
         reason = fsguard.unavailable_reason()
         if reason is None:
-            prog = argv[0]  # the shell would report a missing program as exit 127: keep the contract
-            if not (Path(cwd, prog).is_file() if os.sep in prog else shutil.which(prog) is not None):
-                raise FileNotFoundError(errno.ENOENT, "no such program", prog)
-            argv = guard.wrap(argv)
+            _check_program(argv, cwd)
+            wrapped = guard.wrap(argv, cwd)
             guarded = True
         elif guard.required or fsguard.mode() == "require":
-            msg = f"file-system guard required ({fsguard.ENV_MODE}=require) but unavailable: {reason}"
-            return ProcessResult(status=Status.crash, returncode=None, reason=msg, seconds=0.0, peak_rss_mb=0.0,
-                                 output=msg, output_bytes=0)
+            return _limits_refused(f"file-system guard required ({fsguard.ENV_MODE}=require) but unavailable: {reason}")
+    group: TrialCgroup | None = None
+    no_cgroup = cgroups.unavailable_reason()
+    if no_cgroup is None:
+        layout, _ = cgroups.detect()
+        assert layout is not None
+        try:
+            group = TrialCgroup.create(layout, memory_bytes=budget.memory_mb * 2**20, max_pids=budget.max_processes,
+                                       label=cgroups.scope_tag(cwd))
+        except CgroupError as exc:
+            no_cgroup = str(exc)
+    if group is None and cgroups.mode() == "require":
+        return _limits_refused(f"cgroup limits required ({cgroups.ENV_MODE}=require) but unavailable: {no_cgroup}")
+    if not guarded and shutil.which("setpriv") is not None:
+        # without the sandbox's --die-with-parent: the program at least dies with this thread
+        _check_program(argv, cwd)
+        wrapped = ["setpriv", "--pdeathsig", "KILL", "--", *wrapped]
+    if group is not None:
+        _check_program(argv, cwd)
+        files = group.procs_files()
+        wrapped = ["/bin/sh", "-c", CGROUP_JOIN, "rrma-cgroup", str(len(files)), *files, *wrapped]
     token = secrets.token_hex(8)
-    proc = subprocess.Popen(
-        argv,
-        cwd=str(cwd),
-        env={**trial_env(env), TRIAL_TOKEN_ENV: token},
-        stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # own session => own process group, pgid == pid
-        close_fds=True,
-    )
+    try:
+        proc = subprocess.Popen(
+            wrapped,
+            cwd=str(cwd),
+            env={**trial_env(env), TRIAL_TOKEN_ENV: token},
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # own session => own process group, pgid == pid
+            close_fds=True,
+        )
+    except BaseException:
+        if group is not None:
+            group.remove()
+        raise
     pgid = proc.pid
     with _ACTIVE_LOCK:
         _ACTIVE.add(pgid)
     try:
-        result = _supervise(proc, pgid, token, started, budget, on_line, cancel, stdin_data, poll_s)
+        result = _supervise(proc, pgid, token, started, budget, on_line, cancel, stdin_data, poll_s, group, guarded)
         result.guarded = guarded
+        result.limits = group.layout.describe().split(" (")[0] if group is not None else "polling"
         return result
     finally:
         with _ACTIVE_LOCK:
             _ACTIVE.discard(pgid)
+        if group is not None:
+            group.remove()
 
 
 def _supervise(
@@ -282,6 +351,8 @@ def _supervise(
     cancel: threading.Event | None,
     stdin_data: bytes | None,
     poll_s: float,
+    group: TrialCgroup | None = None,
+    guarded: bool = False,
 ) -> ProcessResult:
     with contextlib.suppress(OSError, ValueError):
         resource.prlimit(proc.pid, resource.RLIMIT_CORE, (0, 0))  # no core dumps on segfault
@@ -292,13 +363,20 @@ def _supervise(
     assert proc.stdout is not None
     out_fd = proc.stdout.fileno()
 
+    def signal_all(sig: int) -> None:
+        _killpg(pgid, sig)
+        if group is not None:  # members that left the process group (setsid) are still in the cgroup
+            for pid in group.members():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+
     def request_kill(status: Status, reason: str) -> None:
         with kill_lock:
             if kill_status:
                 return
             kill_status.append((status, reason))
             term_sent.append(time.monotonic())
-        _killpg(pgid, signal.SIGTERM)
+        signal_all(signal.SIGTERM)
 
     def reader() -> None:
         while True:
@@ -331,12 +409,21 @@ def _supervise(
     limit_bytes = budget.memory_mb * 1024 * 1024
     peak = 0
     next_rss = 0.0
+
+    def oom_reason() -> str:
+        return (f"killed: memory over the {budget.memory_mb} MiB budget (the kernel's out-of-memory killer "
+                "ended a process of the trial at its cgroup limit)")
+
     while proc.poll() is None:
         now = time.monotonic()
         elapsed = now - started
         if elapsed > budget.seconds and not kill_status:
             request_kill(Status.timeout, f"killed after {budget.seconds:g} s wall clock (budget)")
-        if now >= next_rss:
+        if group is not None:
+            # the kernel enforces the limit on the whole tree; a kill of any member ends the trial
+            if group.oom_kills() and not kill_status:
+                request_kill(Status.oom, oom_reason())
+        elif now >= next_rss:
             rss = _rss_bytes(_group_members(pgid))
             peak = max(peak, rss)
             if rss > limit_bytes and not kill_status:
@@ -351,9 +438,11 @@ def _supervise(
         # SIGKILL only from this loop, while the leader is unreaped and so still holds the pgid: a
         # delayed kill from a timer could hit a recycled pid (pid_max is often 32768)
         if term_sent and now - term_sent[0] >= TERM_GRACE_S:
-            _killpg(pgid, signal.SIGKILL)
+            signal_all(signal.SIGKILL)
         time.sleep(poll_s)
     returncode = proc.returncode
+    if guarded and returncode is not None and 128 < returncode <= 128 + 64:
+        returncode = -(returncode - 128)  # bwrap reports a child killed by signal N as 128 + N
     # the leader is gone; anything left in its group (forked children) is killed and awaited
     leftovers = _group_members(pgid)
     if leftovers:
@@ -361,16 +450,25 @@ def _supervise(
         deadline = time.monotonic() + 5
         while _group_members(pgid) and time.monotonic() < deadline:
             time.sleep(0.02)
-    # descendants that left the group (setsid) still carry the token: kill those too. (A program
-    # can shed the token with a fresh environment; the fs guard's PID namespace has no such gap.)
-    escaped = [pid for pid in _token_members(token) if pid not in leftovers]
-    for pid in escaped:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    if escaped:
-        deadline = time.monotonic() + 5
-        while _token_members(token) and time.monotonic() < deadline:
-            time.sleep(0.02)
+    if group is not None:
+        # everything the program started, wherever it went (setsid, a dropped environment)
+        oom_kills = group.oom_kills()
+        peak = max(peak, group.peak_bytes())
+        escaped = [pid for pid in group.members() if pid not in leftovers]
+        group.kill()
+        if oom_kills and not kill_status:
+            kill_status.append((Status.oom, oom_reason()))
+    else:
+        # descendants that left the group (setsid) still carry the token: kill those too. (A
+        # program can shed the token with a fresh environment: only a cgroup has no such gap.)
+        escaped = [pid for pid in _token_members(token) if pid not in leftovers]
+        for pid in escaped:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if escaped:
+            deadline = time.monotonic() + 5
+            while _token_members(token) and time.monotonic() < deadline:
+                time.sleep(0.02)
     leftovers = [*leftovers, *escaped]
     read_thread.join(timeout=5)
     with contextlib.suppress(OSError):

@@ -81,7 +81,8 @@ class Budget(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seconds: float = 60.0  # wall clock
-    memory_mb: int = 2048  # resident memory of the whole process group
+    memory_mb: int = 2048  # memory of the whole trial (its cgroup; else resident memory of its process group)
+    max_processes: int = 1024  # processes and threads of the whole trial at once (its cgroup's pids.max)
     max_output_bytes: int = 8 * 1024 * 1024  # more output than this is a crash (flood)
     num_cpus: float = 1.0
     num_gpus: float = 0.0

@@ -232,8 +232,8 @@ GUARD_REASON = fsguard.unavailable_reason()
 
 @pytest.mark.skipif(GUARD_REASON is not None, reason=f"file-system guard unavailable here: {GUARD_REASON}")
 def test_guarded_trial_on_a_worker(ray_instance: Any, tmp_path: Path) -> None:
-    """A trial on a Ray worker runs behind the guard: its own PID namespace, the worker's scratch
-    (prepared oracles, other trials) read-only."""
+    """A trial on a Ray worker runs in the sandbox: its own PID namespace, the worker's scratch
+    (prepared oracles, other trials) absent (an empty read-only directory)."""
     program = ("import errno, os, pathlib\n"
                "print('pid', os.getpid())\n"
                "try:\n"
@@ -249,7 +249,8 @@ def test_guarded_trial_on_a_worker(ray_instance: Any, tmp_path: Path) -> None:
     outcome = wait_outcome(executor.submit(job, lambda sample: None), job.budget)
     executor.shutdown()
     assert outcome.status == Status.ok and outcome.score == 1.0, outcome.feedback
-    assert "pid 1\n" in outcome.log and "scratch EROFS" in outcome.log
+    # its own PID namespace: bubblewrap's init is pid 1 there, the program pid 2
+    assert "pid 2\n" in outcome.log and "scratch EROFS" in outcome.log
 
 
 class CleanEnvOracle(Oracle):

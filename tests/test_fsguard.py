@@ -1,7 +1,7 @@
 """The file-system guard: trial programs cannot rewrite the harness, the run or held-out data.
 
-Real processes in real mount namespaces (``unshare --mount``); the tests that need one skip with
-the probe's reason where this machine cannot make them.
+Real processes in real bubblewrap sandboxes; the tests that need one skip with the probe's reason
+where this machine cannot make them. tests/test_containment.py tries the attacks open to root.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ attempt("other-trial", lambda: os.makedirs({str(protected / "trials" / "t0002")!
 attempt("harness", lambda: open({rrma.sandbox.__file__!r}, "r+b").close())
 attempt("own-workspace", lambda: open("out.txt", "w").write("mine"))
 attempt("relative-path", lambda: open("../../../events.jsonl", "a").write("forged"))
+print("log-visible", os.path.exists({str(protected / "events.jsonl")!r}))
 attempt("via-harness-proc", lambda: open("/proc/{os.getpid()}/root{protected}/events.jsonl", "a").write("forged"))
 print("hidden-dir", sorted(os.listdir({str(secret_dir)!r})))
 print("hidden-file", repr(open({str(secret_file)!r}, "rb").read()))
@@ -72,7 +73,7 @@ print("hidden-file", repr(open({str(secret_file)!r}, "rb").read()))
     lines = dict(line.split(" ", 1) for line in result.output.strip().splitlines())
     assert lines == {"append-log": "EROFS", "new-file-in-run": "EROFS", "other-trial": "EROFS",
                      "harness": "EROFS", "own-workspace": "ok", "relative-path": "EROFS",
-                     "via-harness-proc": "ENOENT", "hidden-dir": "[]", "hidden-file": "b''"}
+                     "log-visible": "False", "via-harness-proc": "ENOENT", "hidden-dir": "[]", "hidden-file": "b''"}
     # a program started with its working directory inside a read-only tree (the scorer's case)
     inside = run_limited(["/bin/sh", "-c", "echo forged >> events.jsonl"], cwd=protected, budget=Budget(seconds=30),
                          guard=guard)
@@ -202,28 +203,43 @@ def test_a_trial_that_attacks_the_run_changes_nothing(tmp_path: Path) -> None:
     store = RunStore(run_dir)
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     logs = "\n".join(store.blob_text(e["data"]["log_blob"]) for e in events if e["kind"] == "trial.finished")
-    assert logs.count("log EROFS") == 3 and logs.count("harness EROFS") == 3 and logs.count("forge EROFS") == 3
+    # the run dir is not there at all for the trial (an empty read-only directory), the harness read-only
+    assert logs.count("log ENOENT") == 3 and logs.count("run_json ENOENT") == 3
+    assert logs.count("harness EROFS") == 3 and logs.count("forge EROFS") == 3
     assert json.loads((run_dir / "run.json").read_text())["versions"]["fs_guard"].startswith("on")
 
 
 def test_oracle_children_ignore_a_user_site_a_trial_could_create(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The home directory stays writable, so a trial could create a user site-packages with a .pth
-    file that runs in every later Python; the oracle's own children start with -s then."""
+    file that runs in every later Python; the oracle's own children start with -s then.
+
+    Both settings are checked: an interpreter with the user site on (a system or pyenv Python), and
+    one with it off (a venv, as the README installs into: include-system-site-packages = false)."""
     monkeypatch.setattr(site, "getusersitepackages", lambda: str(tmp_path / "absent"))
     argv = fsguard.harness_python()
     assert argv == [sys.executable, "-s"]
     env = {**os.environ, "PYTHONUSERBASE": str(tmp_path / "userbase")}
-    probe = [sys.executable, "-c", "import site; print(site.getusersitepackages())"]
-    user_site = Path(subprocess.run(probe, env=env, capture_output=True, text=True, check=True).stdout.strip())
+    probe = [sys.executable, "-c", "import site; print(site.ENABLE_USER_SITE); print(site.getusersitepackages())"]
+    enabled, where = subprocess.run(probe, env=env, capture_output=True, text=True, check=True).stdout.split("\n")[:2]
+    user_site = Path(where.strip())
+    assert user_site.is_relative_to(tmp_path / "userbase")
     user_site.mkdir(parents=True)
     (user_site / "planted.pth").write_text("import sys; sys.stdout.write('INJECTED\\n')\n")
     plain = subprocess.run([sys.executable, "-c", "pass"], env=env, capture_output=True, text=True, check=True)
-    assert "INJECTED" in plain.stdout  # the threat is real for a plain interpreter
     child = subprocess.run([*argv, "-c", "pass"], env=env, capture_output=True, text=True, check=True)
-    assert "INJECTED" not in child.stdout
+    assert "INJECTED" not in child.stdout  # what matters in either setting: the oracle's children are clean
     monkeypatch.setattr(site, "getusersitepackages", lambda: str(user_site))
-    assert fsguard.harness_python() == [sys.executable]  # an existing user site is kept (and read-only)
+    if enabled == "True":
+        assert site.ENABLE_USER_SITE
+        assert "INJECTED" in plain.stdout  # the threat is real for a plain interpreter
+        assert fsguard.harness_python() == [sys.executable]  # an existing user site is kept (and read-only)
+    else:
+        # a venv turns the user site off for every interpreter it starts: the planted .pth cannot
+        # run even without -s, and an existing user site directory is nothing the harness uses
+        assert not site.ENABLE_USER_SITE
+        assert "INJECTED" not in plain.stdout
+        assert fsguard.harness_python() == [sys.executable, "-s"]
 
 
 @needs_guard
@@ -238,4 +254,7 @@ def test_nested_marks_apply_from_the_outside_in(tmp_path: Path) -> None:
     result = run_limited(["/bin/sh", "-c", script], cwd=inner, budget=Budget(seconds=30), guard=guard)
     assert result.output.split() == [str(outer), "ro", str(inner), "ok", str(data), "ro"], result.output
     # a path listed both read-only (here as data/..) and writable is writable; one mount per level
-    assert guard.script().count("remount,bind,ro") == 2 and guard.script().count("remount,bind,rw") == 1
+    mounts = guard.mounts()
+    binds = [tuple(mounts[i:i + 3]) for i, arg in enumerate(mounts) if arg in ("--bind", "--ro-bind")]
+    assert binds.count(("--ro-bind", str(outer), str(outer))) == 1 and binds.count(("--ro-bind", str(data), str(data))) == 1
+    assert binds.count(("--bind", str(inner), str(inner))) == 1

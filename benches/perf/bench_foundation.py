@@ -3,11 +3,14 @@
 Prints figures and ratios measured in the same run (machines are noisy; compare ratios):
 
 * append throughput with 1 writer and with 8 writer processes (events/s), and their ratio;
+* the cost of rewriting the head record (``head.json``) after every append: one writer with and
+  without it, interleaved, best of three;
 * harness overhead per trial with the no-op oracle (ms per trial: proposal, validation,
   snapshot, cache lookup, events, promotion), also expressed in single-event appends;
 * SQLite export rate (events/s) of the log the overhead run wrote, padded to ``--events``;
-* the file-system guard's cost: ``run_limited`` of a Python program with and without the guard
-  (ms per process and their ratio), or why the guard is off here.
+* the trial sandbox's cost: ``run_limited`` of ``python -c pass`` with no sandbox, with cgroup
+  limits only, and in bubblewrap with cgroup limits (median ms per process, ratio to no
+  sandbox), plus a raw ``subprocess.run`` for reference; modes that cannot run here are left out.
 
 Usage: ``python -m benches.perf.bench_foundation [--events 20000] [--trials 300]``
 """
@@ -21,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rrma import fsguard
+from rrma import cgroups, fsguard
 from rrma.export import export_runs
 from rrma.fsguard import FsGuard
 from rrma.loop import start_run
@@ -53,6 +56,26 @@ def append_rate(root: Path, writers: int, per_writer: int) -> float:
     return writers * per_writer / elapsed
 
 
+class _NoHeadStore(RunStore):
+    """The store as it was before the head record (the baseline of its cost)."""
+
+    def _write_head(self, seq: int, digest: str, size: int) -> None:
+        return None
+
+
+def head_record_cost(root: Path, count: int, rounds: int = 3) -> tuple[float, float]:
+    """(events/s with, without the head record): one writer, interleaved rounds, best of each."""
+    best = {True: 0.0, False: 0.0}
+    for r in range(rounds):
+        for with_head in (True, False):
+            store = (RunStore if with_head else _NoHeadStore)(root / f"head-{with_head}-{r}", create=True)
+            t0 = time.perf_counter()
+            for i in range(count):
+                store.append("note", "harness", {"text": f"event {i}"})
+            best[with_head] = max(best[with_head], count / (time.perf_counter() - t0))
+    return best[True], best[False]
+
+
 def harness_overhead(root: Path, trials: int) -> tuple[float, Path]:
     ws = root / "task" / "workspace"
     ws.mkdir(parents=True)
@@ -82,23 +105,51 @@ def export_rate(run_dir: Path, events: int, root: Path) -> tuple[float, int]:
     return total / (time.perf_counter() - started), total
 
 
-def guard_cost(root: Path, runs: int) -> tuple[float, float] | str:
-    """(ms per limited Python process without, with the guard) or the reason it is off."""
-    reason = fsguard.unavailable_reason()
-    if reason is not None:
-        return reason
-    work = root / "guard" / "trials" / "t1"
+SANDBOX_MODES = (  # (label, guarded, cgroups): what a trial process runs under
+    ("no sandbox", False, False),
+    ("cgroup limits only", False, True),
+    ("bubblewrap + cgroup", True, True),
+)
+
+
+def sandbox_cost(root: Path, runs: int) -> dict[str, float]:
+    """ms per ``python -c pass`` trial process under each of SANDBOX_MODES that works here.
+
+    The modes are interleaved run by run so that drift in the machine's speed hits all alike; the
+    figure is the median. ``raw subprocess`` (no run_limited at all) is the floor for reference.
+    """
+    import os
+    import statistics
+    import subprocess
+
+    work = root / "guard" / "trials" / "t1" / "work"
     work.mkdir(parents=True)
     guard = FsGuard.for_trial(work, protect=(root / "guard",))
     argv = [sys.executable, "-c", "pass"]
-    out = []
-    for g in (None, guard):
-        run_limited(argv, cwd=work, budget=Budget(seconds=30), guard=g)  # warm caches
-        t0 = time.perf_counter()
-        for _ in range(runs):
-            run_limited(argv, cwd=work, budget=Budget(seconds=30), guard=g)
-        out.append((time.perf_counter() - t0) / runs * 1000)
-    return out[0], out[1]
+    modes = [m for m in SANDBOX_MODES
+             if (not m[1] or fsguard.unavailable_reason() is None) and (not m[2] or cgroups.unavailable_reason() is None)]
+    samples: dict[str, list[float]] = {"raw subprocess": [], **{m[0]: [] for m in modes}}
+    saved = os.environ.get(cgroups.ENV_MODE)
+    try:
+        for i in range(runs + 1):
+            t0 = time.perf_counter()
+            subprocess.run(argv, cwd=work, check=True)
+            if i:
+                samples["raw subprocess"].append(time.perf_counter() - t0)
+            for label, guarded, limited in modes:
+                os.environ[cgroups.ENV_MODE] = "auto" if limited else "off"
+                t0 = time.perf_counter()
+                result = run_limited(argv, cwd=work, budget=Budget(seconds=30), guard=guard if guarded else None,
+                                     poll_s=0.005)
+                if i:  # the first round warms caches
+                    samples[label].append(time.perf_counter() - t0)
+                assert result.guarded == guarded and result.limits.startswith("cgroup") == limited, result
+    finally:
+        if saved is None:
+            os.environ.pop(cgroups.ENV_MODE, None)
+        else:
+            os.environ[cgroups.ENV_MODE] = saved
+    return {label: statistics.median(v) * 1000 for label, v in samples.items()}
 
 
 def main() -> None:
@@ -106,7 +157,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--trials", type=int, default=300)
     parser.add_argument("--per-writer", type=int, default=2000)
-    parser.add_argument("--guard-runs", type=int, default=30)
+    parser.add_argument("--guard-runs", type=int, default=40)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -117,20 +168,24 @@ def main() -> None:
         for i in range(2000):
             single.append("note", "harness", {"text": str(i)})
         append_ms = (time.perf_counter() - t0) / 2000 * 1000
+        with_head, without_head = head_record_cost(root, args.per_writer * 2)
         per_trial_ms, run_dir = harness_overhead(root, args.trials)
         rate, total = export_rate(run_dir, args.events, root)
-        guard = guard_cost(root, args.guard_runs)
+        sandbox = sandbox_cost(root, args.guard_runs)
     print(f"append, 1 writer:            {one:10.0f} events/s")
+    print(f"append, 1 writer in-process: {with_head:10.0f} events/s  (without the head record {without_head:.0f}: "
+          f"{with_head / without_head:.2f}x)")
     print(f"append, 8 writer processes:  {eight:10.0f} events/s  (ratio to 1 writer: {eight / one:.2f}x)")
     print(f"harness overhead, no-op oracle: {per_trial_ms:7.2f} ms/trial "
           f"(= {per_trial_ms / append_ms:.1f} single-event appends of {append_ms:.3f} ms)")
     print(f"export to SQLite:            {rate:10.0f} events/s  ({total} events)")
-    if isinstance(guard, str):
-        print(f"file-system guard:           off here ({guard})")
-    else:
-        print(f"limited process, no guard:   {guard[0]:10.1f} ms;  with the guard: {guard[1]:.1f} ms "
-              f"(ratio {guard[1] / guard[0]:.2f}x)")
-
+    base = sandbox["no sandbox"]
+    for label, ms in sandbox.items():
+        print(f"trial process ({label + '):':<22} {ms:7.1f} ms  (ratio to no sandbox: {ms / base:.2f}x)")
+    if "bubblewrap + cgroup" in sandbox and "cgroup limits only" in sandbox:
+        print(f"bubblewrap on top of cgroup limits: {sandbox['bubblewrap + cgroup'] / sandbox['cgroup limits only']:.2f}x")
+    if len(sandbox) < len(SANDBOX_MODES) + 1:
+        print(f"sandbox here: {fsguard.describe()}; limits: {cgroups.describe()}")
 
 if __name__ == "__main__":
     main()

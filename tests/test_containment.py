@@ -1,0 +1,353 @@
+"""Containment, tried as an attacker would: a trial program running as root that unmounts,
+remounts, detaches with setsid, sheds its environment, allocates past its budget, forks without
+end, or outlives a killed harness.
+
+Everything here is real: bubblewrap processes, cgroup v1/v2 limits, the harness as a real
+``rrma-tui`` process killed with SIGKILL. Tests that need the sandbox or cgroups skip with the
+probe's precise reason where this machine cannot provide them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from rrma import cgroups, fsguard
+from rrma.fsguard import FsGuard
+from rrma.loop import start_run
+from rrma.sandbox import run_limited
+from rrma.store import RunStore
+from rrma.task import load_task
+from rrma.trial import Budget, Status
+from rrma.verify import verify_run
+
+REPO = Path(__file__).resolve().parent.parent
+GUARD = fsguard.unavailable_reason()
+LIMITS = cgroups.unavailable_reason()
+needs_guard = pytest.mark.skipif(GUARD is not None, reason=f"trial sandbox unavailable here: {GUARD}")
+needs_cgroups = pytest.mark.skipif(LIMITS is not None, reason=f"trial cgroups unavailable here: {LIMITS}")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the escape attempts are the ones open to root")
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live (non-zombie) host pids whose command line contains ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and b") Z" not in stat:
+            found.append(int(entry))
+    return found
+
+
+# A trial program that tries every way out it can think of, as root, and then appends a correctly
+# chained approval signed human:alice to the run log (the harness's code is readable: it builds
+# the line exactly as the harness would).
+ESCAPE = r"""
+import ctypes, errno, json, os, subprocess, sys
+from pathlib import Path
+run = Path.cwd().parents[2]
+log = run / "events.jsonl"
+def sh(what, cmd):
+    proc = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+    print(what, "ESCAPED" if proc.returncode == 0 else "refused", flush=True)
+sh("umount-run", f"umount -l {run}")
+sh("umount-root", "umount -l /")
+sh("remount-run-rw", f"mount -o remount,bind,rw {run}")
+sh("remount-root-rw", "mount -o remount,rw /")
+sh("new-userns", f"unshare -Urm sh -c 'umount -l {run} && touch {run}/x'")
+sh("nsenter-init", "nsenter -t 1 -m -p true")
+sh("chroot", "chroot / true")
+libc = ctypes.CDLL(None, use_errno=True)
+print("unshare-syscall", "ESCAPED" if libc.unshare(0x10000000 | 0x00020000) == 0 else "refused")
+caps = [l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("CapEff")][0]
+print("capabilities", "none" if caps.split()[1] == "0000000000000000" else "ESCAPED:" + caps)
+print("harness-visible", "ESCAPED" if int(HARNESS_PID) in [int(p) for p in os.listdir("/proc") if p.isdigit()]
+      and Path(f"/proc/{HARNESS_PID}/cmdline").read_bytes().find(b"pytest") >= 0 else "refused")
+try:
+    os.kill(int(HARNESS_PID), 0)
+    print("signal-harness", "ESCAPED")
+except OSError:
+    print("signal-harness", "refused")
+os.setsid()
+sys.path.insert(0, HARNESS_ROOT)
+from rrma.events import build_line
+try:
+    lines = [l for l in log.read_text().splitlines() if l.strip()]
+    last = json.loads(lines[-1])
+    line, _ = build_line(last["seq"] + 1, last["hash"], "review", "human:alice",
+                         {"trial_id": "t0001", "decision": "approve", "reviewer": "alice", "note": "lgtm"})
+    with open(log, "a") as fh:
+        fh.write(line + "\n")
+    print("forge-review", "ESCAPED")
+except OSError as exc:
+    print("forge-review", "refused", errno.errorcode[exc.errno])
+print("loss: 1")
+"""
+
+
+@needs_guard
+@needs_root
+def test_a_root_trial_that_unmounts_and_remounts_cannot_touch_the_record(tmp_path: Path) -> None:
+    program = ESCAPE.replace("HARNESS_PID", repr(str(os.getpid()))).replace("HARNESS_ROOT", repr(str(REPO)))
+    task = load_task(REPO / "benches" / "demo" / "task.yaml", {
+        "oracle.params": {"command": ["{python}", "-c", program]},
+        "budget.max_trials": 1, "noise.baseline_repeats": 1, "budget.max_concurrent": 1,
+    })
+    result = start_run(task, tmp_path)
+    store = RunStore(result.run_dir)
+    events = store.events()
+    assert not [e for e in events if e.kind == "review"], "a trial forged a review"
+    report = verify_run(result.run_dir)
+    assert report.ok, report.errors
+    finished = [e for e in events if e.kind == "trial.finished"]
+    assert len(finished) == 2 and {e.data.status for e in finished} == {"ok"}
+    for event in finished:
+        log = store.blob_text(event.data.log_blob)
+        attempts = dict(line.split(" ", 1) for line in log.splitlines() if " " in line and not line.startswith("loss"))
+        assert set(attempts) >= {"umount-run", "umount-root", "remount-run-rw", "remount-root-rw", "new-userns",
+                                 "nsenter-init", "chroot", "unshare-syscall", "capabilities", "harness-visible",
+                                 "signal-harness", "forge-review"}, log
+        assert "ESCAPED" not in log, log
+        assert attempts["capabilities"] == "none"
+    assert not (result.run_dir / "x").exists()
+
+
+def hog(marker: str) -> str:
+    """Parent sleeps; a child leaves the process group (setsid), sheds its environment and takes 4 GB."""
+    return textwrap.dedent(f"""
+        import os, sys, time
+        if os.fork() == 0:
+            os.setsid()
+            os.execve(sys.executable, [sys.executable, "-c",
+                      "b = bytearray(4 << 30); import time; time.sleep(600)", "{marker}"], {{}})
+        time.sleep(600)
+    """)
+
+
+@needs_cgroups
+@pytest.mark.parametrize("guarded", [True, False], ids=["sandbox", "no-sandbox"])
+def test_four_gigabytes_in_a_setsid_child_ends_oom_within_budget(tmp_path: Path, guarded: bool) -> None:
+    if guarded and GUARD is not None:
+        pytest.skip(f"trial sandbox unavailable here: {GUARD}")
+    marker = f"rrma-hog-{os.getpid()}-{time.monotonic_ns()}"
+    budget = Budget(seconds=20, memory_mb=512)
+    guard = FsGuard.for_trial(tmp_path) if guarded else None
+    result = run_limited([sys.executable, "-c", hog(marker)], cwd=tmp_path, budget=budget, guard=guard)
+    assert result.status == Status.oom, (result.reason, result.output)
+    assert result.seconds < budget.seconds + 5
+    assert "512 MiB budget" in result.reason and result.limits.startswith("cgroup")
+    assert result.peak_rss_mb <= 512 + 1
+    assert not processes_with(marker)
+
+
+@needs_cgroups
+def test_a_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
+    program = textwrap.dedent("""
+        import os, time
+        made = 0
+        try:
+            for _ in range(400):
+                if os.fork() == 0:
+                    time.sleep(600)
+                    os._exit(0)
+                made += 1
+        except OSError as exc:
+            print("fork refused after", made, exc.strerror, flush=True)
+        print("made", made, flush=True)
+    """)
+    result = run_limited([sys.executable, "-c", program], cwd=tmp_path,
+                         budget=Budget(seconds=30, max_processes=64), guard=None)
+    assert result.status == Status.ok, result.output
+    assert "fork refused after" in result.output
+    made = int(result.output.split("made")[-1].split()[0])
+    assert made < 64
+    assert result.leftover_killed >= made  # the sleeping children were killed with the trial
+
+
+@needs_cgroups
+def test_a_child_that_drops_its_environment_and_the_group_is_still_killed(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the sandbox (RRMA_FS_GUARD=off) the token kill cannot see such a child; the cgroup can."""
+    monkeypatch.setenv(fsguard.ENV_MODE, "off")
+    marker = f"rrma-escapee-{os.getpid()}-{time.monotonic_ns()}"
+    program = textwrap.dedent(f"""
+        import os, sys
+        if os.fork() == 0:
+            os.setsid()
+            os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", "{marker}"], {{}})
+        print("parent done", flush=True)
+    """)
+    result = run_limited([sys.executable, "-c", program], cwd=tmp_path, budget=Budget(seconds=20),
+                         guard=FsGuard.for_trial(tmp_path))
+    assert result.status == Status.ok and not result.guarded
+    assert result.leftover_killed == 1
+    assert not processes_with(marker)
+
+
+HANG_FIRST = """
+# parent: {parent!r}
+import os, sys, time
+if os.environ.get("RRMA_TEST_HANG") == "1":
+    if os.fork() == 0:
+        os.setsid()
+        child = {half!r} + {rest!r}  # the full child marker appears only in the child's command line
+        os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", child], {{}})
+    time.sleep(600)
+print("loss: 1.0")
+"""
+
+
+def hanging_task(tmp_path: Path, marker: str) -> Path:
+    """A task whose baseline hangs (with a setsid child) while RRMA_TEST_HANG=1 is in the environment."""
+    task = tmp_path / "task.yaml"
+    task.write_text(json.dumps({
+        "name": "hang",
+        "oracle": {"kind": "command", "params": {"command": ["{python}", "-c", HANG_FIRST.format(
+            parent=f"parent-{marker}", half=marker[:8], rest=marker[8:])]}},
+        "workspace": {"source": str(REPO / "benches" / "demo" / "workspace"), "editable": ["objective.py"]},
+        "metric": {"name": "loss", "direction": "minimize"},
+        "budget": {"trial_seconds": 120, "max_trials": 0, "max_concurrent": 1},
+        "noise": {"baseline_repeats": 1}, "agents": [{"name": "rs", "backend": "random-search"}],
+    }))
+    return task
+
+
+def start_and_kill_harness(tmp_path: Path, marker: str, env: dict[str, str]) -> tuple[Path, list[int]]:
+    """Start a real headless run whose baseline hangs, kill -9 the harness once the trial's
+    processes are up; returns the run dir and the trial's host pids seen before the kill."""
+    runs = tmp_path / "runs"
+    harness = subprocess.Popen([sys.executable, "-m", "tui.cli", "--headless", "run", str(hanging_task(tmp_path, marker)),
+                                "--runs", str(runs)], cwd=REPO, env={**env, "RRMA_TEST_HANG": "1"}, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    # wait for both: the trial program (its source names parent-MARKER) and its setsid child (MARKER
+    # alone; the "parent-" prefix keeps the program's own command line from matching MARKER first)
+    while time.monotonic() < deadline and not (processes_with(f"parent-{marker}") and child_pids(marker)):
+        time.sleep(0.1)
+    trial_pids = processes_with(f"parent-{marker}") + child_pids(marker)
+    assert child_pids(marker) and len(trial_pids) >= 2, "the trial and its child never both started"
+    harness.send_signal(signal.SIGKILL)
+    harness.wait()
+    (run_dir,) = list(runs.iterdir())
+    return run_dir, trial_pids
+
+
+def child_pids(marker: str) -> list[int]:
+    """The setsid child of HANG_FIRST: MARKER in its command line, not as part of parent-MARKER."""
+    return [p for p in processes_with(marker) if p not in processes_with(f"parent-{marker}")]
+
+
+def alive(pid: int) -> bool:
+    try:
+        return b") Z" not in Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+
+
+@needs_guard
+def test_kill_9_of_the_harness_takes_its_sandboxed_trials_with_it(tmp_path: Path) -> None:
+    marker = f"rrma-orphan-{os.getpid()}-{time.monotonic_ns()}"
+    run_dir, pids = start_and_kill_harness(tmp_path, marker, dict(os.environ))
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in pids if alive(p)], "trial processes outlived the harness"
+    # nothing of the trial runs any more, so resume may start it again (it finishes this time)
+    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "resume", str(run_dir), "--quiet"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert RunStore(run_dir).events()[-1].kind == "run.finished"
+
+
+@needs_cgroups
+def test_resume_refuses_while_a_trial_of_the_killed_harness_still_runs(tmp_path: Path) -> None:
+    """Unsandboxed (RRMA_FS_GUARD=off), a setsid child can outlive a killed harness: resume names it
+    and exits 2 instead of running the trial again in the same directory; once it is gone, resume works."""
+    marker = f"rrma-stale-{os.getpid()}-{time.monotonic_ns()}"
+    env = {**os.environ, fsguard.ENV_MODE: "off"}
+    run_dir, _ = start_and_kill_harness(tmp_path, marker, env)
+    time.sleep(0.5)
+    survivors = child_pids(marker)
+    # the trial program itself dies with the harness (PR_SET_PDEATHSIG); its setsid child does not
+    assert not processes_with(f"parent-{marker}")
+    assert survivors, "expected the setsid child to survive an unsandboxed harness"
+    try:
+        proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "resume", str(run_dir)], cwd=REPO,
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert str(survivors[0]) in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    finally:
+        for pid in survivors:
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while child_pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "resume", str(run_dir), "--quiet"], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+@needs_guard
+def test_the_users_keys_are_hidden_from_a_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reviewer's SSH key signs approvals: a trial that could read it could sign one."""
+    home = Path(tempfile.mkdtemp(prefix="rrma-home-", dir="/var/tmp"))  # outside /tmp, which is private anyway
+    try:
+        (home / ".ssh").mkdir()
+        (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+        (home / "notes.txt").write_text("readable\n")
+        key = home / "review-key"
+        key.write_text("SIGNING KEY\n")
+        monkeypatch.setenv("HOME", str(home))
+        monkeypatch.setenv(fsguard.ENV_SIGNING_KEY, str(key))
+        program = ("import os, sys\n"
+                   "for p in sys.argv[1:]:\n"
+                   "    print(p, os.listdir(p) if os.path.isdir(p) else repr(open(p).read()))\n")
+        result = run_limited([sys.executable, "-c", program, str(home / ".ssh"), str(key), str(home / "notes.txt")],
+                             cwd=tmp_path, budget=Budget(seconds=20), guard=FsGuard.for_trial(tmp_path))
+        assert result.status == Status.ok and result.guarded, result.output
+        assert result.output.splitlines() == [f"{home / '.ssh'} []", f"{key} ''", f"{home / 'notes.txt'} 'readable\\n'"]
+        assert (home / ".ssh" / "id_ed25519").read_text() == "PRIVATE KEY\n"
+    finally:
+        shutil.rmtree(home)
+
+
+def test_cgroup_modes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """off: limits are polled and the result says so; require where no cgroup can be made: a crash
+    naming the reason; a bad value: a clear error."""
+    monkeypatch.setenv(cgroups.ENV_MODE, "off")
+    assert cgroups.describe().startswith("polling") and "RRMA_CGROUPS=off" in cgroups.describe()
+    result = run_limited(["true"], cwd=tmp_path, budget=Budget(seconds=5))
+    assert result.status == Status.ok and result.limits == "polling"
+    monkeypatch.setenv(cgroups.ENV_MODE, "require")
+    monkeypatch.setattr(cgroups, "unavailable_reason", lambda: "no cgroup hierarchy in this test")
+    result = run_limited(["true"], cwd=tmp_path, budget=Budget(seconds=5))
+    assert result.status == Status.crash
+    assert "RRMA_CGROUPS=require" in result.reason and "no cgroup hierarchy in this test" in result.reason
+    monkeypatch.setenv(cgroups.ENV_MODE, "sometimes")
+    with pytest.raises(ValueError, match="RRMA_CGROUPS='sometimes': expected one of auto, off, require"):
+        cgroups.mode()
+
+
+@needs_cgroups
+def test_a_trial_cgroup_is_removed_when_the_trial_ends(tmp_path: Path) -> None:
+    result = run_limited([sys.executable, "-c", "import os; os.fork(); import time; time.sleep(0.2)"], cwd=tmp_path,
+                         budget=Budget(seconds=10))
+    assert result.status == Status.ok and result.limits.startswith("cgroup")
+    assert not list(cgroups._scope_dirs(cgroups.scope_tag(tmp_path)))  # nothing left behind

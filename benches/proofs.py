@@ -46,6 +46,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from agents import make_agent
 from agents.base import Agent, Context, TrialSummary
@@ -64,7 +65,7 @@ from rrma.store import RunStore
 from rrma.task import AgentConfig, BudgetConfig, MetricConfig, OracleConfig, TaskConfig
 from rrma.trial import Proposal
 
-console = Console()
+console = Console(emoji=False)  # agent proofs and checker messages print literally
 
 DEFAULT_ATTEMPTS = 40
 DEFAULT_THEOREM_SECONDS = 30.0
@@ -237,7 +238,7 @@ def run_proof_bench(args: argparse.Namespace, checker: ProofChecker, tasks: list
         return 2
     unknown = only - {t.name for t in tasks}
     if unknown:
-        console.print(f"[red]{bench_name}: unknown theorem(s): {', '.join(sorted(unknown))}[/red]")
+        console.print(Text(f"{bench_name}: unknown theorem(s): {', '.join(sorted(unknown))}", style="red"))
         return 2
     attempts = int(_opt(args, "attempts", DEFAULT_ATTEMPTS))
     theorem_seconds = float(_opt(args, "theorem_seconds", DEFAULT_THEOREM_SECONDS))
@@ -267,11 +268,11 @@ def run_proof_bench(args: argparse.Namespace, checker: ProofChecker, tasks: list
     )
     run_id = f"{bench_name}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     store = RunStore(runs / run_id, create=True)
-    store.write_run_json({"run_id": run_id, "task": task_cfg.model_dump(mode="json"), "seed": seed,
-                          "bench": bench_name, "theorems": [t.name for t in selected]})
+    run_json_sha256 = store.write_run_json({"run_id": run_id, "task": task_cfg.model_dump(mode="json"), "seed": seed,
+                                            "bench": bench_name, "theorems": [t.name for t in selected]})
     store.append("run.started", "harness", RunStartedData(
         run_id=run_id, task_name=task_cfg.name, task=task_cfg.model_dump(mode="json"), seed=seed,
-        versions={"prover": prover}))
+        versions={"prover": prover}, run_json_sha256=run_json_sha256, head_record=True))
     agents: list[Agent] = [make_agent(cfg, task_cfg, seed + i) for i, cfg in enumerate(task_cfg.agents)]
     recorder = _Recorder(store)
     summary = BenchSummary(bench=bench_name, run_dir=store.dir)
@@ -284,11 +285,12 @@ def run_proof_bench(args: argparse.Namespace, checker: ProofChecker, tasks: list
                                   check_seconds=check_seconds, red_team=red_team, seed=seed, isolated=isolated)
             summary.results.append(result)
             if not quiet:
-                mark = "[green]solved[/green]" if result.solved else "[red]open[/red]"
-                console.print(f"[{index + 1}/{len(selected)}] {task.name} ({task.difficulty}): {mark} "
-                              f"after {result.attempts} attempt(s), {result.seconds:.2f} s"
-                              + (f" by {result.solver}: {result.proof!r}" if result.solved else ""),
-                              highlight=False)
+                # the proof is agent text: literal, never markup (`[x y]`) or emoji codes (`:x:`)
+                console.print(Text.assemble(
+                    f"[{index + 1}/{len(selected)}] {task.name} ({task.difficulty}): ",
+                    ("solved", "green") if result.solved else ("open", "red"),
+                    f" after {result.attempts} attempt(s), {result.seconds:.2f} s"
+                    + (f" by {result.solver}: {result.proof!r}" if result.solved else "")), highlight=False)
         for agent in agents:  # let agents flush their last blackboard posts
             agent.propose(_context(agent, task_cfg, None, [], recorder, 0))
     except Exception as exc:  # a checker or agent crash ends the bench: recorded, reported, exit 1
@@ -307,7 +309,7 @@ def run_proof_bench(args: argparse.Namespace, checker: ProofChecker, tasks: list
         store.close()
     print_summary(summary, wall_seconds=time.monotonic() - bench_started)
     if failed:
-        console.print(f"[red]{bench_name}: the bench stopped early: {failed}[/red]", highlight=False)
+        console.print(Text(f"{bench_name}: the bench stopped early: {failed}", style="red"), highlight=False)
         return 1
     return 0
 

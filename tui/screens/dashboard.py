@@ -26,7 +26,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
-from rrma.store import EVENTS
+from rrma.store import EVENTS, read_head
 from tui.reader import RawEvent, RunModel, TurnIndex, age, human_duration, parse_ts
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.line_table import Column, LineTable
@@ -58,6 +58,13 @@ def header_text(session: RunSession) -> Text:
     if start is not None and end is not None:
         text.append(f"  elapsed {human_duration((end - start).total_seconds())}")
     text.append(f"  {state.events:,} events")
+    try:
+        head = read_head(session.run_dir)  # head.json: one small file, the last event an append wrote
+    except ValueError:
+        text.append("  head record unreadable", "red")
+    else:
+        if head is not None:
+            text.append(f"  head {head.seq} {head.hash[:16]}", "dim")
     if session.model is not None and session.model.torn:
         text.append(f"  {len(session.model.torn)} unreadable line(s)", "red")
     text.append("\n")

@@ -5,18 +5,33 @@ the export and every reader. With the task's ``loop.hitl`` gate on, the loop mar
 new best ``awaiting_review`` instead of promoting it; :func:`record_review` promotes it when a
 person approves and it still beats the current best by the noise floor. Both the TUI and the
 loop call through here, so the rule lives in one place.
+
+A review can be signed with the reviewer's SSH key (``sign_key``; :mod:`rrma.signing` says what
+that proves). With ``loop.require_signed_approval`` only an approval whose signature verifies
+against ``loop.allowed_signers`` promotes; any other approval is kept in the log but promotes
+nothing, and the run says why in a ``note`` event (once per review).
 """
 
 from __future__ import annotations
 
 import getpass
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from rrma.signing import (
+    SigningError,
+    message_for_review,
+    review_message,
+    sign_review,
+    signature_fingerprint,
+    verify_review,
+)
 from rrma.state import RunState
 from rrma.store import RunStore
-from rrma.task import TaskConfig
+from rrma.task import TaskConfig, task_path
 
 DECISIONS = ("approve", "reject", "flag")
 
@@ -51,6 +66,21 @@ def promote_if_approved(store: RunStore, state: RunState, task: TaskConfig | Non
             return False
     else:
         delta = None
+    required, allowed_signers = signed_approval_policy(state, task)
+    if required:
+        review = rec.reviews[-1]
+        marker = f"review seq {review['seq']}:"
+        if any(note.startswith(marker) for note in state.notes):
+            return False  # this approval was refused already (and said so)
+        why = _unverified_approval(state, review, allowed_signers)
+        if why is not None:
+            text = (f"{marker} {review['reviewer']}'s approval of {trial_id} does not promote it: {why} "
+                    "(loop.require_signed_approval)")
+            if emit is not None:
+                emit("note", "harness", {"text": text})
+            else:
+                state.apply(store.append("note", "harness", {"text": text}))
+            return False
     sigma = state.sigma or 0.0
     approver = rec.reviews[-1]["reviewer"]
     data = {"trial_id": trial_id, "score": rec.score, "previous_best": state.best_id, "previous_score": best_score,
@@ -63,18 +93,129 @@ def promote_if_approved(store: RunStore, state: RunState, task: TaskConfig | Non
     return True
 
 
-def record_review(store: RunStore, trial_id: str, decision: str, reviewer: str | None = None, note: str = "") -> Any:
-    """Append a review event (and, for an approved trial awaiting review, its promotion)."""
+def signed_approval_policy(state: RunState, task: TaskConfig | None) -> tuple[bool, Path | None]:
+    """(loop.require_signed_approval, loop.allowed_signers resolved) from the task, else the run's snapshot."""
+    if task is not None:
+        return task.loop.require_signed_approval, task.allowed_signers_path()
+    loop = state.task.get("loop") or {}
+    value = loop.get("allowed_signers")
+    base = state.task.get("base_dir")
+    return bool(loop.get("require_signed_approval")), (task_path(Path(base) if base else None, value) if value else None)
+
+
+def _unverified_approval(state: RunState, review: dict[str, Any], allowed_signers: Path | None) -> str | None:
+    """Why a folded approval does not count as signed by its reviewer; None when its signature verifies."""
+    if not review.get("signed"):
+        return "it is unsigned"
+    if allowed_signers is None:
+        return "no loop.allowed_signers file to check its signature against"
+    try:
+        ok, detail = verify_review(allowed_signers, review["reviewer"], message_for_review(state.run_id, review),
+                                   review["signature"])
+    except SigningError as exc:
+        return f"its signature could not be checked ({exc})"
+    return None if ok else f"its signature does not verify against {allowed_signers} ({detail})"
+
+
+def review_data(state: RunState, trial_id: str, decision: str, reviewer: str, note: str = "",
+                sign_key: Path | str | None = None) -> dict[str, Any]:
+    """The data of a review event; with ``sign_key``, signed over the trial's current outcome."""
+    data: dict[str, Any] = {"trial_id": trial_id, "decision": decision, "reviewer": reviewer, "note": note}
+    if sign_key is not None:
+        rec = state.trials.get(trial_id)
+        finished = rec.finished_hash if rec is not None else None
+        message = review_message(state.run_id, trial_id, decision, reviewer, note, finished)
+        signature = sign_review(sign_key, message)
+        data.update(signature=signature, key_fingerprint=signature_fingerprint(message, signature),
+                    trial_finished=finished)
+    return data
+
+
+def record_review(store: RunStore, trial_id: str, decision: str, reviewer: str | None = None, note: str = "",
+                  sign_key: Path | str | None = None) -> Any:
+    """Append a review event, signed with ``sign_key`` if given (and, for an approved trial awaiting
+    review, its promotion). Signing problems raise :class:`rrma.signing.SigningError` before anything is written."""
     if decision not in DECISIONS:
         raise ReviewError(f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}")
     state = RunState.fold(store.scan().events)
     if trial_id not in state.trials:
         raise ReviewError(f"{store.dir}: no trial {trial_id!r} in this run")
     reviewer = reviewer or default_reviewer()
-    event = store.append("review", f"human:{reviewer}",
-                         {"trial_id": trial_id, "decision": decision, "reviewer": reviewer, "note": note})
+    event = store.append("review", f"human:{reviewer}", review_data(state, trial_id, decision, reviewer, note, sign_key))
     state.apply(event)
     if decision == "approve" and state.finish_reason is not None:
         # the loop is gone: promote here (a live loop does it itself on its next sync)
         promote_if_approved(store, state, None, trial_id)
     return event
+
+
+@dataclass
+class ReviewSignatures:
+    """What :func:`check_review_signatures` found: counts, and lines for verify's report."""
+
+    verified: int = 0
+    unsigned: int = 0
+    unchecked: int = 0
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+
+
+def check_review_signatures(state: RunState, events: Iterable[Any], allowed_signers: Path | None,
+                            run_dir: Path | None = None) -> ReviewSignatures:
+    """Check every signed review of a folded run against ``allowed_signers`` (for ``verify``).
+
+    A signature that does not verify for its reviewer over the review as the log has it now
+    (run id, trial, decision, reviewer, note, and the trial's ``trial.finished`` hash at that
+    point of the chain) is an error, and so is an allowed_signers file inside the run directory
+    (whatever can write the run could write it). Signed reviews with no file to check them
+    against are a warning; unsigned reviews are only counted.
+    """
+    out = ReviewSignatures()
+    signed = [r for r in state.reviews if r.get("signed")]
+    out.unsigned = len(state.reviews) - len(signed)
+    if out.unsigned:
+        out.checked.append(f"{out.unsigned} unsigned review{'s' if out.unsigned != 1 else ''}")
+    if not signed:
+        return out
+    claimed = {e.seq: e.data.trial_finished for e in events if e.kind == "review"}
+    problem = None
+    if allowed_signers is None:
+        out.warnings.append(f"{len(signed)} signed review(s) not checked: no allowed_signers file "
+                            "(--allowed-signers FILE or $RRMA_ALLOWED_SIGNERS)")
+    elif run_dir is not None and allowed_signers.resolve().is_relative_to(run_dir.resolve()):
+        problem = (f"allowed_signers {allowed_signers} is inside the run directory: whatever can write the run "
+                   "can write it, so it vouches for nobody; keep it outside")
+    elif not allowed_signers.is_file():
+        problem = f"allowed_signers {allowed_signers}: no such file"
+    if problem is not None:
+        out.errors.append(problem)
+    if allowed_signers is None or problem is not None:
+        out.unchecked = len(signed)
+        return out
+    for review in signed:
+        what = f"review seq {review['seq']} ({review['decision']} {review['trial_id']} by {review['reviewer']})"
+        bound = claimed.get(review["seq"])
+        if bound != review.get("trial_finished"):
+            out.errors.append(f"{what}: signed over trial.finished {str(bound)[:12]}… but the log's is "
+                              f"{str(review.get('trial_finished'))[:12]}… (the outcome changed after it was signed)")
+            continue
+        try:
+            ok, detail = verify_review(allowed_signers, review["reviewer"], message_for_review(state.run_id, review),
+                                       review["signature"])
+        except SigningError as exc:
+            out.errors.append(f"cannot check review signatures: {exc}")
+            out.unchecked = len(signed) - out.verified
+            return out
+        if not ok:
+            out.errors.append(f"{what}: bad signature: it does not verify for {review['reviewer']} against "
+                              f"{allowed_signers} ({detail})")
+            continue
+        out.verified += 1
+        fingerprint = review.get("key_fingerprint")
+        if fingerprint and fingerprint not in detail:
+            out.warnings.append(f"{what}: the signature verifies but its key_fingerprint field ({fingerprint}) "
+                                "names another key (the field is not signed)")
+    if out.verified:
+        out.checked.append(f"{out.verified} signed review{'s' if out.verified != 1 else ''} verified")
+    return out

@@ -39,6 +39,7 @@ class TrialRecord:
     proposal_blob: str | None = None
     manifest_blob: str | None = None
     log_blob: str | None = None
+    finished_hash: str | None = None  # hash of its latest trial.finished event (what a signed review binds to)
     edits: list[dict[str, Any]] = field(default_factory=list)
     proposed_seq: int = 0
     proposed_ts: str = ""
@@ -59,6 +60,11 @@ class TrialRecord:
         if not self.reviews:
             return "unreviewed"
         return {"approve": "approved", "reject": "rejected", "flag": "flagged"}[self.reviews[-1]["decision"]]
+
+    @property
+    def review_signed(self) -> bool | None:
+        """Whether the latest review carries a signature (None: no review). Present, not verified: see rrma.signing."""
+        return bool(self.reviews[-1]["signed"]) if self.reviews else None
 
 
 @dataclass
@@ -195,6 +201,7 @@ class RunState:
             rec.seconds, rec.cached, rec.cached_from, rec.log_blob = d.seconds, d.cached, d.cached_from, d.log_blob
             rec.delta, rec.delta_sigma = d.delta, d.delta_sigma
             rec.finished_ts = ev.ts
+            rec.finished_hash = getattr(ev, "hash", None)  # the TUI's light reader folds events without it
         elif kind == "trial.promoted":
             rec = self.trials.get(d.trial_id)
             if rec is not None:
@@ -208,6 +215,10 @@ class RunState:
             self.blackboard.append({"seq": ev.seq, "ts": ev.ts, "agent": d.agent, "text": d.text, "trial_id": d.trial_id, "tags": d.tags})
         elif kind == "review":
             review = {"seq": ev.seq, "ts": ev.ts, "trial_id": d.trial_id, "decision": d.decision, "reviewer": d.reviewer, "note": d.note}
+            # signed reviews: trial_finished is the log's own (not the event's claim), as the signature must bind it
+            target = self.trials.get(d.trial_id)
+            review.update(signed=d.signature is not None, signature=d.signature, key_fingerprint=d.key_fingerprint,
+                          trial_finished=target.finished_hash if target is not None else None)
             self.reviews.append(review)
             if d.trial_id in self.trials:
                 self.trials[d.trial_id].reviews.append(review)

@@ -137,8 +137,18 @@ class RRMAApp(App[int]):
     def _write_review(self, run_dir: Path, trial_id: str, decision: str, reviewer: str, note: str) -> None:
         store = RunStore(run_dir)
         try:
-            store.append("review", f"human:{reviewer}",
-                         {"trial_id": trial_id, "decision": decision, "reviewer": reviewer, "note": note})
+            data: dict[str, Any] = {"trial_id": trial_id, "decision": decision, "reviewer": reviewer, "note": note}
+            from rrma.signing import default_signing_key
+
+            key = default_signing_key()
+            if key is not None:  # $RRMA_SIGNING_KEY: signed like `rrma-tui review --sign-key` (a failure is notified)
+                from rrma.review import review_data
+                from rrma.state import RunState
+
+                # a full fold: the signature binds the trial.finished hash, which the light reader skips
+                state = RunState.fold(store.scan().events)
+                data = review_data(state, trial_id, decision, reviewer, note, key)
+            store.append("review", f"human:{reviewer}", data)
             promoted = False
             if decision == "approve":
                 # a live loop promotes approved claims itself; a finished run is promoted here,

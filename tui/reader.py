@@ -93,7 +93,7 @@ def _default(kind: str, name: str) -> Any:
 class RawEvent:
     """One parsed log line with the attributes RunState.apply reads (seq, ts, kind, actor, data)."""
 
-    __slots__ = ("actor", "data", "kind", "offset", "raw", "seq", "ts")
+    __slots__ = ("actor", "data", "hash", "kind", "offset", "raw", "seq", "ts")
 
     def __init__(self, raw: dict[str, Any], offset: int) -> None:
         self.raw = raw
@@ -102,6 +102,7 @@ class RawEvent:
         self.ts: str = raw["ts"]
         self.kind: str = raw["kind"]
         self.actor: str = raw.get("actor", "")
+        self.hash: str = raw.get("hash", "")  # a signed review binds its trial's trial.finished hash
         self.data = _payload(self.kind, raw.get("data") or {})
 
 

@@ -164,6 +164,10 @@ def reviews_text(rec: TrialRecord) -> Text:
         label, style = REVIEW_GLYPH[{"approve": "approved", "reject": "rejected", "flag": "flagged"}[review["decision"]]]
         text.append(f"{label}", style)
         text.append(f" by {review['reviewer']} at {review['ts'][:19].replace('T', ' ')}")
+        if review.get("signed"):  # a signature is present; `rrma-tui verify --allowed-signers` checks it
+            text.append(f" ✔signed ({review.get('key_fingerprint') or 'key unknown'})", "green")
+        else:
+            text.append(" (unsigned)", "dim")
         if review.get("note"):
             text.append(f": {review['note']}", "italic")
         text.append("\n")

@@ -17,6 +17,24 @@ from rrma.task import TaskConfig
 FEEDBACK_CHARS = 1500
 
 
+def clip_middle(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters by dropping its middle.
+
+    Feedback starts with the verdict (``crash: output flood: more than N bytes written; killed``) and
+    ends with the program's last output; cutting from the front would lose the verdict, cutting from
+    the back the error. A quarter of the room goes to the head, the rest to the tail.
+    """
+    if len(text) <= limit:
+        return text
+    longest = len(f"\n[... {len(text)} characters cut ...]\n")
+    keep = limit - longest
+    if keep < 8:
+        return text[-limit:] if limit > 0 else ""
+    head = keep // 4
+    tail = keep - head
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters cut ...]\n{text[-tail:]}"
+
+
 def summarize(state: RunState, rec: TrialRecord) -> TrialSummary:
     return TrialSummary(
         trial_id=rec.trial_id,
@@ -26,7 +44,7 @@ def summarize(state: RunState, rec: TrialRecord) -> TrialSummary:
         score=rec.score,
         delta_sigma=rec.delta_sigma,
         hypothesis=rec.hypothesis,
-        feedback=rec.feedback[-FEEDBACK_CHARS:],
+        feedback=clip_middle(rec.feedback, FEEDBACK_CHARS),
         cached=rec.cached,
         theorem=rec.theorem,
         metrics=dict(rec.metrics),

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.base import Agent, AgentError, Context, TrialSummary
+from agents.context import clip_middle
 from rrma.sandbox import EditRules, InvalidEdit, apply_edits, normalize_path
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import FileEdit, Proposal
@@ -674,7 +675,7 @@ def files_digest(ctx: Context) -> str:
 def _fmt(t: TrialSummary) -> str:
     line = t.line()
     if t.feedback.strip() and t.status != "ok":
-        line += "\n    feedback: " + " ".join(t.feedback.strip().split())[-400:]
+        line += "\n    feedback: " + clip_middle(" ".join(t.feedback.strip().split()), 400)
     return line
 
 

@@ -82,7 +82,10 @@ class CommandOracle(Oracle):
             return Outcome(
                 status=result.status,
                 metrics=metrics,
-                feedback=f"{result.status.value}: {result.reason}\n--- output tail ---\n{result.tail}",
+                # the verdict opens and closes the feedback: a flood's tail is long, and whoever cuts it
+                # (from the front or the back) must not cut "output flood ...; killed" away
+                feedback=f"{result.status.value}: {result.reason}\n--- output tail ---\n{result.tail}\n"
+                         f"--- end of output ({result.status.value}: {result.reason}) ---",
                 log=result.output,
                 seconds=result.seconds,
             )

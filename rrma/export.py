@@ -15,6 +15,7 @@ runs share one file.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,8 @@ EXPORT_SCHEMA_VERSION = 1
 
 
 class ExportError(Exception):
-    """The target database has an incompatible schema version."""
+    """The target database cannot be used: a missing directory, not SQLite, unwritable, or an
+    incompatible export schema version."""
 
 
 @dataclass
@@ -157,15 +159,27 @@ def _replace(db: sqlite_utils.Database, table: str, run_id: str, rows: Iterable[
 
 def export_runs(run_dirs: list[Path], out: Path) -> list[ExportResult]:
     """Export each run into the SQLite file ``out`` (created if needed)."""
-    db = sqlite_utils.Database(out)
-    db.execute("PRAGMA foreign_keys = ON")
-    # sqlite-utils commits every insert chunk; without this each commit is an fsync. An export
-    # can always be redone from the run logs, so durability of a half-written export is not needed.
-    db.execute("PRAGMA synchronous = OFF")
-    _ensure_schema(db)
-    results = [export_run(db, Path(run_dir)) for run_dir in run_dirs]
-    if any(not r.skipped for r in results):
-        for name in ("blackboard", "turns"):
-            db[name].rebuild_fts()  # type: ignore[union-attr]
-    db.close()
+    out = Path(out)
+    if out.is_dir():
+        raise ExportError(f"{out}: is a directory, not a database file")
+    if not out.parent.is_dir():
+        raise ExportError(f"{out}: directory {out.parent} does not exist")
+    try:
+        db = sqlite_utils.Database(out)
+        db.execute("PRAGMA foreign_keys = ON")
+        # sqlite-utils commits every insert chunk; without this each commit is an fsync. An export
+        # can always be redone from the run logs, so durability of a half-written export is not needed.
+        db.execute("PRAGMA synchronous = OFF")
+        _ensure_schema(db)
+    except sqlite3.DatabaseError as exc:  # not a database, unreadable, cannot be created
+        raise ExportError(f"{out}: cannot use it as an SQLite database: {exc}") from None
+    try:
+        results = [export_run(db, Path(run_dir)) for run_dir in run_dirs]
+        if any(not r.skipped for r in results):
+            for name in ("blackboard", "turns"):
+                db[name].rebuild_fts()  # type: ignore[union-attr]
+    except sqlite3.OperationalError as exc:  # read-only, locked by another writer, disk full
+        raise ExportError(f"{out}: cannot write the export: {exc}") from None
+    finally:
+        db.close()
     return results

@@ -67,3 +67,59 @@ def test_schema_doc_is_in_sync() -> None:
     from rrma.task import schema_markdown
 
     assert (REPO / "docs" / "task-schema.md").read_text() == schema_markdown(), "run: python -m rrma.task > docs/task-schema.md"
+
+
+def test_overrides_that_cannot_apply_name_the_key() -> None:
+    """`--set name.first=1`: a sub-key of a scalar field is a TaskError naming the key (was a TypeError)."""
+    demo = REPO / "benches/demo/task.yaml"
+    with pytest.raises(TaskError, match=r"override 'name\.first': name is a str, not a section"):
+        load_task(demo, {"name.first": 1})
+    with pytest.raises(TaskError, match=r"override 'budget\.max_trials\.x': budget\.max_trials is a int"):
+        load_task(demo, {"budget.max_trials.x": 1})
+    with pytest.raises(TaskError, match=r"override 'budget\.\.x': empty field name"):
+        load_task(demo, {"budget..x": 1})
+    assert load_task(demo, {"bench.new.deep": 3}).bench == {"new": {"deep": 3}}  # new sections are made
+
+
+def test_an_empty_section_takes_overrides(tmp_path: Path) -> None:
+    (tmp_path / "workspace").mkdir()
+    path = tmp_path / "task.yaml"
+    path.write_text("name: t\nbudget:\n")  # `budget:` alone is null
+    assert load_task(path, {"budget.max_trials": 3}).budget.max_trials == 3
+
+
+def test_a_task_path_that_is_not_a_file(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match="is a directory, not a task YAML file"):
+        load_task(tmp_path)
+    with pytest.raises(TaskError, match="not a regular file"):
+        load_task("/dev/null")
+    nul = tmp_path / "nul.yaml"
+    nul.write_bytes(b"name: x\x00\n")  # valid UTF-8, not YAML: one line, no ':: '
+    with pytest.raises(TaskError) as info:
+        load_task(nul)
+    assert str(info.value).startswith(f"{nul}: malformed YAML: unacceptable character")
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("bad", ["binary", "symlink-out", "symlink-loop"])
+def test_a_workspace_the_run_could_not_read_fails_at_load(tmp_path: Path, bad: str) -> None:
+    """A binary file or a symlink out of the workspace is found when the task loads, not mid-run."""
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    (ws / "prog.py").write_text("print('score: 1')\n")
+    if bad == "binary":
+        (ws / "data.bin").write_bytes(b"\x00\xff\xfe")
+        message = r"workspace\.source: data\.bin: not valid UTF-8 text"
+    elif bad == "symlink-out":
+        (tmp_path / "outside.py").write_text("x = 1\n")
+        (ws / "link.py").symlink_to(tmp_path / "outside.py")
+        message = r"workspace\.source: link\.py: symlink escapes the workspace"
+    else:
+        (ws / "a").symlink_to(ws / "b")
+        (ws / "b").symlink_to(ws / "a")
+        message = r"workspace\.source: cannot read .*: Symlink loop"
+    path = tmp_path / "task.yaml"
+    path.write_text("name: t\n")
+    with pytest.raises(TaskError, match=message) as info:
+        load_task(path)
+    assert str(path) in str(info.value)

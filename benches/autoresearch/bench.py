@@ -25,12 +25,13 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from rrma import fsguard
 from rrma.task import TaskConfig, TaskError, load_task, task_from_dict
 
 HERE = Path(__file__).resolve().parent
-console = Console()
+console = Console(emoji=False)  # oracle and agent text prints literally
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -125,7 +126,9 @@ class _Printer:
             score = "" if d.score is None else f"{d.score:.4f}"
             ds = "" if d.delta_sigma is None else f" ({d.delta_sigma:+.2f}σ)"
             note = "" if d.status == "ok" else " " + (d.feedback.strip().splitlines() or [""])[0][:100]
-            console.print(f"[dim]{at:7.1f}s[/] {d.trial_id:>8} {d.status:<8} {score}{ds}{note}", soft_wrap=True)
+            # the note is oracle feedback: literal, never markup or emoji codes
+            console.print(Text.assemble((f"{at:7.1f}s", "dim"), f" {d.trial_id:>8} {d.status:<8} {score}{ds}{note}"),
+                          soft_wrap=True)
         elif event.kind == "baseline.measured":
             console.print(f"[dim]{at:7.1f}s[/] baseline {d.mean:.4f} ± {d.sigma:.4f} (σ, n={len(d.scores)}); "
                           f"promotion needs {d.floor:.4f}")
@@ -155,9 +158,10 @@ def summary_table(result: Any, task: TaskConfig) -> Table:
     if seconds:
         table.add_row("seconds per scored trial", f"{statistics.fmean(seconds):.1f}")
     table.add_row("wall time", f"{s.get('wall_seconds', 0):.1f} s")
-    guard = fsguard.recorded(result.run_dir)
-    if guard:
-        table.add_row("fs guard", guard)
+    for label, key in (("fs guard", "fs_guard"), ("limits", "limits")):
+        value = fsguard.recorded(result.run_dir, key)
+        if value:
+            table.add_row(label, value)
     table.add_row("run dir", str(result.run_dir))
     return table
 
@@ -168,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         task = build_task(args)
     except (TaskError, KeyError) as exc:
-        console.print(f"[red]autoresearch: {exc}[/]")
+        console.print(Text(f"autoresearch: {exc}", style="red"))
         return 2
     runs = Path(getattr(args, "runs", Path("runs")))
     runs.mkdir(parents=True, exist_ok=True)
@@ -197,11 +201,13 @@ def run(args: argparse.Namespace) -> int:
     if "error" in outcome:
         error = outcome["error"]
         if isinstance(error, RunFailed):
-            console.print(f"[red]autoresearch: the run failed: {error}[/]")
+            console.print(Text(f"autoresearch: the run failed: {error}", style="red"))
             return 1
         raise error
     result = outcome["result"]
     console.print(summary_table(result, task))
+    if result.reason == "error":
+        console.print(Text(f"autoresearch: the run ended with an error: {result.error}", style="red"))
     return 0 if result.ok else 1
 
 

@@ -23,7 +23,7 @@ from oracle.strip_coq import CoqSyntaxError, strip_coq_file
 
 HERE = Path(__file__).resolve().parent
 SUITE = ("arith.v", "lists.v", "logic.v", "induction.v")
-console = Console(stderr=True)
+console = Console(stderr=True, emoji=False)  # checker messages print literally
 
 
 def suite_files() -> list[Path]:

@@ -23,7 +23,7 @@ from oracle.lean import DEFAULT_PROJECT, LeanChecker
 from oracle.proof_common import TheoremTask
 from oracle.strip_lean import LeanSyntaxError, strip_lean_file, strip_project
 
-console = Console(stderr=True)
+console = Console(stderr=True, emoji=False)  # checker messages print literally
 
 
 def load_tasks(sources: list[Path] | None, project: Path = DEFAULT_PROJECT) -> list[TheoremTask]:

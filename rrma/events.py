@@ -19,7 +19,15 @@ import json
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+)
 
 SCHEMA_VERSION = 1
 GENESIS = "0" * 64
@@ -42,6 +50,8 @@ class RunStartedData(_Data):
     task: dict[str, Any]  # the validated task config snapshot
     seed: int = 0
     versions: dict[str, str] = Field(default_factory=dict)
+    run_json_sha256: str | None = None  # sha256 of run.json's bytes as written (None in older logs)
+    head_record: bool = False  # the run keeps head.json (its absence is then an error, not a warning)
 
 
 class RunResumedData(_Data):
@@ -151,6 +161,19 @@ class ReviewData(_Data):
     decision: Literal["approve", "reject", "flag"]
     reviewer: str
     note: str = ""
+    # signed reviews (rrma/signing.py); all None on an unsigned review and in logs written before them
+    signature: str | None = None  # armored SSHSIG (ssh-keygen -Y sign, namespace rrma-review)
+    key_fingerprint: str | None = None  # SHA256:... of the key that signed
+    trial_finished: str | None = None  # hash of the trial.finished event the signature is bound to
+
+    @model_serializer(mode="wrap")
+    def _unsigned_as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """An unsigned review is written exactly as before signing existed (no null signature fields)."""
+        out: dict[str, Any] = handler(self)
+        for name in ("signature", "key_fingerprint", "trial_finished"):
+            if out.get(name, 0) is None:
+                del out[name]
+        return out
 
 
 class NoteData(_Data):

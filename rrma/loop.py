@@ -28,6 +28,7 @@ import secrets
 import statistics
 import threading
 import time
+import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,21 +38,22 @@ from typing import Any
 
 from agents import make_agent
 from agents.base import Agent, Context, TrialSummary
-from agents.context import build_context, summarize
+from agents.context import build_context, clip_middle, summarize
 from oracle import make_oracle
 from oracle.base import Oracle
-from rrma import fsguard
+from rrma import cgroups, fsguard
 from rrma.cache import OutcomeCache, cache_key
 from rrma.executor import Executor, LocalExecutor, TrialJob, wait_outcome
 from rrma.review import promote_if_approved
-from rrma.sandbox import EditRules, InvalidEdit, apply_edits, read_tree
+from rrma.sandbox import EditRules, InvalidEdit, apply_edits, read_tree, stale_processes
 from rrma.state import RunState, write_views
-from rrma.store import RunStore
+from rrma.store import DriverLock, RunLocked, RunStore
 from rrma.task import AgentConfig, TaskConfig, task_from_dict
 from rrma.trial import Budget, Outcome, Proposal, Status
 
 EventHook = Callable[[Any], None]
 BASELINE_AGENT = "baseline"
+FEEDBACK_LOG_CHARS = 8000  # trial.finished keeps this much feedback: its head (the verdict) and its tail
 
 
 class RunFailed(Exception):
@@ -63,10 +65,23 @@ class RunResult:
     run_dir: Path
     reason: str
     state: RunState
+    error: str | None = None  # the one-line message when reason is "error"
 
     @property
     def ok(self) -> bool:
         return self.reason not in ("baseline_failed", "error")
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for an unexpected exception: its type, the first line of its message, where it was raised."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    msg = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        msg += f" (at {Path(last.filename).name}:{last.lineno} in {last.name})"
+    return msg
 
 
 def new_run_id(task_name: str) -> str:
@@ -77,7 +92,8 @@ def new_run_id(task_name: str) -> str:
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "platform": platform.platform(),
-           "fs_guard": fsguard.describe()}  # whether trial programs run behind the file-system guard
+           "fs_guard": fsguard.describe(),  # whether trial programs run in the sandbox
+           "limits": cgroups.describe()}  # cgroup limits on the whole trial, or polling
     for name in ("torch", "pydantic", "textual"):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out[name] = importlib.metadata.version(name)
@@ -124,6 +140,7 @@ class ResearchLoop:
         self.budget = Budget(
             seconds=task.budget.trial_seconds,
             memory_mb=task.budget.trial_memory_mb,
+            max_processes=task.budget.trial_max_processes,
             max_output_bytes=task.budget.max_output_bytes,
             num_cpus=task.budget.num_cpus,
             num_gpus=task.budget.num_gpus,
@@ -135,6 +152,7 @@ class ResearchLoop:
         self.files_cache: OrderedDict[str, dict[str, str]] = OrderedDict()
         self.started = time.monotonic()
         self.reason: str | None = None
+        self.error: str | None = None  # first unexpected exception (one line): the run ends as "error"
         self._reserved = 0  # trials taken from the budget (set when the agent phase starts)
         self._issued: set[str] = set()  # trial ids handed out
         self.oracle_identity = self.oracle.identity()
@@ -194,20 +212,43 @@ class ResearchLoop:
         except RunFailed as exc:
             self.reason = "baseline_failed"
             self.emit("note", "harness", {"text": f"run failed: {exc}"})
+        except Exception as exc:  # a harness or workspace error: the run ends as "error", never "done"
+            self._fail(exc)
         finally:
-            if self.reason is None:
-                self.reason = "interrupted" if self.stop.is_set() else "done"
-            self.executor.shutdown(cancel=self.stop.is_set())
+            if self.error is not None:
+                self.reason = "error"
+                self.emit("note", "harness", {"text": f"run error: {self.error}"})
+            if self.reason is None:  # only a BaseException (KeyboardInterrupt, SystemExit) gets here
+                self.reason = "interrupted"
+            self.executor.shutdown(cancel=self.stop.is_set() or self.reason == "error")
             self._finish()
             with contextlib.suppress(Exception):
                 self.oracle.close()
             for agent in self.agents:
                 with contextlib.suppress(Exception):
                     agent.close()
-        return RunResult(self.store.dir, self.reason, self.state)
+        return RunResult(self.store.dir, self.reason, self.state, self.error)
+
+    def _fail(self, exc: BaseException) -> None:
+        """Record an unexpected exception (the first one's message is kept); no new trials start."""
+        with self.lock:
+            if self.error is None:
+                self.error = error_line(exc)
+            self.reason = "error"
+
+    def _guarded(self, target: Callable[..., Any]) -> Callable[..., None]:
+        """``target`` for a worker thread: an exception there ends the run as "error" (not a stray traceback)."""
+        def call(*args: Any) -> None:
+            try:
+                target(*args)
+            except Exception as exc:
+                self._fail(exc)
+        return call
 
     def _finish(self) -> None:
         summary = summarize_run(self.state, self.task, time.monotonic() - self.started)
+        if self.error is not None:
+            summary["error"] = self.error
         self.emit("run.finished", "harness", {"reason": self.reason, "summary": summary})
         write_views(self.store.dir, self.state)
         self.store.fsync()
@@ -243,12 +284,14 @@ class ResearchLoop:
                     "manifest_blob": manifest_blob, "baseline": True, "repeat": i, "seed": seed, "cache_key": key,
                 })
             self.files_cache[trial_id] = files
-            thread = threading.Thread(target=self._evaluate, name=f"baseline-{i}",
+            thread = threading.Thread(target=self._guarded(self._evaluate), name=f"baseline-{i}",
                                       args=(trial_id, Proposal(hypothesis="baseline"), files, seed, None, True))
             threads.append(thread)
             thread.start()
         for thread in threads:
             thread.join()
+        if self.error is not None:
+            return  # run() records it
         ids = [f"base-{i}" for i in range(repeats)]
         recs = [self.state.trials[t] for t in ids]
         failed = [r for r in recs if r.status != Status.ok or r.score is None]
@@ -329,7 +372,11 @@ class ResearchLoop:
                     self._reserved -= 1
                 self.emit("note", "harness", {"text": f"agent {agent.name} has nothing more to propose"})
                 return
-            summary = self.run_trial(agent.name, proposal, config, trial_id=trial_id)
+            try:
+                summary = self.run_trial(agent.name, proposal, config, trial_id=trial_id)
+            except Exception as exc:  # the harness failed, not the agent: the run ends as "error"
+                self._fail(exc)
+                return
             if summary is not None:
                 try:
                     agent.observe(summary)
@@ -473,7 +520,7 @@ class ResearchLoop:
                     promote = False
             self.emit("trial.finished", "oracle" if cached_from is None else "harness", {
                 "trial_id": trial_id, "status": outcome.status.value, "score": outcome.score, "metrics": metrics,
-                "feedback": outcome.feedback[-8000:], "log_blob": log_blob, "seconds": round(outcome.seconds, 4),
+                "feedback": clip_middle(outcome.feedback, FEEDBACK_LOG_CHARS), "log_blob": log_blob, "seconds": round(outcome.seconds, 4),
                 "cached": cached_from is not None, "cached_from": cached_from, "delta": delta,
                 "delta_sigma": delta_sigma,
             })
@@ -547,25 +594,45 @@ def start_run(
         agents = make_agents(task, seed, agent_count)
     run_id = run_id or new_run_id(task.name)
     store = RunStore(Path(runs_dir) / run_id, create=True)
-    oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name, direction=task.metric.direction)
-    facts = oracle.prepare(store.dir, task.workspace_dir())
-    found = versions()
-    snapshot = task.snapshot()
-    store.write_run_json({"run_id": run_id, "task": snapshot, "seed": seed, "versions": found,
-                          "oracle": {"identity": oracle.identity(), **facts}, "created": datetime.now(UTC).isoformat()})
-    store.append("run.started", "harness", {"run_id": run_id, "task_name": task.name, "task": snapshot,
-                                            "seed": seed, "versions": found})
-    return _drive(store, task, seed, oracle, executor, stop, on_event, agents, agent_count)
+    try:
+        lock = DriverLock(store.dir).acquire()  # held until the run ends: one driver per run
+    except RunLocked:
+        for agent in agents:
+            with contextlib.suppress(Exception):
+                agent.close()
+        raise
+    with lock:
+        oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name,
+                             direction=task.metric.direction)
+        facts = oracle.prepare(store.dir, task.workspace_dir())
+        found = versions()
+        snapshot = task.snapshot()
+        run_json_sha256 = store.write_run_json({
+            "run_id": run_id, "task": snapshot, "seed": seed, "versions": found,
+            "oracle": {"identity": oracle.identity(), **facts}, "created": datetime.now(UTC).isoformat()})
+        store.append("run.started", "harness", {"run_id": run_id, "task_name": task.name, "task": snapshot,
+                                                "seed": seed, "versions": found, "run_json_sha256": run_json_sha256,
+                                                "head_record": True})
+        return _drive(store, task, seed, oracle, executor, stop, on_event, agents, agent_count)
 
 
 def _drive(store: RunStore, task: TaskConfig, seed: int, oracle: Oracle, executor: Any, stop: threading.Event | None,
            on_event: EventHook | None, agents: list[Agent] | None, agent_count: int | None) -> RunResult:
-    if callable(executor) and not hasattr(executor, "submit"):
-        executor = executor(oracle, store, task)
-    if agents is None:
-        agents = make_agents(task, seed, agent_count)
-    loop = ResearchLoop(store, task, seed=seed, agents=agents, oracle=oracle, executor=executor, stop=stop,
-                        on_event=on_event)
+    try:
+        if callable(executor) and not hasattr(executor, "submit"):
+            executor = executor(oracle, store, task)
+        if agents is None:
+            agents = make_agents(task, seed, agent_count)
+        loop = ResearchLoop(store, task, seed=seed, agents=agents, oracle=oracle, executor=executor, stop=stop,
+                            on_event=on_event)
+    except Exception as exc:
+        # the run has started (or resumed) in the log: it must not be left looking as if it still runs
+        message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        with contextlib.suppress(Exception):
+            store.append_many([("note", "harness", {"text": f"run error before the loop started: {message}"}),
+                               ("run.finished", "harness", {"reason": "error", "summary": {"error": message}})])
+            write_views(store.dir, RunState.fold(store.scan().events))
+        raise
     return loop.run()
 
 
@@ -577,8 +644,18 @@ def resume_run(
     executor: Any = None,
     agent_count: int | None = None,
 ) -> RunResult:
-    """Continue a run after a crash or a stop; completed trials are kept, interrupted ones re-run."""
+    """Continue a run after a crash or a stop; completed trials are kept, interrupted ones re-run.
+
+    Raises :class:`~rrma.store.RunLocked` when another live process is driving the run.
+    """
     store = RunStore(run_dir)
+    with DriverLock(store.dir):  # before reading the state: a second driver would act on a stale fold
+        return _resume(store, stop=stop, on_event=on_event, executor=executor, agent_count=agent_count)
+
+
+def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHook | None, executor: Any,
+            agent_count: int | None) -> RunResult:
+    run_dir = store.dir
     scan = store.scan()
     state = RunState.fold(scan.events)
     if not state.task:
@@ -588,6 +665,14 @@ def resume_run(
                           base_dir=Path(base_dir) if base_dir else None)
     torn = [t.offset for t in scan.torn]
     interrupted = [t for t in state.order if not state.trials[t].finished]
+    for trial_id in interrupted:
+        # a harness killed mid-trial could not stop its trial's processes (the sandbox dies with it;
+        # an unguarded program may not): never start the trial again while one still runs there
+        stale = stale_processes(store.trial_dir(trial_id) / "work")
+        if stale:
+            raise RunLocked(f"{run_dir}: trial {trial_id} of the run that was interrupted still has running "
+                            f"process(es) {', '.join(map(str, stale))}; stop them (kill {' '.join(map(str, stale))})"
+                            " and resume again")
     if state.finish_reason is not None and state.finish_reason not in ("interrupted",) and not interrupted:
         used = len(state.agent_trials())
         if used >= task.budget.max_trials or state.finish_reason in ("target", "baseline_failed"):

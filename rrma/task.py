@@ -55,7 +55,9 @@ class BudgetConfig(_Section):
     trial_seconds: float = Field(60.0, gt=0)
     """Wall-clock limit of one evaluation, enforced from outside (seconds)."""
     trial_memory_mb: int = Field(2048, gt=0)
-    """Resident-memory limit of one evaluation's process group (MiB)."""
+    """Memory limit of one evaluation (MiB): its whole process tree by cgroup, else its process group's RSS."""
+    trial_max_processes: int = Field(1024, ge=8)
+    """Processes and threads one evaluation may have at once (cgroup pids limit; not enforced by polling)."""
     max_output_bytes: int = Field(8 * 1024 * 1024, gt=0)
     """Output beyond this many bytes is a flood: the trial is killed and labelled crash."""
     max_trials: int = Field(20, ge=0)
@@ -92,8 +94,21 @@ class LoopConfig(_Section):
     """Show the lineage of the parent trial to agents (off for control runs)."""
     hitl: bool = False
     """Human-in-the-loop gate: a would-be new best is promoted only after a person approves it."""
+    require_signed_approval: bool = False
+    """With hitl: only an approval whose SSH signature verifies against loop.allowed_signers promotes (docs/foundation.md)."""
+    allowed_signers: str | None = None
+    """ssh-keygen allowed_signers file (relative to the task file) that signed approvals are checked against."""
     agents_parallel: int = Field(1, ge=1)
     """Number of agent instances (each agents[] entry is replicated, names suffixed -1, -2...)."""
+
+    @model_validator(mode="after")
+    def _signed_approval(self) -> LoopConfig:
+        if self.require_signed_approval and not self.hitl:
+            raise ValueError("require_signed_approval needs hitl: true (without the gate nothing waits for approval)")
+        if self.require_signed_approval and not self.allowed_signers:
+            raise ValueError("require_signed_approval needs allowed_signers: the ssh-keygen allowed_signers file "
+                             "signatures are checked against")
+        return self
 
 
 class AgentConfig(_Section):
@@ -201,6 +216,10 @@ class TaskConfig(_Section):
         base = self.base_dir or Path.cwd()
         return (base / self.workspace.source).resolve()
 
+    def allowed_signers_path(self) -> Path | None:
+        """loop.allowed_signers resolved against the task file's directory (None when unset)."""
+        return task_path(self.base_dir, self.loop.allowed_signers) if self.loop.allowed_signers else None
+
     def snapshot(self) -> dict[str, Any]:
         """The config as plain JSON (for run.json and the run.started event)."""
         data = self.model_dump(mode="json")
@@ -242,31 +261,71 @@ def load_task(path: Path | str, overrides: dict[str, Any] | None = None) -> Task
     path = Path(path)
     if not path.exists():
         raise TaskError(f"{path}: no such task file")
+    if path.is_dir():
+        raise TaskError(f"{path}: is a directory, not a task YAML file")
+    if not path.is_file():
+        raise TaskError(f"{path}: not a regular file (a task is a YAML file)")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TaskError(f"{path}: cannot read the task file: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise TaskError(f"{path}:{where}: malformed YAML: {problem}") from None
+        where = f": line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TaskError(f"{path}{where}: malformed YAML: {problem}") from None
     except UnicodeDecodeError as exc:
         raise TaskError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if data is None:
         raise TaskError(f"{path}: the file is empty; a task needs at least a 'name'")
+    if not isinstance(data, dict):
+        raise TaskError(f"{path}: expected a mapping of task fields at the top level, got {type(data).__name__}")
     for key, value in (overrides or {}).items():
         set_dotted(data, key, value)
     task = task_from_dict(data, source=str(path), base_dir=path.parent.resolve())
     ws = task.workspace_dir()
     if task.oracle.kind not in {"lean", "coq", "gsm8k-prompt"} and not ws.is_dir():
         raise TaskError(f"{path}: workspace.source: directory {ws} does not exist")
+    if ws.is_dir():
+        check_workspace(ws, source=str(path))
+    signers = task.allowed_signers_path()
+    if signers is not None and not signers.is_file():
+        raise TaskError(f"{path}: loop.allowed_signers: file {signers} does not exist")
     return task
 
 
+def task_path(base_dir: Path | None, value: str) -> Path:
+    """A path named by a task field: ``~`` expanded, relative to the task file's directory."""
+    return ((base_dir or Path.cwd()) / Path(value).expanduser()).resolve()
+
+
+def check_workspace(ws: Path, *, source: str) -> None:
+    """Read the workspace as the run will (text files only, no symlink out of it): a binary file or
+    an escaping link is a TaskError here, before a run directory exists, not an error mid-run."""
+    from rrma.sandbox import InvalidEdit, read_tree  # lazy: the sandbox is not needed to parse a task
+
+    try:
+        read_tree(ws)
+    except InvalidEdit as exc:
+        raise TaskError(f"{source}: workspace.source: {exc}") from None
+    except (OSError, RuntimeError) as exc:  # unreadable file, symlink loop
+        raise TaskError(f"{source}: workspace.source: cannot read {ws}: {exc}") from None
+
+
 def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``data[a][b][c] = value`` for the key ``a.b.c``; TaskError (naming the key) when a part
+    is empty or names a value that is not a mapping (``name.first`` where ``name`` is a string)."""
     parts = key.split(".")
-    node = data
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
+    if not all(p.strip() for p in parts):
+        raise TaskError(f"override {key!r}: empty field name in the dotted key")
+    node: Any = data
+    for depth, part in enumerate(parts[:-1]):
+        if node.get(part) is None:  # absent, or an empty `section:` in the YAML
+            node[part] = {}
+        node = node[part]
+        if not isinstance(node, dict):
+            where = ".".join(parts[: depth + 1])
+            raise TaskError(f"override {key!r}: {where} is a {type(node).__name__}, not a section with sub-fields")
     node[parts[-1]] = value
 
 

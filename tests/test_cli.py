@@ -70,14 +70,16 @@ def test_headless_bench_demo_end_to_end(tmp_path: Path) -> None:
     assert "unchanged, skipped" in again.stdout
 
 
-def test_a_run_without_the_fs_guard_says_so(tmp_path: Path) -> None:
+def test_a_run_without_the_sandbox_or_cgroups_says_so(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "bench", "demo", "--runs", str(tmp_path),
-                           "--trials", "1"], env={**ENV, "RRMA_FS_GUARD": "off"}, cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+                           "--trials", "1"], env={**ENV, "RRMA_FS_GUARD": "off", "RRMA_CGROUPS": "off"}, cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "file-system guard off: turned off (RRMA_FS_GUARD=off)" in proc.stdout
+    assert "trial sandbox off: turned off (RRMA_FS_GUARD=off)" in proc.stdout
+    assert "trial limits by polling" in proc.stdout and "turned off (RRMA_CGROUPS=off)" in proc.stdout
     [run] = list(tmp_path.iterdir())
-    assert json.loads((run / "run.json").read_text())["versions"]["fs_guard"].startswith("off: turned off")
+    versions = json.loads((run / "run.json").read_text())["versions"]
+    assert versions["fs_guard"].startswith("off: turned off") and versions["limits"].startswith("polling")
 
 
 def test_bad_inputs_exit_2_with_a_message(tmp_path: Path) -> None:
@@ -163,3 +165,153 @@ def test_lean_without_a_toolchain_exits_2_with_the_install_hint(tmp_path: Path) 
     bench = cli("--headless", "bench", "lean", "--runs", str(tmp_path / "runs"))
     assert bench.returncode == 2
     assert "elan" in bench.stdout + bench.stderr and "lean-toolchain" in bench.stdout + bench.stderr
+
+
+def _one_clean_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
+    """The exit code is ``code`` and stderr is exactly one line, not a traceback."""
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rrma-tui: "), proc.stderr
+    return lines[0]
+
+
+DEMO = str(REPO / "benches" / "demo" / "task.yaml")
+
+
+def test_bad_overrides_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    line = _one_clean_line(cli("run", DEMO, "--headless", "--runs", str(tmp_path), "--set", "name.first=1"), 2)
+    assert "'name.first'" in line and "name is a str" in line
+    line = _one_clean_line(cli("run", DEMO, "--headless", "--runs", str(tmp_path), "--set", "budget.max_trials=[1"), 2)
+    assert "--set 'budget.max_trials=[1': the value is not valid YAML" in line
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())  # no run was started
+
+
+def test_a_task_path_that_is_not_a_task_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(bytes(range(256)))
+    cases = {str(tmp_path): "is a directory", str(tmp_path / "absent.yaml"): "no such task file",
+             str(empty): "the file is empty", str(binary): "not UTF-8 text", "/dev/null": "not a regular file"}
+    for path, message in cases.items():
+        for argv in (("--headless", "run", path), ("run", path, "--headless")):
+            line = _one_clean_line(cli(*argv, "--runs", str(tmp_path / "runs")), 2)
+            assert message in line, (path, line)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_export_to_an_unusable_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    line = _one_clean_line(cli("export", str(FIXTURE), "--sqlite", "/nonexistent-dir/x.db"), 2)
+    assert "directory /nonexistent-dir does not exist" in line
+    line = _one_clean_line(cli("export", str(FIXTURE), "--sqlite", str(tmp_path)), 2)
+    assert "is a directory" in line
+    not_db = tmp_path / "notes.txt"
+    not_db.write_text("not a database\n" * 100)
+    line = _one_clean_line(cli("export", str(FIXTURE), "--sqlite", str(not_db)), 2)
+    assert "cannot use it as an SQLite database" in line
+
+
+def _demo_task_dir(tmp_path: Path) -> Path:
+    task_dir = tmp_path / "task"
+    shutil.copytree(REPO / "benches" / "demo", task_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    return task_dir
+
+
+def test_a_workspace_with_a_binary_file_or_an_escaping_link_is_refused_before_the_run(tmp_path: Path) -> None:
+    task_dir = _demo_task_dir(tmp_path)
+    ws = task_dir / "workspace"
+    (ws / "weights.bin").write_bytes(b"\x00\x01\xff")
+    runs = tmp_path / "runs"
+    line = _one_clean_line(cli("--headless", "run", str(task_dir / "task.yaml"), "--runs", str(runs)), 2)
+    assert "workspace.source: weights.bin: not valid UTF-8 text" in line
+    (ws / "weights.bin").unlink()
+    (ws / "helper.py").symlink_to(REPO / "README.md")
+    line = _one_clean_line(cli("--headless", "run", str(task_dir / "task.yaml"), "--runs", str(runs)), 2)
+    assert "workspace.source: helper.py: symlink escapes the workspace" in line
+    assert not runs.exists()  # refused before a run directory was made
+
+
+DROPPER = '''from pathlib import Path
+
+from oracle.command import CommandOracle
+
+
+class BinaryDropper(CommandOracle):
+    """Its prepare() writes a binary file into the workspace after the task was loaded."""
+
+    def prepare(self, run_dir, workspace):
+        (Path(workspace) / "data.bin").write_bytes(b"\\x00\\xff")
+        return {}
+'''
+
+
+def test_an_error_during_the_run_is_recorded_as_error_and_exits_1(tmp_path: Path) -> None:
+    """The workspace turns bad after the task loaded: run.finished says error (never done), with the
+    message; the CLI prints that one line and exits 1."""
+    task_dir = _demo_task_dir(tmp_path)
+    (tmp_path / "dropper.py").write_text(DROPPER)
+    runs = tmp_path / "runs"
+    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "run", str(task_dir / "task.yaml"),
+                           "--runs", str(runs), "--set", "oracle.kind=dropper:BinaryDropper"],
+                          env={**ENV, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}, cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    line = _one_clean_line(proc, 1)
+    assert "the run ended with an error: InvalidEdit: data.bin: not valid UTF-8 text" in line
+    [run] = list(runs.iterdir())
+    events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+    [finished] = [e for e in events if e["kind"] == "run.finished"]
+    assert finished["data"]["reason"] == "error"
+    assert "data.bin: not valid UTF-8 text" in finished["data"]["summary"]["error"]
+    assert any(e["kind"] == "note" and e["data"]["text"].startswith("run error: InvalidEdit") for e in events)
+    assert cli("verify", str(run)).returncode == 0
+
+
+NASTY = "prog.py:x: low [red]boom[/red] [/x] :thumbs_up:"
+
+
+def test_messages_print_literally_without_markup_or_emoji(tmp_path: Path) -> None:
+    """`prog.py:x: low` once printed as `prog.py❌ low`: user, agent and oracle text is printed as is."""
+    line = _one_clean_line(cli("--headless", "run", str(tmp_path / f"{NASTY}.yaml")), 2)
+    assert line == f"rrma-tui: {tmp_path / NASTY}.yaml: no such task file"
+
+
+def test_progress_and_tables_print_agent_text_literally(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from rrma.loop import start_run
+    from rrma.task import load_task
+    from rrma.trial import FileEdit, Proposal
+    from tui import cli as cli_module
+
+    data = SimpleNamespace(score=None, delta_sigma=None, cached=True, feedback=f"crash: {NASTY}\nmore",
+                           status="crash", trial_id="t0001")
+    with cli_module.console.capture() as captured:
+        cli_module.Progress(quiet=False)(SimpleNamespace(kind="trial.finished", data=data))
+    assert f"t0001 ☠ crash     [cached] crash: {NASTY}\n" in captured.get()
+
+    class Scripted:  # a hypothesis with markup and emoji codes (and an unmatched closing tag)
+        name = "nasty"
+
+        def __init__(self) -> None:
+            self.config = load_task(DEMO).agents[0].model_copy(update={"name": "nasty"})
+            self.sent = False
+
+        def propose(self, ctx: object) -> Proposal | None:
+            if self.sent:
+                return None
+            self.sent = True
+            return Proposal(hypothesis=":x: [red]b[/] [/x]", edits=[
+                FileEdit(path="objective.py", replacements=[("X = 0.0 ", "X = 1.0 ")])])
+
+        def observe(self, summary: object) -> None:
+            return None
+
+        def close(self) -> None:
+            return None
+
+    task = load_task(DEMO, {"budget.max_trials": 1, "noise.baseline_repeats": 1})
+    result = start_run(task, tmp_path, agents=[Scripted()])  # type: ignore[list-item]
+    show = cli("show", str(result.run_dir))
+    assert show.returncode == 0, show.stderr
+    assert ":x: [red]b[/] [/x]" in show.stdout

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agents.base import Agent, Context
 from rrma.loop import start_run
 from rrma.review import record_review
@@ -215,3 +217,110 @@ def test_baseline_failure_fails_the_run(tmp_path: Path) -> None:
     result = start_run(task, tmp_path)
     assert result.reason == "baseline_failed" and not result.ok
     assert any("baseline base-" in n for n in result.state.notes)
+
+
+def _demo_copy(tmp_path: Path) -> Path:
+    task_dir = tmp_path / "task"
+    shutil.copytree(REPO / "benches" / "demo", task_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    return task_dir
+
+
+def _run_finished(run_dir: Path) -> Any:
+    return [e for e in RunStore(run_dir).scan().events if e.kind == "run.finished"][-1]
+
+
+@pytest.mark.parametrize("bad", ["binary", "symlink-out"])
+def test_a_workspace_that_turns_bad_after_loading_ends_the_run_as_error(tmp_path: Path, bad: str) -> None:
+    """load_task refuses such a workspace; one that changes after loading ends the run as "error"
+    with the message in run.finished (it used to end "done", with a traceback in the caller)."""
+    task_dir = _demo_copy(tmp_path)
+    task = load_task(task_dir / "task.yaml", {"noise.baseline_repeats": 1, "budget.max_trials": 2})
+    ws = task_dir / "workspace"
+    if bad == "binary":
+        (ws / "data.bin").write_bytes(b"\x00\xff")
+        expected = "InvalidEdit: data.bin: not valid UTF-8 text"
+    else:
+        (ws / "link.py").symlink_to(REPO / "README.md")
+        expected = "InvalidEdit: link.py: symlink escapes the workspace"
+    result = start_run(task, tmp_path / "runs")
+    assert result.reason == "error" and not result.ok
+    assert result.error is not None and result.error.startswith(expected)
+    finished = _run_finished(result.run_dir)
+    assert finished.data.reason == "error" and finished.data.summary["error"] == result.error
+    assert f"run error: {result.error}" in result.state.notes
+    assert result.state.agent_trials() == []
+    assert verify_run(result.run_dir).ok
+
+
+def test_a_harness_error_in_an_agent_thread_ends_the_run_as_error(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected exception while running a trial stops the run with reason "error", not a stray
+    thread traceback and a run that says agents_exhausted or max_trials."""
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("disk on fire\nsecond line")
+
+    monkeypatch.setattr("rrma.loop.apply_edits", broken)
+    agent = ScriptedAgent([set_x(1.0), set_x(2.0)])
+    result = start_run(demo_task(**{"noise.baseline_repeats": 1, "budget.max_trials": 2}), tmp_path, agents=[agent])
+    assert result.reason == "error"
+    assert result.error is not None and result.error.startswith("RuntimeError: disk on fire (at test_loop.py:")
+    assert "\n" not in result.error
+    assert _run_finished(result.run_dir).data.reason == "error"
+    assert len(agent.contexts) == 1  # no further proposals after the error
+
+
+def test_a_harness_error_in_a_baseline_thread_ends_the_run_as_error(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    def lost(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("executor lost")
+
+    monkeypatch.setattr("rrma.loop.wait_outcome", lost)
+    result = start_run(demo_task(**{"noise.baseline_repeats": 2}), tmp_path, agents=[ScriptedAgent([set_x(1.0)])])
+    assert result.reason == "error" and result.error is not None
+    assert result.error.startswith("ConnectionError: executor lost")
+    assert _run_finished(result.run_dir).data.summary["error"] == result.error
+
+
+FLOOD = """import sys
+src = open("objective.py").read()
+if "X = 1.5 " in src:  # this trial floods: one endless line, no newline
+    while True:
+        sys.stdout.write("y" * 5000)
+exec(src)
+"""
+
+
+def test_an_output_flood_keeps_its_reason_through_every_cut(tmp_path: Path) -> None:
+    """A real flooding program: the feedback in the log and what the agent sees both still say why it
+    was killed (the log keeps 8000 characters, the agent's view 1500, an LLM's history line 400)."""
+    from agents.llm_common import _fmt
+
+    reason = "output flood: more than 300000 bytes written; killed"
+    task = demo_task(**{"budget.max_trials": 2, "noise.baseline_repeats": 1, "budget.max_output_bytes": 300000,
+                        "oracle.params": {"command": ["{python}", "-c", FLOOD]}})
+    agent = ScriptedAgent([set_x(1.5, "flood"), set_x(-1.0)])
+    result = start_run(task, tmp_path, agents=[agent])
+    flood = result.state.trials["t0001"]
+    assert flood.status == "crash"
+    assert len(flood.feedback) <= 8000 and reason in flood.feedback
+    assert flood.feedback.rstrip().endswith(f"(crash: {reason}) ---")  # the verdict closes it too
+    [seen] = agent.contexts[1].recent
+    assert seen.trial_id == "t0001" and reason in seen.feedback and len(seen.feedback) <= 1500
+    assert reason in _fmt(seen)
+    assert result.state.trials["t0002"].status == "ok"
+
+
+def test_an_error_after_run_started_but_before_the_loop_finishes_the_run_as_error(tmp_path: Path) -> None:
+    """An executor that cannot be built (a Ray cluster that went away) must not leave a run that
+    looks as if it still runs: the log ends with run.finished `error` and still verifies."""
+    def no_cluster(oracle: Any, store: Any, task: Any) -> Any:
+        raise RuntimeError("the cluster went away\nsecond line")
+
+    with pytest.raises(RuntimeError, match="the cluster went away"):
+        start_run(load_task(DEMO, {"budget.max_trials": 1}), tmp_path, executor=no_cluster)
+    (run_dir,) = list(tmp_path.iterdir())
+    state = RunState.fold(RunStore(run_dir).events())
+    assert state.finish_reason == "error"
+    assert state.summary["error"] == "RuntimeError: the cluster went away"
+    report = verify_run(run_dir)
+    assert report.ok, report.errors

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from rrma import fsguard
 
@@ -27,9 +29,16 @@ BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
 COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema")
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
-# piped output (logs, CI) gets a wide console so tables do not wrap their first column
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# piped output (logs, CI) gets a wide console so tables do not wrap their first column. No emoji
+# codes anywhere: `prog.py:x: low` in a message must not print as an emoji. Markup is only ever in
+# this file's own literals; text from users, agents and oracles goes in as Text (see `plain`).
+console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False, markup=False)
+
+
+def plain(value: Any) -> Text:
+    """``value`` as literal text: no Rich markup (``[red]``) and no emoji codes (``:x:``)."""
+    return Text("" if value is None else str(value))
 
 
 class CliError(Exception):
@@ -92,8 +101,13 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--agents", type=int, help="agent instances per configured agent")
     _common(p, suppress=True)
 
-    p = sub.add_parser("verify", help="check a run's hash chain, seq and derived views")
+    p = sub.add_parser("verify", help="check a run's hash chain, head record, run.json, blobs and derived views")
     p.add_argument("run", type=Path)
+    p.add_argument("--expect-head", metavar="HASH",
+                   help="fail unless the log's last event has this hash (or a prefix of at least 8 hex digits)")
+    p.add_argument("--allowed-signers", type=Path, metavar="FILE",
+                   help="ssh-keygen allowed_signers file to check signed reviews against "
+                   "(default: $RRMA_ALLOWED_SIGNERS; never a file inside the run directory)")
     _common(p, suppress=True)
 
     p = sub.add_parser("export", help="export runs to SQLite (idempotent)")
@@ -121,6 +135,9 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("decision", choices=["approve", "reject", "flag"])
     p.add_argument("--note", default="")
     p.add_argument("--reviewer", help="reviewer name (default: $RRMA_REVIEWER or $USER)")
+    p.add_argument("--sign-key", type=Path, metavar="KEY",
+                   help="sign the review with this SSH key, the reviewer name as principal "
+                   "(default: $RRMA_SIGNING_KEY; see docs/foundation.md, Signed reviews)")
     _common(p, suppress=True)
 
     p = sub.add_parser("task-schema", help="print every task YAML field with its type, default and meaning")
@@ -230,34 +247,55 @@ class Progress:
             ds = "" if data.delta_sigma is None else f" ({data.delta_sigma:+.2f}σ)"
             cached = " [cached]" if data.cached else ""
             first = data.feedback.strip().splitlines()[0][:90] if data.feedback.strip() and data.status != "ok" else ""
-            console.print(f"[dim]{elapsed:7.1f}s[/] {data.trial_id:>8} {self.GLYPH.get(data.status, '?')} "
-                          f"{data.status:<8} {score}{ds}{cached} {first}", markup=True, soft_wrap=True)
+            # the feedback is oracle/agent text: literal, never markup or emoji codes
+            console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), f" {data.trial_id:>8} "
+                                        f"{self.GLYPH.get(data.status, '?')} {data.status:<8} {score}{ds}{cached} {first}"),
+                          soft_wrap=True)
         elif kind == "trial.promoted" and data.previous_best is not None:
-            console.print(f"[dim]{elapsed:7.1f}s[/] [bold green]new best {data.trial_id}: {data.score:.6g}[/]")
+            console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), " ",
+                                        (f"new best {data.trial_id}: {data.score:.6g}", "bold green")))
         elif kind == "baseline.measured":
             console.print(f"[dim]{elapsed:7.1f}s[/] baseline {data.mean:.6g} ± {data.sigma:.3g} (σ, n={len(data.scores)})"
                           f"; promotion needs {data.floor:.3g}")
         elif kind == "run.started":
-            console.print(f"run {data.run_id} ({data.task_name})")
+            console.print(plain(f"run {data.run_id} ({data.task_name})"))
             guard = data.versions.get("fs_guard", "")
             if guard.startswith("off"):
-                console.print(f"[yellow]file-system guard {guard}: trial programs can write outside their "
-                              "workspace (docs/foundation.md)[/]", markup=True, soft_wrap=True)
+                console.print(Text(f"trial sandbox {guard}: trial programs can write outside their "
+                                   "workspace (docs/foundation.md)", style="yellow"), soft_wrap=True)
+            limits = data.versions.get("limits", "")
+            if limits.startswith("polling"):
+                console.print(Text(f"trial limits by {limits}: a process that leaves the group and drops its "
+                                   "environment escapes them (docs/foundation.md)", style="yellow"), soft_wrap=True)
 
 
 def print_summary(run_dir: Path, state: Any, reason: str) -> None:
-    summary = state.summary or {}
-    table = Table(title=f"{state.task_name} · {run_dir.name}", show_header=False, title_justify="left")
+    """The run's summary; best, delta and reviews come from the folded log, so a promotion made after
+    run.finished (an approval with ``rrma-tui review``) shows, not the summary frozen at the end."""
+    from rrma.store import RunStore
+
+    summary = dict(state.summary or {})
+    if state.best_history:
+        best_score = state.best_history[-1][1]
+        summary["best_trial"], summary["best_score"] = state.best_id, best_score
+        if state.baseline_mean is not None:
+            summary["delta"] = state.better(best_score, state.baseline_mean)
+            summary["delta_sigma"] = state.delta_sigma_of(best_score)
+    summary["awaiting_review"] = sum(1 for t in state.agent_trials()
+                                     if t.metrics.get("awaiting_review") and not t.promoted)
+    table = Table(title=plain(f"{state.task_name} · {run_dir.name}"), show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
 
     def fmt(value: Any, spec: str = ".6g") -> str:
         return "-" if value is None else format(value, spec)
 
-    table.add_row("finished", reason)
-    table.add_row("metric", f"{summary.get('metric', '')} ({summary.get('direction', '')})")
+    table.add_row("finished", plain(reason))
+    if summary.get("error"):
+        table.add_row("error", plain(summary["error"]))
+    table.add_row("metric", plain(f"{summary.get('metric', '')} ({summary.get('direction', '')})"))
     table.add_row("baseline ± σ", f"{fmt(summary.get('baseline'))} ± {fmt(summary.get('sigma'), '.3g')}")
-    table.add_row("best", f"{fmt(summary.get('best_score'))} ({summary.get('best_trial') or '-'})")
+    table.add_row("best", plain(f"{fmt(summary.get('best_score'))} ({summary.get('best_trial') or '-'})"))
     table.add_row("delta", f"{fmt(summary.get('delta'))} ({fmt(summary.get('delta_sigma'), '+.2f')} σ)")
     by_status = summary.get("by_status", {})
     table.add_row("trials", f"{summary.get('trials', 0)}: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
@@ -265,10 +303,13 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
     if summary.get("awaiting_review"):
         table.add_row("awaiting review", str(summary["awaiting_review"]))
     table.add_row("wall time", f"{summary.get('wall_seconds', 0):.1f} s")
-    guard = fsguard.recorded(run_dir)
-    if guard:
-        table.add_row("fs guard", guard)
-    table.add_row("run dir", str(run_dir))
+    for label, key in (("fs guard", "fs_guard"), ("limits", "limits")):
+        value = fsguard.recorded(run_dir, key)
+        if value:
+            table.add_row(label, value)
+    head_seq, head_hash = RunStore(run_dir).head()
+    table.add_row("head", f"seq {head_seq} {head_hash[:16]}")
+    table.add_row("run dir", plain(run_dir))
     console.print(table)
 
 
@@ -328,6 +369,9 @@ def run_loop_headless(task: Any, args: argparse.Namespace, *, resume_dir: Path |
     if res.reason == "baseline_failed":
         err.print(f"the baseline failed: {res.state.notes[-1] if res.state.notes else ''}")
         return EXIT_FAILED
+    if res.reason == "error":
+        err.print(f"rrma-tui: the run ended with an error: {getattr(res, 'error', None) or 'see the run notes'}")
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -361,7 +405,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         key, sep, value = item.partition("=")
         if not sep:
             raise CliError(f"--set {item!r}: expected KEY=VALUE")
-        overrides[key] = yaml.safe_load(value)
+        try:
+            overrides[key] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise CliError(f"--set {item!r}: the value is not valid YAML ({problem})") from None
     task = apply_overrides(load_task(args.task, overrides), args)
     if not args.headless:
         from tui.app import run_app
@@ -376,15 +424,27 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from rrma.verify import verify_run
+    from rrma.verify import normalize_head, verify_run
 
-    report = verify_run(resolve_run(args.run, args.runs))
+    run_dir = resolve_run(args.run, args.runs)
+    if args.expect_head is not None:
+        try:
+            normalize_head(args.expect_head)
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+    from rrma.signing import default_allowed_signers
+
+    allowed_signers = args.allowed_signers or default_allowed_signers()
+    if allowed_signers is not None and not allowed_signers.is_file():
+        raise CliError(f"--allowed-signers {allowed_signers}: no such file")
+    report = verify_run(run_dir, expect_head=args.expect_head, allowed_signers=allowed_signers)
     for line in report.warnings:
-        console.print(f"[yellow]warning[/]: {line}")
+        console.print(f"[yellow]warning[/]: {escape(line)}", soft_wrap=True)
     for line in report.errors:
-        console.print(f"[red]error[/]: {line}")
+        console.print(f"[red]error[/]: {escape(line)}", soft_wrap=True)
     if report.ok:
-        console.print(f"[green]ok[/]: {report.events} events, chain intact, seq gap-free, derived views match")
+        console.print(f"[green]ok[/]: {report.events} events, {', '.join(report.checked)}", soft_wrap=True)
+        console.print(f"head: seq {report.head_seq} {report.head_hash}", soft_wrap=True)
         return EXIT_OK
     console.print(f"[red]FAILED[/]: {len(report.errors)} problem(s) in {report.events} events")
     return EXIT_FAILED
@@ -402,7 +462,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     for res in results:
         what = "unchanged, skipped" if res.skipped else f"{res.events} events, {res.trials} trials"
         console.print(f"{res.run_id}: {what}")
-    console.print(f"wrote {args.sqlite} in {time.monotonic() - started:.2f} s")
+    console.print(plain(f"wrote {args.sqlite} in {time.monotonic() - started:.2f} s"))
     return EXIT_OK
 
 
@@ -423,7 +483,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         state = _load_state(run_dir)
         best = state.best_history[-1][1] if state.best_history else None
         ds = state.delta_sigma_of(best)
-        table.add_row(run_dir.name, state.task_name, state.finish_reason or state.status,
+        table.add_row(plain(run_dir.name), plain(state.task_name), state.finish_reason or state.status,
                       str(len(state.agent_trials())),
                       "-" if state.baseline_mean is None else f"{state.baseline_mean:.6g}",
                       "-" if best is None else f"{best:.6g}", "-" if ds is None else f"{ds:+.2f}")
@@ -432,18 +492,25 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from rrma.store import RunStore
+
     run_dir = resolve_run(args.run, args.runs)
     state = _load_state(run_dir)
     if state.summary:
         print_summary(run_dir, state, state.finish_reason or "running")
     else:
         console.print(f"{run_dir.name}: {state.status}, {len(state.agent_trials())} trials so far")
+    head_seq, head_hash = RunStore(run_dir).head()
+    console.print(f"head: seq {head_seq} {head_hash}  (rrma-tui verify RUN --expect-head HASH checks it later)",
+                  soft_wrap=True)
     table = Table("trial", "parent", "agent", "status", "score", "Δσ", "review", "hypothesis")
     for tid in state.order:
         t = state.trials[tid]
-        table.add_row(tid + (" ★" if t.promoted else ""), t.parent or "", t.agent, t.status,
+        signed = {True: " ✔signed", False: " (unsigned)", None: ""}[t.review_signed]
+        table.add_row(tid + (" ★" if t.promoted else ""), plain(t.parent), plain(t.agent), t.status,
                       "" if t.score is None else f"{t.score:.6g}",
-                      "" if t.delta_sigma is None else f"{t.delta_sigma:+.2f}", t.review_status, t.hypothesis[:70])
+                      "" if t.delta_sigma is None else f"{t.delta_sigma:+.2f}", t.review_status + signed,
+                      plain(t.hypothesis[:70]))  # agent text: literal, never markup
     console.print(table)
     return EXIT_OK
 
@@ -458,10 +525,17 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_review(args: argparse.Namespace) -> int:
     from rrma.review import record_review
+    from rrma.signing import SigningError, default_signing_key
     from rrma.store import RunStore
 
-    event = record_review(RunStore(resolve_run(args.run, args.runs)), args.trial, args.decision, args.reviewer, args.note)
-    console.print(f"review recorded: seq {event.seq}, {args.decision} {args.trial} by {event.data.reviewer}")
+    key = args.sign_key or default_signing_key()
+    try:
+        event = record_review(RunStore(resolve_run(args.run, args.runs)), args.trial, args.decision, args.reviewer,
+                              args.note, sign_key=key)
+    except SigningError as exc:
+        raise CliError(f"review not recorded: {exc}") from exc
+    signed = f", signed with {event.data.key_fingerprint}" if event.data.signature else ""
+    console.print(f"review recorded: seq {event.seq}, {args.decision} {args.trial} by {event.data.reviewer}{signed}")
     return EXIT_OK
 
 
@@ -511,9 +585,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from agents.base import AgentError
     from oracle.base import OracleError
-    from rrma.loop import RunFailed
+    from rrma.loop import RunFailed, error_line
     from rrma.review import ReviewError
-    from rrma.store import RunNotFound
+    from rrma.store import LogDamaged, RunLocked, RunNotFound
     from rrma.task import TaskError
 
     try:
@@ -528,14 +602,24 @@ def main(argv: list[str] | None = None) -> int:
         if open_run is not None:
             raise CliError(f"unexpected argument {open_run}")
         return HANDLERS[args.command](args)
-    except (CliError, TaskError, OracleError, AgentError, RunNotFound, ReviewError) as exc:
+    except (CliError, TaskError, OracleError, AgentError, RunNotFound, ReviewError, RunLocked) as exc:
         err.print(f"rrma-tui: {exc}", markup=False)
         return EXIT_BAD_INPUT
     except RunFailed as exc:
         err.print(f"rrma-tui: run failed: {exc}", markup=False)
         return EXIT_FAILED
+    except LogDamaged as exc:
+        err.print(f"rrma-tui: {exc}", markup=False)
+        return EXIT_FAILED
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug or an environment failure: one line, not a traceback
+        if os.environ.get("RRMA_DEBUG"):
+            raise
+        err.print(f"rrma-tui: unexpected error: {error_line(exc)} (set RRMA_DEBUG=1 for the traceback)")
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from trace_check import agent_turns, check_anthropic, check_openai
 from rrma.loop import start_run
 from rrma.store import RunStore
 
-VOLATILE = {"ts", "hash", "prev", "latency_s", "seconds", "wall_seconds", "peak_rss_mb", "versions"}
+VOLATILE = {"ts", "hash", "prev", "latency_s", "seconds", "wall_seconds", "peak_rss_mb", "versions", "run_json_sha256"}
 RERECORD = "re-record with `python tests/agents/record_transcript.py {provider}` if the bench or tools changed"
 
 

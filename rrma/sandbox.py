@@ -129,6 +129,21 @@ def _rss_bytes(pids: Iterable[int]) -> int:
     return total
 
 
+def _ancestors() -> set[int]:
+    """This process and its ancestors (from /proc/<pid>/stat's parent field)."""
+    out = set()
+    pid = os.getpid()
+    while pid > 0 and pid not in out:
+        out.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+            pid = int(stat[stat.rfind(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
+
+
 def stale_processes(workdir: Path | str) -> list[int]:
     """Live processes that may still belong to an earlier run of the trial in ``workdir``.
 
@@ -138,9 +153,9 @@ def stale_processes(workdir: Path | str) -> list[int]:
     """
     root = Path(workdir).resolve()
     found = set(cgroups.scope_members(root))
-    me = os.getpid()
+    ancestors = _ancestors()  # e.g. the shell a person ran `rrma-tui resume` from, cd'ed into the trial
     for pid, _ in _live_processes():
-        if pid == me or pid in found:
+        if pid in ancestors or pid in found:
             continue
         try:
             cwd = Path(os.readlink(f"/proc/{pid}/cwd"))

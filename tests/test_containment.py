@@ -25,7 +25,7 @@ import pytest
 from rrma import cgroups, fsguard
 from rrma.fsguard import FsGuard
 from rrma.loop import start_run
-from rrma.sandbox import run_limited
+from rrma.sandbox import run_limited, stale_processes
 from rrma.store import RunStore
 from rrma.task import load_task
 from rrma.trial import Budget, Status
@@ -351,3 +351,18 @@ def test_a_trial_cgroup_is_removed_when_the_trial_ends(tmp_path: Path) -> None:
                          budget=Budget(seconds=10))
     assert result.status == Status.ok and result.limits.startswith("cgroup")
     assert not list(cgroups._scope_dirs(cgroups.scope_tag(tmp_path)))  # nothing left behind
+
+
+def test_stale_processes_finds_a_process_working_in_the_trial_dir_but_not_our_own_shell(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    work = tmp_path / "trials" / "t0001" / "work"
+    (work / "sub").mkdir(parents=True)
+    monkeypatch.chdir(work)  # like a person whose shell sits in the trial dir while they run resume
+    assert stale_processes(work) == []
+    proc = subprocess.Popen(["sleep", "60"], cwd=work / "sub")
+    try:
+        assert stale_processes(work) == [proc.pid]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert stale_processes(work) == []

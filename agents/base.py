@@ -6,8 +6,9 @@ the trace turns it records (``ctx.record_turn``) and its blackboard posts (``ctx
 loop turns those into events. ``observe`` tells an agent how its own trial ended.
 
 The context is built by the loop from the run state (see :mod:`agents.context`): the task text,
-the parent's files, the best and recent trials with outcomes and feedback, the blackboard. With
-``loop.history`` off (a control arm) the history fields are empty.
+the parent's files, the best and recent trials with outcomes and feedback, the blackboard, and the
+steer notes people sent this agent (``rrma-tui steer``). With ``loop.history`` off (a control arm)
+the history fields are empty; steer notes are not history and reach a control arm too.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class Context:
     own: list[TrialSummary] = field(default_factory=list)  # this agent's latest trials
     lineage: list[TrialSummary] = field(default_factory=list)  # parent back to the baseline
     blackboard: list[str] = field(default_factory=list)
+    steer: list[str] = field(default_factory=list)  # notes people addressed to this agent or to all ("human:<name>: text"), oldest first
     trials_left: int = 0
     history: bool = True
     theorem: dict[str, Any] | None = None  # proof benches: {"name", "statement", "context", "difficulty"}

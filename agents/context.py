@@ -3,6 +3,8 @@
 History switches: with ``loop.history`` off (single-shot control arm) agents see only the task,
 the parent's files and their own last result; with ``loop.lineage`` off they do not see the
 parent's ancestry. Feedback is truncated so that a flood in one trial cannot crowd out the rest.
+Steer notes (a person's ``agent.steer``, chosen by the loop for this agent) are passed through
+whatever the history switches say: a person addressed them to this agent on purpose.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def build_context(
     post: Callable[..., None],
     files_of: Callable[[str], dict[str, str]],
     theorem: dict[str, Any] | None = None,
+    steer: list[str] | None = None,
 ) -> Context:
     history = task.loop.history
     finished = [state.trials[t] for t in state.order if state.trials[t].finished and not state.trials[t].baseline]
@@ -91,6 +94,7 @@ def build_context(
         record_turn=record_turn,
         post=post,
         files_of=files_of,
+        steer=list(steer or []),
         own=[summarize(state, t) for t in own[-1:]] if not history else [summarize(state, t) for t in own],
     )
     if history:

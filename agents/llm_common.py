@@ -699,6 +699,9 @@ def context_text(ctx: Context, memory: list[str]) -> str:
         parts.append("Blackboard:\n" + "\n".join(f"  - {b}" for b in ctx.blackboard[-10:]))
     if memory and ctx.history:
         parts.append("Your earlier proposals (summary):\n" + "\n".join(f"  {m}" for m in memory))
+    if ctx.steer:
+        parts.append("Notes from the people running this run (oldest first; follow them within the task's rules):\n"
+                     + "\n".join(f"  - {clip_middle(n, 2000)}" for n in ctx.steer))
     parts.append(f"Trials left in the run: {ctx.trials_left}. Propose the next trial now.")
     return "\n\n".join(parts)
 

@@ -61,7 +61,7 @@ class RunResumedData(_Data):
 
 
 class RunFinishedData(_Data):
-    reason: str  # max_trials | max_wall_time | target | interrupted | agents_exhausted | error
+    reason: str  # max_trials | max_wall_time | target | interrupted | stopped | agents_exhausted | baseline_failed | error
     summary: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -180,6 +180,28 @@ class NoteData(_Data):
     text: str
 
 
+class RunControlData(_Data):
+    """A person's order to the live loop (``rrma-tui stop|pause|continue``, the dashboard's keys).
+
+    The driver's loop obeys it within about a second (rrma/control.py says how): ``stop`` ends
+    proposing and the run finishes as ``stopped``; ``pause`` holds new proposals until ``continue``.
+    An order applies to the driver that is running when it is written: a later ``run.resumed``
+    starts unpaused and unstopped.
+    """
+
+    action: Literal["stop", "pause", "continue"]
+    by: str  # "human:<name>", the same as the event's actor
+    reason: str = ""
+
+
+class AgentSteerData(_Data):
+    """A person's note to one, several or all agents: it is in their context from their next proposal on."""
+
+    text: str
+    by: str  # "human:<name>", the same as the event's actor
+    to: list[str] = Field(default_factory=list)  # agent names; empty: every agent
+
+
 # ----------------------------------------------------------------------------- envelopes
 
 
@@ -259,6 +281,16 @@ class Note(_Envelope):
     data: NoteData
 
 
+class RunControl(_Envelope):
+    kind: Literal["run.control"]
+    data: RunControlData
+
+
+class AgentSteer(_Envelope):
+    kind: Literal["agent.steer"]
+    data: AgentSteerData
+
+
 Event = Annotated[
     RunStarted
     | RunResumed
@@ -272,7 +304,9 @@ Event = Annotated[
     | BaselineMeasured
     | BlackboardPost
     | Review
-    | Note,
+    | Note
+    | RunControl
+    | AgentSteer,
     Field(discriminator="kind"),
 ]
 
@@ -280,7 +314,7 @@ EVENT_TYPES: dict[str, type[_Envelope]] = {
     cls.model_fields["kind"].annotation.__args__[0]: cls  # type: ignore[union-attr]
     for cls in (
         RunStarted, RunResumed, RunFinished, AgentTurn, TrialProposed, TrialStarted, TrialProgress,
-        TrialFinished, TrialPromoted, BaselineMeasured, BlackboardPost, Review, Note,
+        TrialFinished, TrialPromoted, BaselineMeasured, BlackboardPost, Review, Note, RunControl, AgentSteer,
     )
 }
 DATA_TYPES: dict[str, type[_Data]] = {kind: cls.model_fields["data"].annotation for kind, cls in EVENT_TYPES.items()}  # type: ignore[misc]

@@ -15,8 +15,17 @@ floor is 0). With ``loop.hitl`` on, such a trial waits for a person's approval.
 Policies: ``keep-revert`` (parent = current best), ``tree`` (the agent names the parent with
 ``Proposal.parent``, default the best), ``independent`` (always the baseline, the control arm).
 The loop stops on max trials, max wall time, target reached, all agents out of ideas, or a stop
-request (Ctrl-C): proposing ends at once, running trials finish within their budget, and
+request (Ctrl-C: ``interrupted``; a ``run.control`` stop from ``rrma-tui stop`` or the TUI:
+``stopped``): proposing ends at once, running trials finish within their budget, and
 ``run.finished`` records the reason.
+
+Orders from people arrive through the log like reviews (rrma/control.py): the agent phase folds
+the tail every 0.2 s, so a ``run.control`` written by any process reaches the driver whatever its
+executor. ``pause`` holds new proposals (an agent waits before it proposes, and a proposal already
+in hand is recorded only after ``continue``); the wall clock keeps running. Each order is
+acknowledged with a ``note`` once it is in force, and no ``trial.proposed`` follows a pause's
+note until the ``continue``. ``agent.steer`` notes reach the agents they name in their next
+context and are recorded as a ``user`` turn in each one's trace when delivered.
 """
 
 from __future__ import annotations
@@ -54,6 +63,8 @@ from rrma.trial import Budget, Outcome, Proposal, Status
 EventHook = Callable[[Any], None]
 BASELINE_AGENT = "baseline"
 FEEDBACK_LOG_CHARS = 8000  # trial.finished keeps this much feedback: its head (the verdict) and its tail
+POLL_SECONDS = 0.2  # how often the agent phase folds the log (reviews, orders) and a paused agent looks again
+STEER_IN_CONTEXT = 10  # the latest steer notes an agent's context carries
 
 
 class RunFailed(Exception):
@@ -155,9 +166,11 @@ class ResearchLoop:
         self.error: str | None = None  # first unexpected exception (one line): the run ends as "error"
         self._reserved = 0  # trials taken from the budget (set when the agent phase starts)
         self._issued: set[str] = set()  # trial ids handed out
+        self._steered: dict[str, int] = {}  # agent -> seq of the last steer note delivered to it
         self.oracle_identity = self.oracle.identity()
         self.rules = EditRules(task.workspace.editable, task.workspace.readonly)
         self.sync()
+        self._acked = self.state.driver_seq  # orders up to here were for an earlier driver
 
     # ------------------------------------------------------------------ events and state
 
@@ -220,7 +233,7 @@ class ResearchLoop:
                 self.emit("note", "harness", {"text": f"run error: {self.error}"})
             if self.reason is None:  # only a BaseException (KeyboardInterrupt, SystemExit) gets here
                 self.reason = "interrupted"
-            self.executor.shutdown(cancel=self.stop.is_set() or self.reason == "error")
+            self.executor.shutdown(cancel=self._stopping() or self.reason == "error")
             self._finish()
             with contextlib.suppress(Exception):
                 self.oracle.close()
@@ -249,6 +262,9 @@ class ResearchLoop:
         summary = summarize_run(self.state, self.task, time.monotonic() - self.started)
         if self.error is not None:
             summary["error"] = self.error
+        order = self.state.stop_request
+        if self.reason == "stopped" and order is not None:
+            summary.update(stopped_by=order["by"], stop_seq=order["seq"], stop_reason=order["reason"])
         self.emit("run.finished", "harness", {"reason": self.reason, "summary": summary})
         write_views(self.store.dir, self.state)
         self.store.fsync()
@@ -311,9 +327,15 @@ class ResearchLoop:
 
     # ------------------------------------------------------------------ agents
 
+    def _stopping(self) -> bool:
+        """Ctrl-C or a stop order: no new trials, queued ones are not run."""
+        return self.stop.is_set() or self.state.stop_request is not None
+
     def _stop_reason(self) -> str | None:
         if self.stop.is_set():
             return "interrupted"
+        if self.state.stop_request is not None:
+            return "stopped"
         if time.monotonic() - self.started > self.task.budget.max_wall_seconds:
             return "max_wall_time"
         target = self.task.metric.target
@@ -328,10 +350,13 @@ class ResearchLoop:
                    for agent in self.agents]
         for thread in threads:
             thread.start()
-        while any(t.is_alive() for t in threads):
-            for thread in threads:
-                thread.join(timeout=0.2)
-            self.sync()  # pick up reviews written by other processes
+        while True:
+            alive = [t for t in threads if t.is_alive()]
+            if not alive:
+                break
+            alive[0].join(timeout=POLL_SECONDS)  # one wait per round: orders are seen within POLL_SECONDS
+            self.sync()  # pick up reviews and orders written by other processes
+            self._acknowledge_orders()
             self._check_reviews()
         with self.lock:
             if self.reason is None:
@@ -340,18 +365,51 @@ class ResearchLoop:
                                                       else "agents_exhausted")
 
     def _reserve(self) -> bool:
-        """Take one trial from the budget (under the lock), or set the stop reason."""
+        """Take one trial from the budget (under the lock), or set the stop reason; waits while paused."""
+        while True:
+            with self.lock:
+                if self.reason is not None:
+                    return False
+                reason = self._stop_reason()  # a paused run still ends at max_wall_seconds or on a stop
+                if reason is not None:
+                    self.reason = reason
+                    return False
+                if not self.state.paused:
+                    if self._reserved >= self.task.budget.max_trials:
+                        return False
+                    self._reserved += 1
+                    return True
+            time.sleep(POLL_SECONDS / 2)  # the agent phase's thread folds the log meanwhile
+
+    def _emit_proposed(self, actor: str, data: dict[str, Any]) -> None:
+        """Record ``trial.proposed``, never while a pause is in force (a proposal in hand waits for continue).
+
+        The check and the append happen under the lock after a fold, and a pause's note is written
+        the same way, so no proposal follows that note in the log until the pause is lifted.
+        """
+        while True:
+            with self.lock:
+                self.sync()
+                if not self.state.paused or self._stopping() or self.reason is not None:
+                    self.emit("trial.proposed", actor, data)
+                    return
+            time.sleep(POLL_SECONDS / 2)
+
+    def _acknowledge_orders(self) -> None:
+        """A ``note`` for each order of the current driver's session once it is in force."""
         with self.lock:
-            if self.reason is not None:
-                return False
-            reason = self._stop_reason()
-            if reason is not None:
-                self.reason = reason
-                return False
-            if self._reserved >= self.task.budget.max_trials:
-                return False
-            self._reserved += 1
-            return True
+            for order in [o for o in self.state.controls if o["seq"] > self._acked]:
+                self._acked = order["seq"]
+                said = f"{order['action']} by {order['by']} (seq {order['seq']})"
+                if order["action"] == "stop":
+                    text = f"{said}: no new trials; running trials finish, then the run ends as stopped"
+                elif order["action"] == "pause":
+                    text = f"{said}: paused, no new proposals until continue; running trials finish"
+                else:
+                    text = f"{said}: proposals go on" if not self.state.paused else f"{said}: still paused"
+                if order["reason"]:
+                    text += f" (reason: {order['reason']})"
+                self.emit("note", "harness", {"text": text})
 
     def _agent_worker(self, agent: Agent) -> None:
         config = agent.config
@@ -399,11 +457,20 @@ class ResearchLoop:
                       {"agent": agent.name, "text": text, "trial_id": trial_id, "tags": tags or []})
 
         with self.lock:
+            self.sync()  # the context is what the log says now: a steer note written a moment ago included
             used = len(self.state.agent_trials())
+            notes = self.state.steers_for(agent.name)
+            fresh = [n for n in notes if n["seq"] > self._steered.get(agent.name, -1)]
+            if notes:
+                self._steered[agent.name] = notes[-1]["seq"]
+            for note in fresh:  # delivered now: the agent's trace shows it where it first reached the agent
+                record_turn(role="user", text=f"[steer from {note['by']}] {note['text']}",
+                            args={"steer_seq": note["seq"]})
             return build_context(
                 self.state, self.task, agent_name=agent.name, role=config.role, parent_id=parent, files=files,
                 editable=editable, trials_left=max(0, self.task.budget.max_trials - used),
                 record_turn=record_turn, post=post, files_of=self.files_of,
+                steer=[f"{n['by']}: {n['text']}" for n in notes[-STEER_IN_CONTEXT:]],
             )
 
     def _default_parent(self) -> str:
@@ -450,14 +517,14 @@ class ResearchLoop:
                 files = apply_edits(parent_files, proposal.edits, rules)
         except InvalidEdit as exc:
             edits = [{"path": str(e.path)[:300], "delete": e.delete} for e in proposal.edits]
-            self.emit("trial.proposed", actor, {**base, "edits": edits})
+            self._emit_proposed(actor, {**base, "edits": edits})
             self.emit("trial.finished", "harness", {"trial_id": trial_id, "status": Status.invalid.value,
                                                     "feedback": f"invalid edit: {exc}"})
             return self._summary(trial_id)
         manifest, manifest_blob = self.snapshot(files)
         key = cache_key(self.oracle_identity, manifest, proposal.proof, proposal.theorem)
         edits = [{"path": e.path, "blob": manifest.get(e.path), "delete": e.delete} for e in proposal.edits]
-        self.emit("trial.proposed", actor, {**base, "edits": edits, "manifest_blob": manifest_blob, "cache_key": key})
+        self._emit_proposed(actor, {**base, "edits": edits, "manifest_blob": manifest_blob, "cache_key": key})
         with self.lock:
             self.files_cache[trial_id] = files
         hit = self.cache.get(key)
@@ -477,7 +544,7 @@ class ResearchLoop:
             self._record_outcome(trial_id, outcome, cached_from=source)
             return
         with self.slots:
-            if self.stop.is_set() and not baseline:
+            if self._stopping() and not baseline:
                 self._record_outcome(trial_id, Outcome(status=Status.aborted, feedback="not run: the run is stopping"))
                 return
             with self.lock:
@@ -673,7 +740,7 @@ def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHoo
             raise RunLocked(f"{run_dir}: trial {trial_id} of the run that was interrupted still has running "
                             f"process(es) {', '.join(map(str, stale))}; stop them (kill {' '.join(map(str, stale))})"
                             " and resume again")
-    if state.finish_reason is not None and state.finish_reason not in ("interrupted",) and not interrupted:
+    if state.finish_reason is not None and state.finish_reason not in ("interrupted", "stopped") and not interrupted:
         used = len(state.agent_trials())
         if used >= task.budget.max_trials or state.finish_reason in ("target", "baseline_failed"):
             return RunResult(store.dir, f"already_finished:{state.finish_reason}", state)

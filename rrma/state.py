@@ -102,6 +102,12 @@ class RunState:
     agents: dict[str, AgentRecord] = field(default_factory=dict)
     reviews: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # run control (run.control): what the current driver must obey; both reset by run.started/run.resumed
+    driver_seq: int = -1  # seq of the run.started / run.resumed that began the current driver's session
+    paused_by: dict[str, Any] | None = None  # the pause in force: {seq, ts, by, reason}; None when not paused
+    stop_request: dict[str, Any] | None = None  # the stop asked of the current driver: {seq, ts, by, reason}
+    controls: list[dict[str, Any]] = field(default_factory=list)  # every run.control: {seq, ts, action, by, reason}
+    steers: list[dict[str, Any]] = field(default_factory=list)  # every agent.steer: {seq, ts, by, to, text}
     events: int = 0
     last_seq: int = -1
     last_ts: str = ""
@@ -123,6 +129,15 @@ class RunState:
     def status(self) -> str:
         return "finished" if self.finish_reason else ("running" if self.started_ts else "empty")
 
+    @property
+    def paused(self) -> bool:
+        """A pause is in force for the current driver (new proposals wait for ``continue``)."""
+        return self.paused_by is not None
+
+    def steers_for(self, agent: str) -> list[dict[str, Any]]:
+        """The steer notes addressed to ``agent`` (by name, or to every agent), oldest first."""
+        return [s for s in self.steers if not s["to"] or agent in s["to"]]
+
     def better(self, a: float, b: float) -> float:
         return (b - a) if self.direction == "minimize" else (a - b)
 
@@ -142,10 +157,14 @@ class RunState:
         if kind == "run.started":
             self.run_id, self.task, self.task_name, self.seed = d.run_id, d.task, d.task_name, d.seed
             self.started_ts = ev.ts
+            self.paused_by = self.stop_request = None
+            self.driver_seq = ev.seq
         elif kind == "run.resumed":
             self.resumes += 1
             self.finish_reason = None
             self.finished_ts = ""
+            self.paused_by = self.stop_request = None  # a new driver starts unpaused: resuming is itself an order
+            self.driver_seq = ev.seq
             for tid in d.interrupted_trials:
                 if tid in self.trials and not self.trials[tid].finished:
                     self.trials[tid].status = "proposed"
@@ -224,6 +243,17 @@ class RunState:
                 self.trials[d.trial_id].reviews.append(review)
         elif kind == "note":
             self.notes.append(d.text)
+        elif kind == "run.control":
+            order = {"seq": ev.seq, "ts": ev.ts, "action": d.action, "by": d.by, "reason": d.reason}
+            self.controls.append(order)
+            if d.action == "stop":
+                self.stop_request = self.stop_request or order  # the first stop is the one obeyed
+            elif d.action == "pause":
+                self.paused_by = self.paused_by or order
+            elif d.action == "continue":
+                self.paused_by = None
+        elif kind == "agent.steer":
+            self.steers.append({"seq": ev.seq, "ts": ev.ts, "by": d.by, "to": list(d.to), "text": d.text})
 
     # ------------------------------------------------------------------ queries
 

@@ -402,7 +402,14 @@ class DriverLock:
     def acquire(self) -> DriverLock:
         fd = os.open(self.dir / DRIVER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            for attempt in range(5):  # rrma.control.live_driver probes with a shared lock for microseconds
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if attempt == 4:
+                        raise
+                    time.sleep(0.02)
         except BlockingIOError:
             os.close(fd)
             raise RunLocked(f"{self.dir}: another process is driving this run ({self.holder()}); "

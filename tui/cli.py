@@ -26,7 +26,8 @@ from rich.text import Text
 from rrma import fsguard
 
 BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
-COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema")
+COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema",
+            "stop", "pause", "continue", "post", "steer")
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 # piped output (logs, CI) gets a wide console so tables do not wrap their first column. No emoji
@@ -138,6 +139,30 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--sign-key", type=Path, metavar="KEY",
                    help="sign the review with this SSH key, the reviewer name as principal "
                    "(default: $RRMA_SIGNING_KEY; see docs/foundation.md, Signed reviews)")
+    _common(p, suppress=True)
+
+    for name, what in (("stop", "stop a live run: no new trials, running ones finish, it ends as stopped"),
+                       ("pause", "pause a live run: no new proposals until `continue`; running trials finish"),
+                       ("continue", "lift a pause of a live run (`resume` restarts a run nobody drives)")):
+        p = sub.add_parser(name, help=what)
+        p.add_argument("run", type=Path)
+        p.add_argument("--reason", default="", help="why (recorded with the order)")
+        p.add_argument("--by", metavar="NAME", help="who orders it (default: --reviewer, $RRMA_REVIEWER or $USER)")
+        _common(p, suppress=True)
+
+    p = sub.add_parser("post", help="post to a run's blackboard as a person (human:NAME)")
+    p.add_argument("run", type=Path)
+    p.add_argument("text")
+    p.add_argument("--trial", help="the trial the post is about")
+    p.add_argument("--by", metavar="NAME", help="who posts (default: --reviewer, $RRMA_REVIEWER or $USER)")
+    _common(p, suppress=True)
+
+    p = sub.add_parser("steer", help="send a note that agents see in their next context")
+    p.add_argument("run", type=Path)
+    p.add_argument("text")
+    p.add_argument("--agent", action="append", default=[], metavar="NAME",
+                   help="the agent it is for (repeat for several; default: every agent)")
+    p.add_argument("--by", metavar="NAME", help="who sends it (default: --reviewer, $RRMA_REVIEWER or $USER)")
     _common(p, suppress=True)
 
     p = sub.add_parser("task-schema", help="print every task YAML field with its type, default and meaning")
@@ -254,6 +279,14 @@ class Progress:
         elif kind == "trial.promoted" and data.previous_best is not None:
             console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), " ",
                                         (f"new best {data.trial_id}: {data.score:.6g}", "bold green")))
+        elif kind == "run.control":  # an order from another process (rrma-tui stop|pause|continue, the TUI)
+            why = f" ({data.reason})" if data.reason else ""
+            console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), " ",
+                                        (f"{data.action} by {data.by}{why}", "bold yellow")), soft_wrap=True)
+        elif kind == "agent.steer":
+            to = ", ".join(data.to) or "every agent"
+            console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), f" steer note from {data.by} to {to}: ",
+                                        data.text.splitlines()[0][:90] if data.text else ""), soft_wrap=True)
         elif kind == "baseline.measured":
             console.print(f"[dim]{elapsed:7.1f}s[/] baseline {data.mean:.6g} ± {data.sigma:.3g} (σ, n={len(data.scores)})"
                           f"; promotion needs {data.floor:.3g}")
@@ -539,6 +572,35 @@ def cmd_review(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _person(args: argparse.Namespace) -> str | None:
+    return getattr(args, "by", None) or getattr(args, "reviewer", None)
+
+
+def cmd_control(args: argparse.Namespace) -> int:
+    """``stop``, ``pause``, ``continue``: one run.control order for the live driver (rrma.control)."""
+    from rrma.control import send_control
+
+    sent = send_control(resolve_run(args.run, args.runs), args.command, _person(args), args.reason)
+    console.print(plain(sent.message), soft_wrap=True)
+    return EXIT_OK
+
+
+def cmd_post(args: argparse.Namespace) -> int:
+    from rrma.control import post_to_blackboard
+
+    sent = post_to_blackboard(resolve_run(args.run, args.runs), args.text, _person(args), args.trial)
+    console.print(plain(sent.message), soft_wrap=True)
+    return EXIT_OK
+
+
+def cmd_steer(args: argparse.Namespace) -> int:
+    from rrma.control import send_steer
+
+    sent = send_steer(resolve_run(args.run, args.runs), args.text, _person(args), args.agent)
+    console.print(plain(sent.message), soft_wrap=True)
+    return EXIT_OK
+
+
 def cmd_task_schema(args: argparse.Namespace) -> int:
     from rrma.task import schema_table
 
@@ -552,6 +614,7 @@ def cmd_task_schema(args: argparse.Namespace) -> int:
 HANDLERS = {
     "bench": cmd_bench, "run": cmd_run, "resume": cmd_resume, "verify": cmd_verify, "export": cmd_export,
     "ls": cmd_ls, "show": cmd_show, "check": cmd_check, "review": cmd_review, "task-schema": cmd_task_schema,
+    "stop": cmd_control, "pause": cmd_control, "continue": cmd_control, "post": cmd_post, "steer": cmd_steer,
 }
 
 
@@ -585,6 +648,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from agents.base import AgentError
     from oracle.base import OracleError
+    from rrma.control import ControlError, RunNotLive
     from rrma.loop import RunFailed, error_line
     from rrma.review import ReviewError
     from rrma.store import LogDamaged, RunLocked, RunNotFound
@@ -602,7 +666,8 @@ def main(argv: list[str] | None = None) -> int:
         if open_run is not None:
             raise CliError(f"unexpected argument {open_run}")
         return HANDLERS[args.command](args)
-    except (CliError, TaskError, OracleError, AgentError, RunNotFound, ReviewError, RunLocked) as exc:
+    except (CliError, TaskError, OracleError, AgentError, RunNotFound, ReviewError, RunLocked, ControlError,
+            RunNotLive) as exc:
         err.print(f"rrma-tui: {exc}", markup=False)
         return EXIT_BAD_INPUT
     except RunFailed as exc:

@@ -19,17 +19,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
 from textual.worker import Worker, WorkerState
 
-from rrma.store import RunStore
+from rrma.store import EVENTS, RunStore
 from tui.reader import RunReader, utcnow
-from tui.screens.base import RunSession
+from tui.screens.base import FAILURE_TITLES, RunSession, failure_line
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.modals import HelpScreen, binding_rows
+from tui.screens.orders import QuitRunScreen
 from tui.screens.runs import RunsScreen
 
 StartFn = Callable[..., Any]  # rrma.loop.start_run's signature
@@ -78,6 +79,10 @@ class RRMAApp(App[int]):
         self.clock = clock
         self.poll_interval = poll_interval
         self.stop_loop = threading.Event()
+        self.exiting = False  # set by exit(): input after that is dropped
+        self.loop_run_dir: Path | None = None  # the run the loop worker drives (started here)
+        self.quit_when_loop_ends = False  # `q`, then `h`: quit once the stopped run has finished
+        self.kill_on_exit = False  # `q`, then `k`: run_app kills the running trials' process groups and exits
 
     def on_mount(self) -> None:
         self.push_screen(RunsScreen(self.runs_dir, scan_now=self.initial_run is None and self.start_task is None))
@@ -115,10 +120,11 @@ class RRMAApp(App[int]):
             run_id = new_run_id(task.name)
         except ImportError:
             run_id = f"{utcnow():%Y%m%d-%H%M%S}-{task.name}"
+        self.loop_run_dir = self.runs_dir / run_id
         self.run_loop(start, task, run_id)
         self.open_run(self.runs_dir / run_id)
 
-    @work(thread=True, exclusive=True, group="loop")
+    @work(thread=True, exclusive=True, group="loop", exit_on_error=False)
     def run_loop(self, start: StartFn, task: Any, run_id: str) -> None:
         result = start(task, self.runs_dir, run_id=run_id, stop=self.stop_loop)
         self.post_message(self.LoopFinished(Path(getattr(result, "run_dir", self.runs_dir / run_id)),
@@ -127,13 +133,48 @@ class RRMAApp(App[int]):
     @on(LoopFinished)
     def _loop_finished(self, message: LoopFinished) -> None:
         self.notify(f"run {message.run_dir.name} finished: {message.reason}")
+        if self.quit_when_loop_ends:
+            self.exit(0)
+
+    def running_loop(self) -> Path | None:
+        """The run this TUI's loop worker is driving, while it runs; None otherwise."""
+        for worker in self.workers:
+            if worker.group == "loop" and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
+                return self.loop_run_dir
+        return None
+
+    def _quit_answer(self, answer: str | None) -> None:
+        run_dir = self.running_loop()
+        if answer is None or run_dir is None:
+            if run_dir is None and answer is not None:
+                self.exit(0)  # the run ended while the question was shown
+            return
+        if answer == "now":
+            self.kill_on_exit = True
+            self.stop_loop.set()
+            self.exit(0)
+            return
+        self.quit_when_loop_ends = True
+        self.notify(f"stopping {run_dir.name}: the TUI quits when its running trials have finished "
+                    "(q then k quits now)", timeout=10)
+        self._stop_for_quit(run_dir)
+
+    @work(thread=True, group="control", exit_on_error=False)
+    def _stop_for_quit(self, run_dir: Path) -> None:
+        from rrma.control import RunNotLive, send_control
+        from rrma.store import RunNotFound
+
+        try:
+            send_control(run_dir, "stop", self.reviewer, "quit the TUI")
+        except (RunNotLive, RunNotFound):  # not started yet, or already finishing: the Ctrl-C way
+            self.stop_loop.set()
 
     # ------------------------------------------------------------------ reviews
 
     def record_review(self, session: RunSession, trial_id: str, decision: str, note: str) -> None:
         self._write_review(session.run_dir, trial_id, decision, session.reviewer, note)
 
-    @work(thread=True, group="review")
+    @work(thread=True, group="review", exit_on_error=False)
     def _write_review(self, run_dir: Path, trial_id: str, decision: str, reviewer: str, note: str) -> None:
         store = RunStore(run_dir)
         try:
@@ -171,10 +212,33 @@ class RRMAApp(App[int]):
 
     @on(Worker.StateChanged)
     def _worker_state(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self.notify(f"{event.worker.group}: {type(error).__name__}: {error}", title="background task failed",
-                        severity="error", timeout=15)
+        """The one place a failed worker is reported (screens hand theirs on, see WorkerScreen): never an exit."""
+        if event.state != WorkerState.ERROR:
+            return
+        group = event.worker.group
+        self.notify(failure_line(event.worker.error), title=FAILURE_TITLES.get(group, f"{group or 'background'} task failed"),
+                    severity="error", timeout=15)
+        if group == "loop":
+            # the loop failed before its first event (a misconfigured agent): leave the dashboard waiting for it
+            while isinstance(self.screen, DashboardScreen) and not (self.screen.session.run_dir / EVENTS).exists():
+                self.pop_screen()
+            if self.quit_when_loop_ends:  # `q` then `h` waited for this run to end: it has
+                self.exit(0)
+        elif group == "review":
+            from tui.screens.review import ReviewScreen
+
+            for screen in self.screen_stack:
+                if isinstance(screen, ReviewScreen):
+                    screen.forget_decisions()  # the trials it hid while the write was pending come back
+
+    def exit(self, result: int | None = None, return_code: int = 0, message: Any = None) -> None:
+        self.exiting = True
+        super().exit(result, return_code, message)
+
+    async def on_event(self, event: events.Event) -> None:
+        if self.exiting and isinstance(event, events.InputEvent):
+            return  # keys typed after quitting (`qt`) must not push screens while the app shuts down
+        await super().on_event(event)
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
@@ -183,6 +247,11 @@ class RRMAApp(App[int]):
         self.push_screen(HelpScreen(name, binding_rows(self.screen)))
 
     def action_quit(self) -> None:  # type: ignore[override]
+        run_dir = self.running_loop()
+        if run_dir is not None and not self.exiting:  # a run started here ends with the TUI: ask first
+            if not isinstance(self.screen, QuitRunScreen):
+                self.push_screen(QuitRunScreen(run_dir.name), self._quit_answer)
+            return
         self.stop_loop.set()
         self.exit(0)
 
@@ -195,6 +264,12 @@ def run_app(runs_dir: Path, run_dir: Path | None = None, reviewer: str | None = 
     """Run the TUI until the user quits; returns the exit code."""
     app = RRMAApp(runs_dir, run_dir, reviewer, start_task)
     result = app.run()
+    if app.kill_on_exit:  # `q` then `k`: as a second Ctrl-C of a headless run, the log stays resumable
+        from rrma.sandbox import kill_active_groups
+
+        kill_active_groups()
+        sys.stdout.flush()
+        os._exit(int(result or 0))
     return int(result or 0)
 
 

@@ -2,9 +2,11 @@
 
 Why it exists: validating every line through pydantic (``RunStore.scan``) costs ~50 µs an
 event, so a 100,000-event run would take seconds to open. Here each line is parsed as plain
-JSON (orjson when installed) and folded through the same :meth:`rrma.state.RunState.apply` the
-rest of RRMA uses, via a thin attribute view of the payload, so the TUI and the headless tools
-agree on the state. ``agent.turn`` lines (most of a long run) are not even parsed at open time:
+JSON (orjson when installed), the JSON types of its payload checked against its pydantic model
+(~2 µs; pydantic itself runs only on a line that differs, and the chain's hashes are left to
+``rrma-tui verify``) and folded through the same :meth:`rrma.state.RunState.apply` the rest of
+RRMA uses, so the TUI and the headless tools agree on the state. ``agent.turn`` lines (most
+of a long run) are not even parsed at open time (they are checked when they are indexed):
 they are recognised by the envelope's ``kind`` (canonical JSON sorts keys, so ``kind`` follows
 ``data`` and ``hash`` and is found with one ``rfind``), counted per agent from the ``actor``
 prefix and indexed by byte offset; :meth:`RunModel.index_turns` fills in their role, trial and
@@ -12,15 +14,16 @@ tokens afterwards (in a worker), and the trace view reads a turn's line with ``p
 when it is shown (STYLE point 4: toolong).
 
 Invariants: the reader consumes only complete lines; a line that is not a valid event (a torn
-fragment, a newer schema version, an unknown kind) is recorded in ``torn`` and never hides the
-lines after it; the model's ``offset`` is the byte just past the last line it consumed, so a
-tail resumes exactly there.
+fragment, a newer schema version, an unknown kind, a field of the wrong type) is recorded in
+``torn``, is never folded and never hides the lines after it; the model's ``offset`` is the
+byte just past the last line it consumed, so a tail resumes exactly there.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 import time
 from collections import OrderedDict
@@ -28,8 +31,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from types import NoneType, SimpleNamespace, UnionType
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
 
 from rrma.events import DATA_TYPES, SCHEMA_VERSION
 from rrma.state import RunState, TrialRecord
@@ -47,6 +52,117 @@ _ACTOR_PREFIX = b'{"actor":"agent:'
 CHUNK = 1024 * 1024  # bytes read (and parsed) at a time; the reading thread yields the GIL between chunks
 
 
+class InvalidEvent(ValueError):
+    """A parsed line is not a valid event of its kind (a field of the wrong type, a missing field)."""
+
+
+def check_envelope(raw: dict[str, Any]) -> None:
+    """Raise InvalidEvent unless the envelope fields the fold reads have their JSON types."""
+    if type(raw.get("seq")) is not int:
+        raise InvalidEvent(f"invalid {raw.get('kind')} event (seq: not an integer)")
+    for name in ("ts", "actor", "hash"):
+        value = raw.get(name)
+        if type(value) is not str and (value is not None or name == "ts"):
+            raise InvalidEvent(f"invalid {raw.get('kind')} event ({name}: not a string)")
+
+
+def validated_payload(kind: str, data: Any) -> BaseModel:
+    """An event's ``data`` validated by its kind's model, as the core reads it, or InvalidEvent saying why not."""
+    try:
+        return DATA_TYPES[kind].model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in ("data", *first["loc"]))
+        raise InvalidEvent(f"invalid {kind} event ({loc}: {first['msg']})") from None
+
+
+# ----------------------------------------------------------------------------- type checks
+# The fold and the widgets trust the types of what they read (``score`` a number, ``parent`` a
+# string), so a line with a field of the wrong type must be refused like a torn line, not fail
+# later in a widget. Pydantic would take ~6 µs a payload (+50% on the time to open a long run),
+# so each payload's JSON types are compared with its model's annotations (~1-2 µs); one that
+# differs is handed to pydantic, which coerces it as the core would or says what is wrong.
+
+_Check = Callable[[Any], bool]
+_JSON_TYPES: dict[Any, tuple[type, ...]] = {str: (str,), int: (int,), float: (int, float), bool: (bool,),
+                                            NoneType: (NoneType,)}
+_ABSENT = object()
+
+
+def _simple_types(annotation: Any) -> tuple[type, ...] | None:
+    """The JSON types a field may hold when its type alone decides (``float | None``, ``dict[str, Any]``)."""
+    if annotation in _JSON_TYPES:
+        return _JSON_TYPES[annotation]
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Union or origin is UnionType:
+        parts = [_simple_types(a) for a in args]
+        return None if any(p is None for p in parts) else tuple(t for p in parts if p for t in p)
+    if (origin is dict and (len(args) < 2 or args[1] is Any)) or (origin is list and (not args or args[0] is Any)):
+        return (origin,)
+    return None
+
+
+def _check(annotation: Any) -> _Check | None:
+    """A check that a parsed JSON value fits ``annotation``; None: anything does (``Any``)."""
+    simple = _simple_types(annotation)
+    if simple is not None:
+        return lambda v: type(v) in simple
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        allowed = frozenset(args)
+        return lambda v: type(v) is str and v in allowed
+    if origin is Union or origin is UnionType:
+        options = [_check(a) for a in args]
+        if any(o is None for o in options):
+            return None
+        checks = [o for o in options if o is not None]
+        return lambda v: any(c(v) for c in checks)
+    if origin is list and args:
+        item = _check(args[0])
+        return (lambda v: type(v) is list) if item is None else (lambda v: type(v) is list and all(map(item, v)))
+    if origin is dict and len(args) == 2:
+        value = _check(args[1])
+        return (lambda v: type(v) is dict) if value is None else (
+            lambda v: type(v) is dict and all(map(value, v.values())))
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        fits = _fits(annotation)
+        return lambda v: type(v) is dict and fits(v)
+    return None
+
+
+def _fits(model: type[BaseModel]) -> Callable[[dict[str, Any]], bool]:
+    """Whether a payload has every required field of ``model`` and each field it has is of its JSON type."""
+    required = tuple(name for name, info in model.model_fields.items() if info.is_required())
+    simple: list[tuple[str, tuple[type, ...]]] = []
+    nested: list[tuple[str, _Check]] = []
+    for name, info in model.model_fields.items():
+        types = _simple_types(info.annotation)
+        if types is not None:
+            simple.append((name, types))
+        elif (check := _check(info.annotation)) is not None:
+            nested.append((name, check))
+
+    def fits(d: dict[str, Any]) -> bool:
+        for name in required:
+            if name not in d:
+                return False
+        for name, types in simple:
+            v = d.get(name, _ABSENT)
+            if v is not _ABSENT and type(v) not in types:
+                return False
+        for name, check in nested:
+            v = d.get(name, _ABSENT)
+            if v is not _ABSENT and not check(v):
+                return False
+        return True
+
+    return fits
+
+
+_PAYLOAD_FITS: dict[str, Callable[[dict[str, Any]], bool]] = {kind: _fits(model) for kind, model in DATA_TYPES.items()}
+_FIELDS: dict[str, frozenset[str]] = {kind: frozenset(model.model_fields) for kind, model in DATA_TYPES.items()}
+
+
 class _Edit(dict[str, Any]):
     """An edit record as RunState expects it (it calls ``model_dump``)."""
 
@@ -54,18 +170,17 @@ class _Edit(dict[str, Any]):
         return dict(self)
 
 
-_FIELDS: dict[str, frozenset[str]] = {kind: frozenset(model.model_fields) for kind, model in DATA_TYPES.items()}
-
-
-def _payload(kind: str, d: dict[str, Any]) -> SimpleNamespace:
-    """Attribute view of an event's ``data``; absent fields take the payload model's default."""
+def _payload(kind: str, d: Any) -> Any:
+    """Attribute view of an event's checked ``data``; absent fields take the payload model's default."""
+    if type(d) is not dict or not _PAYLOAD_FITS[kind](d):
+        return validated_payload(kind, d)  # coerced as the core would, or InvalidEvent
     ns = SimpleNamespace(**d)
     fields = _FIELDS[kind]
     if not fields <= d.keys():
         for name in fields - d.keys():
             setattr(ns, name, _default(kind, name))
     if kind == "trial.proposed":
-        ns.edits = [_Edit(e) for e in (d.get("edits") or []) if isinstance(e, dict)]
+        ns.edits = [_Edit(e) for e in d.get("edits") or []]
     return ns
 
 
@@ -76,9 +191,7 @@ def _default(kind: str, name: str) -> Any:
     """The payload model's default for an absent field (factories called anew each time)."""
     found: Callable[[], Any] | None = _DEFAULTS.get((kind, name))
     if found is None:
-        info = DATA_TYPES[kind].model_fields.get(name)
-        if info is None:
-            raise AttributeError(name)
+        info = DATA_TYPES[kind].model_fields[name]  # only optional fields are absent from a checked payload
         factory = info.default_factory
         make: Callable[[], Any]
         if factory is not None:
@@ -88,6 +201,28 @@ def _default(kind: str, name: str) -> Any:
             make = lambda: constant  # noqa: E731
         _DEFAULTS[(kind, name)] = found = make
     return found()
+
+
+def checked_turn(raw: Any) -> dict[str, Any]:
+    """A parsed ``agent.turn`` line whose fields have the types the trace reads, or InvalidEvent.
+
+    For the turns indexed after an open and read for display: the same check as any payload,
+    then pydantic only for a line that fails it.
+    """
+    if type(raw) is not dict:
+        raise InvalidEvent("not a JSON object")
+    version = raw.get("v")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise InvalidEvent(f"event schema version {version} is newer than this reader ({SCHEMA_VERSION})")
+    if type(raw.get("seq")) is not int or type(raw.get("ts")) is not str:  # what a turn's envelope gives the trace
+        check_envelope(raw)
+    data = raw.get("data")
+    if type(data) is not dict or not _TURN_FITS(data):
+        raw["data"] = validated_payload("agent.turn", data).model_dump()
+    return raw
+
+
+_TURN_FITS = _PAYLOAD_FITS["agent.turn"]
 
 
 class RawEvent:
@@ -101,9 +236,10 @@ class RawEvent:
         self.seq: int = raw["seq"]
         self.ts: str = raw["ts"]
         self.kind: str = raw["kind"]
-        self.actor: str = raw.get("actor", "")
-        self.hash: str = raw.get("hash", "")  # a signed review binds its trial's trial.finished hash
-        self.data = _payload(self.kind, raw.get("data") or {})
+        self.actor: str = raw.get("actor") or ""
+        self.hash: str = raw.get("hash") or ""  # a signed review binds its trial's trial.finished hash
+        check_envelope(raw)
+        self.data: Any = _payload(self.kind, raw.get("data"))
 
 
 @dataclass(slots=True)
@@ -199,6 +335,7 @@ class TurnIndex:
     refs: list[TurnRef] = field(default_factory=list)
     totals: dict[str, tuple[int, int, int, float]] = field(default_factory=dict)  # turns, in, out, cost
     last: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent -> its last turn line
+    torn: list[Torn] = field(default_factory=list)  # turn lines that are not valid events (not in ``refs``)
 
 
 class RunModel:
@@ -295,18 +432,18 @@ class RunModel:
                         return None
                     time.sleep(0)  # yield the GIL to the UI thread
                 try:
-                    raw = _loads(os.pread(fd, length, offset))
-                    d = raw.get("data") or {}
-                    agent = str(d.get("agent", ""))
-                except (ValueError, AttributeError):
-                    index.refs.append(TurnRef(offset, length, "?", role="error"))
+                    raw = checked_turn(_loads(os.pread(fd, length, offset)))
+                except ValueError as exc:  # torn, or a field of the wrong type (InvalidEvent)
+                    index.torn.append(Torn(offset, str(exc) or type(exc).__name__))
                     continue
+                d = raw["data"]
+                agent = d["agent"]
                 ref = TurnRef(offset, length, agent)
                 ref.fill(raw)
                 index.refs.append(ref)
                 turns, tin, tout, cost = index.totals.get(agent, (0, 0, 0, 0.0))
-                index.totals[agent] = (turns + 1, tin + int(d.get("tokens_in") or 0),
-                                       tout + int(d.get("tokens_out") or 0), cost + float(d.get("cost_usd") or 0.0))
+                index.totals[agent] = (turns + 1, tin + d.get("tokens_in", 0), tout + d.get("tokens_out", 0),
+                                       cost + d.get("cost_usd", 0.0))
                 index.last[agent] = raw
         return index
 
@@ -316,6 +453,9 @@ class RunModel:
             return
         self.turns[:0] = index.refs
         del self.unindexed[: index.count]
+        if index.torn:  # counted as events when they were stubbed at open
+            self.state.events -= len(index.torn)
+            self.torn = sorted([*self.torn, *index.torn], key=lambda t: t.offset)
         for agent, (turns, tin, tout, cost) in index.totals.items():
             rec = self.state._agent(agent)
             rec.turns += turns
@@ -327,12 +467,12 @@ class RunModel:
         self.turns_indexed = not self.unindexed
 
     def _read_raw(self, offset: int, length: int) -> dict[str, Any] | None:
+        """The turn line at ``offset``, checked (None if it cannot be read or is not a valid turn)."""
         try:
             with open(self.run_dir / EVENTS, "rb") as fh:
-                raw = _loads(os.pread(fh.fileno(), length, offset))
+                return checked_turn(_loads(os.pread(fh.fileno(), length, offset)))
         except (OSError, ValueError):
             return None
-        return raw if isinstance(raw, dict) else None
 
     # ------------------------------------------------------------------ lazy reads
 
@@ -459,8 +599,9 @@ class RunSummary:
     direction: str
     started_ts: str
     last_ts: str
-    error: str = ""
+    error: str = ""  # why the run cannot be read at all ("" when it can)
     size: int = -1  # bytes of the log when summarised
+    torn: int = 0  # lines that are not valid events (turn lines are checked only when a dashboard indexes them)
 
     @property
     def best_vs_baseline(self) -> str:
@@ -482,7 +623,7 @@ def summarize_run(run_dir: Path) -> RunSummary:
     return RunSummary(
         run_dir=Path(run_dir), name=Path(run_dir).name, task=s.task_name, status=s.status,
         trials=len(s.agent_trials()), best=best.score if best else None, baseline=s.baseline_mean,
-        sigma=s.sigma, direction=s.direction, started_ts=s.started_ts, last_ts=s.last_ts,
+        sigma=s.sigma, direction=s.direction, started_ts=s.started_ts, last_ts=s.last_ts, torn=len(model.torn),
     )
 
 
@@ -490,8 +631,15 @@ def find_runs(runs_dir: Path) -> list[Path]:
     """Run directories under ``runs_dir`` (those with an events.jsonl), newest first."""
     if not runs_dir.is_dir():
         return []
-    found = [p for p in runs_dir.iterdir() if (p / EVENTS).is_file()]
-    return sorted(found, key=lambda p: (p / EVENTS).stat().st_mtime, reverse=True)
+    found: list[tuple[float, Path]] = []
+    for p in runs_dir.iterdir():
+        try:
+            st = (p / EVENTS).stat()
+        except OSError:  # no log (not a run), or removed while listing
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.append((st.st_mtime, p))
+    return [p for _, p in sorted(found, key=lambda item: item[0], reverse=True)]
 
 
 def parse_ts(ts: str) -> datetime | None:

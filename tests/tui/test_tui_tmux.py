@@ -4,6 +4,7 @@ approve a trial, quit; the review event must be in the log afterwards."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -101,3 +102,66 @@ def test_open_trace_approve_quit_in_tmux(tmp_path: Path) -> None:
     assert reviews[0]["data"] == {"trial_id": "t0012", "decision": "approve", "reviewer": "carol", "note": "looks right"}
     promoted = [e["data"] for e in events if e["kind"] == "trial.promoted"]
     assert promoted[-1]["trial_id"] == "t0012" and promoted[-1]["approved_by"] == "carol"
+
+
+def test_pause_continue_stop_a_headless_run_from_the_tui_then_resume_it(tmp_path: Path) -> None:
+    """A headless run in another process, driven from the dashboard in a real terminal (w, w, h), then resumed."""
+    task_dir = tmp_path / "task"
+    shutil.copytree(REPO / "benches" / "demo", task_dir)
+    objective = task_dir / "workspace" / "objective.py"
+    objective.write_text(objective.read_text().replace("import math\n", "import math\nimport time\ntime.sleep(0.5)\n"))
+    runs = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    headless = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli", "--headless", "run", str(task_dir / "task.yaml"), "--runs", str(runs),
+         "--set", "budget.max_trials=12", "--set", "budget.max_concurrent=1", "--quiet"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    session = f"rrma-{uuid.uuid4().hex[:8]}"
+    done = tmp_path / "exit-code"
+    tmux = Tmux(session, done)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(runs.glob("*/events.jsonl")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [log] = list(runs.glob("*/events.jsonl"))
+        run_dir = log.parent
+        command = (f"cd {REPO} && {sys.executable} -m tui.app --runs {runs} {run_dir.name} --reviewer carol; "
+                   f"echo $? > {done}; sleep 60")
+        tmux.run("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
+        tmux.wait_for("demo")
+        tmux.wait_for("t0002", timeout=60)  # the run is going
+        tmux.send("w")
+        tmux.wait_for("Pause run")
+        tmux.send("Enter")
+        tmux.wait_for("⏸ paused by human:carol")
+        tmux.send("w")
+        tmux.wait_for("Continue run")
+        tmux.send("Enter")
+        deadline = time.monotonic() + 10
+        while "⏸ paused" in tmux.capture() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "⏸ paused" not in tmux.capture()
+        tmux.send("h")
+        tmux.wait_for("Stop run")
+        tmux.send("Enter")
+        tmux.wait_for("finished (stopped)", timeout=30)
+        assert headless.wait(30) == 0, headless.stderr.read() if headless.stderr else ""
+        resumed = subprocess.run([sys.executable, "-m", "tui.cli", "resume", str(run_dir), "--quiet"], cwd=REPO,
+                                 env=env, capture_output=True, text=True, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr
+        tmux.wait_for("finished (max_trials)", timeout=30)  # the open dashboard followed the resumed run
+        tmux.send("q")
+        deadline = time.monotonic() + 15
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert done.exists() and done.read_text().strip() == "0", f"the app did not quit cleanly; {tmux.post_mortem()}"
+    finally:
+        subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
+        if headless.poll() is None:
+            headless.kill()
+            headless.wait(10)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    orders = [(e["actor"], e["data"]["action"]) for e in events if e["kind"] == "run.control"]
+    assert orders == [("human:carol", "pause"), ("human:carol", "continue"), ("human:carol", "stop")]
+    reasons = [e["data"]["reason"] for e in events if e["kind"] == "run.finished"]
+    assert reasons == ["stopped", "max_trials"]

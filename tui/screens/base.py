@@ -4,6 +4,11 @@ The session's model is folded on the UI thread only (the dashboard's tail worker
 lines and posts them; the dashboard applies them), so a screen may read ``session.state``
 freely. Screens are told about changes with :meth:`RunScreen.run_changed`; a screen that is
 not on top only marks itself stale and redraws when it is shown again.
+
+Workers never take the app down: each is started with ``exit_on_error=False``, and a failure
+reaches the app's one ``Worker.StateChanged`` handler, which shows it as a notification. That
+message does not bubble, so screens that start workers derive from :class:`WorkerScreen`,
+which hands their workers' failures to the app.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from textual.screen import Screen
+from textual.worker import Worker, WorkerState
 
 from rrma.state import RunState
 from tui.reader import ParsedChunk, RawEvent, RunModel, RunReader
@@ -44,7 +50,36 @@ class RunSession:
         return self.model is not None
 
 
-class RunScreen(Screen[None]):
+FAILURE_TITLES = {  # worker group -> what a failure in it means to the user
+    "loop": "the run stopped", "review": "review not recorded", "runs": "cannot list the runs",
+    "tail": "cannot read the run", "index": "cannot index the trace", "search": "search failed",
+    "control": "order not sent",
+}
+
+
+def failure_line(error: BaseException | None) -> str:
+    """One line for a failure: our own named errors (bad task, agent, log) are already written for people."""
+    if error is None:
+        return "unknown error"
+    if type(error).__module__.split(".")[0] in ("rrma", "agents", "oracle") or isinstance(error, OSError):
+        text = str(error).strip()
+        return text.splitlines()[0] if text else type(error).__name__
+    try:
+        from rrma.loop import error_line
+    except ImportError:  # pragma: no cover - the loop ships with the core
+        return f"{type(error).__name__}: {error}"
+    return error_line(error)
+
+
+class WorkerScreen(Screen[None]):
+    """A screen whose workers' failures reach the app (``Worker.StateChanged`` does not bubble)."""
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            self.app.post_message(Worker.StateChanged(event.worker, event.state))
+
+
+class RunScreen(WorkerScreen):
     """A screen about one run; subclasses implement :meth:`refresh_view`."""
 
     def __init__(self, session: RunSession) -> None:

@@ -26,9 +26,17 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
+from rrma.control import (
+    agent_names,
+    live_driver,
+    post_to_blackboard,
+    send_control,
+    send_steer,
+)
 from rrma.store import EVENTS, read_head
-from tui.reader import RawEvent, RunModel, TurnIndex, age, human_duration, parse_ts
+from tui.reader import RawEvent, RunModel, Torn, TurnIndex, age, human_duration, parse_ts
 from tui.screens.base import RunScreen, RunSession
+from tui.screens.orders import OrderInput, OrderScreen
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.score_chart import ScoreChart
 from tui.widgets.trial_text import STATUS_GLYPH, fmt_score, is_claim, trial_cells
@@ -54,6 +62,10 @@ def header_text(session: RunSession) -> Text:
     if state.finish_reason:
         status += f" ({state.finish_reason})"
     text.append(status, "green" if state.finish_reason else "yellow")
+    if not state.finish_reason and state.stop_request is not None:
+        text.append(f"  ⏹ stopping ({state.stop_request['by']})", "bold red")
+    elif not state.finish_reason and state.paused_by is not None:
+        text.append(f"  ⏸ paused by {state.paused_by['by']}", "bold yellow")
     start, end = parse_ts(state.started_ts), parse_ts(state.finished_ts) if state.finished_ts else now
     if start is not None and end is not None:
         text.append(f"  elapsed {human_duration((end - start).total_seconds())}")
@@ -128,12 +140,18 @@ def agents_table(session: RunSession) -> Table:
 
 
 def blackboard_text(session: RunSession, limit: int = 60) -> Text:
-    posts = session.state.blackboard[-limit:]
+    """Blackboard posts and steer notes (``→ agents``), newest first."""
+    state = session.state
+    items = sorted([*state.blackboard[-limit:], *state.steers[-limit:]], key=lambda p: p["seq"])[-limit:]
     text = Text()
-    if not posts:
+    if not items:
         text.append("(no posts yet)", "dim")
-    for post in reversed(posts):
-        text.append(f"{post['agent']}", "bold cyan")
+    for post in reversed(items):
+        if "to" in post:  # a steer note
+            text.append(f"{post['by']}", "bold magenta")
+            text.append(f" → {', '.join(post['to']) or 'every agent'}", "magenta")
+        else:
+            text.append(f"{post['agent']}", "bold cyan")
         if post.get("trial_id"):
             text.append(f" [{post['trial_id']}]", "dim")
         text.append(f" {post['text']}\n")
@@ -152,6 +170,12 @@ class DashboardScreen(RunScreen):
         Binding("f", "status_filter", "Status"),
         Binding("slash", "text_filter", "Filter"),
         Binding("c", "clear_filters", "Clear filters", show=False),
+        # writes to the log: letters no screen uses for anything else, each asks first (docs/tui.md);
+        # listed by `?`, not in the footer, which must keep `q` and `?` visible at 80 columns
+        Binding("h", "stop_run", "Stop (halt) the run", show=False),
+        Binding("w", "pause_run", "Pause / continue the run", show=False),
+        Binding("m", "post", "Post to the blackboard", show=False),
+        Binding("i", "steer", "Steer agents (a note)", show=False),
         Binding("escape", "back", "Runs"),
     ]
 
@@ -168,6 +192,12 @@ class DashboardScreen(RunScreen):
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, DashboardScreen.Appended)
+
+    @dataclass
+    class OrderDone(Message):
+        """An order, post or steer note was written (or found already in force): one line saying so."""
+
+        text: str
 
     @dataclass
     class TurnsIndexed(Message):
@@ -213,7 +243,7 @@ class DashboardScreen(RunScreen):
 
     # ------------------------------------------------------------------ the tail
 
-    @work(thread=True, exclusive=True, group="tail")
+    @work(thread=True, exclusive=True, group="tail", exit_on_error=False)
     def watch_run(self) -> None:
         worker = get_current_worker()
         session = self.session
@@ -232,7 +262,7 @@ class DashboardScreen(RunScreen):
             if self._wake.wait(self.poll_interval):
                 return
 
-    @work(thread=True, exclusive=True, group="index")
+    @work(thread=True, exclusive=True, group="index", exit_on_error=False)
     def index_turns(self, model: RunModel) -> None:
         worker = get_current_worker()
         index = model.index_turns(lambda: worker.is_cancelled)
@@ -252,6 +282,7 @@ class DashboardScreen(RunScreen):
         gc.freeze()
         self.session.generation += 1
         self._broadcast([])
+        self._warn_unreadable(message.model.torn)
         self.call_after_refresh(self.index_turns, message.model)  # after the first paint
 
     @on(Appended)
@@ -259,13 +290,15 @@ class DashboardScreen(RunScreen):
         model = self.session.model
         if model is None:
             return
+        torn = len(model.torn)
         while True:
             try:
                 chunk = self.session.pending.get_nowait()
             except queue.Empty:
                 break
             self._unshown.extend(model.apply(chunk))
-        if self._unshown and self._redraw_timer is None:
+        unreadable = self._warn_unreadable(model.torn[torn:])
+        if (self._unshown or unreadable) and self._redraw_timer is None:
             # redraw at most every REDRAW_INTERVAL seconds however fast events arrive
             delay = max(0.001, self._last_redraw + REDRAW_INTERVAL - time.monotonic())
             self._redraw_timer = self.set_timer(delay, self._redraw)
@@ -285,6 +318,15 @@ class DashboardScreen(RunScreen):
             self.session.model.attach_index(message.index)
             gc.freeze()  # the turn index is long-lived too
             self._broadcast([])
+            self._warn_unreadable(message.index.torn)
+
+    def _warn_unreadable(self, torn: list[Torn]) -> bool:
+        """Say that lines just read are not valid events (the header keeps the count); False if none."""
+        if not torn:
+            return False
+        self.notify(f"{len(torn)} line(s) of {EVENTS} are not valid events and are skipped; the first, at byte "
+                    f"{torn[0].offset}: {torn[0].error}", title="unreadable lines", severity="warning", timeout=10)
+        return True
 
     def _broadcast(self, events: list[RawEvent]) -> None:
         for screen in self.app.screen_stack:
@@ -298,7 +340,7 @@ class DashboardScreen(RunScreen):
         self._update_rows()
         self.query_one("#chart", ScoreChart).update_from(self.state, now=not events)
         self.query_one("#agents", Static).update(agents_table(self.session))
-        if not events or any(e.kind == "blackboard.post" for e in events):
+        if not events or any(e.kind in ("blackboard.post", "agent.steer") for e in events):
             self.query_one("#blackboard-text", Static).update(blackboard_text(self.session))
 
     def _row(self, trial_id: str) -> list[str | Text]:
@@ -434,6 +476,89 @@ class DashboardScreen(RunScreen):
         self.agent_filter = self.status_filter = None
         self.text_filter = ""
         self._refilter()
+
+    # ------------------------------------------------------------------ driving the run (rrma.control)
+
+    def _live(self) -> bool:
+        """Whether a driver holds the run; says why not in a notification."""
+        state = self.state
+        if state.finish_reason:
+            self.notify(f"the run has finished ({state.finish_reason}); `rrma-tui resume` restarts it",
+                        severity="warning")
+            return False
+        if live_driver(self.session.run_dir) is None:
+            self.notify("no process is driving this run; `rrma-tui resume RUN` restarts it", severity="warning")
+            return False
+        return True
+
+    def action_stop_run(self) -> None:
+        if not self._live():
+            return
+        if self.state.stop_request is not None:
+            self.notify(f"a stop is already in force (by {self.state.stop_request['by']})")
+            return
+
+        def confirmed(answer: OrderInput | None) -> None:
+            if answer is not None:
+                self.write_order("stop", answer)
+
+        self.app.push_screen(OrderScreen(
+            f"Stop run {self.session.run_dir.name}?",
+            "No new trials; running trials finish within their budget, then the run ends as stopped "
+            "(`rrma-tui resume` continues it later).", "reason (optional)"), confirmed)
+
+    def action_pause_run(self) -> None:
+        if not self._live():
+            return
+        action = "continue" if self.state.paused else "pause"
+        detail = ("Agents go on proposing." if action == "continue" else
+                  "Agents make no new proposal until you continue (w again); running trials finish; "
+                  "the wall clock keeps running.")
+
+        def confirmed(answer: OrderInput | None) -> None:
+            if answer is not None:
+                self.write_order(action, answer)
+
+        self.app.push_screen(OrderScreen(f"{action.capitalize()} run {self.session.run_dir.name}?", detail,
+                                         "reason (optional)"), confirmed)
+
+    def action_post(self) -> None:
+        def confirmed(answer: OrderInput | None) -> None:
+            if answer is not None:
+                self.write_order("post", answer)
+
+        self.app.push_screen(OrderScreen(
+            f"Post to the blackboard as human:{self.session.reviewer}",
+            "Every agent with history sees blackboard posts in its context.", "what to post", required=True),
+            confirmed)
+
+    def action_steer(self) -> None:
+        def confirmed(answer: OrderInput | None) -> None:
+            if answer is not None:
+                self.write_order("steer", answer)
+
+        self.app.push_screen(OrderScreen(
+            f"Steer note from human:{self.session.reviewer}",
+            "The agents it is for see it in their context from their next proposal on; it shows in their trace.",
+            "the note", required=True, agents=sorted(agent_names(self.state)), to=self.agent_filter or ""),
+            confirmed)
+
+    @work(thread=True, group="control", exit_on_error=False)
+    def write_order(self, what: str, answer: OrderInput) -> None:
+        """Append the order or note; a refusal (RunNotLive: the driver ended meanwhile, ControlError, an
+        unwritable log) fails the worker, and the app's one failure handler shows it ("order not sent")."""
+        run_dir, who = self.session.run_dir, self.session.reviewer
+        if what == "post":
+            sent = post_to_blackboard(run_dir, answer.text, who)
+        elif what == "steer":
+            sent = send_steer(run_dir, answer.text, who, answer.to)
+        else:
+            sent = send_control(run_dir, what, who, answer.text)
+        self.post_message(self.OrderDone(sent.message))
+
+    @on(OrderDone)
+    def _order_done(self, message: OrderDone) -> None:
+        self.notify(message.text, timeout=5)
 
     def action_back(self) -> None:
         box = self.query_one("#filter-input", Input)

@@ -98,10 +98,13 @@ class NewRunScreen(ModalScreen[Path | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        if not event.value.strip():
+            self.query_one("#task-error", Static).update(Text("type the path of a task YAML file", "red"))
+            return
         path = Path(event.value.strip()).expanduser()
         try:
             load_task(path)
-        except TaskError as exc:
+        except (TaskError, OSError) as exc:  # OSError: unreadable in a way load_task does not name
             self.query_one("#task-error", Static).update(Text(str(exc), "red"))
             return
         self.dismiss(path)

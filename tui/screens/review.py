@@ -135,6 +135,12 @@ class ReviewScreen(RunScreen):
         self.decided.add(message.trial_id)
         self.refresh_view([])
 
+    def forget_decisions(self) -> None:
+        """A review write failed: show again the trials hidden while their writes were pending."""
+        self.decided.clear()
+        if self.is_mounted:
+            self.refresh_view([])
+
     def action_open_trial(self) -> None:
         from tui.screens.trial import TrialScreen
 

@@ -1,4 +1,8 @@
-"""The runs list: every run under the runs directory, newest first, summarised in a worker."""
+"""The runs list: every run under the runs directory, newest first, summarised in a worker.
+
+A run that cannot be read at all is a row saying why (status ``unreadable``); one with lines
+that are not valid events is marked ``⚠`` (its dashboard says how many and where).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from rrma.store import EVENTS
 from tui.reader import RunSummary, age, find_runs, summarize_run
+from tui.screens.base import WorkerScreen, failure_line
 from tui.screens.modals import NewRunScreen
 from tui.widgets.line_table import Column, LineTable
 
@@ -25,7 +29,7 @@ RUN_COLUMNS = [
 ]
 
 
-class RunsScreen(Screen[None]):
+class RunsScreen(WorkerScreen):
     BINDINGS = [
         Binding("enter", "open_run", "Open"),
         Binding("n", "new_run", "New run"),
@@ -73,12 +77,14 @@ class RunsScreen(Screen[None]):
         self._resumed = True
 
     def _title(self) -> None:
+        damaged = sum(1 for name in self.order if name in self.summaries and self.summaries[name].torn)
         self.query_one("#runs-title", Static).update(Text.assemble(
             ("runs ", "bold"), str(self.runs_dir), (f"  {len(self.order)} run(s)", "dim"),
             ("   Enter opens a run, n starts one", "dim"),
+            (f"   ⚠ {damaged} with unreadable lines", "red") if damaged else "",
         ))
 
-    @work(thread=True, exclusive=True, group="runs")
+    @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def rescan(self) -> None:
         worker = get_current_worker()
         runs = find_runs(self.runs_dir)
@@ -92,9 +98,9 @@ class RunsScreen(Screen[None]):
                     continue  # unchanged since the last summary
                 summary = summarize_run(run_dir)
                 summary.size = size
-            except OSError as exc:
+            except Exception as exc:  # one run that cannot be read says why in its row (read again next scan)
                 summary = RunSummary(run_dir, run_dir.name, "?", "unreadable", 0, None, None, None, "minimize", "", "",
-                                     error=str(exc))
+                                     error=failure_line(exc))
             self.post_message(self.Summarized(summary))
 
     @on(ScanDone)
@@ -111,21 +117,35 @@ class RunsScreen(Screen[None]):
         self.summaries[message.summary.name] = message.summary
         self._sizes[message.summary.name] = message.summary.size
         self.query_one("#runs", LineTable).refresh_rows()
+        if message.summary.torn:
+            self._title()
 
     def _row(self, name: str) -> list[str | Text]:
         s = self.summaries[name]
-        style = {"finished": "green", "running": "yellow"}.get(s.status, "dim")
+        style = {"finished": "green", "running": "yellow", "unreadable": "bold red"}.get(s.status, "dim")
+        status = Text(s.status, style)
+        if s.torn:
+            status.append(" ⚠", "bold red")
         now = self.app.clock()  # type: ignore[attr-defined]
-        return [s.name, s.task, Text(s.status, style), str(s.trials), s.best_vs_baseline, age(s.last_ts, now)]
+        best: str | Text = Text(s.error, "red") if s.error else s.best_vs_baseline
+        return [s.name, s.task, status, str(s.trials), best, age(s.last_ts, now)]
 
     @on(LineTable.Selected, "#runs")
     def _selected(self, message: LineTable.Selected) -> None:
-        self.app.open_run(self.runs_dir / message.key)  # type: ignore[attr-defined]
+        self._open(message.key)
 
     def action_open_run(self) -> None:
         key = self.query_one("#runs", LineTable).cursor_key
         if key is not None:
-            self.app.open_run(self.runs_dir / key)  # type: ignore[attr-defined]
+            self._open(key)
+
+    def _open(self, name: str) -> None:
+        run_dir = self.runs_dir / name
+        if not (run_dir / EVENTS).is_file():  # removed (or moved) since the list was read
+            self.notify(f"{run_dir}: not a run directory any more (no {EVENTS})", severity="error")
+            self.rescan()
+            return
+        self.app.open_run(run_dir)  # type: ignore[attr-defined]
 
     def action_new_run(self) -> None:
         def chosen(path: Path | None) -> None:

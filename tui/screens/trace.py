@@ -286,7 +286,7 @@ class TraceScreen(RunScreen):
         table = self.query_one("#turns", LineTable)
         self.search(self.query_text, [int(k) for k in table.rows], table.cursor, direction)
 
-    @work(thread=True, exclusive=True, group="search")
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def search(self, query: str, rows: list[int], start: int, direction: int) -> None:
         model = self.model
         if model is None:

@@ -89,12 +89,18 @@ def trial_line(state: RunState, rec: TrialRecord) -> Text:
     return text
 
 
-def lineage_text(state: RunState, trial_id: str) -> Text:
+def lineage_text(state: RunState, trial_id: str, limit: int = 12) -> Text:
+    """The trial, its parent, … back to the baseline; a path longer than ``limit`` skips its middle."""
     path = state.lineage(trial_id)
+    skipped = len(path) - limit if len(path) > limit else 0
+    if skipped:
+        path = [*path[: limit - 1], path[-1]]
     text = Text()
     for i, rec in enumerate(path):
         if i:
             text.append(" ← ", "dim")
+        if skipped and i == len(path) - 1:
+            text.append(f"… {skipped} more ← ", "dim")
         text.append(rec.trial_id, "bold" if i == 0 else "")
         text.append(f" {fmt_score(rec.score)}", "dim")
     return text

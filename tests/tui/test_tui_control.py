@@ -1,0 +1,161 @@
+"""Pilot tests of the dashboard's keys that drive a run: stop (h), pause/continue (w), post (m), steer (i).
+
+A run is live when a process holds its driver lock; here the test process holds it, as the TUI's
+own loop worker or a headless driver would.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from make_run import make_run
+from test_tui_screens import make_app, open_dashboard
+from tui_helpers import plain, wait_until
+
+from rrma.store import DriverLock
+from tui.app import RRMAApp
+from tui.screens.dashboard import DashboardScreen
+from tui.screens.orders import OrderScreen, QuitRunScreen
+
+pytestmark = pytest.mark.asyncio
+
+
+def events_of(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def live_run(tmp_path: Path) -> Iterator[Path]:
+    runs = tmp_path / "runs"
+    run_dir = make_run(runs, "live-run", trials=4, finished=False)
+    with DriverLock(run_dir):
+        yield runs
+
+
+async def test_stop_key_on_a_live_run_asks_then_appends_the_order(live_run: Path) -> None:
+    run_dir = live_run / "live-run"
+    app = make_app(live_run, "live-run")
+    async with app.run_test(size=(120, 40)) as pilot:
+        dash = await open_dashboard(pilot, app)
+        before = len(events_of(run_dir))
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, OrderScreen))
+        assert len(events_of(run_dir)) == before  # nothing is written before the confirmation
+        await pilot.press(*"done", "enter")
+        await wait_until(pilot, lambda: events_of(run_dir)[-1]["kind"] == "run.control")
+        order = events_of(run_dir)[-1]
+        assert order["actor"] == "human:carol"
+        assert order["data"] == {"action": "stop", "by": "human:carol", "reason": "done"}
+        assert app.screen is dash
+        await wait_until(pilot, lambda: "⏹ stopping (human:carol)" in plain(dash.query_one("#run-header").content))
+
+
+async def test_pause_key_toggles_and_escape_cancels(live_run: Path) -> None:
+    run_dir = live_run / "live-run"
+    app = make_app(live_run, "live-run")
+    async with app.run_test(size=(120, 40)) as pilot:
+        dash = await open_dashboard(pilot, app)
+        before = len(events_of(run_dir))
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, OrderScreen))
+        await pilot.press("escape")  # cancelled: no order
+        assert app.screen is dash and len(events_of(run_dir)) == before
+        await pilot.press("w", "enter")
+        await wait_until(pilot, lambda: dash.state.paused)
+        assert events_of(run_dir)[-1]["data"]["action"] == "pause"
+        assert "⏸ paused by human:carol" in plain(dash.query_one("#run-header").content)
+        await pilot.press("w")  # paused: the same key continues
+        await wait_until(pilot, lambda: isinstance(app.screen, OrderScreen))
+        assert "Continue run" in plain(app.screen.query_one("#order-title").content)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not dash.state.paused)
+        assert events_of(run_dir)[-1]["data"]["action"] == "continue"
+
+
+async def test_post_and_steer_keys_append_the_note(live_run: Path) -> None:
+    run_dir = live_run / "live-run"
+    app = make_app(live_run, "live-run")
+    async with app.run_test(size=(120, 40)) as pilot:
+        dash = await open_dashboard(pilot, app)
+        await pilot.press("m", "enter")  # an empty post is refused in the modal
+        assert isinstance(app.screen, OrderScreen)
+        await pilot.press(*"try deeper", "enter")
+        await wait_until(pilot, lambda: events_of(run_dir)[-1]["kind"] == "blackboard.post")
+        post = events_of(run_dir)[-1]
+        assert post["actor"] == "human:carol" and post["data"]["agent"] == "human:carol"
+        assert post["data"]["text"] == "try deeper"
+        await pilot.press("a")  # the agent filter (alice) becomes the steer note's default addressee
+        assert dash.agent_filter == "alice"
+        await pilot.press("i")
+        await wait_until(pilot, lambda: isinstance(app.screen, OrderScreen))
+        await pilot.press(*"smaller lr", "enter")
+        await wait_until(pilot, lambda: events_of(run_dir)[-1]["kind"] == "agent.steer")
+        steer = events_of(run_dir)[-1]
+        assert steer["data"] == {"text": "smaller lr", "by": "human:carol", "to": ["alice"]}
+        await wait_until(pilot, lambda: "→ alice smaller lr" in plain(dash.query_one("#blackboard-text").content))
+
+
+async def test_stop_key_on_a_run_nobody_drives_writes_nothing(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run_dir = make_run(runs, "dead-run", trials=3, finished=False)  # its driver is gone: no lock held
+    app = make_app(runs, "dead-run")
+    async with app.run_test(size=(120, 40)) as pilot:
+        dash = await open_dashboard(pilot, app)
+        before = (run_dir / "events.jsonl").read_bytes()
+        await pilot.press("h")
+        await pilot.pause(0.2)
+        assert app.screen is dash  # no modal: it says why instead
+        assert any("no process is driving this run" in str(n.message) for n in app._notifications)
+        assert (run_dir / "events.jsonl").read_bytes() == before
+        assert isinstance(dash, DashboardScreen)
+
+
+async def test_a_driver_that_ends_before_the_confirmation_is_a_notification(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run_dir = make_run(runs, "live-run", trials=3, finished=False)
+    lock = DriverLock(run_dir).acquire()
+    app = make_app(runs, "live-run")
+    async with app.run_test(size=(120, 40)) as pilot:
+        dash = await open_dashboard(pilot, app)
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, OrderScreen))
+        lock.release()  # the driver exits while the person reads the question
+        before = (run_dir / "events.jsonl").read_bytes()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any("the run is not live" in str(n.message) for n in app._notifications))
+        assert app.is_running and app.screen is dash
+        assert (run_dir / "events.jsonl").read_bytes() == before
+
+
+async def test_q_with_a_run_started_here_asks_and_h_stops_it_before_quitting(tmp_path: Path) -> None:
+    from rrma import loop
+
+    task_dir = tmp_path / "task"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "benches" / "demo", task_dir)
+    objective = task_dir / "workspace" / "objective.py"
+    objective.write_text(objective.read_text().replace("import math\n", "import math\nimport time\ntime.sleep(0.3)\n"))
+    app = RRMAApp(tmp_path / "runs", None, reviewer="carol", start_task=task_dir / "task.yaml", poll_interval=0.05,
+                  start_fn=loop.start_run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.session.loaded)
+        dash = app.screen
+        assert isinstance(dash, DashboardScreen)
+        await wait_until(pilot, lambda: len(dash.state.agent_trials()) >= 1, timeout=60)
+        await pilot.press("q")
+        await wait_until(pilot, lambda: isinstance(app.screen, QuitRunScreen))
+        await pilot.press("escape")  # cancel: still watching, the run goes on
+        assert app.screen is dash and app.running_loop() is not None
+        await pilot.press("q")
+        await wait_until(pilot, lambda: isinstance(app.screen, QuitRunScreen))
+        await pilot.press("h")
+        await wait_until(pilot, lambda: app.return_value is not None or not app.is_running, timeout=60)
+    run_dir = dash.session.run_dir
+    log = events_of(run_dir)
+    assert log[-1]["kind"] == "run.finished" and log[-1]["data"]["reason"] == "stopped"
+    assert log[-1]["data"]["summary"]["stopped_by"] == "human:carol"
+    assert len([e for e in log if e["kind"] == "trial.proposed" and not e["data"]["baseline"]]) < 24

@@ -158,9 +158,10 @@ class BlackboardPostData(_Data):
 
 class ReviewData(_Data):
     trial_id: str
-    decision: Literal["approve", "reject", "flag"]
+    decision: Literal["approve", "reject", "flag", "withdraw"]  # withdraw: the trial is unreviewed again
     reviewer: str
     note: str = ""
+    supersedes: int | None = None  # seq of the trial's review this one replaces (the old one stays in the log)
     # signed reviews (rrma/signing.py); all None on an unsigned review and in logs written before them
     signature: str | None = None  # armored SSHSIG (ssh-keygen -Y sign, namespace rrma-review)
     key_fingerprint: str | None = None  # SHA256:... of the key that signed
@@ -170,7 +171,7 @@ class ReviewData(_Data):
     def _unsigned_as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """An unsigned review is written exactly as before signing existed (no null signature fields)."""
         out: dict[str, Any] = handler(self)
-        for name in ("signature", "key_fingerprint", "trial_finished"):
+        for name in ("signature", "key_fingerprint", "trial_finished", "supersedes"):
             if out.get(name, 0) is None:
                 del out[name]
         return out

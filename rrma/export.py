@@ -73,11 +73,15 @@ def _ensure_schema(db: sqlite_utils.Database) -> None:
                    "cache_read": int, "latency_s": float, "cost_usd": float, "model": str},
                   ("run_id", "seq"), ["agent", "role", "trial_id", "tool"]),
         "reviews": ({"run_id": str, "seq": int, "ts": str, "trial_id": str, "decision": str, "reviewer": str,
-                     "note": str}, ("run_id", "seq"), ["trial_id", "decision", "reviewer"]),
+                     "note": str, "supersedes": int}, ("run_id", "seq"), ["trial_id", "decision", "reviewer"]),
     }
     for name, (columns, pk, indexes) in tables.items():
         table = db[name]
         if table.exists():  # type: ignore[union-attr]
+            have = table.columns_dict  # type: ignore[union-attr]
+            for column, kind in columns.items():  # a column added since the database was made (reviews.supersedes)
+                if column not in have:
+                    table.add_column(column, kind)  # type: ignore[union-attr]
             continue
         table.create(columns, pk=pk, foreign_keys=[("run_id", "runs", "run_id")])  # type: ignore[union-attr]
         for column in indexes:
@@ -138,7 +142,8 @@ def export_run(db: sqlite_utils.Database, run_dir: Path) -> ExportResult:
             ("run_id", "seq"))
         _replace(db, "reviews", run_id, ({
             "run_id": run_id, "seq": e.seq, "ts": e.ts, "trial_id": e.data.trial_id, "decision": e.data.decision,
-            "reviewer": e.data.reviewer, "note": e.data.note} for e in events if e.kind == "review"),
+            "reviewer": e.data.reviewer, "note": e.data.note, "supersedes": e.data.supersedes}
+            for e in events if e.kind == "review"),
             ("run_id", "seq"))
     return ExportResult(run_id, len(events), len(trials), skipped=False)
 

@@ -1,4 +1,4 @@
-"""Human review: approve, reject or flag a trial; the hitl gate's promotion rule.
+"""Human review: approve, reject or flag a trial, or withdraw one's review; the hitl gate's promotion rule.
 
 A review is an event like any other (``review``, actor ``human:<name>``), so it is in the chain,
 the export and every reader. With the task's ``loop.hitl`` gate on, the loop marks a would-be
@@ -10,6 +10,12 @@ A review can be signed with the reviewer's SSH key (``sign_key``; :mod:`rrma.sig
 that proves). With ``loop.require_signed_approval`` only an approval whose signature verifies
 against ``loop.allowed_signers`` promotes; any other approval is kept in the log but promotes
 nothing, and the run says why in a ``note`` event (once per review).
+
+Reviews are never edited: a new review of a trial supersedes its latest one (``supersedes`` names
+that review's seq; the latest decision is the one in force) and ``withdraw`` undoes it, leaving
+the trial unreviewed again. Both keep the old review in the log. A promotion is a fact of the
+log too: withdrawing or rejecting an approval after it promoted a trial does not demote it (the
+dashboard then shows the best as not approved).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from rrma.state import RunState
 from rrma.store import RunStore
 from rrma.task import TaskConfig, task_path
 
-DECISIONS = ("approve", "reject", "flag")
+DECISIONS = ("approve", "reject", "flag", "withdraw")
 
 
 class ReviewError(ValueError):
@@ -117,14 +123,30 @@ def _unverified_approval(state: RunState, review: dict[str, Any], allowed_signer
     return None if ok else f"its signature does not verify against {allowed_signers} ({detail})"
 
 
+def superseded_review(state: RunState, trial_id: str, decision: str) -> int | None:
+    """The seq of the trial's review that a new ``decision`` replaces (its latest), or None for a first review.
+
+    Raises :class:`ReviewError` for a withdrawal with nothing in force to withdraw.
+    """
+    rec = state.trials.get(trial_id)
+    latest = rec.reviews[-1] if rec is not None and rec.reviews else None
+    if decision == "withdraw" and (latest is None or latest["decision"] == "withdraw"):
+        raise ReviewError(f"{trial_id} has no review in force to withdraw")
+    return int(latest["seq"]) if latest is not None else None
+
+
 def review_data(state: RunState, trial_id: str, decision: str, reviewer: str, note: str = "",
                 sign_key: Path | str | None = None) -> dict[str, Any]:
-    """The data of a review event; with ``sign_key``, signed over the trial's current outcome."""
+    """The data of a review event, naming the review it supersedes; with ``sign_key``, signed over the
+    trial's current outcome (and the superseded review)."""
+    supersedes = superseded_review(state, trial_id, decision)
     data: dict[str, Any] = {"trial_id": trial_id, "decision": decision, "reviewer": reviewer, "note": note}
+    if supersedes is not None:
+        data["supersedes"] = supersedes
     if sign_key is not None:
         rec = state.trials.get(trial_id)
         finished = rec.finished_hash if rec is not None else None
-        message = review_message(state.run_id, trial_id, decision, reviewer, note, finished)
+        message = review_message(state.run_id, trial_id, decision, reviewer, note, finished, supersedes)
         signature = sign_review(sign_key, message)
         data.update(signature=signature, key_fingerprint=signature_fingerprint(message, signature),
                     trial_finished=finished)

@@ -63,18 +63,22 @@ def default_allowed_signers() -> Path | None:
 
 
 def review_message(run_id: str, trial_id: str, decision: str, reviewer: str, note: str,
-                   trial_finished: str | None) -> bytes:
-    """The signed bytes: canonical JSON binding the decision to the outcome it decides on."""
-    return canonical({
+                   trial_finished: str | None, supersedes: int | None = None) -> bytes:
+    """The signed bytes: canonical JSON binding the decision to the outcome it decides on (and to the
+    review it supersedes, when it names one: a review that supersedes nothing signs the same bytes as before)."""
+    fields: dict[str, Any] = {
         "run_id": run_id, "trial_id": trial_id, "decision": decision, "reviewer": reviewer, "note": note,
         "trial_finished": trial_finished,
-    }).encode("utf-8")
+    }
+    if supersedes is not None:
+        fields["supersedes"] = supersedes
+    return canonical(fields).encode("utf-8")
 
 
 def message_for_review(run_id: str, review: Mapping[str, Any]) -> bytes:
     """:func:`review_message` of a folded review (``RunState.reviews``): its ``trial_finished`` is the log's."""
     return review_message(run_id, review["trial_id"], review["decision"], review["reviewer"], review["note"],
-                          review.get("trial_finished"))
+                          review.get("trial_finished"), review.get("supersedes"))
 
 
 def _ssh_keygen() -> str:

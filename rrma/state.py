@@ -16,6 +16,9 @@ from typing import Any
 
 from rrma.store import write_atomic
 
+REVIEW_STATUS = {  # review decision -> the review state it puts a trial in (the latest decision wins)
+    "approve": "approved", "reject": "rejected", "flag": "flagged", "withdraw": "unreviewed"}
+
 
 @dataclass
 class TrialRecord:
@@ -56,10 +59,10 @@ class TrialRecord:
 
     @property
     def review_status(self) -> str:
-        """approved | rejected | flagged | unreviewed (the latest decision wins)."""
+        """approved | rejected | flagged | unreviewed (the latest decision wins; a withdrawal leaves it unreviewed)."""
         if not self.reviews:
             return "unreviewed"
-        return {"approve": "approved", "reject": "rejected", "flag": "flagged"}[self.reviews[-1]["decision"]]
+        return REVIEW_STATUS[self.reviews[-1]["decision"]]
 
     @property
     def review_signed(self) -> bool | None:
@@ -233,7 +236,8 @@ class RunState:
         elif kind == "blackboard.post":
             self.blackboard.append({"seq": ev.seq, "ts": ev.ts, "agent": d.agent, "text": d.text, "trial_id": d.trial_id, "tags": d.tags})
         elif kind == "review":
-            review = {"seq": ev.seq, "ts": ev.ts, "trial_id": d.trial_id, "decision": d.decision, "reviewer": d.reviewer, "note": d.note}
+            review = {"seq": ev.seq, "ts": ev.ts, "trial_id": d.trial_id, "decision": d.decision, "reviewer": d.reviewer,
+                      "note": d.note, "supersedes": d.supersedes}
             # signed reviews: trial_finished is the log's own (not the event's claim), as the signature must bind it
             target = self.trials.get(d.trial_id)
             review.update(signed=d.signature is not None, signature=d.signature, key_fingerprint=d.key_fingerprint,

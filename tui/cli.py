@@ -130,10 +130,13 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--proof-file", required=True, type=Path, help="file holding the proof body")
     _common(p, suppress=True)
 
-    p = sub.add_parser("review", help="approve, reject or flag a trial from the command line")
+    p = sub.add_parser("review", help="approve, reject or flag a trial, or withdraw its latest review, from the "
+                       "command line")
     p.add_argument("run", type=Path)
     p.add_argument("trial")
-    p.add_argument("decision", choices=["approve", "reject", "flag"])
+    p.add_argument("decision", choices=["approve", "reject", "flag", "withdraw"],
+                   help="a new review supersedes the trial's latest one; withdraw leaves it unreviewed "
+                   "(the old reviews stay in the log)")
     p.add_argument("--note", default="")
     p.add_argument("--reviewer", help="reviewer name (default: $RRMA_REVIEWER or $USER)")
     p.add_argument("--sign-key", type=Path, metavar="KEY",
@@ -444,10 +447,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise CliError(f"--set {item!r}: the value is not valid YAML ({problem})") from None
     task = apply_overrides(load_task(args.task, overrides), args)
-    if not args.headless:
+    if not args.headless:  # the TUI watches a headless driver of the same command (tui/driver.py)
         from tui.app import run_app
 
-        return int(run_app(args.runs, None, start_task=args.task))
+        child = ["run", str(args.task.resolve()), "--headless", "--quiet", "--runs", str(args.runs)]
+        for item in args.set:
+            child += ["--set", item]
+        for flag in ("trials", "agents", "backend", "model", "seed", "executor", "ray_address"):
+            value = getattr(args, flag, None)
+            if value is not None and not (flag == "executor" and value == "local"):
+                child += [f"--{flag.replace('_', '-')}", str(value)]
+        return int(run_app(args.runs, None, reviewer=args.reviewer, start_args=child))
     return run_loop_headless(task, args)
 
 
@@ -540,7 +550,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     for tid in state.order:
         t = state.trials[tid]
         signed = {True: " ✔signed", False: " (unsigned)", None: ""}[t.review_signed]
-        table.add_row(tid + (" ★" if t.promoted else ""), plain(t.parent), plain(t.agent), t.status,
+        mark = (" ★" if t.review_status == "approved" or t.baseline else " ☆") if tid == state.best_id else (
+            " ↑" if t.promoted else "")  # the TUI's marks: best (approved), claim (not approved), former best
+        table.add_row(tid + mark, plain(t.parent), plain(t.agent), t.status,
                       "" if t.score is None else f"{t.score:.6g}",
                       "" if t.delta_sigma is None else f"{t.delta_sigma:+.2f}", t.review_status + signed,
                       plain(t.hypothesis[:70]))  # agent text: literal, never markup
@@ -568,7 +580,9 @@ def cmd_review(args: argparse.Namespace) -> int:
     except SigningError as exc:
         raise CliError(f"review not recorded: {exc}") from exc
     signed = f", signed with {event.data.key_fingerprint}" if event.data.signature else ""
-    console.print(f"review recorded: seq {event.seq}, {args.decision} {args.trial} by {event.data.reviewer}{signed}")
+    replaced = f", superseding seq {event.data.supersedes}" if event.data.supersedes is not None else ""
+    console.print(f"review recorded: seq {event.seq}, {args.decision} {args.trial} by {event.data.reviewer}"
+                  f"{signed}{replaced}")
     return EXIT_OK
 
 

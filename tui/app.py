@@ -1,8 +1,10 @@
 """The RRMA terminal UI: watch runs live, read trials and traces, review claims.
 
 Entry point for the CLI: :func:`run_app`. ``python -m tui.app [--runs DIR] [RUN]`` runs it
-without the CLI. The app owns the long jobs that are not about one screen: the research loop
-started with ``n`` (a thread worker in group ``loop``) and review writes (group ``review``).
+without the CLI. The app owns the jobs that are not about one screen: runs started with
+``ctrl+n`` or ``rrma-tui run TASK.yaml`` (each a headless driver process of its own, tui/driver.py,
+so a run can outlive the TUI), waiting for those to begin (group ``driver``) and review writes
+(group ``review``).
 Workers only post messages; one ``Worker.StateChanged`` handler turns failures into
 notifications. Every screen is a reader of the run directory, like ``rrma-tui --headless``.
 """
@@ -12,20 +14,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import events, on, work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from rrma.store import EVENTS, RunStore
+from rrma.store import RunStore
 from tui.reader import RunReader, utcnow
 from tui.screens.base import FAILURE_TITLES, RunSession, failure_line
 from tui.screens.dashboard import DashboardScreen
@@ -33,7 +35,9 @@ from tui.screens.modals import HelpScreen, binding_rows
 from tui.screens.orders import QuitRunScreen
 from tui.screens.runs import RunsScreen
 
-StartFn = Callable[..., Any]  # rrma.loop.start_run's signature
+if TYPE_CHECKING:
+    from tui.driver import DriverProcess
+
 
 
 def default_reviewer() -> str:
@@ -63,33 +67,59 @@ class RRMAApp(App[int]):
         promoted: bool
 
     @dataclass
-    class LoopFinished(Message):
+    class RunStarted(Message):
+        """A driver started here holds its run: open the dashboard."""
+
         run_dir: Path
-        reason: str
+        label: str
+
+    @dataclass
+    class DriverFailed(Message):
+        """A driver started here exited with an error (before its run began, or during it)."""
+
+        label: str
+        code: int | None
+        line: str  # the driver's last line of output (its one-line error)
+        log_path: Path
 
     def __init__(self, runs_dir: Path, run_dir: Path | None = None, reviewer: str | None = None,
-                 start_task: Path | None = None, *, start_fn: StartFn | None = None,
-                 clock: Callable[[], datetime] = utcnow, poll_interval: float = 0.1) -> None:
+                 start_args: list[str] | None = None, *, clock: Callable[[], datetime] = utcnow,
+                 poll_interval: float = 0.1) -> None:
         super().__init__()
         self.runs_dir = Path(runs_dir)
         self.initial_run = Path(run_dir) if run_dir is not None else None
         self.reviewer = reviewer or default_reviewer()
-        self.start_task = Path(start_task) if start_task is not None else None
-        self.start_fn = start_fn
+        self.start_args = list(start_args) if start_args else None  # `rrma-tui run TASK.yaml ...` without --headless
         self.clock = clock
         self.poll_interval = poll_interval
-        self.stop_loop = threading.Event()
         self.exiting = False  # set by exit(): input after that is dropped
-        self.loop_run_dir: Path | None = None  # the run the loop worker drives (started here)
-        self.quit_when_loop_ends = False  # `q`, then `h`: quit once the stopped run has finished
-        self.kill_on_exit = False  # `q`, then `k`: run_app kills the running trials' process groups and exits
+        self.drivers: list[DriverProcess] = []  # headless drivers started here (tui/driver.py)
+        self.detached: list[DriverProcess] = []  # `q`, then `d`: left running (run_app says how to reach them)
+        self.stopped_on_quit: list[DriverProcess] = []  # `q`, then `h`: ordered to stop
 
     def on_mount(self) -> None:
-        self.push_screen(RunsScreen(self.runs_dir, scan_now=self.initial_run is None and self.start_task is None))
+        from tui.settings import load_settings
+
+        saved = load_settings().get("theme")
+        if isinstance(saved, str) and saved in self.available_themes and saved != self.theme:
+            self._restoring_theme = True
+            self.theme = saved
+        self._restoring_theme = False
+        self.push_screen(RunsScreen(self.runs_dir, scan_now=self.initial_run is None and self.start_args is None))
         if self.initial_run is not None:
             self.open_run(self.initial_run)
-        if self.start_task is not None:
-            self.start_loop(self.start_task)
+        if self.start_args is not None:
+            self.start_run(self.start_args, " ".join(self.start_args[:2]))
+
+    def watch_theme(self, theme: str) -> None:
+        """A theme chosen in the palette (Theme) is the next session's theme too (tui/settings.py)."""
+        if getattr(self, "_restoring_theme", True):
+            return  # the saved theme being applied at start, or a change before mount
+        from tui.settings import save_setting
+
+        problem = save_setting("theme", theme)
+        if problem is not None:
+            self.notify(f"theme not saved: {problem}", severity="warning")
 
     # ------------------------------------------------------------------ runs
 
@@ -99,86 +129,119 @@ class RRMAApp(App[int]):
         self.push_screen(screen)
         return screen
 
-    def start_loop(self, task_path: Path) -> None:
-        """Validate the task, then run the loop in a worker and open its dashboard."""
-        from rrma.task import TaskError, load_task
+    def start_run(self, args: list[str], label: str) -> None:
+        """Start a headless driver for ``args`` (from :func:`tui.driver.parse_start`) and open its run when it holds one."""
+        from tui.driver import launch
 
         try:
-            task = load_task(task_path)
-        except TaskError as exc:
-            self.notify(str(exc), title="cannot start the run", severity="error", timeout=10)
+            proc = launch(args, self.runs_dir, label)
+        except OSError as exc:
+            self.notify(f"cannot start {label}: {exc}", title="run not started", severity="error", timeout=15)
             return
-        start = self.start_fn
-        if start is None:
-            try:
-                from rrma.loop import start_run as start
-            except ImportError as exc:
-                self.notify(f"the research loop is not available: {exc}", severity="error")
-                return
+        self.drivers.append(proc)
+        self.notify(f"starting {label} (pid {proc.pid}); its dashboard opens when the run begins", timeout=5)
+        self._await_run(proc)
+
+    def resume_run(self, run_dir: Path) -> None:
+        """Drive a run nobody drives from a headless child of this TUI (``rrma-tui resume RUN``)."""
+        from tui.driver import launch_resume
+
         try:
-            from rrma.loop import new_run_id
-            run_id = new_run_id(task.name)
-        except ImportError:
-            run_id = f"{utcnow():%Y%m%d-%H%M%S}-{task.name}"
-        self.loop_run_dir = self.runs_dir / run_id
-        self.run_loop(start, task, run_id)
-        self.open_run(self.runs_dir / run_id)
+            proc = launch_resume(run_dir, self.runs_dir)
+        except OSError as exc:
+            self.notify(f"cannot resume {run_dir.name}: {exc}", title="run not resumed", severity="error")
+            return
+        self.drivers.append(proc)
+        self.notify(f"resuming {run_dir.name} (pid {proc.pid})", timeout=5)
+        self._await_run(proc)
 
-    @work(thread=True, exclusive=True, group="loop", exit_on_error=False)
-    def run_loop(self, start: StartFn, task: Any, run_id: str) -> None:
-        result = start(task, self.runs_dir, run_id=run_id, stop=self.stop_loop)
-        self.post_message(self.LoopFinished(Path(getattr(result, "run_dir", self.runs_dir / run_id)),
-                                            str(getattr(result, "reason", "done"))))
+    @work(thread=True, group="driver", exit_on_error=False)
+    def _await_run(self, proc: DriverProcess) -> None:
+        from textual.worker import get_current_worker
 
-    @on(LoopFinished)
-    def _loop_finished(self, message: LoopFinished) -> None:
-        self.notify(f"run {message.run_dir.name} finished: {message.reason}")
-        if self.quit_when_loop_ends:
-            self.exit(0)
+        from tui.driver import wait_for_run
 
-    def running_loop(self) -> Path | None:
-        """The run this TUI's loop worker is driving, while it runs; None otherwise."""
-        for worker in self.workers:
-            if worker.group == "loop" and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
-                return self.loop_run_dir
-        return None
+        worker = get_current_worker()
+        resumed = proc.run_dir is not None
+        run_dir = wait_for_run(proc, self.runs_dir, lambda: worker.is_cancelled)
+        if worker.is_cancelled:
+            return
+        if run_dir is None or (resumed and not proc.alive() and proc.process.returncode not in (0, None)):
+            proc.process.wait()
+            self.post_message(self.DriverFailed(proc.label, proc.process.returncode, proc.error_line(), proc.log_path))
+            return
+        if not resumed:
+            self.post_message(self.RunStarted(run_dir, proc.label))
+        proc.process.wait()
+        if proc.process.returncode not in (0, None) and not self.exiting:
+            self.post_message(self.DriverFailed(proc.label, proc.process.returncode, proc.error_line(), proc.log_path))
+
+    @on(RunStarted)
+    def _run_started(self, message: RunStarted) -> None:
+        if self.exiting:
+            return
+        current = self.screen
+        if isinstance(current, DashboardScreen) and current.session.run_dir == message.run_dir:
+            return
+        self.open_run(message.run_dir)
+
+    @on(DriverFailed)
+    def _driver_failed(self, message: DriverFailed) -> None:
+        self.notify(f"{message.label}: {message.line} (exit {message.code}; output in {message.log_path})",
+                    title="run not started" if message.code == 2 else "the run's driver failed",
+                    severity="error", timeout=20)
+
+    def live_drivers(self) -> list[DriverProcess]:
+        """The driver processes this TUI started whose runs are still going (a driver whose run has
+        finished in the log is only writing its last views and exiting: nothing to ask about)."""
+        finished = {s.session.run_dir for s in self.screen_stack
+                    if isinstance(s, DashboardScreen) and s.session.state.finish_reason is not None}
+        return [proc for proc in self.drivers if proc.alive() and proc.run_dir not in finished]
 
     def _quit_answer(self, answer: str | None) -> None:
-        run_dir = self.running_loop()
-        if answer is None or run_dir is None:
-            if run_dir is None and answer is not None:
-                self.exit(0)  # the run ended while the question was shown
+        if answer is None:
             return
-        if answer == "now":
-            self.kill_on_exit = True
-            self.stop_loop.set()
-            self.exit(0)
+        live = self.live_drivers()
+        if answer == "stop" and live:
+            self._stop_for_quit(live)
             return
-        self.quit_when_loop_ends = True
-        self.notify(f"stopping {run_dir.name}: the TUI quits when its running trials have finished "
-                    "(q then k quits now)", timeout=10)
-        self._stop_for_quit(run_dir)
+        self.detached = [proc for proc in live if answer == "detach"]
+        self.exit(0)
 
     @work(thread=True, group="control", exit_on_error=False)
-    def _stop_for_quit(self, run_dir: Path) -> None:
+    def _stop_for_quit(self, live: list[DriverProcess]) -> None:
+        """Order every run started here to stop (each driver finishes its running trials on its own), then quit."""
+        import signal
+
         from rrma.control import RunNotLive, send_control
         from rrma.store import RunNotFound
 
-        try:
-            send_control(run_dir, "stop", self.reviewer, "quit the TUI")
-        except (RunNotLive, RunNotFound):  # not started yet, or already finishing: the Ctrl-C way
-            self.stop_loop.set()
+        for proc in live:
+            try:
+                if proc.run_dir is None:
+                    raise RunNotLive("not started yet")
+                send_control(proc.run_dir, "stop", self.reviewer, "quit the TUI")
+            except (RunNotLive, RunNotFound):  # not holding its run yet (or already ending): Ctrl-C's first press
+                if proc.alive():
+                    os.killpg(proc.pid, signal.SIGINT)
+        self.stopped_on_quit = live
+        self.call_from_thread(self.exit, 0)
 
     # ------------------------------------------------------------------ reviews
 
-    def record_review(self, session: RunSession, trial_id: str, decision: str, note: str) -> None:
-        self._write_review(session.run_dir, trial_id, decision, session.reviewer, note)
+    def record_review(self, session: RunSession, trial_id: str, decision: str, note: str,
+                      supersedes: int | None = None) -> None:
+        """Append a review in a worker; ``supersedes``: the seq of the trial's review in force that the person saw."""
+        self._write_review(session.run_dir, trial_id, decision, session.reviewer, note, supersedes)
 
     @work(thread=True, group="review", exit_on_error=False)
-    def _write_review(self, run_dir: Path, trial_id: str, decision: str, reviewer: str, note: str) -> None:
+    def _write_review(self, run_dir: Path, trial_id: str, decision: str, reviewer: str, note: str,
+                      supersedes: int | None = None) -> None:
         store = RunStore(run_dir)
         try:
             data: dict[str, Any] = {"trial_id": trial_id, "decision": decision, "reviewer": reviewer, "note": note}
+            if supersedes is not None:
+                data["supersedes"] = supersedes
             from rrma.signing import default_signing_key
 
             key = default_signing_key()
@@ -194,7 +257,7 @@ class RRMAApp(App[int]):
             if decision == "approve":
                 # a live loop promotes approved claims itself; a finished run is promoted here,
                 # by the same rule (rrma.review), from a fresh fold that includes this review
-                state = RunReader(run_dir).load().state
+                state = RunReader(run_dir, write_checkpoint=False, shared=False).load().state
                 if state.finish_reason is not None:
                     from rrma.review import promote_if_approved
 
@@ -218,13 +281,7 @@ class RRMAApp(App[int]):
         group = event.worker.group
         self.notify(failure_line(event.worker.error), title=FAILURE_TITLES.get(group, f"{group or 'background'} task failed"),
                     severity="error", timeout=15)
-        if group == "loop":
-            # the loop failed before its first event (a misconfigured agent): leave the dashboard waiting for it
-            while isinstance(self.screen, DashboardScreen) and not (self.screen.session.run_dir / EVENTS).exists():
-                self.pop_screen()
-            if self.quit_when_loop_ends:  # `q` then `h` waited for this run to end: it has
-                self.exit(0)
-        elif group == "review":
+        if group == "review":
             from tui.screens.review import ReviewScreen
 
             for screen in self.screen_stack:
@@ -240,6 +297,73 @@ class RRMAApp(App[int]):
             return  # keys typed after quitting (`qt`) must not push screens while the app shuts down
         await super().on_event(event)
 
+    # ------------------------------------------------------------------ the command palette (ctrl+p)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The app's own commands first (those of the run on screen, then runs to open), then Textual's (Theme...)."""
+        from tui.screens.base import RunScreen
+
+        dash: DashboardScreen | None = None
+        if isinstance(screen, RunScreen):
+            dash = next((s for s in reversed(self.screen_stack)
+                         if isinstance(s, DashboardScreen) and s.session is screen.session), None)
+        if dash is not None:
+            trial = getattr(screen, "trial_id", None) or dash.query_one("#trials").cursor_key  # type: ignore[attr-defined]
+            name = dash.session.run_dir.name
+            yield SystemCommand("Go to trial", f"open a trial of {name} by id (g)", dash.action_goto_trial)
+            if trial:
+                yield SystemCommand("Compare with the best", f"diff {trial} against the current best (d)",
+                                    lambda: self._compare(dash, trial, best=True))
+                yield SystemCommand("Compare trials", f"diff {trial} against a trial you name (D)",
+                                    lambda: self._compare(dash, trial, best=False))
+            yield SystemCommand("Stop the run", f"order {name}'s driver to stop (h)", dash.action_stop_run)
+            yield SystemCommand("Pause or continue the run", "hold or resume new proposals (w)", dash.action_pause_run)
+            yield SystemCommand("Resume the run here", "drive a stopped run from a process of this TUI (R)",
+                                dash.action_resume_run)
+            yield SystemCommand("Post to the blackboard", f"as human:{self.reviewer} (m)", dash.action_post)
+            yield SystemCommand("Steer agents", "a note in their next context (i)", dash.action_steer)
+            yield SystemCommand("Export the run", "to SQLite, idempotent (datasette opens it)", dash.action_export)
+            yield SystemCommand("Review queue", "trials to review, flagged, reviewed (v)",
+                                lambda: self._on(dash, dash.action_review))
+            yield SystemCommand("Lineage", "the tree of trials and the best path (l)",
+                                lambda: self._on(dash, dash.action_lineage))
+            yield SystemCommand("Trace", "every agent turn (t)", lambda: self._on(dash, dash.action_trace))
+            yield SystemCommand("Chart log scale", "toggle the score chart's log scale (L)", dash.action_log_scale)
+        yield SystemCommand("New run", "from a task YAML or a bench name, with options (ctrl+n)", self._new_run)
+        try:
+            from tui.reader import find_runs
+
+            runs = find_runs(self.runs_dir)[:50]
+        except OSError:
+            runs = []
+        for run_dir in runs:
+            yield SystemCommand(f"Open run {run_dir.name}", f"its dashboard ({self.runs_dir})",
+                                lambda run_dir=run_dir: self.open_run(run_dir))  # type: ignore[misc]
+        yield from super().get_system_commands(screen)
+
+    def _on(self, dash: DashboardScreen, action: Callable[[], None]) -> None:
+        """Run a dashboard action that pushes a screen, from the dashboard (closing what is above it)."""
+        while self.screen is not dash and len(self.screen_stack) > 1:
+            self.pop_screen()
+        action()
+
+    def _compare(self, dash: DashboardScreen, trial: str, *, best: bool) -> None:
+        from tui.screens.compare import compare_with_best, pick_and_compare
+
+        if best:
+            compare_with_best(self, dash.session, trial)
+        else:
+            pick_and_compare(self, dash.session, trial)
+
+    def _new_run(self) -> None:
+        from tui.screens.modals import NewRunScreen
+
+        def chosen(answer: tuple[list[str], str] | None) -> None:
+            if answer is not None:
+                self.start_run(*answer)
+
+        self.push_screen(NewRunScreen(self.runs_dir), chosen)
+
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
@@ -247,29 +371,27 @@ class RRMAApp(App[int]):
         self.push_screen(HelpScreen(name, binding_rows(self.screen)))
 
     def action_quit(self) -> None:  # type: ignore[override]
-        run_dir = self.running_loop()
-        if run_dir is not None and not self.exiting:  # a run started here ends with the TUI: ask first
+        live = self.live_drivers()
+        if live and not self.exiting:  # runs started here go on without the TUI only if the person says so
             if not isinstance(self.screen, QuitRunScreen):
-                self.push_screen(QuitRunScreen(run_dir.name), self._quit_answer)
+                self.push_screen(QuitRunScreen([p.run_dir.name if p.run_dir else p.label for p in live]),
+                                 self._quit_answer)
             return
-        self.stop_loop.set()
         self.exit(0)
-
-    def on_unmount(self) -> None:
-        self.stop_loop.set()
 
 
 def run_app(runs_dir: Path, run_dir: Path | None = None, reviewer: str | None = None,
-            start_task: Path | None = None) -> int:
-    """Run the TUI until the user quits; returns the exit code."""
-    app = RRMAApp(runs_dir, run_dir, reviewer, start_task)
+            start_args: list[str] | None = None) -> int:
+    """Run the TUI until the user quits; returns the exit code. Says what became of the runs started here."""
+    app = RRMAApp(runs_dir, run_dir, reviewer, start_args)
     result = app.run()
-    if app.kill_on_exit:  # `q` then `k`: as a second Ctrl-C of a headless run, the log stays resumable
-        from rrma.sandbox import kill_active_groups
-
-        kill_active_groups()
-        sys.stdout.flush()
-        os._exit(int(result or 0))
+    for proc in app.detached:
+        where = proc.run_dir or proc.log_path
+        print(f"{proc.label}: goes on in process {proc.pid} ({where}); `rrma-tui {where}` watches it, "
+              f"`rrma-tui stop {where}` stops it")
+    for proc in app.stopped_on_quit:
+        where = proc.run_dir or proc.log_path
+        print(f"{proc.label}: stopping; process {proc.pid} ends when its running trials finish ({where})")
     return int(result or 0)
 
 
@@ -278,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", nargs="?", type=Path, help="a run directory to open")
     parser.add_argument("--runs", type=Path, default=Path("runs"), help="directory of runs (default ./runs)")
     parser.add_argument("--reviewer", help="name recorded on reviews (default $RRMA_REVIEWER or $USER)")
-    parser.add_argument("--task", type=Path, help="start a run of this task YAML")
+    parser.add_argument("--task", type=Path, help="start a run of this task YAML (driven by a headless child)")
     args = parser.parse_args(argv)
     run_dir = args.run
     if run_dir is not None and not (run_dir / "events.jsonl").exists() and (args.runs / run_dir / "events.jsonl").exists():
@@ -286,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     if run_dir is not None and not (run_dir / "events.jsonl").exists():
         print(f"{run_dir}: not a run directory (no events.jsonl)", file=sys.stderr)
         return 2
-    return run_app(args.runs, run_dir, args.reviewer, args.task)
+    start = ["run", str(args.task), "--headless", "--quiet", "--runs", str(args.runs)] if args.task else None
+    return run_app(args.runs, run_dir, args.reviewer, start)
 
 
 if __name__ == "__main__":

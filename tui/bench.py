@@ -1,16 +1,22 @@
 """TUI benchmark: how fast a run opens, and how fast the dashboard follows a live run.
 
-    python benches/perf/bench_tui.py [--events 100000] [--seconds 10] [--rate 50] [--workdir DIR]
+    python benches/perf/bench_tui.py [--events 100000] [--seconds 10] [--rate 50] [--workdir DIR] [--pydantic]
 
 1. Writes two runs with the test fixture generator (tests/tui/make_run.py): ~1,000 and
    ~``--events`` events (reused from ``--workdir`` when already there).
-2. Open time: the headless app (Pilot, 120x40) from start until the dashboard shows the folded
-   run; also the reader's fold alone and, for scale, the pydantic ``RunStore.scan`` +
-   ``RunState.fold`` path. The 1k-event run is the baseline measured in the same process.
+2. Open time: the headless app (120x40) from start until the dashboard shows the folded run.
+   The big run is opened cold (its checkpoint removed: every line folded, as on a first open)
+   and warm (from the checkpoint the reader writes after a fold; see tui/reader.py), the
+   1k-event run (too small to checkpoint) is the baseline measured in the same process. Also
+   the reader alone: the cold fold, the turn index, the checkpoint's write and size, the warm
+   load; for scale, ``json.loads`` of every line and (up to 200k events, or with
+   ``--pydantic``) the pydantic ``RunStore.scan`` + ``RunState.fold`` path.
 3. Live: a separate process appends ``--rate`` events/s (turns, trials, posts) to the big run for
-   ``--seconds`` while the dashboard is open; update latency is the time from an event's ``ts``
-   (written by the appender) to the dashboard having folded and redrawn it. Responsiveness is
-   the round trip of a key press (cursor down in the trials table) sampled during the appends.
+   ``--seconds`` while the dashboard is open (opened warm, once its turn index is in place);
+   update latency is the time from an event's ``ts`` (written by the appender) to the dashboard
+   having folded and redrawn it. Responsiveness is the round trip of a key press (cursor down in
+   the trials table) sampled during the appends. The appended events stay in the big run, so a
+   later run of the bench opens it with a checkpoint plus a short tail.
 
 Prints ``key: value`` lines and ratios; asserts nothing (figures, not timed tests).
 """
@@ -111,20 +117,48 @@ async def open_runs_list(runs: Path) -> float:
     return await _time_to_paint(RRMAApp(runs, None, reviewer="bench"), ready)
 
 
-def fold_times(run_dir: Path, pydantic_too: bool) -> tuple[float, float | None]:
-    from rrma.state import RunState
-    from rrma.store import RunStore
+def drop_checkpoints(run_dir: Path) -> None:
+    from tui.reader import checkpoint_paths
+
+    for path in checkpoint_paths(run_dir):
+        path.unlink(missing_ok=True)
+
+
+def reader_times(run_dir: Path) -> dict[str, float]:
+    """The reader on its own: a cold fold, the turn index, the checkpoint write; then warm loads."""
     from tui.reader import RunReader
 
+    drop_checkpoints(run_dir)
     started = time.perf_counter()
-    RunReader(run_dir).load()
-    fast = time.perf_counter() - started
-    slow = None
-    if pydantic_too:
+    model = RunReader(run_dir, use_checkpoint=False).load()
+    folded = time.perf_counter()
+    model.attach_index(model.index_turns())
+    indexed = time.perf_counter()
+    path = model.checkpoint.wait(600)
+    written = time.perf_counter()
+    out = {"fold": folded - started, "index": indexed - folded, "write": written - indexed,
+           "bytes": float(path.stat().st_size) if path is not None else float("nan")}
+    del model
+    loads, restores = [], []
+    for _ in range(3):
         started = time.perf_counter()
-        RunState.fold(RunStore(run_dir).scan().events)
-        slow = time.perf_counter() - started
-    return fast, slow
+        model = RunReader(run_dir).load()
+        loads.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        model.attach_index(model.index_turns())
+        restores.append(time.perf_counter() - started)
+        assert model.checkpoint.loaded is not None, model.checkpoint.ignored
+    out["warm_load"], out["warm_index"] = min(loads), min(restores)
+    return out
+
+
+def pydantic_fold(run_dir: Path) -> float:
+    from rrma.state import RunState
+    from rrma.store import RunStore
+
+    started = time.perf_counter()
+    RunState.fold(RunStore(run_dir).scan().events)
+    return time.perf_counter() - started
 
 
 async def live(runs: Path, run_dir: Path, rate: float, seconds: float) -> dict[str, list[float]]:
@@ -143,7 +177,13 @@ async def live(runs: Path, run_dir: Path, rate: float, seconds: float) -> dict[s
         dash = app.screen
         assert isinstance(dash, DashboardScreen)
         await asyncio.wait_for(dash.session.loaded_event.wait(), 300)
-        await pilot.pause(2.0)  # let the turn index finish
+        assert dash.session.model is not None and dash.session.model.checkpoint.loaded is not None, "opened cold"
+        model = dash.session.model
+        assert model is not None
+        deadline = time.monotonic() + 300
+        while not model.turns_indexed and time.monotonic() < deadline:  # the trace's index is built (or restored)
+            await asyncio.sleep(0.05)
+        await pilot.pause(0.5)
 
         def applied(events: list) -> None:  # type: ignore[type-arg]
             now = datetime.now(UTC)
@@ -230,11 +270,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--workdir", type=Path, default=None, help="where the generated runs live (kept)")
+    parser.add_argument("--pydantic", action="store_true", help="also time the pydantic fold over 200k events")
     parser.add_argument("--append", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.append is not None:
         append_loop(args.append, args.rate, args.seconds)
         return 0
+    from tui.reader import RunReader
+
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="rrma-bench-tui-"))
     workdir.mkdir(parents=True, exist_ok=True)
     small = ensure_run(workdir, "bench-1k", 1000)
@@ -244,11 +287,15 @@ def main() -> int:
     asyncio.run(open_app(workdir, small))  # warm imports and caches once
     open_none = min(asyncio.run(open_runs_list(workdir / "no-runs-here")) for _ in range(3))
     open_small = min(asyncio.run(open_app(workdir, small)) for _ in range(3))
-    open_big = min(asyncio.run(open_app(workdir, big)) for _ in range(2))
-    fold_small, _ = fold_times(small, False)
-    print(f"reader_fold_small_s: {fold_small:.4f}")
-    fold_big, pyd_measured = fold_times(big, True)
-    pyd_big = pyd_measured or float("nan")
+    drop_checkpoints(big)
+    open_big_cold = asyncio.run(open_app(workdir, big))  # once: seconds at a million events
+    reader = reader_times(big)  # leaves the big run's checkpoint in place
+    open_big = min(asyncio.run(open_app(workdir, big)) for _ in range(3))
+    small_reader = RunReader(small)
+    started = time.perf_counter()
+    small_reader.load()
+    fold_small = time.perf_counter() - started
+    pyd_big = pydantic_fold(big) if args.pydantic or n_big <= 200_000 else float("nan")
     started = time.perf_counter()
     import json
 
@@ -259,13 +306,23 @@ def main() -> int:
     print(f"events_small: {n_small}")
     print(f"events_big: {n_big}")
     print(f"app_start_no_run_s: {open_none:.3f}  (the floor: the app with an empty runs list)")
-    print(f"open_small_s: {open_small:.3f}")
-    print(f"open_big_s: {open_big:.3f}")
+    print(f"open_small_s: {open_small:.3f}  (no checkpoint: too small to need one)")
+    print(f"open_big_s: {open_big:.3f}  (with its checkpoint)")
+    print(f"open_big_cold_s: {open_big_cold:.3f}  (no checkpoint: every line folded, as on a first open)")
     print(f"open_ratio_big_over_small: {open_big / open_small:.1f}")
+    print(f"open_ratio_cold_over_warm: {open_big_cold / open_big:.1f}")
     print(f"open_big_minus_app_start_s: {open_big - open_none:.3f}  (small: {open_small - open_none:.3f})")
-    print(f"reader_fold_big_s: {fold_big:.3f}")
-    print(f"json_loads_every_line_big_s: {json_big:.3f}  (machine-speed reference: fold/json = {fold_big / json_big:.2f})")
-    print(f"pydantic_scan_fold_big_s: {pyd_big:.3f}  ({pyd_big / fold_big:.1f}x the reader's fold)")
+    print(f"reader_fold_small_s: {fold_small:.4f}")
+    print(f"reader_fold_big_s: {reader['fold']:.3f}  (cold: every line)")
+    print(f"reader_index_big_s: {reader['index']:.3f}  (cold: the trace's turn index, a worker after the first paint)")
+    print(f"checkpoint_write_s: {reader['write']:.3f}  (a thread, after the index)")
+    print(f"checkpoint_mib: {reader['bytes'] / 2**20:.1f}")
+    print(f"reader_load_big_warm_s: {reader['warm_load']:.3f}  (checkpoint + tail)")
+    print(f"reader_index_big_warm_s: {reader['warm_index']:.3f}  (turn index from the checkpoint)")
+    print(f"json_loads_every_line_big_s: {json_big:.3f}  (machine-speed reference: cold fold/json = "
+          f"{reader['fold'] / json_big:.2f})")
+    print(f"pydantic_scan_fold_big_s: {pyd_big:.3f}  ({pyd_big / reader['fold']:.1f}x the reader's cold fold)"
+          if pyd_big == pyd_big else "pydantic_scan_fold_big_s: skipped (over 200k events; --pydantic runs it)")
     print(f"open_big_over_json_reference: {open_big / json_big:.2f}")
 
     result = asyncio.run(live(workdir, big, args.rate, args.seconds))

@@ -1,8 +1,9 @@
-"""TUI benchmark: open time of a 100,000-event run and update latency under live appends.
+"""TUI benchmark: open time of a long run (cold, and from its checkpoint) and update latency under live appends.
 
 The measuring code drives the Textual app, so it lives in ``tui/bench.py`` (nothing under
 ``benches/`` imports the UI); this entry point runs it. Usage:
-``python -m benches.perf.bench_tui [--workdir DIR] [--seconds 10]``.
+``python benches/perf/bench_tui.py [--events 1000000] [--workdir DIR] [--seconds 10]``
+(``--workdir`` keeps the generated runs for the next time: a million events take a minute to write).
 """
 
 from __future__ import annotations

@@ -12,6 +12,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from make_run import make_run
 
 
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's TUI settings (the saved theme) live in a directory of its own, never the user's."""
+    folder = tmp_path_factory.mktemp("rrma-config")
+    monkeypatch.setenv("RRMA_CONFIG_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture
 def runs_dir(tmp_path: Path) -> Path:
     """A runs directory with one finished 12-trial run whose last improvement awaits review."""

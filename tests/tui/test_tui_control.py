@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,30 +133,72 @@ async def test_a_driver_that_ends_before_the_confirmation_is_a_notification(tmp_
         assert (run_dir / "events.jsonl").read_bytes() == before
 
 
-async def test_q_with_a_run_started_here_asks_and_h_stops_it_before_quitting(tmp_path: Path) -> None:
-    from rrma import loop
-
+def slow_demo(tmp_path: Path) -> Path:
+    """The demo bench with trials slowed to 0.3 s each, so a run is still going when the test acts."""
     task_dir = tmp_path / "task"
     shutil.copytree(Path(__file__).resolve().parents[2] / "benches" / "demo", task_dir)
     objective = task_dir / "workspace" / "objective.py"
     objective.write_text(objective.read_text().replace("import math\n", "import math\nimport time\ntime.sleep(0.3)\n"))
-    app = RRMAApp(tmp_path / "runs", None, reviewer="carol", start_task=task_dir / "task.yaml", poll_interval=0.05,
-                  start_fn=loop.start_run)
+    return task_dir / "task.yaml"
+
+
+def start_args(task: Path, runs: Path) -> list[str]:
+    return ["run", str(task), "--headless", "--quiet", "--runs", str(runs)]
+
+
+async def test_q_with_a_run_started_here_asks_and_h_stops_it(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    app = RRMAApp(runs, None, reviewer="carol", start_args=start_args(slow_demo(tmp_path), runs), poll_interval=0.05)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.session.loaded)
+        await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.session.loaded,
+                         timeout=60)
         dash = app.screen
         assert isinstance(dash, DashboardScreen)
+        [driver] = app.drivers
         await wait_until(pilot, lambda: len(dash.state.agent_trials()) >= 1, timeout=60)
         await pilot.press("q")
         await wait_until(pilot, lambda: isinstance(app.screen, QuitRunScreen))
         await pilot.press("escape")  # cancel: still watching, the run goes on
-        assert app.screen is dash and app.running_loop() is not None
+        assert app.screen is dash and app.live_drivers() == [driver]
         await pilot.press("q")
         await wait_until(pilot, lambda: isinstance(app.screen, QuitRunScreen))
         await pilot.press("h")
-        await wait_until(pilot, lambda: app.return_value is not None or not app.is_running, timeout=60)
+        await wait_until(pilot, lambda: app.exiting, timeout=30)
+    assert app.stopped_on_quit == [driver]
+    assert driver.process.wait(60) == 0  # the driver finished its running trials and ended the run itself
     run_dir = dash.session.run_dir
     log = events_of(run_dir)
     assert log[-1]["kind"] == "run.finished" and log[-1]["data"]["reason"] == "stopped"
     assert log[-1]["data"]["summary"]["stopped_by"] == "human:carol"
     assert len([e for e in log if e["kind"] == "trial.proposed" and not e["data"]["baseline"]]) < 24
+
+
+async def test_q_then_d_detaches_and_the_run_goes_on_without_the_tui(tmp_path: Path) -> None:
+    from rrma.control import live_driver, send_control
+
+    runs = tmp_path / "runs"
+    app = RRMAApp(runs, None, reviewer="carol", start_args=start_args(slow_demo(tmp_path), runs), poll_interval=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.session.loaded,
+                         timeout=60)
+        dash = app.screen
+        assert isinstance(dash, DashboardScreen)
+        await pilot.press("q")
+        await wait_until(pilot, lambda: isinstance(app.screen, QuitRunScreen))
+        await pilot.press("d")
+        await wait_until(pilot, lambda: app.exiting, timeout=30)
+    [driver] = app.detached
+    run_dir = dash.session.run_dir
+    try:
+        assert driver.alive() and live_driver(run_dir) is not None  # the TUI is gone; the run is not
+        seen = len([e for e in events_of(run_dir) if e["kind"] == "trial.finished"])
+        deadline = time.monotonic() + 30
+        while len([e for e in events_of(run_dir) if e["kind"] == "trial.finished"]) <= seen:
+            assert time.monotonic() < deadline, "the detached run made no progress"
+            time.sleep(0.1)
+        send_control(run_dir, "stop", "carol", "test over")  # from "another terminal", as the docs say
+        assert driver.process.wait(60) == 0
+    finally:
+        if driver.alive():
+            driver.process.kill()
+    assert events_of(run_dir)[-1]["data"]["reason"] == "stopped"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 from make_run import make_run
 from tui_helpers import MessageLog, fixed_clock, plain, wait_until
 
-from rrma.store import RunStore
+from rrma.store import DriverLock, RunStore
 from tui.app import RRMAApp
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.lineage import LineageScreen
@@ -42,12 +43,14 @@ def events_of(run_dir: Path) -> list[dict]:
 
 async def test_runs_list_shows_each_run_and_enter_opens_it(runs_dir: Path) -> None:
     make_run(runs_dir, "second-run", trials=3, finished=False)
+    make_run(runs_dir, "crashed-run", trials=2, finished=False)  # no run.finished, and nobody drives it
+    driver = DriverLock(runs_dir / "second-run").acquire()  # a live driver holds the second run
     log = MessageLog()
     app = make_app(runs_dir, None)
     async with app.run_test(size=(120, 40), message_hook=log) as pilot:
         screen = app.screen
         assert isinstance(screen, RunsScreen)
-        await wait_until(pilot, lambda: len(log.of(RunsScreen.Summarized)) >= 2)
+        await wait_until(pilot, lambda: len(log.of(RunsScreen.Summarized)) >= 3)
         table = screen.query_one("#runs", LineTable)
 
         def cells_now() -> dict[str, list[str]]:
@@ -55,10 +58,14 @@ async def test_runs_list_shows_each_run_and_enter_opens_it(runs_dir: Path) -> No
 
         # the summaries arrive as messages; the table shows them on its next refresh
         await wait_until(pilot, lambda: all(row[2] != "reading…" for row in cells_now().values()))
-        assert sorted(table.rows) == ["demo-run", "second-run"]
+        assert sorted(table.rows) == ["crashed-run", "demo-run", "second-run"]
         cells = cells_now()
         assert cells["demo-run"][1:4] == ["tiny-train", "finished", "12"]
         assert cells["second-run"][2:4] == ["running", "3"]
+        assert cells["crashed-run"][2:4] == ["stopped", "2"]  # its log says running, but its driver is gone
+        driver.release()  # the second run's driver dies: the next scan says so though its log did not change
+        screen.rescan()
+        await wait_until(pilot, lambda: cells_now()["second-run"][2] == "stopped")
         assert " vs " in cells["demo-run"][4] and "σ" in cells["demo-run"][4]
         table.move_to("demo-run")
         await pilot.press("enter")
@@ -75,7 +82,7 @@ async def test_dashboard_header_table_filters_and_sort(runs_dir: Path) -> None:
         header = plain(dash.query_one("#run-header").content)
         assert "tiny-train" in header and "finished (max_trials)" in header
         assert "☆ unreviewed claim" in header  # the best (t0003) has no approval yet
-        assert "⚑ 1 awaiting review" in header  # t0012 is held by the hitl gate
+        assert "☆ 1 awaiting review (hitl)" in header  # t0012 is held by the hitl gate (a claim, as the best is)
         table = dash.query_one("#trials", LineTable)
         assert len(table.rows) == 15 and table.rows[0] == "t0012"  # newest first; 3 baselines + 12
         await pilot.press("a")  # agent filter: alice (sorted: alice, baseline, bob)
@@ -133,9 +140,9 @@ async def test_trial_view_diff_outcome_lineage_and_navigation(runs_dir: Path) ->
         assert "awaiting review" in body
         await pilot.press("p")
         assert trial.trial_id == "t0003"
-        await pilot.press("b")  # previous in the table's order (newest first): t0004
+        await pilot.press("left_square_bracket")  # previous in the table's order (newest first): t0004
         assert trial.trial_id == "t0004"
-        await pilot.press("n")
+        await pilot.press("right_square_bracket")
         assert trial.trial_id == "t0003"
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
@@ -213,7 +220,9 @@ async def test_review_approve_appends_event_and_promotes_claim(runs_dir: Path, r
         queue = review.query_one("#queue", LineTable)
         assert queue.rows[0] == "t0012"  # the held claim first, then the promoted best
         assert queue.rows[1] == "t0003"
-        await pilot.press("a")
+        await pilot.press("a")  # `a` filters elsewhere; it never writes a review
+        assert app.screen is review
+        await pilot.press("y")
         assert isinstance(app.screen, NoteScreen)
         await pilot.press(*"checked the diff", "enter")
         await wait_until(pilot, lambda: bool(log.of(RRMAApp.ReviewRecorded)))
@@ -228,7 +237,7 @@ async def test_review_approve_appends_event_and_promotes_claim(runs_dir: Path, r
         await wait_until(pilot, lambda: dash.state.best_id == "t0012")
         assert "t0012" not in queue.rows
         await pilot.press("escape")
-        assert "✔ approved by carol" in plain(dash.query_one("#run-header").content)
+        assert "★ approved by carol" in plain(dash.query_one("#run-header").content)
 
 
 async def test_review_reject_and_flag_from_the_trial_view(runs_dir: Path, run_dir: Path) -> None:
@@ -239,8 +248,10 @@ async def test_review_reject_and_flag_from_the_trial_view(runs_dir: Path, run_di
         dash.query_one("#trials", LineTable).move_to("t0011")
         await pilot.press("enter", "x", *"overfits", "enter")
         await wait_until(pilot, lambda: len(log.of(RRMAApp.ReviewRecorded)) == 1)
-        await pilot.press("p", "f", "escape")  # flag on the parent: Esc cancels the note
-        await pilot.press("f", "enter")
+        await pilot.press("p", "exclamation_mark", "escape")  # flag on the parent: Esc cancels the note
+        await pilot.press("f", "a")  # filter keys elsewhere: nothing here
+        assert isinstance(app.screen, TrialScreen)
+        await pilot.press("exclamation_mark", "enter")
         await wait_until(pilot, lambda: len(log.of(RRMAApp.ReviewRecorded)) == 2)
         reviews = [e["data"] for e in events_of(run_dir) if e["kind"] == "review"]
         assert [(r["trial_id"], r["decision"], r["note"]) for r in reviews] == [("t0011", "reject", "overfits"), ("t0003", "flag", "")]
@@ -263,55 +274,52 @@ async def test_lineage_tree_collapsed_with_best_path(runs_dir: Path) -> None:
         await pilot.pause()
         assert nodes["base-0"].is_expanded
         assert lineage.query_one("Tree").cursor_node is nodes["t0003"]
-        await pilot.press("o")
+        await pilot.press("enter")  # Enter opens the trial under the cursor (space folds)
         assert isinstance(app.screen, TrialScreen) and app.screen.trial_id == "t0003"
 
 
-async def test_n_starts_a_run_in_a_worker_and_opens_its_dashboard(runs_dir: Path, tmp_path: Path) -> None:
-    (tmp_path / "task" / "workspace").mkdir(parents=True)
-    task_file = tmp_path / "task" / "task.yaml"
-    task_file.write_text("name: tiny-train\nworkspace: {source: workspace}\n")
-    calls: list[dict] = []
-
-    def fake_start(task, runs, *, run_id=None, stop=None, **kw):  # type: ignore[no-untyped-def]
-        calls.append({"task": task.name, "run_id": run_id, "stop": stop})
-        run = make_run(runs, run_id, trials=4)
-        return type("RunResult", (), {"run_dir": run, "reason": "max_trials"})()
-
-    log = MessageLog()
-    app = make_app(runs_dir, None, start_fn=fake_start)
-    async with app.run_test(size=(120, 40), message_hook=log) as pilot:
-        await pilot.press("n")
+async def test_ctrl_n_refuses_bad_input_in_the_prompt(runs_dir: Path, tmp_path: Path) -> None:
+    app = make_app(runs_dir, None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+n")
         assert isinstance(app.screen, NewRunScreen)
-        await pilot.press(*"/no/such.yaml", "enter")
-        assert isinstance(app.screen, NewRunScreen)  # a bad path is refused in the prompt
-        assert "no such task file" in plain(app.screen.query_one("#task-error").content)
-        app.screen.query_one("#task-input").value = str(task_file)  # type: ignore[attr-defined]
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: bool(log.of(RRMAApp.LoopFinished)))
-        assert calls and calls[0]["task"] == "tiny-train" and calls[0]["stop"] is app.stop_loop
-        dash = app.screen
-        assert isinstance(dash, DashboardScreen)
-        assert dash.session.run_dir == runs_dir / calls[0]["run_id"]
-        await wait_until(pilot, lambda: len(dash.state.agent_trials()) == 4)
+        for typed, expected in [
+            ("/no/such.yaml", "no task file or bench named '/no/such.yaml'"),
+            (str(tmp_path), "is a directory"),
+            ("demo --trials many", "invalid int value"),
+            ("demo --runs elsewhere", "leave out --runs"),
+            ("nosuchbench", "benches: "),
+        ]:
+            app.screen.query_one("#task-input").value = typed  # type: ignore[attr-defined]
+            await pilot.press("enter")
+            assert isinstance(app.screen, NewRunScreen), typed  # refused in the prompt: no process started
+            assert expected in plain(app.screen.query_one("#task-error").content), typed
+        assert not app.drivers
 
 
 @pytest.mark.slow
-async def test_start_task_runs_the_real_loop_and_the_dashboard_follows_it(tmp_path: Path) -> None:
-    loop = pytest.importorskip("rrma.loop", reason="rrma.loop (the research loop) is not importable")
+@pytest.mark.parametrize("how", ["ctrl+n bench", "rrma-tui run TASK.yaml"])
+async def test_a_run_started_here_is_a_headless_driver_and_the_dashboard_follows_it(tmp_path: Path, how: str) -> None:
     task = Path(__file__).resolve().parents[2] / "benches" / "demo" / "task.yaml"
-    if not task.exists():
-        pytest.skip(f"{task} is missing")
+    runs = tmp_path / "runs"
+    start = None if how.startswith("ctrl") else ["run", str(task), "--set", "budget.max_trials=6", "--headless",
+                                                 "--quiet", "--runs", str(runs)]
     log = MessageLog()
-    app = RRMAApp(tmp_path / "runs", None, reviewer="carol", start_task=task, poll_interval=0.05,
-                  start_fn=loop.start_run)
+    app = RRMAApp(runs, None, reviewer="carol", start_args=start, poll_interval=0.05)
     async with app.run_test(size=(120, 40), message_hook=log) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        if start is None:
+            await pilot.press("ctrl+n")
+            await pilot.press(*"demo --trials 6", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen), timeout=60)
         dash = app.screen
         assert isinstance(dash, DashboardScreen)
-        await wait_until(pilot, lambda: bool(log.of(RRMAApp.LoopFinished)), timeout=240)
-        await wait_until(pilot, lambda: dash.state.finish_reason is not None)
-        assert len(dash.state.agent_trials()) == 24 and dash.state.best_id is not None
+        [proc] = app.drivers
+        assert proc.run_dir == dash.session.run_dir and proc.process.pid != os.getpid()
+        await wait_until(pilot, lambda: dash.state.finish_reason is not None, timeout=120)
+        assert proc.process.wait(30) == 0
+        assert dash.state.finish_reason == "max_trials" and len(dash.state.agent_trials()) == 6
         # redraws are coalesced (at most every 0.2 s): the table catches up on the next one
         await wait_until(pilot, lambda: len(dash.query_one("#trials", LineTable).rows) == len(dash.state.order))
-        assert log.of(DashboardScreen.Appended)  # it was followed live, not only loaded at the end
+        assert not app.live_drivers()
+        await pilot.press("q")  # nothing runs any more: quits without asking
+        await wait_until(pilot, lambda: app.exiting)

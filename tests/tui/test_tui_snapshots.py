@@ -1,4 +1,4 @@
-"""Snapshot tests of every screen at 120x40 (pytest-textual-snapshot; update with --snapshot-update
+"""Snapshot tests of every screen at 120x40, and the main ones at 80x24 (pytest-textual-snapshot; update with --snapshot-update
 only after looking at the diff in snapshot_report.html)."""
 
 from __future__ import annotations
@@ -63,3 +63,19 @@ def test_snapshot_lineage(snap_compare, tmp_path: Path) -> None:  # type: ignore
 
 def test_snapshot_help(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=after("question_mark"))
+
+
+SMALL = (80, 24)  # the smallest terminal the TUI is made for: nothing cut silently, q and ? in the footer
+
+
+def test_snapshot_dashboard_80x24(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(tmp_path), terminal_size=SMALL, run_before=after())
+
+
+def test_snapshot_trial_80x24(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(tmp_path), terminal_size=SMALL, run_before=after("enter"))
+
+
+def test_snapshot_runs_80x24(snap_compare, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    assert snap_compare(app_for(Path("."), run=False), terminal_size=SMALL, run_before=after())

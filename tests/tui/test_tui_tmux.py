@@ -83,8 +83,8 @@ def test_open_trace_approve_quit_in_tmux(tmp_path: Path) -> None:
         assert "tool result" in screen and "LEARNING_RATE" in screen  # tool results appear
         tmux.send("Escape", "v")  # back to the dashboard, then the review queue
         screen = tmux.wait_for("review queue")
-        assert "⚑ claim" in screen
-        tmux.send("a")
+        assert "☆ claim" in screen
+        tmux.send("y")  # approve (`a` only ever filters)
         tmux.wait_for("note (Enter to confirm")
         tmux.send("looks right", "Enter")
         tmux.wait_for("recorded")
@@ -105,7 +105,8 @@ def test_open_trace_approve_quit_in_tmux(tmp_path: Path) -> None:
 
 
 def test_pause_continue_stop_a_headless_run_from_the_tui_then_resume_it(tmp_path: Path) -> None:
-    """A headless run in another process, driven from the dashboard in a real terminal (w, w, h), then resumed."""
+    """A headless run in another process, driven from the dashboard in a real terminal (w, w, h), then resumed
+    from the dashboard (R), which starts a headless driver of the TUI's own."""
     task_dir = tmp_path / "task"
     shutil.copytree(REPO / "benches" / "demo", task_dir)
     objective = task_dir / "workspace" / "objective.py"
@@ -146,10 +147,10 @@ def test_pause_continue_stop_a_headless_run_from_the_tui_then_resume_it(tmp_path
         tmux.send("Enter")
         tmux.wait_for("finished (stopped)", timeout=30)
         assert headless.wait(30) == 0, headless.stderr.read() if headless.stderr else ""
-        resumed = subprocess.run([sys.executable, "-m", "tui.cli", "resume", str(run_dir), "--quiet"], cwd=REPO,
-                                 env=env, capture_output=True, text=True, timeout=120)
-        assert resumed.returncode == 0, resumed.stderr
-        tmux.wait_for("finished (max_trials)", timeout=30)  # the open dashboard followed the resumed run
+        tmux.send("R")  # resume it from the TUI: a headless driver of the TUI's own takes the run on
+        tmux.wait_for("Resume run")
+        tmux.send("Enter")
+        tmux.wait_for("finished (max_trials)", timeout=60)  # the open dashboard followed the resumed run
         tmux.send("q")
         deadline = time.monotonic() + 15
         while not done.exists() and time.monotonic() < deadline:

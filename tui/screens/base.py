@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
+from rrma.control import live_driver
 from rrma.state import RunState
 from tui.reader import ParsedChunk, RawEvent, RunModel, RunReader
 
@@ -40,6 +43,8 @@ class RunSession:
         self.on_applied: Callable[[list[RawEvent]], None] | None = None  # benchmark hook
         self.load_seconds: float | None = None
         self.loaded_event = asyncio.Event()  # set on the UI thread once the model is in place
+        self._driver: str | None = None
+        self._driver_probed = -1e9
 
     @property
     def state(self) -> RunState:
@@ -49,11 +54,27 @@ class RunSession:
     def loaded(self) -> bool:
         return self.model is not None
 
+    def driver(self, max_age: float = 1.0) -> str | None:
+        """Who drives the run ("pid N on HOST since T"), or None; probed at most once per ``max_age`` seconds."""
+        now = time.monotonic()
+        if now - self._driver_probed >= max_age:
+            self._driver = live_driver(self.run_dir)
+            self._driver_probed = now
+        return self._driver
+
+    def status(self) -> str:
+        """The run's status for display: ``stopped`` for a run whose log says running but whose driver is gone
+        (a crash or a kill -9 left no ``run.finished``; `rrma-tui resume` continues it)."""
+        state = self.state
+        if state.status == "running" and self.driver() is None:
+            return "stopped"
+        return state.status
+
 
 FAILURE_TITLES = {  # worker group -> what a failure in it means to the user
-    "loop": "the run stopped", "review": "review not recorded", "runs": "cannot list the runs",
+    "driver": "the run's driver failed", "review": "review not recorded", "runs": "cannot list the runs",
     "tail": "cannot read the run", "index": "cannot index the trace", "search": "search failed",
-    "control": "order not sent",
+    "control": "order not sent", "compare": "cannot compare the trials", "export": "export failed",
 }
 
 
@@ -79,6 +100,15 @@ class WorkerScreen(Screen[None]):
             self.app.post_message(Worker.StateChanged(event.worker, event.state))
 
 
+def shown(screen: Screen[Any]) -> bool:
+    """Whether ``screen`` is on view: on top, or right under a modal (Textual's ``is_current`` also counts
+    the screen under a full-screen one, which is hidden: redrawing it there costs a big run dearly)."""
+    stack = screen.app.screen_stack
+    if stack and stack[-1] is screen:
+        return True
+    return len(stack) >= 2 and stack[-2] is screen and isinstance(stack[-1], ModalScreen)
+
+
 class RunScreen(WorkerScreen):
     """A screen about one run; subclasses implement :meth:`refresh_view`."""
 
@@ -97,7 +127,7 @@ class RunScreen(WorkerScreen):
 
     def run_changed(self, events: list[RawEvent]) -> None:
         # a screen just pushed is current before its widgets exist; its on_mount draws everything
-        if self.is_current and self.is_mounted:
+        if shown(self) and self.is_mounted:
             self.refresh_view(events)
         else:
             self._stale = True

@@ -14,6 +14,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
@@ -23,7 +24,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from rrma.control import (
@@ -34,93 +35,104 @@ from rrma.control import (
     send_steer,
 )
 from rrma.store import EVENTS, read_head
-from tui.reader import RawEvent, RunModel, Torn, TurnIndex, age, human_duration, parse_ts
+from tui.reader import RawEvent, RunModel, Torn, TrialTally, TurnIndex, age, human_duration, parse_ts
 from tui.screens.base import RunScreen, RunSession
 from tui.screens.orders import OrderInput, OrderScreen
+from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.score_chart import ScoreChart
-from tui.widgets.trial_text import STATUS_GLYPH, fmt_score, is_claim, trial_cells
+from tui.widgets.trial_text import BEST, CLAIM, STATUS_GLYPH, Part, fit_line, fmt_score, is_claim, trial_cells
 
 SORTS = ["order", "score", "delta", "seconds", "agent", "status"]
-REDRAW_INTERVAL = 0.2  # seconds between live redraws (updates in between are coalesced)
+REDRAW_INTERVAL = 0.1  # seconds between live redraws (updates in between are coalesced); the tail polls as often
 STATUSES = [None, "ok", "rejected", "invalid", "crash", "timeout", "oom", "aborted", "running", "proposed"]
 
-TRIAL_COLUMNS = [
-    Column("id", "id", 7), Column("parent", "parent", 6), Column("agent", "agent", 8),
-    Column("status", "st", 2), Column("score", "score", 8, "right"), Column("delta", "Δσ", 7, "right"),
-    Column("seconds", "sec", 5, "right"), Column("review", "review", 10), Column("hypothesis", "hypothesis", 0),
+TRIAL_COLUMNS = [  # drop: which columns a narrow terminal leaves out first (80x24 keeps id, st, score, Δσ, review)
+    Column("id", "id", 7), Column("parent", "parent", 6, drop=6), Column("agent", "agent", 8, drop=4),
+    Column("status", "st", 2), Column("score", "score", 8, "right"), Column("delta", "Δσ", 7, "right", drop=2),
+    Column("seconds", "sec", 5, "right", drop=7), Column("review", "review", 10, drop=3),
+    Column("hypothesis", "hypothesis", 0, drop=5),
 ]
 
 
-def header_text(session: RunSession) -> Text:
+def header_text(session: RunSession, width: int | None = None) -> Text:
+    """Three lines: the run and its status; the best against the baseline; the trial counts.
+
+    With ``width`` (the header's cells) each line keeps to one row at any terminal size: less
+    important parts (the run id, the head, per-status counts...) are dropped before the counts and
+    the best's review state, and nothing is cut in the middle.
+    """
     state = session.state
     now = session.clock()
-    text = Text()
-    text.append(state.task_name or "(loading)", "bold")
-    text.append(f"  {state.run_id or session.run_dir.name}  ", "dim")
-    status = state.status
+    line1: list[Part] = [(Text(state.task_name or "(loading)", "bold"), 0),
+                         (Text(f"  {state.run_id or session.run_dir.name}", "dim"), 5)]
+    status = session.status()
     if state.finish_reason:
         status += f" ({state.finish_reason})"
-    text.append(status, "green" if state.finish_reason else "yellow")
+    elif status == "stopped":
+        status += " (no driver: R resumes)"
+    line1.append((Text(f"  {status}", "green" if state.finish_reason else ("red" if status.startswith("stopped")
+                                                                          else "yellow")), 0))
     if not state.finish_reason and state.stop_request is not None:
-        text.append(f"  ⏹ stopping ({state.stop_request['by']})", "bold red")
+        line1.append((Text(f"  ⏹ stopping ({state.stop_request['by']})", "bold red"), 0))
     elif not state.finish_reason and state.paused_by is not None:
-        text.append(f"  ⏸ paused by {state.paused_by['by']}", "bold yellow")
+        line1.append((Text(f"  ⏸ paused by {state.paused_by['by']}", "bold yellow"), 0))
     start, end = parse_ts(state.started_ts), parse_ts(state.finished_ts) if state.finished_ts else now
     if start is not None and end is not None:
-        text.append(f"  elapsed {human_duration((end - start).total_seconds())}")
-    text.append(f"  {state.events:,} events")
+        line1.append((Text(f"  elapsed {human_duration((end - start).total_seconds())}"), 2))
+    line1.append((Text(f"  {state.events:,} events"), 3))
     try:
         head = read_head(session.run_dir)  # head.json: one small file, the last event an append wrote
     except ValueError:
-        text.append("  head record unreadable", "red")
+        line1.append((Text("  head record unreadable", "red"), 1))
     else:
         if head is not None:
-            text.append(f"  head {head.seq} {head.hash[:16]}", "dim")
+            line1.append((Text(f"  head {head.seq} {head.hash[:16]}", "dim"), 4))
     if session.model is not None and session.model.torn:
-        text.append(f"  {len(session.model.torn)} unreadable line(s)", "red")
-    text.append("\n")
+        line1.append((Text(f"  {len(session.model.torn)} unreadable line(s)", "red"), 1))
+
+    line2: list[Part] = []
     best = state.best
     if best is not None and best.score is not None:
-        text.append("best ", "bold")
-        text.append(f"{best.trial_id} {fmt_score(best.score)}", "bold green")
+        line2.append((Text.assemble(("best ", "bold"), (f"{best.trial_id} {fmt_score(best.score)}", "bold green")), 0))
         if state.sigma is not None:
-            text.append(f" ± {state.sigma:.3g}")
+            line2.append((Text(f" ± {state.sigma:.3g}"), 3))
         if state.baseline_mean is not None:
-            text.append(f"  vs baseline {fmt_score(state.baseline_mean)}")
+            vs = Text(f"  vs baseline {fmt_score(state.baseline_mean)}")
             sigma = state.delta_sigma_of(best.score)
             if sigma is not None:
-                text.append(f" ({sigma:+.1f}σ)", "bold")
+                vs.append(f" ({sigma:+.1f}σ)", "bold")
+            line2.append((vs, 2))
         if best.baseline:
-            text.append("  (the baseline)", "dim")
+            line2.append((Text("  (the baseline)", "dim"), 1))
         elif best.review_status == "approved":
-            text.append(f"  ✔ approved by {best.reviews[-1]['reviewer']}", "green")
+            line2.append((Text(f"  {BEST} approved by {best.reviews[-1]['reviewer']}", "green"), 0))
+        elif best.review_status == "unreviewed":
+            line2.append((Text(f"  {CLAIM} unreviewed claim", "yellow"), 0))
         else:
-            text.append(f"  ☆ unreviewed claim ({best.review_status})", "yellow")
+            line2.append((Text(f"  {CLAIM} claim, {best.review_status} by {best.reviews[-1]['reviewer']}",
+                               "yellow"), 0))
     else:
-        text.append("no best yet", "dim")
-    counts: dict[str, int] = {}
-    claims = to_review = 0
-    for tid in state.order:  # one pass: this runs on every live redraw
-        rec = state.trials[tid]
-        if rec.baseline:
-            continue
-        counts[rec.status] = counts.get(rec.status, 0) + 1
-        if rec.status == "ok" and not rec.reviews:
-            to_review += 1
-            if is_claim(rec):
-                claims += 1
+        line2.append((Text("no best yet", "dim"), 0))
+    # kept by the model as it folds (only changed trials are recounted): this runs on every live redraw
+    tally = session.model.trial_tally(is_claim) if session.model is not None else TrialTally()
+    counts, to_review, claims = tally.counts, tally.to_review, tally.claims
     if claims:
-        text.append(f"  ⚑ {claims} awaiting review", "bold yellow")
-    text.append("\n")
-    text.append(f"trials {sum(counts.values())}: ")
+        line2.append((Text(f"  {CLAIM} {claims} awaiting review (hitl)", "bold yellow"), 1))
+
+    line3: list[Part] = [(Text(f"trials {sum(counts.values())}:"), 0)]
     for status_name in STATUS_GLYPH:
         if counts.get(status_name):
             char, style = STATUS_GLYPH[status_name]
-            text.append(f"{char} {status_name} {counts[status_name]}  ", style)
-    text.append(f"  to review {to_review}", "dim")
+            line3.append((Text(f" {char} {status_name} {counts[status_name]} ", style), 2))
+    line3.append((Text(f"  to review {to_review}", "dim"), 0))
     if state.last_ts:
-        text.append(f"  last event {age(state.last_ts, now)} ago", "dim")
+        line3.append((Text(f"  last event {age(state.last_ts, now)} ago", "dim"), 3))
+    text = Text()
+    for i, line in enumerate((line1, line2, line3)):
+        if i:
+            text.append("\n")
+        text.append_text(fit_line(line, width))
     return text
 
 
@@ -164,11 +176,15 @@ class DashboardScreen(RunScreen):
         Binding("t", "trace", "Trace"),
         Binding("v", "review", "Review"),
         Binding("l", "lineage", "Lineage"),
+        Binding("g", "goto_trial", "Go to trial", show=False),
+        Binding("d", "compare_best", "Compare with the best", show=False),
+        Binding("D", "compare_pick", "Compare with a trial…", show=False),
+        Binding("L", "log_scale", "Chart: log scale on/off", show=False),
         Binding("s", "sort", "Sort"),
         Binding("r", "reverse", "Reverse sort", show=False),
         Binding("a", "agent_filter", "Agent"),
         Binding("f", "status_filter", "Status"),
-        Binding("slash", "text_filter", "Filter"),
+        Binding("slash", "search", "Filter"),  # / is text search everywhere: here it filters the table
         Binding("c", "clear_filters", "Clear filters", show=False),
         # writes to the log: letters no screen uses for anything else, each asks first (docs/tui.md);
         # listed by `?`, not in the footer, which must keep `q` and `?` visible at 80 columns
@@ -176,6 +192,7 @@ class DashboardScreen(RunScreen):
         Binding("w", "pause_run", "Pause / continue the run", show=False),
         Binding("m", "post", "Post to the blackboard", show=False),
         Binding("i", "steer", "Steer agents (a note)", show=False),
+        Binding("R", "resume_run", "Resume the run here (a driver started by this TUI)", show=False),
         Binding("escape", "back", "Runs"),
     ]
 
@@ -219,7 +236,7 @@ class DashboardScreen(RunScreen):
         self._last_redraw = 0.0
 
     def compose(self) -> ComposeResult:
-        yield Static(header_text(self.session), id="run-header")
+        yield Static(header_text(self.session, self.app.size.width - 2), id="run-header")
         with Horizontal(id="dash-body"):
             with Vertical(id="dash-left"):
                 yield Static("", id="filter-bar")
@@ -230,7 +247,7 @@ class DashboardScreen(RunScreen):
                 yield Static("", id="agents", classes="panel")
                 with VerticalScroll(id="blackboard", classes="panel"):
                     yield Static("", id="blackboard-text")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#filter-input").display = False
@@ -335,11 +352,23 @@ class DashboardScreen(RunScreen):
 
     # ------------------------------------------------------------------ drawing
 
+    def _update_header(self) -> None:
+        header = self.query_one("#run-header", Static)
+        width = header.content_region.width or self.app.size.width - 2
+        header.update(header_text(self.session, width), layout=False)  # three lines, always (app.tcss)
+
+    def on_resize(self) -> None:
+        if self.is_mounted:
+            self.call_after_refresh(self._update_header)
+
     def refresh_view(self, events: list[RawEvent]) -> None:
-        self.query_one("#run-header", Static).update(header_text(self.session))
+        self._update_header()
         self._update_rows()
         self.query_one("#chart", ScoreChart).update_from(self.state, now=not events)
-        self.query_one("#agents", Static).update(agents_table(self.session))
+        agents, table = self.query_one("#agents", Static), agents_table(self.session)
+        shown = agents.content
+        # the panel is as tall as its rows: lay the screen out again only when an agent is added
+        agents.update(table, layout=not isinstance(shown, Table) or shown.row_count != table.row_count)
         if not events or any(e.kind in ("blackboard.post", "agent.steer") for e in events):
             self.query_one("#blackboard-text", Static).update(blackboard_text(self.session))
 
@@ -350,6 +379,8 @@ class DashboardScreen(RunScreen):
     def visible_ids(self) -> list[str]:
         state = self.state
         needle = self.text_filter.lower()
+        if self.sort_key == "order" and not (self.agent_filter or self.status_filter or needle):
+            return state.order[::-1] if self.sort_reverse else list(state.order)  # every live redraw: no pass
         ids = []
         for tid in state.order:
             rec = state.trials[tid]
@@ -383,7 +414,13 @@ class DashboardScreen(RunScreen):
 
     def _update_rows(self) -> None:
         table = self.query_one("#trials", LineTable)
+        # new trials appear at the top (newest first) or the bottom; sorted by anything else, nowhere to follow
+        table.live_end = ("top" if self.sort_reverse else "bottom") if self.sort_key == "order" else None
         table.set_rows(self.visible_ids())
+
+    @on(LineTable.FollowChanged, "#trials")
+    def _follow_changed(self, message: LineTable.FollowChanged) -> None:
+        message.table.border_title = "trials · following" if message.following else "trials"
 
     def _update_filter_bar(self) -> None:
         arrow = "↓" if self.sort_reverse else "↑"
@@ -418,6 +455,60 @@ class DashboardScreen(RunScreen):
         from tui.screens.trace import TraceScreen
 
         self.app.push_screen(TraceScreen(self.session))
+
+    def action_goto_trial(self) -> None:
+        """Ask for a trial id (or ``best``, or the end of an id) and open it."""
+        from tui.screens.modals import TrialPickScreen
+
+        def chosen(trial_id: str | None) -> None:
+            if trial_id is not None:
+                self.open_trial(trial_id)
+
+        self.app.push_screen(TrialPickScreen(self.session, "Go to trial"), chosen)
+
+    def _highlighted(self) -> str | None:
+        key = self.query_one("#trials", LineTable).cursor_key
+        if key is None:
+            self.notify("no trial highlighted", severity="warning")
+        return key
+
+    def action_compare_best(self) -> None:
+        from tui.screens.compare import compare_with_best
+
+        key = self._highlighted()
+        if key is not None:
+            compare_with_best(self.app, self.session, key)
+
+    def action_compare_pick(self) -> None:
+        from tui.screens.compare import pick_and_compare
+
+        key = self._highlighted()
+        if key is not None:
+            pick_and_compare(self.app, self.session, key)
+
+    def action_log_scale(self) -> None:
+        on = self.query_one("#chart", ScoreChart).toggle_log()
+        self.notify(f"chart: {'log' if on else 'linear'} scale")
+
+    def action_export(self) -> None:
+        """Ask for a SQLite file and export this run into it (rrma-tui export) in a worker."""
+        from tui.screens.modals import ExportScreen
+
+        def chosen(path: Path | None) -> None:
+            if path is not None:
+                self.export_run(path)
+
+        self.app.push_screen(ExportScreen(self.session.run_dir), chosen)
+
+    @work(thread=True, group="export", exit_on_error=False)
+    def export_run(self, out: Path) -> None:
+        from rrma.export import export_runs
+
+        started = time.perf_counter()
+        [result] = export_runs([self.session.run_dir], out)
+        what = "unchanged since the last export" if result.skipped else f"{result.events:,} events, {result.trials} trials"
+        self.post_message(self.OrderDone(f"exported {result.run_id} to {out}: {what} "
+                                         f"({time.perf_counter() - started:.1f} s; `datasette {out}` browses it)"))
 
     def action_review(self) -> None:
         from tui.screens.review import ReviewScreen
@@ -459,7 +550,7 @@ class DashboardScreen(RunScreen):
         self.status_filter = STATUSES[(i + 1) % len(STATUSES)]
         self._refilter()
 
-    def action_text_filter(self) -> None:
+    def action_search(self) -> None:
         box = self.query_one("#filter-input", Input)
         box.display = True
         box.value = self.text_filter
@@ -521,6 +612,28 @@ class DashboardScreen(RunScreen):
 
         self.app.push_screen(OrderScreen(f"{action.capitalize()} run {self.session.run_dir.name}?", detail,
                                          "reason (optional)"), confirmed)
+
+    def action_resume_run(self) -> None:
+        """Drive a run nobody drives (stopped, interrupted, crashed) from a headless child of this TUI."""
+        state = self.state
+        driver = live_driver(self.session.run_dir)
+        if driver is not None:
+            self.notify(f"the run is live: {driver} drives it" + ("; w continues a paused run" if state.paused else ""))
+            return
+        if state.finish_reason in ("max_trials", "target", "baseline_failed", "agents_exhausted"):
+            self.notify(f"the run has finished ({state.finish_reason}); there is nothing to resume", severity="warning")
+            return
+
+        def confirmed(answer: OrderInput | None) -> None:
+            if answer is not None:
+                self.app.resume_run(self.session.run_dir)  # type: ignore[attr-defined]
+
+        what = f"ended as {state.finish_reason}" if state.finish_reason else "has no live driver (its process is gone)"
+        self.app.push_screen(OrderScreen(
+            f"Resume run {self.session.run_dir.name}?",
+            f"The run {what}. A headless `rrma-tui resume` started by this TUI drives it from here: completed "
+            "trials are kept, interrupted ones run again. `q` asks whether to stop it or leave it running.",
+            "Enter resumes, Esc cancels"), confirmed)
 
     def action_post(self) -> None:
         def confirmed(answer: OrderInput | None) -> None:

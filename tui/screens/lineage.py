@@ -20,13 +20,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.timer import Timer
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from rrma.state import RunState
 from tui.reader import RawEvent
 from tui.screens.base import RunScreen, RunSession
-from tui.widgets.trial_text import best_marker, fmt_score, fmt_sigma, glyph
+from tui.widgets.footer import KeysFooter
+from tui.widgets.trial_text import best_marker, fit_line, fmt_score, fmt_sigma, glyph
 
 REBUILD_INTERVAL = 2.0  # seconds between rebuilds of the tree while a run is live
 MAX_NESTING = 12  # generations nested one level each; a deeper tree is drawn with its lines of descent flat
@@ -102,12 +103,23 @@ def path_text(path: list[str], limit: int = TITLE_PATH) -> str:
     return " ← ".join([*path[: limit - 1], f"… {len(path) - limit} more", path[-1]])
 
 
+class LineageTree(Tree[str]):
+    """The lineage tree: Enter opens the trial under the cursor, space folds or unfolds it."""
+
+    BINDINGS = [
+        Binding("enter", "select_cursor", "Open trial"),
+        Binding("space", "toggle_node", "Fold"),
+    ]
+
+    def on_mount(self) -> None:
+        self.auto_expand = False  # Enter selects (opens the trial) without folding the node
+
+
 class LineageScreen(RunScreen):
     BINDINGS = [
         Binding("b", "best_path", "Best path"),
         Binding("e", "expand_all", "Expand all"),
-        Binding("c", "collapse_all", "Collapse all"),
-        Binding("o", "open_trial", "Open trial"),
+        Binding("z", "collapse_all", "Collapse all"),
         Binding("escape", "back", "Back"),
     ]
 
@@ -122,8 +134,8 @@ class LineageScreen(RunScreen):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="lineage-title")
-        yield Tree[str]("run", id="lineage")
-        yield Footer(compact=True)
+        yield LineageTree("run", id="lineage")
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.refresh_view([])
@@ -164,19 +176,25 @@ class LineageScreen(RunScreen):
         layout = self._layout = lineage_layout(state, best_path)
         self._best_path = best_path
         self._drawn_under = {k: key for key, kids in layout.rows.items() if key is not None for k in kids}
-        flat = ("  ↳ continues the line above (a deep tree is drawn flat)", "dim") if layout.continues else ""
-        tree.root.set_label(Text.assemble((state.task_name or "run", "bold"), f"  {len(state.order)} trials  ",
-                                          ("highlighted: the path from the baseline to the best", "green"), flat))
+        flat = ("  ↳ continues the line above", "dim") if layout.continues else ""
+        trials = len(state.agent_trials())  # counted as the dashboard's header counts them
+        baselines = len(state.order) - trials
+        tree.root.set_label(Text.assemble((state.task_name or "run", "bold"), f"  trials {trials}",
+                                          (f" + {baselines} baseline" if baselines else "", "dim"), "  ",
+                                          ("green: the best path", "green"), flat))
         self.nodes = {}
         self._unfilled = set()
         eager = len(state.order) <= EAGER_NODES
         for tid in layout.rows.get(None, []):
             self._add(tree.root, tid, expanded, eager=eager)
         tree.root.expand()
-        self.query_one("#lineage-title", Static).update(Text.assemble(
-            ("lineage ", "bold"), f"best {state.best_id or '-'}",
-            ("  path ", "dim"), path_text(path) or "-",
-        ))
+        title = self.query_one("#lineage-title", Static)
+        width = title.content_region.width or self.app.size.width - 2
+        head = Text.assemble(("lineage ", "bold"), f"best {state.best_id or '-'}", ("  path ", "dim"))
+        limit = TITLE_PATH
+        while limit > 2 and head.cell_len + len(path_text(path, limit)) > width:
+            limit -= 1  # name fewer trials of the path rather than cut the line at the edge
+        title.update(fit_line([(head, 0), (Text(path_text(path, limit) or "-"), 1)], width))
         target = self._ensure(cursor) if cursor is not None else None
         if target is not None:
             tree.move_cursor(target)
@@ -250,15 +268,9 @@ class LineageScreen(RunScreen):
         tree.root.collapse_all()
         tree.root.expand()
 
-    def action_open_trial(self) -> None:
-        tree: Tree[str] = self.query_one(Tree)
-        node = tree.cursor_node
-        if node is not None and node.data:
-            self._open(node.data)
-
     @on(Tree.NodeSelected)
     def _selected(self, message: Tree.NodeSelected[str]) -> None:
-        if message.node.data and not message.node.allow_expand:
+        if message.node.data:  # Enter on any trial opens it (space folds)
             self._open(message.node.data)
 
     def _open(self, trial_id: str) -> None:

@@ -79,33 +79,34 @@ class OrderScreen(ModalScreen[OrderInput | None]):
 
 
 class QuitRunScreen(ModalScreen[str | None]):
-    """``q`` while a run this TUI started is still going: stop it first, quit now, or cancel.
+    """``q`` while runs this TUI started are still going: stop them, detach (they go on), or cancel.
 
-    The run lives in this process (the loop worker), so it cannot outlive the TUI: there is no
-    detach. A run meant to go on without the TUI is started headless and opened with ``rrma-tui RUN``.
-    Answers: ``"stop"``, ``"now"``, or None (cancel).
+    Each such run is driven by a headless process of its own (tui/driver.py), so it can outlive
+    the TUI. Answers: ``"stop"`` (a ``run.control`` stop to each, then quit at once: each driver
+    finishes its running trials and ends the run as ``stopped`` by itself), ``"detach"`` (quit;
+    the runs go on), or None (cancel).
     """
 
     BINDINGS = [
-        Binding("h", "answer('stop')", "Stop the run, then quit"),
-        Binding("k", "answer('now')", "Quit now (kill its running trials)"),
+        Binding("h", "answer('stop')", "Stop the runs, then quit"),
+        Binding("d", "answer('detach')", "Detach: quit, the runs go on"),
         Binding("escape", "answer(None)", "Cancel"),
     ]
 
-    def __init__(self, run_name: str) -> None:
+    def __init__(self, runs: list[str]) -> None:
         super().__init__()
-        self.run_name = run_name
+        self.runs = runs
 
     def compose(self) -> ComposeResult:
+        names = ", ".join(self.runs)
         with Vertical(id="order-box"):
-            yield Label(Text(f"Run {self.run_name}, started here, is still running", "bold"), id="order-title")
+            yield Label(Text(f"Started here and still running: {names}", "bold"), id="order-title")
             yield Static(Text(
-                "It runs inside this TUI and ends with it.\n"
-                "h  stop it (running trials finish within their budget; it ends as stopped), then quit\n"
-                "k  quit now: its running trials are killed; `rrma-tui resume RUN` continues it later\n"
-                "Esc  cancel: keep watching\n"
-                "To keep a run going without the TUI, start it with `rrma-tui run TASK --headless` and open "
-                "it with `rrma-tui RUN`."), id="order-detail")
+                "h    stop: no new trials; running trials finish within their budget and the run ends as "
+                "stopped (`rrma-tui resume RUN` continues it later); the TUI quits now\n"
+                "d    detach: quit; the runs go on in their own processes (`rrma-tui RUN` watches one again, "
+                "`rrma-tui stop RUN` stops it)\n"
+                "Esc  cancel: keep watching"), id="order-detail")
 
     def action_answer(self, answer: str | None) -> None:
         self.dismiss(answer)

@@ -19,38 +19,66 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.reader import RawEvent
 from tui.screens.base import RunScreen, RunSession
 from tui.screens.modals import NoteScreen
+from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
-from tui.widgets.trial_text import change_renderable, fmt_score, fmt_sigma, is_claim
+from tui.widgets.trial_text import (
+    CLAIM,
+    MARKS,
+    change_renderable,
+    fmt_score,
+    fmt_sigma,
+    is_claim,
+    marker_name,
+)
 
 QUEUE_COLUMNS = [
-    Column("id", "id", 7), Column("claim", "kind", 9), Column("agent", "agent", 10),
-    Column("score", "score", 9, "right"), Column("delta", "Δσ", 7, "right"), Column("hypothesis", "hypothesis", 0),
+    Column("id", "id", 7), Column("claim", "kind", 10, drop=1), Column("agent", "agent", 10, drop=3),
+    Column("score", "score", 9, "right"), Column("delta", "Δσ", 7, "right", drop=2),
+    Column("hypothesis", "hypothesis", 0, drop=4),
 ]
 
 
 def ask_and_record(screen: Screen[Any], session: RunSession, trial_id: str, decision: str) -> None:
-    """Ask for a note, then have the app append the review (Esc cancels)."""
+    """Ask for a note (the confirmation: Enter writes, Esc cancels), then have the app append the review.
+
+    The review supersedes the trial's latest review as this screen shows it (``supersedes``); a
+    withdrawal needs one in force.
+    """
+    rec = session.state.trials.get(trial_id)
+    latest = rec.reviews[-1] if rec is not None and rec.reviews else None
+    if decision == "withdraw" and (latest is None or latest["decision"] == "withdraw"):
+        screen.notify(f"{trial_id} has no review in force to withdraw", severity="warning")
+        return
+    replaces = (f"replaces {latest['reviewer']}'s {latest['decision']} (seq {latest['seq']}); that review stays "
+                "in the log") if latest is not None else ""
 
     def done(note: str | None) -> None:
         if note is None:
             return
         screen.post_message(ReviewScreen.Decided(trial_id, decision, note))
-        screen.app.record_review(session, trial_id, decision, note)  # type: ignore[attr-defined]
+        screen.app.record_review(session, trial_id, decision, note,  # type: ignore[attr-defined]
+                                 supersedes=latest["seq"] if latest is not None else None)
 
-    screen.app.push_screen(NoteScreen(decision, trial_id), done)
+    screen.app.push_screen(NoteScreen(decision, trial_id, replaces), done)
+
+
+VIEWS = ("to review", "flagged", "reviewed")  # `f` cycles what the queue lists
 
 
 class ReviewScreen(RunScreen):
     BINDINGS = [
-        Binding("a", "decide('approve')", "Approve"),
+        Binding("enter", "open_trial", "Open trial"),
+        # reviews append to the permanent log: keys no screen uses for anything else, each asks first
+        Binding("y", "decide('approve')", "Approve"),
         Binding("x", "decide('reject')", "Reject"),
-        Binding("f", "decide('flag')", "Flag"),
-        Binding("enter", "open_trial", "Trial"),
+        Binding("exclamation_mark", "decide('flag')", "Flag", key_display="!"),
+        Binding("u", "decide('withdraw')", "Withdraw review", show=False),
+        Binding("f", "status_filter", "Show"),
         Binding("escape", "back", "Back"),
     ]
 
@@ -65,6 +93,7 @@ class ReviewScreen(RunScreen):
     def __init__(self, session: RunSession) -> None:
         super().__init__(session)
         self.decided: set[str] = set()
+        self.view = VIEWS[0]
 
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title")
@@ -72,29 +101,43 @@ class ReviewScreen(RunScreen):
             yield LineTable(QUEUE_COLUMNS, self._row, id="queue")
             with VerticalScroll(id="review-detail"):
                 yield Static("", id="review-detail-text")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.refresh_view([])
 
     def queue(self) -> list[str]:
-        return [t.trial_id for t in self.state.pending_review() if t.trial_id not in self.decided]
+        """The trials of the current view: unreviewed claims and trials, flagged ones, or every reviewed one."""
+        if self.view == "to review":
+            return [t.trial_id for t in self.state.pending_review() if t.trial_id not in self.decided]
+        wanted = ("flagged",) if self.view == "flagged" else ("approved", "rejected", "flagged")
+        return [t.trial_id for t in self.state.agent_trials() if t.review_status in wanted]
+
+    def action_status_filter(self) -> None:
+        """Cycle what the queue lists: to review, flagged, reviewed."""
+        self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
+        self.refresh_view([])
 
     def refresh_view(self, events: list[RawEvent]) -> None:
         ids = self.queue()
         table = self.query_one("#queue", LineTable)
         table.set_rows(ids)
         claims = sum(1 for t in ids if is_claim(self.state.trials[t]))
+        views = "  ".join(f"[{v}]" if v == self.view else v for v in VIEWS)
         self.query_one("#review-title", Static).update(Text.assemble(
-            ("review queue ", "bold"), f"{len(ids)} trial(s) to review", (f"  ⚑ {claims} held by the hitl gate", "yellow") if claims else "",
-            ("   reviewer ", "dim"), self.session.reviewer,
+            ("review queue ", "bold"), f"{len(ids)} trial(s) {self.view}",
+            (f"  {CLAIM} {claims} held by the hitl gate", "yellow") if claims and self.view == "to review" else "",
+            ("   reviewer ", "dim"), self.session.reviewer, ("   f: ", "dim"), (views, "dim"),
         ))
         self._show(table.cursor_key)
 
     def _row(self, trial_id: str) -> list[str | Text]:
         state = self.state
         rec = state.trials[trial_id]
-        kind = Text("⚑ claim", "bold yellow") if is_claim(rec) else (Text("★ best", "green") if rec.promoted else Text("trial"))
+        mark = marker_name(state, rec)
+        if mark is None and rec.review_status != "unreviewed":
+            mark = rec.review_status
+        kind = Text(f"{MARKS[mark][0]} {mark}", MARKS[mark][1]) if mark is not None else Text("trial")
         return [rec.trial_id, kind, rec.agent, fmt_score(rec.score), fmt_sigma(state.delta_sigma_of(rec.score)),
                 rec.hypothesis]
 

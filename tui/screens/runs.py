@@ -1,12 +1,14 @@
 """The runs list: every run under the runs directory, newest first, summarised in a worker.
 
 A run that cannot be read at all is a row saying why (status ``unreadable``); one with lines
-that are not valid events is marked ``⚠`` (its dashboard says how many and where).
+that are not valid events is marked ``⚠`` (its dashboard says how many and where). A run whose
+log says it is running but that no process drives (its driver crashed or was killed) is
+``stopped``; the check is repeated on every scan, as it can change without the log changing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.text import Text
@@ -14,26 +16,29 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from rrma.control import live_driver
 from rrma.store import EVENTS
 from tui.reader import RunSummary, age, find_runs, summarize_run
-from tui.screens.base import WorkerScreen, failure_line
+from tui.screens.base import WorkerScreen, failure_line, shown
 from tui.screens.modals import NewRunScreen
+from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 
 RUN_COLUMNS = [
-    Column("name", "run", 30), Column("task", "task", 16), Column("status", "status", 10),
-    Column("trials", "trials", 6, "right"), Column("best", "best vs baseline", 28), Column("age", "age", 8, "right"),
+    Column("name", "run", 30), Column("task", "task", 16, drop=3), Column("status", "status", 10),
+    Column("trials", "trials", 6, "right", drop=1), Column("best", "best vs baseline", 28),
+    Column("age", "age", 8, "right", drop=2),
 ]
 
 
 class RunsScreen(WorkerScreen):
     BINDINGS = [
-        Binding("enter", "open_run", "Open"),
-        Binding("n", "new_run", "New run"),
-        Binding("r", "rescan", "Refresh"),
+        Binding("enter", "open_run", "Open run"),
+        Binding("ctrl+n", "new_run", "New run"),
+        Binding("ctrl+r", "rescan", "Refresh", show=False),
     ]
 
     @dataclass
@@ -58,7 +63,7 @@ class RunsScreen(WorkerScreen):
     def compose(self) -> ComposeResult:
         yield Static("", id="runs-title")
         yield LineTable(RUN_COLUMNS, self._row, id="runs")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#runs").focus()
@@ -68,7 +73,7 @@ class RunsScreen(WorkerScreen):
         self.set_interval(5.0, self._rescan_if_shown)
 
     def _rescan_if_shown(self) -> None:
-        if self.is_current:
+        if shown(self):  # not is_current: Textual counts the screen under a full-screen one as current
             self.rescan()
 
     def on_screen_resume(self) -> None:
@@ -80,7 +85,7 @@ class RunsScreen(WorkerScreen):
         damaged = sum(1 for name in self.order if name in self.summaries and self.summaries[name].torn)
         self.query_one("#runs-title", Static).update(Text.assemble(
             ("runs ", "bold"), str(self.runs_dir), (f"  {len(self.order)} run(s)", "dim"),
-            ("   Enter opens a run, n starts one", "dim"),
+            ("   Enter opens a run, ctrl+n starts one", "dim"),
             (f"   ⚠ {damaged} with unreadable lines", "red") if damaged else "",
         ))
 
@@ -94,10 +99,18 @@ class RunsScreen(WorkerScreen):
                 return
             try:
                 size = (run_dir / EVENTS).stat().st_size
-                if self._sizes.get(run_dir.name) == size:
-                    continue  # unchanged since the last summary
+                known = self.summaries.get(run_dir.name)
+                if self._sizes.get(run_dir.name) == size and known is not None:
+                    # unchanged since the last summary; only whether a "running" run still has a driver can change
+                    if known.status in ("running", "stopped"):
+                        status = "running" if live_driver(run_dir) is not None else "stopped"
+                        if status != known.status:
+                            self.post_message(self.Summarized(replace(known, status=status)))
+                    continue
                 summary = summarize_run(run_dir)
                 summary.size = size
+                if summary.status == "running" and live_driver(run_dir) is None:
+                    summary.status = "stopped"  # its log says running, but no process drives it (a crash, kill -9)
             except Exception as exc:  # one run that cannot be read says why in its row (read again next scan)
                 summary = RunSummary(run_dir, run_dir.name, "?", "unreadable", 0, None, None, None, "minimize", "", "",
                                      error=failure_line(exc))
@@ -122,7 +135,7 @@ class RunsScreen(WorkerScreen):
 
     def _row(self, name: str) -> list[str | Text]:
         s = self.summaries[name]
-        style = {"finished": "green", "running": "yellow", "unreadable": "bold red"}.get(s.status, "dim")
+        style = {"finished": "green", "running": "yellow", "stopped": "red", "unreadable": "bold red"}.get(s.status, "dim")
         status = Text(s.status, style)
         if s.torn:
             status.append(" ⚠", "bold red")
@@ -148,8 +161,8 @@ class RunsScreen(WorkerScreen):
         self.app.open_run(run_dir)  # type: ignore[attr-defined]
 
     def action_new_run(self) -> None:
-        def chosen(path: Path | None) -> None:
-            if path is not None:
-                self.app.start_loop(path)  # type: ignore[attr-defined]
+        def chosen(answer: tuple[list[str], str] | None) -> None:
+            if answer is not None:
+                self.app.start_run(*answer)  # type: ignore[attr-defined]
 
-        self.app.push_screen(NewRunScreen(), chosen)
+        self.app.push_screen(NewRunScreen(self.runs_dir), chosen)

@@ -6,6 +6,10 @@ Filters: agent (cycle with ``a``) and trial (``t`` toggles the trial of the curr
 trial's turns are those that name it plus, for turns that name no trial, the same agent's turns
 since its previous proposal (what the agent did on the way to that proposal). Search runs in a
 worker over the filtered turns, from the current step on.
+
+The list follows a live run (LineTable's follow mode): while the cursor is on the last turn,
+new turns keep it there and the detail shows the newest step; moving off it stops that, ``End``
+resumes. Colours come from the app's theme (tui.palette) and change with it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
 from rich.rule import Rule
+from rich.style import Style
 from rich.syntax import Syntax
 from rich.text import Text
 from textual import on, work
@@ -23,19 +28,22 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Input, Static
+from textual.theme import Theme
+from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
+from tui.palette import Palette, Tone, palette_of
 from tui.reader import RawEvent, TurnRef
 from tui.screens.base import RunScreen, RunSession
+from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 
 TURN_COLUMNS = [
-    Column("seq", "seq", 7, "right"), Column("agent", "agent", 10), Column("role", "role", 11),
-    Column("tool", "tool", 10), Column("trial", "trial", 7), Column("text", "text", 0),
+    Column("seq", "seq", 7, "right", drop=5), Column("agent", "agent", 10, drop=2), Column("role", "role", 11),
+    Column("tool", "tool", 10, drop=3), Column("trial", "trial", 7, drop=4), Column("text", "text", 0, drop=1),
 ]
-ROLE_STYLE = {"assistant": "cyan", "tool_call": "yellow", "tool_result": "green", "user": "magenta",
-              "system": "dim", "error": "red"}
+ROLE_TONE: dict[str, Tone] = {"assistant": "primary", "tool_call": "warning", "tool_result": "success",
+                              "user": "accent", "system": "muted", "error": "error"}
 
 
 def turn_search_text(data: dict[str, object]) -> str:
@@ -49,7 +57,7 @@ class TraceScreen(RunScreen):
         Binding("down,j", "step(1)", "Next step", show=False),
         Binding("up,k", "step(-1)", "Prev step", show=False),
         Binding("a", "agent_filter", "Agent"),
-        Binding("t", "trial_filter", "Trial filter"),
+        Binding("t", "trace", "Trace: this trial only"),  # t is "the trace of this trial" on every screen
         Binding("g", "goto_trial", "Go to trial"),
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(1)", "Next match"),
@@ -77,6 +85,8 @@ class TraceScreen(RunScreen):
         self.trial_filter = trial_id
         self.query_text = ""
         self._proposals: dict[str, list[tuple[int, str]]] = {}
+        self._palette: Palette | None = None
+        self._shown_key: str | None = None  # the step in the detail pane
 
     def compose(self) -> ComposeResult:
         yield Static("", id="trace-title")
@@ -85,15 +95,34 @@ class TraceScreen(RunScreen):
             yield LineTable(TURN_COLUMNS, self._row, id="turns")
             with VerticalScroll(id="turn-detail"):
                 yield Static("", id="turn-text")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#trace-search").display = False
-        self.query_one("#turns").focus()
-        self.refresh_view([])
         table = self.query_one("#turns", LineTable)
-        if self.trial_filter is None:
+        table.focus()
+        table.border_title = "turns"
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+        self.refresh_view([])
+        if self.trial_filter is None and self.state.finish_reason:  # a finished run reads from its start
             table.action_edge(0)
+            table.following = False
+
+    @property
+    def palette(self) -> Palette:
+        if self._palette is None:
+            self._palette = palette_of(self.app)
+        return self._palette
+
+    def _theme_changed(self, theme: Theme) -> None:
+        self._palette = None
+        self.query_one("#turns", LineTable).refresh()
+        self._title()
+        self._show(self.query_one("#turns", LineTable).cursor_key)
+
+    def role_style(self, role: str) -> Style:
+        tone = ROLE_TONE.get(role)
+        return self.palette.tone(tone) if tone is not None else Style()
 
     # ------------------------------------------------------------------ filtering
 
@@ -142,11 +171,8 @@ class TraceScreen(RunScreen):
             return
         self._proposals = self._proposal_index()
         table = self.query_one("#turns", LineTable)
-        at_end = table.cursor_key is not None and table.cursor == len(table.rows) - 1
-        rows = [str(i) for i in self.filtered()]
-        table.set_rows(rows)
-        if at_end and events:  # following the live end
-            table.action_edge(1)
+        table.live_end = "bottom" if self.trial_filter is None else None  # a trial's turns are history
+        table.set_rows([str(i) for i in self.filtered()])
         self._title()
         self._show(table.cursor_key)
 
@@ -154,12 +180,13 @@ class TraceScreen(RunScreen):
         model = self.model
         total = len(model.turns) if model else 0
         shown = len(self.query_one("#turns", LineTable).rows)
-        text = Text.assemble(("trace ", "bold"), f"{shown} of {total} turns", ("  agent ", "dim"), self.agent_filter or "all",
-                             ("  trial ", "dim"), self.trial_filter or "all")
+        muted = self.palette.muted
+        text = Text.assemble(("trace ", "bold"), f"{shown} of {total} turns", ("  agent ", muted), self.agent_filter or "all",
+                             ("  trial ", muted), self.trial_filter or "all")
         if self.query_text:
-            text.append(f"  search {self.query_text!r}", "yellow")
+            text.append(f"  search {self.query_text!r}", self.palette.warning)
         if model is not None and not model.turns_indexed:
-            text.append("  (indexing turns…)", "dim")
+            text.append("  (indexing turns…)", muted)
         self.query_one("#trace-title", Static).update(text)
 
     # ------------------------------------------------------------------ drawing
@@ -176,13 +203,18 @@ class TraceScreen(RunScreen):
         role = ref.role or ""
         body = (data.get("text") or data.get("result") or (json.dumps(data.get("args")) if data.get("args") else "") or "")
         first = str(body).strip().splitlines()[0] if str(body).strip() else ""
-        return [str(ref.seq), ref.agent, Text(role, ROLE_STYLE.get(role, "")), ref.tool or "", self.trial_of(ref) or "", first]
+        return [str(ref.seq), ref.agent, Text(role, self.role_style(role)), ref.tool or "", self.trial_of(ref) or "", first]
 
     def _show(self, key: str | None) -> None:
+        """Show step ``key`` in the detail pane (from its top if it is another step than the one shown)."""
         target = self.query_one("#turn-text", Static)
         model = self.model
+        if key != self._shown_key:  # a redraw of the same step keeps the reader's place
+            self._shown_key = key
+            self.query_one("#turn-detail", VerticalScroll).scroll_home(animate=False)
+        palette = self.palette
         if key is None or model is None:
-            target.update(Text("no turns", "dim"))
+            target.update(Text("no turns", palette.muted))
             self.post_message(self.StepShown(None))
             return
         index = int(key)
@@ -191,35 +223,39 @@ class TraceScreen(RunScreen):
         table = self.query_one("#turns", LineTable)
         role = str(data.get("role", ref.role or ""))
         head = Text.assemble(
-            (f"step {table.cursor + 1}/{len(table.rows)}", "bold"), f"  seq {ref.seq}  ", (ref.agent, "bold cyan"),
-            f" turn {data.get('step', '')}  ", (role, ROLE_STYLE.get(role, "")),
+            (f"step {table.cursor + 1}/{len(table.rows)}", "bold"), f"  seq {ref.seq}  ",
+            (ref.agent, palette.primary + Style(bold=True)), f" turn {data.get('step', '')}  ", (role, self.role_style(role)),
         )
         if data.get("tool"):
-            head.append(f"  tool {data['tool']}", "yellow")
+            head.append(f"  tool {data['tool']}", palette.warning)
         trial = self.trial_of(ref)
         if trial:
             head.append(f"  trial {trial}", "bold")
         if data.get("model"):
-            head.append(f"  {data['model']}", "dim")
+            head.append(f"  {data['model']}", palette.muted)
         parts: list[RenderableType] = [head]
         tokens = (data.get("tokens_in") or 0, data.get("tokens_out") or 0)
         if any(tokens) or data.get("latency_s"):
             parts.append(Text(f"tokens {tokens[0]} in / {tokens[1]} out  latency {data.get('latency_s') or 0:.1f}s  "
-                              f"cost ${data.get('cost_usd') or 0:.4f}", "dim"))
+                              f"cost ${data.get('cost_usd') or 0:.4f}", palette.muted))
         if data.get("text"):
-            parts += [Rule("text", align="left"), Text(str(data["text"]))]
+            parts += [Rule("text", align="left", style=palette.muted), Text(str(data["text"]))]
         if data.get("args") is not None:
-            parts += [Rule("call arguments", align="left"),
-                      Syntax(json.dumps(data["args"], indent=2, ensure_ascii=False), "json", theme="ansi_dark", word_wrap=True)]
+            parts += [Rule("call arguments", align="left", style=palette.muted),
+                      Syntax(json.dumps(data["args"], indent=2, ensure_ascii=False), "json", theme=palette.syntax_theme(),
+                             word_wrap=True)]
         if data.get("result") is not None:
-            parts += [Rule("tool result", align="left"), Text(str(data["result"]))]
+            parts += [Rule("tool result", align="left", style=palette.muted), Text(str(data["result"]))]
         target.update(Group(*parts))
         self.post_message(self.StepShown(index))
 
     @on(LineTable.Highlighted, "#turns")
     def _highlighted(self, message: LineTable.Highlighted) -> None:
         self._show(message.key)
-        self.query_one("#turn-detail", VerticalScroll).scroll_home(animate=False)
+
+    @on(LineTable.FollowChanged, "#turns")
+    def _follow_changed(self, message: LineTable.FollowChanged) -> None:
+        message.table.border_title = "turns · following" if message.following else "turns"
 
     # ------------------------------------------------------------------ actions
 
@@ -233,7 +269,8 @@ class TraceScreen(RunScreen):
         self.agent_filter = agents[(i + 1) % len(agents)]
         self.refresh_view([])
 
-    def action_trial_filter(self) -> None:
+    def action_trace(self) -> None:
+        """Toggle the trace between every turn and the turns of the current step's trial."""
         if self.trial_filter is not None:
             keep = self.query_one("#turns", LineTable).cursor_key
             self.trial_filter = None

@@ -8,11 +8,15 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.reader import RawEvent
 from tui.screens.base import RunScreen, RunSession
+from tui.widgets.footer import KeysFooter
 from tui.widgets.trial_text import (
+    CLAIM,
+    MARKS,
+    REVIEW_GLYPH,
     change_renderable,
     fmt_score,
     fmt_sigma,
@@ -20,19 +24,24 @@ from tui.widgets.trial_text import (
     is_claim,
     lineage_text,
     log_tail,
+    marker_name,
     reviews_text,
 )
 
 
 class TrialScreen(RunScreen):
     BINDINGS = [
-        Binding("p", "parent", "Parent"),
-        Binding("n,right_square_bracket", "step(1)", "Next"),
-        Binding("b,left_square_bracket", "step(-1)", "Previous"),
+        Binding("p", "parent", "Parent", show=False),
+        Binding("right_square_bracket", "step(1)", "Next"),
+        Binding("left_square_bracket", "step(-1)", "Prev"),
         Binding("t", "trace", "Trace"),
-        Binding("a", "decide('approve')", "Approve"),
+        Binding("d", "compare_best", "Compare with the best", show=False),
+        Binding("D", "compare_pick", "Compare with a trial…", show=False),
+        # reviews append to the permanent log: keys no screen uses for anything else, each asks first
+        Binding("y", "decide('approve')", "Approve"),
         Binding("x", "decide('reject')", "Reject"),
-        Binding("f", "decide('flag')", "Flag"),
+        Binding("exclamation_mark", "decide('flag')", "Flag", key_display="!"),
+        Binding("u", "decide('withdraw')", "Withdraw review", show=False),
         Binding("escape", "back", "Back"),
     ]
 
@@ -46,7 +55,7 @@ class TrialScreen(RunScreen):
         yield Static("", id="trial-title")
         with VerticalScroll(id="trial-body"):
             yield Static("", id="trial-content")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.refresh_view([])
@@ -66,8 +75,13 @@ class TrialScreen(RunScreen):
                              ("  by ", "dim"), rec.agent, ("  parent ", "dim"), rec.parent or "-")
         if pos:
             text.append(f"  ({pos}/{len(self.order)})", "dim")
-        if rec.trial_id == self.state.best_id:
-            text.append("  ★ best", "bold green")
+        mark = marker_name(self.state, rec)
+        if mark is not None:
+            char, style = MARKS[mark]
+            text.append(f"  {char} {mark}", style)
+        if rec.review_status != "unreviewed":
+            label, style = REVIEW_GLYPH[rec.review_status]
+            text.append(f"  {label}", style)
         return text
 
     def _content(self) -> RenderableType:
@@ -87,7 +101,7 @@ class TrialScreen(RunScreen):
         if rec.promoted:
             outcome.append("   promoted", "green")
         if is_claim(rec):
-            outcome.append("   ⚑ awaiting review", "bold yellow")
+            outcome.append(f"   {CLAIM} awaiting review", "bold yellow")
         parts: list[RenderableType] = [
             Rule("hypothesis", align="left"),
             Text(rec.hypothesis or "(none)"),
@@ -136,6 +150,16 @@ class TrialScreen(RunScreen):
         from tui.screens.trace import TraceScreen
 
         self.app.push_screen(TraceScreen(self.session, trial_id=self.trial_id))
+
+    def action_compare_best(self) -> None:
+        from tui.screens.compare import compare_with_best
+
+        compare_with_best(self.app, self.session, self.trial_id)
+
+    def action_compare_pick(self) -> None:
+        from tui.screens.compare import pick_and_compare
+
+        pick_and_compare(self.app, self.session, self.trial_id)
 
     def action_decide(self, decision: str) -> None:
         from tui.screens.review import ask_and_record

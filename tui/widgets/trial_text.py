@@ -14,7 +14,7 @@ from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 
-from rrma.state import RunState, TrialRecord
+from rrma.state import REVIEW_STATUS, RunState, TrialRecord
 from tui.reader import RunModel
 
 STATUS_GLYPH: dict[str, tuple[str, str]] = {
@@ -29,8 +29,43 @@ STATUS_GLYPH: dict[str, tuple[str, str]] = {
     "aborted": ("■", "dim"),
 }
 
-REVIEW_GLYPH = {"approved": ("✔ approved", "green"), "rejected": ("✗ rejected", "red"),
-                "flagged": ("⚑ flagged", "yellow"), "unreviewed": ("", "")}
+# One symbol per meaning, everywhere (dashboard, trial view, review queue, lineage, header):
+MARKS: dict[str, tuple[str, str]] = {
+    "best": ("★", "bold green"),  # the current best, approved by a person (or the baseline)
+    "claim": ("☆", "bold yellow"),  # a best or would-be best no person has approved (the hitl gate holds one)
+    "promoted": ("↑", "green"),  # was the best once, improved on since
+    "approved": ("✔", "green"),  # review in force: approve
+    "rejected": ("✘", "red"),  # review in force: reject (a person's; the oracle's rejection is the status ✗)
+    "flagged": ("⚑", "yellow"),  # review in force: flag
+}
+BEST, CLAIM = MARKS["best"][0], MARKS["claim"][0]
+REVIEW_GLYPH = {status: (f"{MARKS[status][0]} {status}", MARKS[status][1]) for status in ("approved", "rejected", "flagged")}
+REVIEW_GLYPH["unreviewed"] = ("", "")
+
+
+Part = tuple[Text, int]  # a piece of a header line and its priority (0: always shown; higher goes first)
+
+
+def fit_line(parts: list[Part], width: int | None) -> Text:
+    """Join the parts of one header line; past ``width`` cells, drop the least important parts whole.
+
+    A part is never cut in the middle (a number half shown reads as another number); what does not
+    fit is left out, lowest priority first, then right to left.
+    """
+    keep = list(parts)
+    if width is not None:
+        while sum(p[0].cell_len for p in keep) > width:
+            droppable = [i for i, p in enumerate(keep) if p[1] > 0]
+            if not droppable:
+                break
+            worst = max(droppable, key=lambda i: (keep[i][1], i))
+            del keep[worst]
+    text = Text()
+    for piece, _ in keep:
+        text.append_text(piece)
+    if width is not None and text.cell_len > width:
+        text.truncate(width, overflow="ellipsis")
+    return text
 
 
 def glyph(status: str) -> Text:
@@ -43,7 +78,10 @@ def fmt_score(value: float | None) -> str:
 
 
 def fmt_sigma(value: float | None) -> str:
-    return "" if value is None else f"{value:+.1f}σ"
+    """``+9.4σ``; whole sigmas from 100 on (``+1498σ``), so a big effect fits its column uncut."""
+    if value is None:
+        return ""
+    return f"{value:+.0f}σ" if abs(value) >= 100 else f"{value:+.1f}σ"
 
 
 def is_claim(rec: TrialRecord) -> bool:
@@ -51,15 +89,21 @@ def is_claim(rec: TrialRecord) -> bool:
     return bool(rec.metrics.get("awaiting_review")) and not rec.promoted
 
 
-def best_marker(state: RunState, rec: TrialRecord) -> Text:
-    """★ approved best, ☆ unreviewed best (a claim), ⚑ awaiting review under the hitl gate."""
+def marker_name(state: RunState, rec: TrialRecord) -> str | None:
+    """best | claim | promoted | None: where a trial stands in the run's search for the best."""
     if rec.trial_id == state.best_id:
-        return Text("★", "bold green") if rec.review_status == "approved" or rec.baseline else Text("☆", "bold yellow")
+        return "best" if rec.review_status == "approved" or rec.baseline else "claim"
     if is_claim(rec):
-        return Text("⚑", "bold yellow")
+        return "claim"
     if rec.promoted:
-        return Text("↑", "green")
-    return Text(" ")
+        return "promoted"
+    return None
+
+
+def best_marker(state: RunState, rec: TrialRecord) -> Text:
+    """★ approved best, ☆ a claim (the unapproved best, or a would-be best the hitl gate holds), ↑ a former best."""
+    name = marker_name(state, rec)
+    return Text(*MARKS[name]) if name is not None else Text(" ")
 
 
 def trial_cells(state: RunState, rec: TrialRecord) -> list[str | Text]:
@@ -163,13 +207,17 @@ def log_tail(model: RunModel, rec: TrialRecord, lines: int = 20) -> str:
 def reviews_text(rec: TrialRecord) -> Text:
     text = Text()
     if is_claim(rec):
-        text.append("awaiting review: a would-be new best held by the hitl gate\n", "bold yellow")
+        text.append(f"{CLAIM} awaiting review: a would-be new best held by the hitl gate\n", "bold yellow")
     if not rec.reviews:
         text.append("no reviews yet", "dim")
     for review in rec.reviews:
-        label, style = REVIEW_GLYPH[{"approve": "approved", "reject": "rejected", "flag": "flagged"}[review["decision"]]]
-        text.append(f"{label}", style)
-        text.append(f" by {review['reviewer']} at {review['ts'][:19].replace('T', ' ')}")
+        status = REVIEW_STATUS[review["decision"]]
+        label, style = REVIEW_GLYPH[status] if status != "unreviewed" else ("↶ withdrawn", "dim")
+        superseded = review is not rec.reviews[-1]
+        text.append(f"{label}", f"{style} strike" if superseded else style)
+        text.append(f" by {review['reviewer']} at {review['ts'][:19].replace('T', ' ')} (seq {review['seq']})")
+        if superseded:
+            text.append(" superseded", "dim")
         if review.get("signed"):  # a signature is present; `rrma-tui verify --allowed-signers` checks it
             text.append(f" ✔signed ({review.get('key_fingerprint') or 'key unknown'})", "green")
         else:

@@ -1,0 +1,400 @@
+"""The reader's checkpoint: a reopen restores exactly what a full fold gives, or ignores the checkpoint.
+
+Each test writes a checkpoint the way the dashboard does (load, index the turns, which writes it
+in a thread; ``checkpoint.wait`` joins that), then reopens and compares the model with a fold of
+the whole log: the state, the unreadable lines, the turn index, the offset to tail from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import stat
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from make_run import make_run
+
+import tui.reader as reader
+from rrma.store import RunStore
+from rrma.verify import verify_run
+from tui.reader import CHECKPOINT_NAME, RunModel, RunReader, checkpoint_paths, summarize_run
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Checkpoints that do not fit in a run directory go to a cache of this test's own."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    return cache
+
+
+def open_run(run_dir: Path, **kwargs: Any) -> RunModel:
+    """Open as the dashboard does (any log size may be checkpointed here), index the turns, wait for the write."""
+    model = RunReader(run_dir, checkpoint_min_bytes=0, **kwargs).load()
+    model.attach_index(model.index_turns())
+    model.checkpoint.wait(30)
+    return model
+
+
+def full_fold(run_dir: Path, *, indexed: bool = True) -> RunModel:
+    model = RunReader(run_dir, use_checkpoint=False, write_checkpoint=False).load()
+    if indexed:
+        model.attach_index(model.index_turns())
+    return model
+
+
+def picture(model: RunModel, *, indexed: bool = True) -> dict[str, Any]:
+    """Everything a screen reads from a model (before the index: what differs is only what waits for it)."""
+    state = model.state
+    out: dict[str, Any] = {name: value for name, value in vars(state).items() if name not in ("trials", "agents")}
+    out["trials"] = {tid: vars(rec) for tid, rec in state.trials.items()}
+    out["agents"] = {name: vars(rec) for name, rec in state.agents.items()}
+    out["torn"] = [(t.offset, t.error) for t in model.torn]
+    out["turns"] = [dataclasses.astuple(t) for t in model.turns]
+    out["offset"] = model.offset
+    if indexed:
+        out["unindexed"], out["turns_indexed"] = list(model.unindexed), model.turns_indexed
+    return out
+
+
+def write_checkpoint(run_dir: Path) -> Path:
+    model = open_run(run_dir)
+    assert model.checkpoint.loaded is None and model.checkpoint.error == ""
+    path = model.checkpoint.written
+    assert path == run_dir / CHECKPOINT_NAME and path.is_file()
+    return path
+
+
+def bad_turn_line(run_dir: Path) -> bytes:
+    """A turn line the load stubs but the index refuses (its ``seq`` is a string; the store skips it too)."""
+    for line in (run_dir / "events.jsonl").read_bytes().splitlines():
+        raw = json.loads(line)
+        if raw["kind"] == "agent.turn" and raw["actor"].startswith("agent:"):
+            raw["seq"] = str(raw["seq"])
+            return json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()
+    raise AssertionError("no turn in the run")
+
+
+def damaged_run(tmp_path: Path) -> Path:
+    """A running run with every kind of line the fold treats specially: torn, refused turn, a turn it parses itself."""
+    run_dir = make_run(tmp_path, "r", trials=8, tool_turns=2, finished=False, hitl=True, pending_claims=1)
+    with open(run_dir / "events.jsonl", "ab") as fh:
+        fh.write(b'{"v": 99, "seq": 5, "ts": "", "kind": "note", "actor": "h", "data": {}}\n')  # a future schema
+        fh.write(bad_turn_line(run_dir) + b"\n")
+        fh.write(b'{"actor":"agent:alice","data":{"agent"')  # torn mid-write, sealed by the next append
+    store = RunStore(run_dir)
+    store.append("agent.turn", "human:ann", {"agent": "ann", "role": "user", "text": "look at the warmup"})
+    store.append("note", "harness", {"text": "after the damage"})
+    store.close()
+    return run_dir
+
+
+def append_more(run_dir: Path, n: int = 3) -> None:
+    store = RunStore(run_dir)
+    blob = store.put_json_blob({"hypothesis": "late idea", "edits": []})
+    for i in range(n):
+        tid = f"late{i}"
+        store.append("agent.turn", "agent:bob", {"agent": "bob", "role": "assistant", "text": f"trying {tid}",
+                                                 "tokens_in": 10, "tokens_out": 5})
+        store.append("trial.proposed", "agent:bob", {"trial_id": tid, "parent": "base-0", "agent": "bob",
+                                                     "hypothesis": "late idea", "proposal_blob": blob})
+        store.append("trial.finished", "oracle", {"trial_id": tid, "status": "ok", "score": 2.3 - i / 100})
+        store.append("blackboard.post", "agent:bob", {"agent": "bob", "text": f"{tid} done", "trial_id": tid})
+    store.close()
+
+
+def rebuild(path: Path, edit_header: Any = None, edit_turns: Any = None) -> None:
+    """Rewrite a checkpoint file with its header and/or turns doc changed (and CRCs made right again)."""
+    data = path.read_bytes()
+    n = len(reader._MAGIC)
+    length = int.from_bytes(data[n: n + 8], "little")
+    header = json.loads(data[n + 8: n + 8 + length])
+    body, pos, sections = data[n + 8 + length:], 0, []
+    for name, size, _ in header["sections"]:
+        part = body[pos: pos + size]
+        pos += size
+        if name == "turns" and edit_turns is not None:
+            doc = json.loads(part)
+            edit_turns(doc)
+            part = json.dumps(doc).encode()
+        sections.append((name, part))
+    header["sections"] = [[name, len(part), zlib.crc32(part)] for name, part in sections]
+    if edit_header is not None:
+        edit_header(header)
+    head = json.dumps(header).encode()
+    path.write_bytes(reader._MAGIC + len(head).to_bytes(8, "little") + head + b"".join(p for _, p in sections))
+
+
+# ----------------------------------------------------------------------------- a checkpoint is the fold
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_reopen_from_checkpoint_is_the_full_fold(tmp_path: Path, damaged: bool) -> None:
+    run_dir = damaged_run(tmp_path) if damaged else make_run(tmp_path, "r", trials=12, hitl=True, pending_claims=1)
+    write_checkpoint(run_dir)
+    model = RunReader(run_dir).load()
+    assert model.checkpoint.loaded == run_dir / CHECKPOINT_NAME and not model.checkpoint.ignored
+    assert not model.checkpoint.due  # nothing appended since: no new checkpoint
+    ref = full_fold(run_dir, indexed=False)
+    assert picture(model, indexed=False) == picture(ref, indexed=False)  # what the first paint shows
+    if damaged:
+        assert len(model.torn) == 2  # the future-schema line and the torn fragment; the bad turn waits for the index
+        assert model.state.notes == ["after the damage"] and [t.agent for t in model.turns] == ["ann"]
+    model.attach_index(model.index_turns())
+    ref.attach_index(ref.index_turns())
+    assert picture(model) == picture(ref)
+    assert model.turns_indexed and len(model.turns) == len(ref.turns) > 0
+    if damaged:
+        assert len(model.torn) == 3 and any("seq: not an integer" in t.error for t in model.torn)
+
+
+def test_lines_appended_after_the_checkpoint_are_the_only_ones_read(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = damaged_run(tmp_path)
+    write_checkpoint(run_dir)
+    covered = (run_dir / "events.jsonl").stat().st_size
+    append_more(run_dir)
+    with open(run_dir / "events.jsonl", "ab") as fh:
+        fh.write(b'{"actor":"agent:bob","data"')  # a writer caught mid-line: not read yet
+    bases: list[int] = []
+    parse = reader.parse_lines
+
+    def spy(data: bytes, base: int, *, stub_turns: bool) -> reader.ParsedChunk:
+        bases.append(base)
+        return parse(data, base, stub_turns=stub_turns)
+
+    monkeypatch.setattr(reader, "parse_lines", spy)
+    model = RunReader(run_dir).load()
+    assert model.checkpoint.offset == covered and bases and min(bases) == covered
+    monkeypatch.setattr(reader, "parse_lines", parse)
+    ref = full_fold(run_dir, indexed=False)
+    assert picture(model, indexed=False) == picture(ref, indexed=False)
+    model.attach_index(model.index_turns())
+    ref.attach_index(ref.index_turns())
+    assert picture(model) == picture(ref)
+    assert [t.trial_id for t in model.state.trials.values()][-3:] == ["late0", "late1", "late2"]
+    assert model.offset < (run_dir / "events.jsonl").stat().st_size  # the partial line is left for the tail
+
+
+def test_a_grown_log_gets_a_new_checkpoint_covering_the_tail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = damaged_run(tmp_path)
+    first = write_checkpoint(run_dir).stat().st_mtime_ns
+    append_more(run_dir)
+    monkeypatch.setattr(reader, "CHECKPOINT_REFRESH_BYTES", 1)
+    model = open_run(run_dir)
+    assert model.checkpoint.loaded is not None and model.checkpoint.written == run_dir / CHECKPOINT_NAME
+    assert (run_dir / CHECKPOINT_NAME).stat().st_mtime_ns != first
+    again = RunReader(run_dir).load()
+    assert again.checkpoint.offset == (run_dir / "events.jsonl").stat().st_size
+    again.attach_index(again.index_turns())
+    assert picture(again) == picture(full_fold(run_dir))
+
+
+def test_lines_folded_while_the_snapshot_is_taken_are_not_in_it(tmp_path: Path) -> None:
+    """The UI thread folds new lines under the model's lock, so the snapshot is the state at its offset."""
+    run_dir = make_run(tmp_path, "r", trials=6, finished=False)
+    run_reader = RunReader(run_dir, checkpoint_min_bytes=0)
+    model = run_reader.load()  # the snapshot thread holds the lock now
+    append_more(run_dir)
+    chunk = run_reader.poll()
+    assert chunk is not None
+    model.apply(chunk)  # waits for the snapshot
+    model.attach_index(model.index_turns())
+    assert model.checkpoint.wait(30) is not None
+    reopened = RunReader(run_dir).load()
+    assert reopened.checkpoint.loaded is not None and reopened.checkpoint.offset < reopened.offset
+    reopened.attach_index(reopened.index_turns())
+    assert picture(reopened) == picture(full_fold(run_dir))
+
+
+def test_runs_list_summary_comes_from_the_checkpoint_header(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = make_run(tmp_path, "r", trials=12)
+    folded = summarize_run(run_dir)
+    write_checkpoint(run_dir)
+    monkeypatch.setattr(RunReader, "load", lambda self: pytest.fail("summarized by folding the log"))
+    assert summarize_run(run_dir) == folded
+    monkeypatch.undo()
+    append_more(run_dir, 1)  # the checkpoint no longer covers the whole log: summarized from a load
+    assert summarize_run(run_dir).trials == folded.trials + 1
+
+
+# ----------------------------------------------------------------------------- a checkpoint that does not fit
+
+
+def truncate_log(run_dir: Path, path: Path) -> None:
+    lines = (run_dir / "events.jsonl").read_bytes().splitlines(keepends=True)
+    (run_dir / "events.jsonl").write_bytes(b"".join(lines[:-5]))
+    (run_dir / "head.json").unlink()  # else the store refuses to append to a cut log (as it should)
+
+
+def truncate_then_regrow(run_dir: Path, path: Path) -> None:
+    """Cut back, then appended past the old end again: as long as before, different bytes at the end."""
+    truncate_log(run_dir, path)
+    append_more(run_dir, 2)
+
+
+def change_last_line(run_dir: Path, path: Path) -> None:
+    log = run_dir / "events.jsonl"
+    data = bytearray(log.read_bytes())
+    at = data.rindex(b'"ts":"') + 8  # a digit of the year in the last line's timestamp: same length
+    data[at] = ord("9") if data[at] != ord("9") else ord("8")
+    log.write_bytes(bytes(data))
+
+
+def change_first_line(run_dir: Path, path: Path) -> None:
+    log = run_dir / "events.jsonl"
+    data = bytearray(log.read_bytes())
+    at = data.index(b'"ts":"') + 8
+    data[at] = ord("9") if data[at] != ord("9") else ord("8")
+    log.write_bytes(bytes(data))
+
+
+def replace_run(run_dir: Path, path: Path) -> None:
+    """Another run written at the same place (the checkpoint file left over from the first)."""
+    (run_dir / "events.jsonl").unlink()
+    (run_dir / "head.json").unlink(missing_ok=True)
+    saved = path.read_bytes()
+    make_run(run_dir.parent, run_dir.name, trials=14, seed=3)
+    path.write_bytes(saved)
+    path.chmod(0o600)
+
+
+def garbage(run_dir: Path, path: Path) -> None:
+    path.write_bytes(os.urandom(4096))
+
+
+def empty(run_dir: Path, path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def cut_short(run_dir: Path, path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-100])
+
+
+def flipped_byte_in_state(run_dir: Path, path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    at = data.index(b'"trials":{') + 20
+    data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def other_version(run_dir: Path, path: Path) -> None:
+    rebuild(path, edit_header=lambda h: h.update(version=h["version"] + 1))
+
+
+def other_code(run_dir: Path, path: Path) -> None:
+    rebuild(path, edit_header=lambda h: h.update(fingerprint="0" * 64))
+
+
+def writable_by_others(run_dir: Path, path: Path) -> None:
+    path.chmod(0o666)
+
+
+def a_symlink(run_dir: Path, path: Path) -> None:
+    real = run_dir.parent / "elsewhere"
+    path.rename(real)
+    path.symlink_to(real)
+
+
+@pytest.mark.parametrize("spoil, why", [
+    (truncate_log, "the log has"),  # the log is shorter than the checkpoint
+    (truncate_then_regrow, "does not hold"),  # as long again, but the bytes before the checkpoint's offset differ
+    (change_last_line, "not those the checkpoint was taken from"),  # the line just before the offset, rewritten
+    (change_first_line, "not those the checkpoint was taken from"),  # ... or the first line
+    (replace_run, "does not hold"),  # a different run at the same path
+    (garbage, "not a checkpoint file"), (empty, "not a checkpoint file"),  # damaged files
+    (cut_short, "sections"), (flipped_byte_in_state, "state section is damaged"),
+    (other_version, "another version"), (other_code, "another version"),  # another layout, another fold
+    (writable_by_others, "writable only by them"), (a_symlink, "symbolic link"),  # planted by someone else?
+])
+def test_a_checkpoint_that_does_not_fit_is_ignored(tmp_path: Path, spoil: Any, why: str) -> None:
+    run_dir = damaged_run(tmp_path)
+    path = write_checkpoint(run_dir)
+    spoil(run_dir, path)
+    model = RunReader(run_dir).load()
+    assert model.checkpoint.loaded is None
+    assert len(model.checkpoint.ignored) == 1 and model.checkpoint.ignored[0].startswith(str(path))
+    assert why in model.checkpoint.ignored[0]
+    assert picture(model, indexed=False) == picture(full_fold(run_dir, indexed=False), indexed=False)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="only root can give a file to another user")
+def test_a_checkpoint_owned_by_another_user_is_ignored(tmp_path: Path) -> None:
+    run_dir = damaged_run(tmp_path)
+    path = write_checkpoint(run_dir)
+    os.chown(path, 4242, -1)
+    model = RunReader(run_dir).load()
+    assert model.checkpoint.loaded is None and "owned by this user" in model.checkpoint.ignored[0]
+
+
+def test_a_turn_index_that_does_not_hold_together_is_read_from_the_log(tmp_path: Path) -> None:
+    run_dir = damaged_run(tmp_path)
+    path = write_checkpoint(run_dir)
+    rebuild(path, edit_turns=lambda doc: doc["ts"].pop())  # one ts short of the columns; CRCs made right
+    model = RunReader(run_dir).load()
+    assert model.checkpoint.loaded == path
+    model.attach_index(model.index_turns())
+    assert "turn index" in model.checkpoint.ignored[0]
+    assert picture(model) == picture(full_fold(run_dir))
+
+
+# ----------------------------------------------------------------------------- where it is written
+
+
+def test_read_only_run_dir_uses_the_cache(tmp_path: Path, private_cache: Path) -> None:
+    run_dir = damaged_run(tmp_path)
+    (run_dir / CHECKPOINT_NAME).mkdir()  # the run directory refuses the file (as a read-only one would, even to root)
+    (run_dir / CHECKPOINT_NAME / "x").write_text("x")
+    model = open_run(run_dir)
+    cached = checkpoint_paths(run_dir)[1]
+    assert model.checkpoint.written == cached and cached.is_relative_to(private_cache)
+    assert stat.S_IMODE(cached.stat().st_mode) == 0o600
+    again = RunReader(run_dir).load()
+    assert again.checkpoint.loaded == cached
+    again.attach_index(again.index_turns())
+    assert picture(again) == picture(full_fold(run_dir))
+
+
+def test_nowhere_to_write_still_opens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = damaged_run(tmp_path)
+    (run_dir / CHECKPOINT_NAME).mkdir()
+    (run_dir / CHECKPOINT_NAME / "x").write_text("x")
+    (tmp_path / "not-a-dir").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-dir"))
+    model = open_run(run_dir)
+    assert model.checkpoint.written is None and "checkpoint not written" in model.checkpoint.error
+    assert picture(model) == picture(full_fold(run_dir))
+    assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]  # no temporary file left behind
+
+
+@pytest.mark.skipif(os.getuid() == 0, reason="root writes into read-only directories")
+def test_read_only_run_dir_by_its_mode(tmp_path: Path) -> None:
+    run_dir = damaged_run(tmp_path)
+    run_dir.chmod(0o555)
+    try:
+        model = open_run(run_dir)
+        assert model.checkpoint.written == checkpoint_paths(run_dir)[1]
+    finally:
+        run_dir.chmod(0o755)
+
+
+def test_small_logs_are_not_checkpointed(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path, "r", trials=4)
+    model = RunReader(run_dir).load()  # the default threshold: a few MiB
+    model.attach_index(model.index_turns())
+    assert not model.checkpoint.due and model.checkpoint.wait() is None
+    assert not (run_dir / CHECKPOINT_NAME).exists()
+
+
+def test_the_checkpoint_file_is_no_part_of_the_run(tmp_path: Path) -> None:
+    """verify and the runs list see the same run with or without it."""
+    run_dir = make_run(tmp_path, "r", trials=6)
+    before = verify_run(run_dir)
+    write_checkpoint(run_dir)
+    after = verify_run(run_dir)
+    assert (after.errors, after.warnings) == (before.errors, before.warnings)
+    assert reader.find_runs(tmp_path) == [run_dir]

@@ -431,13 +431,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run_loop_headless(task, args)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def set_overrides(items: list[str]) -> dict[str, Any]:
+    """``--set KEY=VALUE`` options as task overrides (each VALUE read as YAML); CliError names a bad one."""
     import yaml
 
-    from rrma.task import load_task
-
     overrides = {}
-    for item in args.set:
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep:
             raise CliError(f"--set {item!r}: expected KEY=VALUE")
@@ -446,7 +445,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise CliError(f"--set {item!r}: the value is not valid YAML ({problem})") from None
-    task = apply_overrides(load_task(args.task, overrides), args)
+    return overrides
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+
+    from rrma.task import load_task
+
+    task = apply_overrides(load_task(args.task, set_overrides(args.set)), args)
     if not args.headless:  # the TUI watches a headless driver of the same command (tui/driver.py)
         from tui.app import run_app
 

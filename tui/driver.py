@@ -136,23 +136,12 @@ def _parse_quietly(parser: argparse.ArgumentParser, args: list[str]) -> argparse
 
 
 def _check_task(parsed: argparse.Namespace) -> None:
-    import yaml
-
     from rrma.task import TaskError, load_task
-    from tui.cli import apply_overrides
+    from tui.cli import CliError, apply_overrides, set_overrides
 
-    overrides = {}
-    for item in getattr(parsed, "set", []) or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise StartError(f"--set {item!r}: expected KEY=VALUE")
-        try:
-            overrides[key] = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise StartError(f"--set {item!r}: the value is not valid YAML ({str(exc).splitlines()[0]})") from None
     try:
-        apply_overrides(load_task(parsed.task, overrides), parsed)
-    except TaskError as exc:
+        apply_overrides(load_task(parsed.task, set_overrides(getattr(parsed, "set", []) or [])), parsed)
+    except (CliError, TaskError) as exc:
         raise StartError(str(exc)) from None
     except OSError as exc:
         raise StartError(f"{parsed.task}: {exc.strerror or exc}") from None

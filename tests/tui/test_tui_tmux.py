@@ -50,6 +50,15 @@ class Tmux:
             self.run("send-keys", "-t", self.session, key)
             time.sleep(0.15)
 
+    def quit_cleanly(self) -> None:
+        """Press q; the app must exit 0 within 15 s (the shell writes its exit code to ``done``)."""
+        self.send("q")
+        deadline = time.monotonic() + 15
+        while not self.exit_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert self.exit_file.exists() and self.exit_file.read_text().strip() == "0", \
+            f"the app did not quit cleanly; {self.post_mortem()}"
+
     def wait_for(self, text: str, timeout: float = 20.0) -> str:
         deadline = time.monotonic() + timeout
         screen = ""
@@ -88,11 +97,7 @@ def test_open_trace_approve_quit_in_tmux(tmp_path: Path) -> None:
         tmux.wait_for("note (Enter to confirm")
         tmux.send("looks right", "Enter")
         tmux.wait_for("recorded")
-        tmux.send("q")
-        deadline = time.monotonic() + 15
-        while not done.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert done.exists() and done.read_text().strip() == "0", f"the app did not quit cleanly; {tmux.post_mortem()}"
+        tmux.quit_cleanly()
     finally:
         subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
@@ -151,11 +156,7 @@ def test_pause_continue_stop_a_headless_run_from_the_tui_then_resume_it(tmp_path
         tmux.wait_for("Resume run")
         tmux.send("Enter")
         tmux.wait_for("finished (max_trials)", timeout=60)  # the open dashboard followed the resumed run
-        tmux.send("q")
-        deadline = time.monotonic() + 15
-        while not done.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert done.exists() and done.read_text().strip() == "0", f"the app did not quit cleanly; {tmux.post_mortem()}"
+        tmux.quit_cleanly()
     finally:
         subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
         if headless.poll() is None:

@@ -241,7 +241,7 @@ class DashboardScreen(RunScreen):
             with Vertical(id="dash-left"):
                 yield Static("", id="filter-bar")
                 yield Input(placeholder="filter text (id, agent, hypothesis); Enter applies, Esc closes", id="filter-input")
-                yield LineTable(TRIAL_COLUMNS, self._row, id="trials")
+                yield LineTable(TRIAL_COLUMNS, self._row, id="trials", select_label="Trial")
             with Vertical(id="dash-right"):
                 yield ScoreChart(id="chart", min_interval=2.0)
                 yield Static("", id="agents", classes="panel")

@@ -98,7 +98,7 @@ class ReviewScreen(RunScreen):
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title")
         with Horizontal(id="review-body"):
-            yield LineTable(QUEUE_COLUMNS, self._row, id="queue")
+            yield LineTable(QUEUE_COLUMNS, self._row, id="queue", select_label="Open trial")
             with VerticalScroll(id="review-detail"):
                 yield Static("", id="review-detail-text")
         yield KeysFooter()

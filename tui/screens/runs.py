@@ -62,7 +62,7 @@ class RunsScreen(WorkerScreen):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="runs-title")
-        yield LineTable(RUN_COLUMNS, self._row, id="runs")
+        yield LineTable(RUN_COLUMNS, self._row, id="runs", select_label="Open run")
         yield KeysFooter()
 
     def on_mount(self) -> None:

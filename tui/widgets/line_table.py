@@ -168,9 +168,11 @@ class LineTable(ScrollView, can_focus=True):
             return self.table
 
     def __init__(self, columns: Sequence[Column], render_row: Callable[[str], Sequence[str | Text]],
-                 *, live_end: LiveEnd | None = None, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+                 *, live_end: LiveEnd | None = None, select_label: str | None = None, name: str | None = None,
+                 id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
+        if select_label:  # Enter acts here: the footer says what it opens (the table's binding hides the screen's)
+            self._bindings.key_to_bindings["enter"] = [Binding("enter", "select", select_label)]
         self.columns = list(columns)
         self.render_row = render_row
         self.rows: list[str] = []

@@ -254,7 +254,8 @@ class TrialCgroup:
             with contextlib.suppress(OSError):
                 (self.dirs[0] / "cgroup.kill").write_text("1")
         deadline = time.monotonic() + timeout_s
-        while True:
+        pause = 0.0005  # a process that has just exited leaves its cgroup within a millisecond or so: look
+        while True:      # again soon, then back off (every trial ends here, so this is on its critical path)
             pids = self.members()
             if not pids or time.monotonic() > deadline:
                 break
@@ -262,21 +263,25 @@ class TrialCgroup:
             for pid in pids:  # members are ours: a pid stays a member until it is reaped
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
-            time.sleep(0.01)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
         return len(seen)
 
     def remove(self) -> None:
         """Kill what is left and remove the directories (a cgroup with members cannot go)."""
         self.kill()
         for d in self.dirs:
-            for _ in range(50):
+            pause, waited = 0.0005, 0.0
+            while waited < 1.0:  # EBUSY while the kernel still counts an exiting member
                 try:
                     d.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.02)
+                    time.sleep(pause)
+                    waited += pause
+                    pause = min(pause * 2, 0.02)
 
 
 def _scope_dirs(tag: str) -> Iterator[Path]:

@@ -454,7 +454,10 @@ def _supervise(
         # delayed kill from a timer could hit a recycled pid (pid_max is often 32768)
         if term_sent and now - term_sent[0] >= TERM_GRACE_S:
             signal_all(signal.SIGKILL)
-        time.sleep(poll_s)
+        # wait for the leader up to poll_s: an exit is seen at once, not at the next tick (a short trial
+        # would otherwise always cost a whole poll interval)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=poll_s)
     returncode = proc.returncode
     if guarded and returncode is not None and 128 < returncode <= 128 + 64:
         returncode = -(returncode - 128)  # bwrap reports a child killed by signal N as 128 + N

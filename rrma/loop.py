@@ -64,7 +64,8 @@ EventHook = Callable[[Any], None]
 BASELINE_AGENT = "baseline"
 FEEDBACK_LOG_CHARS = 8000  # trial.finished keeps this much feedback: its head (the verdict) and its tail
 POLL_SECONDS = 0.2  # how often the agent phase folds the log (reviews, orders) and a paused agent looks again
-STEER_IN_CONTEXT = 10  # the latest steer notes an agent's context carries
+STEER_IN_CONTEXT = 10
+STALE_GRACE_S = 3.0  # resume waits this long for the processes of a killed harness's trials to end before refusing  # the latest steer notes an agent's context carries
 
 
 class RunFailed(Exception):
@@ -735,7 +736,12 @@ def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHoo
     for trial_id in interrupted:
         # a harness killed mid-trial could not stop its trial's processes (the sandbox dies with it;
         # an unguarded program may not): never start the trial again while one still runs there
-        stale = stale_processes(store.trial_dir(trial_id) / "work")
+        workdir = store.trial_dir(trial_id) / "work"
+        stale = stale_processes(workdir)
+        deadline = time.monotonic() + STALE_GRACE_S
+        while stale and time.monotonic() < deadline:  # a sandbox killed with its harness takes a moment to go
+            time.sleep(0.05)
+            stale = stale_processes(workdir)
         if stale:
             raise RunLocked(f"{run_dir}: trial {trial_id} of the run that was interrupted still has running "
                             f"process(es) {', '.join(map(str, stale))}; stop them (kill {' '.join(map(str, stale))})"

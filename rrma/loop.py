@@ -64,8 +64,8 @@ EventHook = Callable[[Any], None]
 BASELINE_AGENT = "baseline"
 FEEDBACK_LOG_CHARS = 8000  # trial.finished keeps this much feedback: its head (the verdict) and its tail
 POLL_SECONDS = 0.2  # how often the agent phase folds the log (reviews, orders) and a paused agent looks again
-STEER_IN_CONTEXT = 10
-STALE_GRACE_S = 3.0  # resume waits this long for the processes of a killed harness's trials to end before refusing  # the latest steer notes an agent's context carries
+STEER_IN_CONTEXT = 10  # the latest steer notes an agent's context carries
+STALE_GRACE_S = 3.0  # resume waits this long for the processes of a killed harness's trials to end before refusing
 
 
 class RunFailed(Exception):

@@ -15,8 +15,14 @@ REGISTRY: dict[str, str] = {
     "random-search": "agents.random_search:RandomSearchAgent",
     "replay": "agents.replay:ReplayAgent",
     "tactic-portfolio": "agents.tactic_portfolio:TacticPortfolioAgent",
+    "proof-search": "agents.proof_search:ProofSearchAgent",
     "anthropic": "agents.anthropic_agent:AnthropicAgent",
     "openai": "agents.openai_agent:OpenAIAgent",
+    # coding agents: an external program in a sandboxed copy of the parent's workspace (agents/coding)
+    "claude-code": "agents.coding.agent:ClaudeCodeAgent",
+    "codex": "agents.coding.agent:CodexAgent",
+    "aider": "agents.coding.agent:AiderAgent",
+    "command": "agents.coding.agent:CommandAgent",
 }
 
 

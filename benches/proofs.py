@@ -71,6 +71,10 @@ DEFAULT_ATTEMPTS = 40
 DEFAULT_THEOREM_SECONDS = 30.0
 DEFAULT_CHECK_SECONDS = 10.0
 DEFAULT_AGENTS = 2
+# --agent NAME: the agent backend, and how many agents by default (one search agent: a second one
+# would repeat the same deterministic search)
+AGENT_BACKENDS: dict[str, tuple[str, int]] = {"portfolio": ("tactic-portfolio", DEFAULT_AGENTS),
+                                              "search": ("proof-search", 1)}
 
 # Known cheats per prover, used by --red-team: every one must be rejected with cheat=True.
 RED_TEAM: dict[str, list[str]] = {
@@ -85,6 +89,10 @@ RED_TEAM: dict[str, list[str]] = {
         "Declare ML Module \"evil_plugin\". auto.",
         "native_compute. reflexivity.",
         "Lemma helper : False. Admitted.",
+        "Proof with admit. idtac...",  # the tactic of `Proof with` is screened too
+        # these two pass the lexical screen: Coq's kernel refuses them at Qed
+        "exact_no_check tt.",
+        "change_no_check unit. exact tt.",
     ],
     "lean": ["sorry", "by sorry", "by\n  exact sorry"],
 }
@@ -92,8 +100,12 @@ RED_TEAM: dict[str, list[str]] = {
 
 def add_proof_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every proof bench takes (the CLI's common ones come from tui.cli)."""
-    parser.add_argument("--source", type=Path, action="append",
-                        help="strip and run this file instead of the bench's own suite (repeatable)")
+    parser.add_argument("--source", type=Path, action="extend", nargs="+", metavar="FILE_OR_DIR",
+                        help="strip and run these files (a directory: every file in it, recursively) instead "
+                             "of the bench's own suite (repeatable)")
+    parser.add_argument("--agent", choices=sorted(AGENT_BACKENDS), action="append",
+                        help="the offline prover: portfolio (closed tactic scripts) or search (best-first "
+                             "proof-state search); repeat it to compare both on the same theorems in one run")
     parser.add_argument("--attempts", type=int, help=f"attempts per theorem (default {DEFAULT_ATTEMPTS})")
     parser.add_argument("--theorem-seconds", type=float,
                         help=f"wall-clock budget per theorem (default {DEFAULT_THEOREM_SECONDS:g})")
@@ -132,6 +144,7 @@ def _opt(args: argparse.Namespace, name: str, default: Any) -> Any:
 class TheoremResult:
     name: str
     difficulty: str
+    source: str = ""
     solved: bool = False
     attempts: int = 0
     seconds: float = 0.0
@@ -165,6 +178,11 @@ class BenchSummary:
                 row["solved"] += 1
                 row["attempts"] += r.attempts
                 row["seconds"] += r.seconds
+        by_file: dict[str, dict[str, int]] = {}
+        for r in self.results:
+            row = by_file.setdefault(Path(r.source).name or "-", {"total": 0, "solved": 0})
+            row["total"] += 1
+            row["solved"] += int(r.solved)
         by_status: dict[str, int] = {}
         for r in self.results:
             key = "solved" if r.solved else "open"
@@ -174,6 +192,7 @@ class BenchSummary:
             "metric": "solved", "direction": "maximize", "best_score": self.solved, "trials": self.checks,
             "by_status": by_status, "cache_hits": 0,
             "bench": self.bench, "solved": self.solved, "total": len(self.results), "by_difficulty": by,
+            "by_file": by_file,
             "cheats_rejected": self.cheats_rejected, "cheats_accepted": self.cheats_accepted,
             "checks": self.checks, "check_seconds": round(self.check_seconds, 3),
             "theorems": {r.name: {"solved": r.solved, "attempts": r.attempts, "seconds": round(r.seconds, 3),
@@ -220,10 +239,65 @@ def _theorem_view(task: TheoremTask) -> dict[str, Any]:
 
 def run_proof_bench(args: argparse.Namespace, checker: ProofChecker, tasks: list[TheoremTask],
                     bench_name: str) -> int:
+    """Run the bench once per ``--agent`` (default: once with ``--backend``); compare them at the end.
+
+    With several ``--agent`` values every agent gets the same theorems and the same checker, one
+    run directory each, and a last table puts their solved counts side by side, per file.
+    """
+    kinds = list(dict.fromkeys(_opt(args, "agent", []) or []))
+    if not kinds:
+        return _run_proof_bench_once(args, checker, tasks, bench_name)[0]
+    rows: list[tuple[str, BenchSummary | None, float]] = []
+    code = 0
+    for kind in kinds:
+        backend, default_agents = AGENT_BACKENDS[kind]
+        one = argparse.Namespace(**vars(args))
+        one.backend = backend
+        if getattr(args, "agents", None) is None:
+            one.agents = default_agents
+        started = time.monotonic()
+        rc, summary = _run_proof_bench_once(one, checker, tasks, bench_name)
+        rows.append((kind, summary, time.monotonic() - started))
+        code = max(code, rc)
+    if len(rows) > 1:
+        print_comparison(rows)
+    return code
+
+
+def print_comparison(rows: Sequence[tuple[str, BenchSummary | None, float]]) -> None:
+    """``--agent portfolio --agent search``: solved per file and in total, side by side."""
+    files: list[str] = []
+    for _, summary, _ in rows:
+        for name in (summary.as_dict()["by_file"] if summary else {}):
+            if name not in files:
+                files.append(name)
+    table = Table(title="agents compared")
+    table.add_column("file")
+    for kind, _, _ in rows:
+        table.add_column(kind, justify="right")
+    for name in [*files, "all"]:
+        cells = []
+        for _, summary, _ in rows:
+            if summary is None:
+                cells.append("-")
+                continue
+            data = summary.as_dict()
+            row = data["by_file"].get(name) if name != "all" else {"solved": data["solved"], "total": data["total"]}
+            cells.append(f"{row['solved']}/{row['total']}" if row else "-")
+        table.add_row(name, *cells, style="bold" if name == "all" else None)
+    console.print(table)
+    for kind, summary, seconds in rows:
+        if summary is not None:
+            print(f"agent {kind}: solved {summary.solved}/{len(summary.results)} in {seconds:.1f} s wall", flush=True)
+
+
+def _run_proof_bench_once(args: argparse.Namespace, checker: ProofChecker, tasks: list[TheoremTask],
+                          bench_name: str) -> tuple[int, BenchSummary | None]:
     """Run every task with the agents of ``args`` against ``checker``; print the summary table.
 
     Reads from ``args`` (all optional except ``runs``): runs, agents, backend, model, seed,
-    quiet, attempts, theorem_seconds, check_seconds, only, difficulty, limit, red_team.
+    quiet, attempts, theorem_seconds, check_seconds, only, difficulty, limit, red_team,
+    agent_params (a dict given to every agent as its params).
     Returns 0 when the bench ran, 1 when the checker failed, 2 for bad input (no theorems...).
     """
     runs = Path(_opt(args, "runs", Path("runs")))
@@ -235,11 +309,11 @@ def run_proof_bench(args: argparse.Namespace, checker: ProofChecker, tasks: list
         selected = selected[: int(limit)]
     if not selected:
         console.print(f"[red]{bench_name}: no theorems to run[/red] (after --only/--difficulty/--limit filters)")
-        return 2
+        return 2, None
     unknown = only - {t.name for t in tasks}
     if unknown:
         console.print(Text(f"{bench_name}: unknown theorem(s): {', '.join(sorted(unknown))}", style="red"))
-        return 2
+        return 2, None
     attempts = int(_opt(args, "attempts", DEFAULT_ATTEMPTS))
     theorem_seconds = float(_opt(args, "theorem_seconds", DEFAULT_THEOREM_SECONDS))
     check_seconds = float(_opt(args, "check_seconds", DEFAULT_CHECK_SECONDS))
@@ -260,7 +334,8 @@ def run_proof_bench(args: argparse.Namespace, checker: ProofChecker, tasks: list
         metric=MetricConfig(name="solved", direction="maximize"),
         budget=BudgetConfig.model_validate({"trial_seconds": check_seconds,
                                             "max_trials": max(1, attempts * len(selected))}),
-        agents=[AgentConfig.model_validate({"name": f"{backend}-{i + 1}", "backend": backend, "model": model})
+        agents=[AgentConfig.model_validate({"name": f"{backend}-{i + 1}", "backend": backend, "model": model,
+                                            "params": dict(_opt(args, "agent_params", {}))})
                 for i in range(n_agents)],
         seed=seed,
         bench={"attempts": attempts, "theorem_seconds": theorem_seconds, "theorems": len(selected),
@@ -310,8 +385,8 @@ def run_proof_bench(args: argparse.Namespace, checker: ProofChecker, tasks: list
     print_summary(summary, wall_seconds=time.monotonic() - bench_started)
     if failed:
         console.print(Text(f"{bench_name}: the bench stopped early: {failed}", style="red"), highlight=False)
-        return 1
-    return 0
+        return 1, summary
+    return 0, summary
 
 
 def _context(agent: Agent, task_cfg: TaskConfig, task: TheoremTask | None, trials: list[TrialSummary],
@@ -367,7 +442,7 @@ def _check(checker: ProofChecker, recorder: _Recorder, summary: BenchSummary, ta
 def _run_theorem(task: TheoremTask, agents: list[Agent], checker: ProofChecker, recorder: _Recorder,
                  summary: BenchSummary, task_cfg: TaskConfig, *, attempts: int, theorem_seconds: float,
                  check_seconds: float, red_team: bool, seed: int, isolated: bool = False) -> TheoremResult:
-    result = TheoremResult(task.name, task.difficulty)
+    result = TheoremResult(task.name, task.difficulty, task.source_file)
     if red_team and RED_TEAM.get(task.prover):
         cheats = RED_TEAM[task.prover]
         cheat = cheats[len(summary.results) % len(cheats)]
@@ -445,6 +520,9 @@ def print_summary(summary: BenchSummary, *, wall_seconds: float) -> None:
     console.print(table)
     # greppable `key: value` lines, printed plainly (never wrapped)
     print(f"solved: {solved}/{data['total']}")
+    if len(data["by_file"]) > 1:
+        for name, row in data["by_file"].items():
+            print(f"file {name}: {row['solved']}/{row['total']}")
     print(f"cheating_attempts_rejected: {summary.cheats_rejected}")
     if summary.cheats_accepted:
         print(f"cheating_attempts_accepted: {summary.cheats_accepted}")

@@ -28,7 +28,11 @@ changed, and then:
 3. **Requires** no error, a closed proof at ``Qed``, and ``Print Assumptions`` closed under
    the global context (axioms outside ``allowed_axioms`` are rejected; section variables of
    the statement are allowed). In warm mode, leaving proof mode before the last sentence is
-   also rejected (a second line of defence behind the lexical screen).
+   also rejected (a second line of defence behind the lexical screen), and every unit must
+   advance coqtop's state id exactly as the oracle's split predicts (a unit Coq runs as several
+   sentences is refused). The statement is restated as a *reference* constant before the proof
+   body runs, and after ``Qed`` the proved constant's type must be syntactically the
+   reference's (``constr_eq``), so nothing the body declares can change what was proved.
 
 Warm-pool invariant: every check starts from the state right after the task's context (a
 ``BackTo`` to the saved state id, which also reverts options), so one check cannot influence
@@ -91,6 +95,10 @@ DECLARATIONS = ("Theorem", "Lemma", "Example", "Fact", "Remark", "Corollary", "P
                 "Hint", "Existing", "Canonical", "Coercion", "Module", "Section", "End", "Scheme")
 IMPORTS = ("Require", "Import", "Export", "From", "Load")
 ALLOWED_COMMANDS = ("Unshelve",)  # harmless proof-mode vernacular a tactic script may use
+# control prefixes Coq runs around one tactic; the tactic after them is screened as usual
+CONTROL_PREFIX = re.compile(r"^(?:Time\s+|Timeout\s+\d+\s+|Instructions\s+)+")
+# `Show` queries print; they change nothing (`Show.`, `Show 2.`, `Show Proof.`, `Show Existentials.`...)
+_SHOW = re.compile(r"^Show(?:\s+(?:\d+|[A-Z][A-Za-z]*(?:\s+[A-Z][A-Za-z]*)?))?\s*\.$")
 FORBIDDEN_TACTICS = {
     "admit": "uses admit (leaves the goal unproved)",
     "give_up": "uses give_up (leaves the goal unproved)",
@@ -101,7 +109,13 @@ _SELECTOR = re.compile(
     r"^(?:[-+*]+|\{|\}|(?:\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*|all|par|!|\[\s*[A-Za-z_][\w']*\s*\])\s*:\s*\{?)\s*"
 )
 _WORD = re.compile(r"[A-Za-z_#][A-Za-z0-9_']*")
+# tactics that skip a check the kernel makes again at Qed: a proof that uses one and then fails
+# at Qed tried to pass off a term of the wrong type (a cheat, not a mistake)
+_UNCHECKED = re.compile(r"\b(?:exact_no_check|vm_cast_no_check|native_cast_no_check|change_no_check|"
+                        r"convert_concl_no_check)\b")
+KERNEL_REFUSED = "the kernel refused the proof term at Qed after an unchecked step (*_no_check)"
 _OPENER = re.compile(r"^Proof(?:\s+(?:using|with)\b.*)?\.$", re.S)
+_OPENER_WITH = re.compile(r"\bwith\b(?P<tactic>.*?)(?:\busing\b.*)?\.$", re.S)
 _CLOSER = re.compile(r"^(?:Qed|Defined)\.$")
 
 
@@ -159,8 +173,7 @@ def screen_proof(proof: str) -> ProofScript:
     opener = "Proof."
     if sentences and _OPENER.match(sentences[0].code):
         opener = proof[sentences[0].start : sentences[0].end]
-        if re.search(r"\bwith\b", sentences[0].code) and not re.match(r"^Proof\s+with\s+[a-z]", sentences[0].code):
-            raise ProofRejected("malformed Proof with ... opener", cheat=False)
+        _screen_opener(sentences[0].code, line_of(proof, sentences[0].start))
         sentences = sentences[1:]
     if sentences and _CLOSER.match(sentences[-1].code):
         sentences = sentences[:-1]
@@ -179,8 +192,23 @@ def screen_proof(proof: str) -> ProofScript:
     return ProofScript(opener=opener, units=units, body=body, line_offset=proof.count("\n", 0, base))
 
 
+def _screen_opener(code: str, line: int) -> None:
+    """``Proof using X with tac.`` / ``Proof with tac.``: the tactic after ``with`` runs in every
+    ``...`` ellipsis of the proof, so it is screened like any tactic sentence."""
+    match = _OPENER_WITH.search(code)
+    if match is None:
+        return
+    tactic = match.group("tactic").strip()
+    if not tactic:
+        raise ProofRejected(f"malformed Proof with ... opener at line {line}", cheat=False)
+    _screen_sentence(Sentence(0, len(tactic) + 1, tactic + "."), line)
+
+
 def _screen_sentence(sent: Sentence, line: int) -> None:
     code = _strip_selectors(sent.code)
+    if _SHOW.match(code):
+        return  # a query: prints the goals or the proof term, changes nothing
+    code = CONTROL_PREFIX.sub("", code)  # `Time tac.`, `Timeout 5 tac.`: the tactic is what counts
     words = _words(code)
     for word in _words(sent.code):
         if word in FORBIDDEN_TACTICS:
@@ -227,6 +255,22 @@ def _screen_sentence(sent: Sentence, line: int) -> None:
         )
 
 
+def screen_tactic(tactic: str) -> str:
+    """One tactic as a proof-state backend runs it (:mod:`oracle.proof_state_coq`): the proof-body
+    rules, and exactly one sentence that is a tactic (no bullet, brace, ``Proof`` or ``Qed``).
+    Returns the sentence without comments, ending in ``.``; raises :class:`ProofRejected`."""
+    text = tactic.strip()
+    if text and not text.endswith("."):
+        text += "."
+    script = screen_proof(text)
+    if len(script.units) != 1 or script.opener != "Proof.":
+        raise ProofRejected("one tactic sentence expected", cheat=False)
+    code = script.units[0].code
+    if code in ("{", "}") or re.fullmatch(r"[-+*]+", code):
+        raise ProofRejected("a bullet or brace is not a tactic", cheat=False)
+    return code
+
+
 def rejected(exc: ProofRejected, started: float) -> Verdict:
     return Verdict(
         accepted=False,
@@ -271,7 +315,7 @@ def parse_assumptions(text: str) -> tuple[bool, list[str], str]:
     ``closed`` is True for "Closed under the global context" and for section variables only.
     Any other section header (axioms, guard/positivity assumptions) lists what it relies on.
     """
-    text = _clean(text).strip()
+    text = _clean(_PROMPT.sub("", text)).strip()  # a warm reply ends with coqtop's prompt line
     if text.startswith("Closed under the global context"):
         return True, [], ""
     axioms: list[str] = []
@@ -335,16 +379,21 @@ class CoqChecker:
         self.coqc = find_coq_binary(self.coqc)
 
     def build_script(self, task: TheoremTask, script: ProofScript, token: str) -> tuple[str, int, int, int]:
-        """(file text, first line of the proof body, line of Qed, first line of the guard lemma)."""
-        head = task.context + task.statement + "\n" + script.opener + "\n"
+        """(file text, first line of the proof body, line of Qed, first line of the guard).
+
+        The reference constant (the statement restated under a random name) is declared right
+        after the context, before the agent's text runs, so nothing the proof injects can change
+        how it parses; after ``Qed`` the guard requires the checked constant's type to be
+        syntactically the reference's type (``constr_eq``).
+        """
+        reference = f"rrma_ref_{token}"
+        head = task.context + reference_declaration(task, reference) + task.statement + "\n" + script.opener + "\n"
         body_line = head.count("\n") + 1
         text = head + script.body + "\n"
         qed_line = text.count("\n") + 3  # Locate, Show, then Qed
         text += f"Locate rrma_goals_{token}.\nShow.\nQed.\n"
-        guard = _guard_lemma(task, token)
-        guard_line = text.count("\n") + 2 if guard else 0
-        if guard:
-            text += f"Locate rrma_guard_{token}.\n" + guard
+        guard_line = text.count("\n") + 2
+        text += f"Locate rrma_guard_{token}.\n" + guard_command(task.name, reference)
         text += f"Locate rrma_assumptions_{token}.\nPrint Assumptions {task.name}.\n"
         for scope in reversed(open_scopes(task.context)):
             text += f"End {scope}.\n"
@@ -357,6 +406,9 @@ class CoqChecker:
         except ProofRejected as exc:
             return rejected(exc, started)
         token = secrets.token_hex(8)
+        if not reference_declaration(task, f"rrma_ref_{token}"):
+            return Verdict(False, f"the oracle cannot restate the statement of {task.name}",
+                           seconds=time.monotonic() - started)
         text, body_line, qed_line, guard_line = self.build_script(task, script, token)
         with tempfile.TemporaryDirectory(prefix="rrma-coq-") as tmp:
             Path(tmp, "Check.v").write_text(text, encoding="utf-8")
@@ -370,7 +422,7 @@ class CoqChecker:
             return Verdict(False, f"{result.status.value}: {result.reason}", seconds=seconds)
         out = result.output.replace("\r\n", "\n")
         errors = [(int(m.group(1)), int(m.group(2)), m.group(4).strip()) for m in _COQC_ERROR.finditer(out)]
-        context_lines = (task.context + task.statement).count("\n") + 1
+        context_lines = task.context.count("\n") + 1
         messages: list[dict[str, Any]] = []
         for line, col, msg in errors:
             rel = line - body_line + 1 + script.line_offset
@@ -378,8 +430,10 @@ class CoqChecker:
                 where = "proof"
             elif line < context_lines:
                 where = "context"
-            elif guard_line and line >= guard_line:
+            elif line >= guard_line:
                 where = "guard"
+            elif line < body_line - 1:
+                where = "statement"
             else:
                 where = "check"
             messages.append({"severity": "error", "line": rel if where == "proof" else 0, "column": col,
@@ -398,8 +452,13 @@ class CoqChecker:
                                "injected around the proof", messages=messages, seconds=seconds, cheat=True)
             if first["source"] == "context":
                 reason = f"the context does not compile: {first['text'][:200]}"
+            elif first["source"] == "statement":
+                reason = f"the statement does not check: {first['text'][:200]}"
             elif "incomplete proof" in first["text"]:
                 reason = f"incomplete proof: {len(goals)} goal(s) remain"
+            elif first["source"] == "check" and _UNCHECKED.search(script.body):
+                return Verdict(False, f"{KERNEL_REFUSED}: {_error_summary(first['text'])[:160]}",
+                               messages=messages, seconds=seconds, cheat=True)
             elif first["source"] == "proof":
                 reason = f"error at proof line {first['line']}: {_error_summary(first['text'])}"
             else:
@@ -420,19 +479,28 @@ class CoqChecker:
 _GUARD_HEAD = re.compile(r"\b(?:Theorem|Lemma|Example|Fact|Remark|Corollary|Proposition|Property)\s+(?P<name>[A-Za-z_][\w']*)")
 
 
-def _guard_lemma(task: TheoremTask, token: str) -> str:
-    """A lemma restating the original statement, proved from the checked constant.
+def reference_declaration(task: TheoremTask, name: str) -> str:
+    """The statement restated as ``Lemma NAME ... Admitted.``: the reference constant.
 
-    Defence in depth for the cold checker: if commands smuggled past the screen had closed the
-    original proof early and re-opened a proof of something else under the same name, the
-    constant would not prove the original statement and this lemma would fail to compile.
+    Declared right after the context, before the agent's proof runs, so no notation, definition
+    or option the proof might smuggle in can change how it parses. It is never used by a genuine
+    proof (its name is random per check), and a proof that used it would list it as an axiom.
+    Empty when the statement's head cannot be found (the checker then refuses to judge).
     """
     match = _GUARD_HEAD.search(task.statement)
     if match is None or match.group("name") != task.name:
         return ""
-    restated = task.statement[match.start() :].replace(match.group(0), f"Lemma rrma_guard_{token}", 1)
-    name = task.name
-    return (f"{restated}\nProof. first [exact {name} | intros; apply {name} | intros; eapply {name}]. Qed.\n")
+    prefix = task.statement[: match.start()]
+    rest = task.statement[match.end() :]
+    return f"{prefix}Lemma {name}{rest}\nAdmitted.\n"
+
+
+def guard_command(name: str, reference: str) -> str:
+    """Sentences that fail unless ``name``'s type is syntactically the reference's (``constr_eq``:
+    equal up to alpha-conversion and casts; kernel names are compared, so a shadowing definition or
+    notation cannot make two different statements look alike)."""
+    return (f"Goal True.\nlet a := type of @{reference} in let b := type of @{name} in constr_eq a b; exact I.\n"
+            "Qed.\n")
 
 
 # ----------------------------------------------------------------------------- warm sessions
@@ -455,6 +523,7 @@ class Reply:
     errors: list[str]
     proof_name: str  # "Coq" when not in proof mode
     state: int  # state id after the chunk (for BackTo)
+    prompts: list[tuple[str, int]] = field(default_factory=list)  # (proof name, state id) per sentence run
 
 
 class CoqSession:
@@ -564,15 +633,38 @@ class CoqSession:
         text = raw.decode("utf-8", errors="replace")
         # the sentinel's own "The command has indeed failed with message:" line ends the chunk
         text = text[: text.rfind("The command has indeed failed")] if "The command has indeed failed" in text else text
-        prompts = _PROMPT.findall(text)
-        name, state = "Coq", -1
-        if prompts:
-            fields = _PROMPT_FIELDS.match(prompts[-1])
-            if fields:
-                name, state = fields.group(1), int(fields.group(2))
+        prompts = [(f.group(1), int(f.group(2))) for p in _PROMPT.findall(text)
+                   if (f := _PROMPT_FIELDS.match(p)) is not None]
+        name, state = prompts[-1] if prompts else ("Coq", -1)
         body = _clean(text)
         errors = _errors_of(body)
-        return Reply(text=body, errors=errors, proof_name=name, state=state)
+        return Reply(text=body, errors=errors, proof_name=name, state=state, prompts=prompts)
+
+    def load_context(self, context: str, deadline: float) -> int:
+        """Bring the session to the state right after ``context`` and return its state id.
+
+        A context that extends the one loaded is sent as its new part only; any other goes back to
+        the initial state first. Raises OracleError when the context does not compile.
+        """
+        if self.context == context:
+            return self.context_state
+        if self.context is not None and context.startswith(self.context):
+            delta, base = context[len(self.context) :], self.context_state
+        else:
+            delta, base = context, self.initial_state
+        reply = self.send(f"BackTo {base}.", deadline)
+        if reply.errors:
+            raise CoqSessionError(f"BackTo failed: {reply.errors[0]}")
+        state = base
+        if delta.strip():
+            reply = self.send(delta, deadline)
+            if reply.errors:
+                self.context = None
+                raise OracleError(f"the context does not compile: {reply.errors[0][:300]}")
+            if reply.state >= 0:  # a chunk of comments only executes nothing and prints no prompt
+                state = reply.state
+        self.context, self.context_state = context, state
+        return state
 
 
 def _error_summary(text: str) -> str:
@@ -667,26 +759,6 @@ class WarmCoqPool:
 
     # ------------------------------------------------------------------ one check
 
-    def _load_context(self, session: CoqSession, context: str, deadline: float) -> None:
-        if session.context == context:
-            return
-        if session.context is not None and context.startswith(session.context):
-            delta, base = context[len(session.context) :], session.context_state
-        else:
-            delta, base = context, session.initial_state
-        reply = session.send(f"BackTo {base}.", deadline)
-        if reply.errors:
-            raise CoqSessionError(f"BackTo failed: {reply.errors[0]}")
-        state = base
-        if delta.strip():
-            reply = session.send(delta, deadline)
-            if reply.errors:
-                session.context = None
-                raise OracleError(f"the context does not compile: {reply.errors[0][:300]}")
-            if reply.state >= 0:  # a chunk of comments only executes nothing and prints no prompt
-                state = reply.state
-        session.context, session.context_state = context, state
-
     def _run(self, session: CoqSession, task: TheoremTask, script: ProofScript, started: float,
              timeout_s: float) -> Verdict:
         deadline = started + timeout_s
@@ -700,10 +772,18 @@ class WarmCoqPool:
 
         clean = True
         try:
-            self._load_context(session, task.context, deadline)
+            session.load_context(task.context, deadline)
+            reference = f"rrma_ref_{secrets.token_hex(8)}"
+            declaration = reference_declaration(task, reference)
+            if not declaration:
+                return done(False, f"the oracle cannot restate the statement of {task.name}")
+            reply = session.send(declaration, deadline)
+            if reply.errors or [n for n, _ in reply.prompts] != [reference, "Coq"]:
+                return done(False, f"the statement does not check: {(reply.errors or ['no reference'])[0][:300]}")
             reply = session.send(task.statement + "\n" + script.opener, deadline)
             if reply.errors or reply.proof_name == "Coq":
                 return done(False, f"the statement does not check: {(reply.errors or ['no proof opened'])[0][:300]}")
+            proof_name, tip = reply.proof_name, reply.state
             goals = parse_goals(reply.text)
             for index, unit in enumerate(script.units):
                 reply = session.send(script.unit_text(unit), deadline)
@@ -714,9 +794,14 @@ class WarmCoqPool:
                     show = session.send("Show.", deadline)
                     goals = parse_goals(show.text)
                     return done(False, f"error at proof line {line}: {_error_summary(reply.errors[0])}")
-                if reply.proof_name == "Coq":
-                    return done(False, f"the proof was closed at line {line} before its end: commands injected",
-                                cheat=True)
+                # one unit is one sentence for Coq too: exactly one prompt, one new state (the sync
+                # sentinel before it takes the other), still inside this theorem's proof
+                if reply.proof_name == "Coq" or reply.prompts[-1:] != [(proof_name, tip + 2)] or len(reply.prompts) != 1:
+                    ran = len(reply.prompts)
+                    what = (f"ran as {ran} sentences in Coq" if ran != 1 else "left the theorem's proof"
+                            if reply.proof_name != proof_name else "did not advance the proof by one state")
+                    return done(False, f"the sentence at proof line {line} {what}: commands injected", cheat=True)
+                tip = reply.state
                 goals = parse_goals(reply.text) if ("goal" in reply.text or "No more goals" in reply.text) else goals
             reply = session.send("Qed.", deadline)
             if reply.errors or reply.proof_name != "Coq":
@@ -725,8 +810,15 @@ class WarmCoqPool:
                 if "incomplete proof" in text:
                     goals = parse_goals(session.send("Show.", deadline).text)
                     return done(False, f"incomplete proof: {len(goals)} goal(s) remain")
+                if _UNCHECKED.search(script.body):
+                    return done(False, f"{KERNEL_REFUSED}: {' '.join(text.splitlines())[:160]}", cheat=True)
                 return done(False, f"error at Qed: {' '.join(text.splitlines())[:200]}")
             goals = []
+            reply = session.send(guard_command(task.name, reference), deadline)
+            if reply.errors:
+                messages.append({"severity": "error", "line": 0, "text": reply.errors[0], "source": "guard"})
+                return done(False, f"{task.name} no longer proves its original statement: commands were "
+                            "injected around the proof", cheat=True)
             reply = session.send(f"Print Assumptions {task.name}.", deadline)
             closed, axioms, problem = parse_assumptions(reply.text)
             ok, reason = _axiom_verdict(closed, axioms, problem, self.allowed_axioms)

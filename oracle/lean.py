@@ -58,6 +58,17 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from oracle.base import EvalContext, Oracle, OracleError
+from oracle.lean_audit import (
+    REPLAY_EXE,
+    REPLAY_MODES,
+    ReplayError,
+    audit_file_text,
+    hidden_source_paths,
+    judge_replay,
+    lean_guard,
+    parse_replay_output,
+    replay_binary,
+)
 from oracle.proof_common import Prover, TheoremTask, Verdict
 from oracle.strip_lean import (
     IDENT_RE,
@@ -68,6 +79,7 @@ from oracle.strip_lean import (
     strip_lean_file,
     strip_project,
 )
+from rrma.fsguard import FsGuard
 from rrma.sandbox import run_limited, signal_own_group
 from rrma.trial import Budget, Outcome, Status
 
@@ -97,7 +109,22 @@ FORBIDDEN_TOKENS: dict[str, str] = {
     "sorry": "sorry", "admit": "sorry", "stop": "sorry", "sorryAx": "sorry",
     "implemented_by": "implemented_by", "extern": "extern", "unsafe": "unsafe", "partial": "partial",
     "native_decide": "native evaluation",
+    # elaborators that read files: the stripped source (with its original proofs) is a file too
+    "include_str": "reads a file", "include_bytes": "reads a file",
+    **{kw: "command keyword" for kw in (
+        "unif_hint", "binder_predicate", "seal", "unseal", "grind_pattern", "recommended_spelling", "init_quot",
+        "declare_simp_like_tactic", "declare_config_elab", "register_option", "register_builtin_option",
+        "register_label_attr", "register_tactic_tag", "tactic_extension", "builtin_simproc", "builtin_dsimproc",
+        "simproc_decl", "dsimproc_decl", "builtin_simproc_decl", "builtin_dsimproc_decl",
+        "gen_injective_theorems", "irreducible_def", "library_note", "module", "prelude", "opaque_def")},
 }
+# `set_option NAME VALUE in` is allowed for these options only (resource limits, printing, linters)
+ALLOWED_OPTIONS = ("maxHeartbeats", "maxRecDepth", "synthInstance.maxHeartbeats", "synthInstance.maxSize",
+                   "maxSteps")
+ALLOWED_OPTION_PREFIXES = ("pp.", "linter.")
+_OPEN_IN = re.compile(r"\bopen(?P<body>(?:[ \t]+(?:scoped|hiding|renaming|→|[(]|[)]|(?!in\b)[^\W\d][\w.'!?]*))+?)"
+                      r"[ \t]+in\b")
+_SET_OPTION_IN = re.compile(r"\bset_option[ \t]+(?P<name>[^\W\d][\w.]*)[ \t]+(?P<value>true|false|\d+)[ \t]+in\b")
 # Parts of dotted names that are forbidden wherever they appear (``Lean.ofReduceBool``).
 FORBIDDEN_NAME_PARTS: dict[str, str] = {
     "ofReduceBool": "native evaluation", "ofReduceNat": "native evaluation",
@@ -128,12 +155,23 @@ def proof_violation(proof: str) -> RuleViolation | None:
     if bad is not None:
         return RuleViolation("control character", repr(bad), proof[: proof.index(bad)].count("\n") + 1)
     try:
-        code = mask_lean(proof).code
+        masked = mask_lean(proof)
     except LeanSyntaxError as exc:  # it would swallow the audit commands appended after the proof
         return RuleViolation("unterminated comment or string", str(exc).split(" starting")[0], exc.line or 1)
+    # where an interpolated string may hide code in its holes, comments and literals are read too
+    code = _unquote_names(proof) if masked.braces_in_strings else masked.code
 
     def line_at(i: int) -> int:
         return code.count("\n", 0, i) + 1
+
+    # `open Foo in tac` and `set_option maxHeartbeats N in tac` scope a name space or a limit to one
+    # tactic or term: allowed (a bare `open` or any other option stays forbidden)
+    for m in _OPEN_IN.finditer(code):
+        code = code[: m.start()] + " " * (m.end() - m.start()) + code[m.end():]
+    for m in _SET_OPTION_IN.finditer(code):
+        option = m.group("name")
+        if option in ALLOWED_OPTIONS or option.startswith(ALLOWED_OPTION_PREFIXES):
+            code = code[: m.start()] + " " * (m.end() - m.start()) + code[m.end():]
 
     for m in re.finditer(r"@\[|#(?=[^\W\d])", code):
         tok = "@[" if m.group(0) == "@[" else "#" + (IDENT_RE.match(code, m.end()) or m).group(0).lstrip("#")
@@ -143,14 +181,27 @@ def proof_violation(proof: str) -> RuleViolation | None:
         after_dot = m.start() > 0 and code[m.start() - 1] == "."  # a field access, not a keyword
         if not after_dot and word in FORBIDDEN_TOKENS:
             return RuleViolation(FORBIDDEN_TOKENS[word], word, line_at(m.start()))
-        for part in word.split("."):
+        # «quoted» name parts are names like any other: `«sorryAx»` is `sorryAx`
+        parts = _name_parts(proof[m.start():m.end()]) if "«" in proof[m.start():m.end()] else word.split(".")
+        shown = proof[m.start():m.end()]
+        for part in parts:
             if part in FORBIDDEN_NAME_PARTS:
-                return RuleViolation(FORBIDDEN_NAME_PARTS[part], word, line_at(m.start()))
+                return RuleViolation(FORBIDDEN_NAME_PARTS[part], shown, line_at(m.start()))
             # native_decide, decide +native, foo._native.native_decide.ax_1_1 (a user lemma that is
             # merely *named* native_fact passes here; the axiom audit judges what it depends on)
             if part in NATIVE_NAME_PARTS or part.startswith("_native"):
-                return RuleViolation("native evaluation", word, line_at(m.start()))
+                return RuleViolation("native evaluation", shown, line_at(m.start()))
     return None
+
+
+def _name_parts(name: str) -> list[str]:
+    """The components of a dotted name, «quotes» removed (``Lean.«ofReduceBool»`` -> Lean, ofReduceBool)."""
+    return [p.strip("«»") for p in re.findall(r"«[^»]*»|[^.«»]+", name)]
+
+
+def _unquote_names(text: str) -> str:
+    """``text`` with each «quoted name» written plainly (same length: the guillemets become ``_``)."""
+    return re.sub(r"«([^»\n]*)»", lambda m: "_" + m.group(1) + "_", text)
 
 
 # ----------------------------------------------------------------------------- REPL answers
@@ -422,8 +473,9 @@ class PipeReplTransport:
 
     def __init__(self, argv: Sequence[str] = ("lake", "exe", "repl"), *, cwd: Path | str = DEFAULT_PROJECT,
                  env: dict[str, str] | None = None, memory_mb: int | None = 4096,
-                 poll_s: float = 0.05) -> None:
-        self.argv = list(argv)
+                 poll_s: float = 0.05, guard: FsGuard | None = None) -> None:
+        # in the sandbox (``guard``) the REPL cannot read the stripped sources (their original proofs)
+        self.argv = guard.wrap(list(argv), cwd) if guard is not None else list(argv)
         self.memory_mb = memory_mb
         self.poll_s = poll_s
         self._stderr = tempfile.TemporaryFile()
@@ -775,9 +827,10 @@ CliRunner = Callable[[list[str], Path, float, int], tuple[str, int | None, str]]
 """(argv, cwd, timeout_s, memory_mb) -> (status, returncode, stdout): how a CLI check runs."""
 
 
-def _run_cli(argv: list[str], cwd: Path, timeout_s: float, memory_mb: int) -> tuple[str, int | None, str]:
+def _run_cli(argv: list[str], cwd: Path, timeout_s: float, memory_mb: int,
+             guard: FsGuard | None = None) -> tuple[str, int | None, str]:
     try:
-        result = run_limited(argv, cwd=cwd, budget=Budget(seconds=timeout_s, memory_mb=memory_mb))
+        result = run_limited(argv, cwd=cwd, budget=Budget(seconds=timeout_s, memory_mb=memory_mb), guard=guard)
     except FileNotFoundError as exc:
         raise LeanNotInstalled(cwd, [argv[0]]) from exc
     return str(result.status), result.returncode, result.output
@@ -800,18 +853,27 @@ class LeanChecker:
                  max_commands: int = 200, memory_mb: int = 4096, header_timeout_s: float = 600.0,
                  transport_factory: Callable[[], ReplTransport] | None = None,
                  cli_runner: CliRunner | None = None,
-                 allowed_axioms: Iterable[str] = ALLOWED_AXIOMS) -> None:
+                 allowed_axioms: Iterable[str] = ALLOWED_AXIOMS, replay: str = "auto",
+                 replay_exe: Path | str | None = None, hidden: Sequence[Path] = ()) -> None:
         if mode not in ("auto", "repl", "cli"):
             raise ValueError(f"Lean checker mode must be auto, repl or cli, not {mode!r}")
+        if replay not in REPLAY_MODES:
+            raise ValueError(f"Lean checker replay must be one of {', '.join(REPLAY_MODES)}, not {replay!r}")
+        self.replay = replay
+        self.replay_exe = Path(replay_exe) if replay_exe else replay_binary(project_dir)
+        self.hidden = tuple(Path(h) for h in hidden)
+        self._replay_refs: dict[tuple[str, str, str], Path] = {}
+        self._replay_dir: tempfile.TemporaryDirectory[str] | None = None
         self.project_dir = Path(project_dir)
         self.mode = mode
         self.memory_mb = memory_mb
         self.header_timeout_s = header_timeout_s
         self.allowed_axioms = frozenset(allowed_axioms)
         self._injected = transport_factory is not None or cli_runner is not None
-        factory = transport_factory or (lambda: PipeReplTransport(cwd=self.project_dir, memory_mb=memory_mb))
+        factory = transport_factory or (lambda: PipeReplTransport(cwd=self.project_dir, memory_mb=memory_mb,
+                                                                  guard=lean_guard(self.project_dir, self.hidden)))
         self.pool = ReplPool(factory, size=pool_size, max_commands=max_commands)
-        self.cli_runner: CliRunner = cli_runner or _run_cli
+        self._custom_runner = cli_runner
         self._cli_signatures: dict[tuple[str, str, str], str] = {}
         self._repl_broken: str | None = None
         self._lock = threading.Lock()
@@ -844,15 +906,88 @@ class LeanChecker:
         if violation is not None:
             return Verdict(False, violation.reason, seconds=time.monotonic() - started, cheat=True)
         self.ensure_available()
+        verdict: Verdict | None = None
         if self.mode == "repl" or (self.mode == "auto" and self._repl_broken is None):
             try:
-                return self._check_repl(task, proof, timeout_s, started)
+                verdict = self._check_repl(task, proof, timeout_s, started)
             except _ReplUnavailable as exc:
                 if self.mode == "repl":
                     return Verdict(False, f"lean repl unavailable: {exc}", seconds=time.monotonic() - started)
                 with self._lock:
                     self._repl_broken = str(exc)  # auto mode: the CLI from now on
-        return self._check_cli(task, proof, timeout_s, started)
+        if verdict is None:
+            verdict = self._check_cli(task, proof, timeout_s, started)
+        if verdict.accepted and self._replay_enabled():
+            return self._replayed(task, proof, verdict, timeout_s, started)
+        return verdict
+
+    # -- the kernel replay (oracle/lean_audit.py)
+
+    def cli_runner(self, argv: list[str], cwd: Path, timeout_s: float, memory_mb: int,
+                   writable: Sequence[Path] = ()) -> tuple[str, int | None, str]:
+        """Run one Lean command: the injected runner (tests), or under run_limited in the sandbox that
+        hides the stripped sources (``writable``: where it writes, e.g. its temporary directory)."""
+        if self._custom_runner is not None:
+            return self._custom_runner(argv, cwd, timeout_s, memory_mb)
+        return _run_cli(argv, cwd, timeout_s, memory_mb, guard=lean_guard(self.project_dir, self.hidden, writable))
+
+    def _replay_enabled(self) -> bool:
+        return self.replay == "require" or (self.replay == "auto" and self.replay_exe.exists())
+
+    def _compile(self, text: str, workdir: Path, stem: str, timeout_s: float) -> tuple[Path | None, str]:
+        source = workdir / f"{stem}.lean"
+        source.write_text(text, encoding="utf-8")
+        olean = workdir / f"{stem}.olean"
+        status, code, out = self.cli_runner(["lake", "env", "lean", "-o", str(olean), str(source)],
+                                            self.project_dir, timeout_s, self.memory_mb, (workdir,))
+        if status != "ok" or code != 0 or not olean.exists():
+            tail = " ".join(out.split())[-200:]
+            return None, f"{status}, exit {code}: {tail}"
+        return olean, ""
+
+    def _replayed(self, task: TheoremTask, proof: str, verdict: Verdict, timeout_s: float,
+                  started: float) -> Verdict:
+        """Compile the checked file and the reference apart, replay both through the kernel in a
+        third process (``rrma_replay``), and keep ``verdict`` only if the replay agrees."""
+        def done(ok: bool, reason: str, cheat: bool = False) -> Verdict:
+            return Verdict(ok, reason, verdict.messages, verdict.goals, time.monotonic() - started, cheat,
+                           verdict.axioms if ok else [])
+
+        if not self.replay_exe.exists():
+            return done(False, f"not audited: the kernel replay tool is not built ({self.replay_exe}); run "
+                               f"`lake build` in {self.project_dir}")
+        with self._lock:
+            if self._replay_dir is None:
+                self._replay_dir = tempfile.TemporaryDirectory(prefix="rrma-lean-replay-")
+        workdir = Path(self._replay_dir.name)
+        limit = max(60.0, timeout_s * 4)  # whole-file compilations, outside the proof's own budget
+        context = task.context if not task.context or task.context.endswith("\n") else task.context + "\n"
+        key = (context, task.statement, task.name)
+        reference = self._replay_refs.get(key)
+        if reference is None:
+            digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:16]
+            reference, why = self._compile(context + reference_declaration(task.statement) + "\n", workdir,
+                                           f"RrmaRef_{digest}", limit)
+            if reference is None:
+                return done(False, f"not audited: the reference did not compile for the kernel replay ({why})")
+            self._replay_refs[key] = reference
+        digest = hashlib.sha256(f"{key}\0{proof}".encode()).hexdigest()[:16]
+        checked, why = self._compile(context + assemble(task.statement, proof) + "\n", workdir,
+                                     f"RrmaCheck_{digest}", limit)
+        if checked is None:
+            return done(False, f"not audited: the proof did not compile apart for the kernel replay ({why})")
+        status, _code, out = self.cli_runner(["lake", "exe", REPLAY_EXE, str(checked), str(reference), task.name],
+                                             self.project_dir, limit, self.memory_mb, (workdir,))
+        for leftover in (checked, checked.with_suffix(".lean")):
+            leftover.unlink(missing_ok=True)
+        if status not in ("ok", "crash"):
+            return done(False, f"not audited: the kernel replay ran over its limit ({status})")
+        try:
+            report = parse_replay_output(out)
+        except ReplayError as exc:
+            return done(False, f"not audited: {exc}")
+        ok, reason, cheat = judge_replay(report, task.name, self.allowed_axioms)
+        return done(ok, reason, cheat)
 
     def _check_repl(self, task: TheoremTask, proof: str, timeout_s: float, started: float) -> Verdict:
         try:
@@ -924,6 +1059,10 @@ class LeanChecker:
         return path
 
     def _check_cli(self, task: TheoremTask, proof: str, timeout_s: float, started: float) -> Verdict:
+        """``lake env lean --json`` per check: the reference file (ours only) gives the expected
+        ``#check``; the checked file (context + declaration, nothing after it) is compiled to an
+        ``.olean``; the audit runs in a third file that imports that module, so nothing the proof
+        prints can pose as the audit's answer."""
         def left() -> float:
             return max(0.5, timeout_s - (time.monotonic() - started))
 
@@ -938,7 +1077,7 @@ class LeanChecker:
                 ref_text = f"{context}{ref}\n\n#check @{task.name}\n"
                 status, _code, out = self.cli_runner(
                     ["lake", "env", "lean", "--json", str(self._cli_file(ref_text, workdir))],
-                    self.project_dir, left(), self.memory_mb)
+                    self.project_dir, left(), self.memory_mb, (workdir,))
                 if status != "ok" and status != "crash":
                     return self._limit_verdict(status, timeout_s, started)
                 msgs, other = parse_cli_output(out)
@@ -955,25 +1094,32 @@ class LeanChecker:
                 self._cli_signatures[key] = expected
             declaration = assemble(task.statement, proof)
             origin = _proof_origin(task.statement, declaration)
-            decl_lines = declaration.count("\n") + 1
-            text = f"{context}{declaration}\n\n{audit_commands(task.name)}\n"
+            checked = self._cli_file(f"{context}{declaration}\n", workdir)
+            olean = checked.with_suffix(".olean")
             status, _code, out = self.cli_runner(
-                ["lake", "env", "lean", "--json", str(self._cli_file(text, workdir))],
-                self.project_dir, left(), self.memory_mb)
-        if status not in ("ok", "crash"):
-            return self._limit_verdict(status, timeout_s, started)
-        msgs, _other = parse_cli_output(out)
-        audit_first = ctx_lines + decl_lines + 2
-        ctx_errors = [m for m in msgs if m.line <= ctx_lines and m.severity == "error"]
-        if ctx_errors:
-            first = ctx_errors[0]
-            return Verdict(False, f"context error: line {first.line}: {first.text.splitlines()[0]}",
-                           [m.to_json() for m in ctx_errors], seconds=time.monotonic() - started)
-        decl_msgs = [m for m in msgs if ctx_lines < m.line < audit_first]
-        audit_msgs = [m for m in msgs if m.line >= audit_first]
-        audit: _Audit | None = _audit_from(audit_msgs, audit_first, audit_first + 1)
-        if any(m.severity == "error" for m in decl_msgs) or any(is_sorry_warning(m) for m in decl_msgs):
-            audit = None
+                ["lake", "env", "lean", "--json", "-o", str(olean), str(checked)],
+                self.project_dir, left(), self.memory_mb, (workdir,))
+            if status not in ("ok", "crash"):
+                return self._limit_verdict(status, timeout_s, started)
+            msgs, _other = parse_cli_output(out)
+            ctx_errors = [m for m in msgs if m.line <= ctx_lines and m.severity == "error"]
+            if ctx_errors:
+                first = ctx_errors[0]
+                return Verdict(False, f"context error: line {first.line}: {first.text.splitlines()[0]}",
+                               [m.to_json() for m in ctx_errors], seconds=time.monotonic() - started)
+            decl_msgs = [m for m in msgs if m.line > ctx_lines]
+            audit: _Audit | None = None
+            clean = not any(m.severity == "error" for m in decl_msgs) and not any(is_sorry_warning(m) for m in decl_msgs)
+            if clean and olean.exists():
+                audit_file = workdir / f"Audit_{checked.stem}.lean"
+                audit_file.write_text(audit_file_text(checked.stem, task.name), encoding="utf-8")
+                status, _code, audit_out = self.cli_runner(
+                    ["env", f"LEAN_PATH={workdir}{os.pathsep}{os.environ.get('LEAN_PATH', '')}".rstrip(os.pathsep),
+                     "lake", "env", "lean", "--json", str(audit_file)],
+                    self.project_dir, left(), self.memory_mb, (workdir,))
+                if status not in ("ok", "crash"):
+                    return self._limit_verdict(status, timeout_s, started)
+                audit = _audit_from(parse_cli_output(audit_out)[0], 2, 3)
         return judge(task, messages=decl_msgs, audit=audit, expected_signature=expected, origin=origin,
                      allowed_axioms=self.allowed_axioms, line_offset=ctx_lines, started=started)
 
@@ -987,6 +1133,9 @@ class LeanChecker:
 
     def close(self) -> None:
         self.pool.close()
+        if self._replay_dir is not None:
+            self._replay_dir.cleanup()
+            self._replay_dir = None
 
     def __enter__(self) -> LeanChecker:
         return self
@@ -1057,6 +1206,9 @@ class LeanOracle(Oracle):
             tasks = self.tasks
         except (OSError, LeanSyntaxError) as exc:
             raise OracleError(f"lean oracle: cannot strip theorems: {exc}") from exc
+        # Lean must not read the stripped files (their original proofs) while it checks
+        self.checker.hidden = tuple(hidden_source_paths(
+            self.project_dir, {t.source_file for t in tasks.values()}, [t.context for t in tasks.values()]))
         return {"lean_toolchain": toolchain_of(self.project_dir), "theorems": len(tasks),
                 "lean_project": str(self.project_dir)}
 

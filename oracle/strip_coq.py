@@ -8,8 +8,10 @@ declaration sentence (the statement), and the hidden original proof (``Proof. ..
 
 The lexer follows Coq's own rules where they matter for safety: comments nest, strings inside
 comments are strings (a ``*)`` inside them does not close the comment), ``""`` escapes a quote,
-a sentence ends at a ``.`` followed by a blank (space, tab, newline, carriage return, form
-feed) or the end of input, and a brace or bullet at the start of a sentence is a sentence. The same lexer cuts an agent's proof body into sentences for the
+a sentence ends at a ``.`` (or the ellipsis ``...``) followed by a blank (space, tab, newline,
+carriage return, form feed) or the end of input, never at ``..`` (a token of its own, as in
+``[tac ..]``), four dots or more are refused as Coq refuses them, and a brace or bullet at the
+start of a sentence is a sentence. The same lexer cuts an agent's proof body into sentences for the
 anti-cheat rules in :mod:`oracle.coq`, so the oracle and Coq agree on where sentences end.
 
 Invariant: ``context + statement + original_proof`` of every task is a prefix of the source
@@ -132,11 +134,23 @@ def split_sentences(text: str) -> list[Sentence]:
                 i = j
                 continue
             start = i
+        if ch == ".":
+            # a run of dots is one token for Coq: `.` and `...` (the ellipsis of `Proof with`) end
+            # a sentence when a blank or the end follows; `..` (as in `[tac ..]`) never does
+            j = i
+            while j < n and text[j] == ".":
+                j += 1
+            if j - i > 3:
+                raise CoqSyntaxError(f"a run of {j - i} dots at offset {i} (line {line_of(text, i)}) is not a Coq token")
+            code.append(text[i:j])
+            ends = j - i != 2 and (j == n or text[j] in BLANKS)
+            i = j
+            if ends:
+                sentences.append(Sentence(start, i, _squash("".join(code))))
+                start, code = None, []
+            continue
         code.append(ch)
         i += 1
-        if ch == "." and (i == n or text[i] in BLANKS):
-            sentences.append(Sentence(start, i, _squash("".join(code))))
-            start, code = None, []
     if start is not None:
         sentences.append(Sentence(start, n, _squash("".join(code)), terminated=False))
     return sentences

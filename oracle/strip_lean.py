@@ -48,6 +48,11 @@ COMMAND_KEYWORDS = frozenset({
     "protected", "noncomputable", "partial", "unsafe", "nonrec", "attribute", "export", "omit",
     "include", "declare_syntax_cat", "add_decl_doc", "run_cmd", "run_elab", "run_meta", "scoped",
     "local", "simproc", "dsimproc", "register_simp_attr", "public", "meta",
+    "unif_hint", "binder_predicate", "seal", "unseal", "grind_pattern", "recommended_spelling", "init_quot",
+    "declare_simp_like_tactic", "declare_config_elab", "register_option", "register_builtin_option",
+    "register_label_attr", "register_tactic_tag", "tactic_extension", "builtin_simproc", "builtin_dsimproc",
+    "simproc_decl", "dsimproc_decl", "builtin_simproc_decl", "builtin_dsimproc_decl", "gen_injective_theorems",
+    "irreducible_def", "library_note", "module", "prelude",
 })
 # Tokens that begin a command at top level but are also tactics (``open Nat in simp``).
 AMBIGUOUS_COMMAND_KEYWORDS = frozenset({"open", "set_option"})
@@ -96,6 +101,10 @@ class Masked:
     source: str
     code: str
     comments: tuple[Comment, ...]
+    # a string literal holds a brace: it may be an interpolated string (`s!"{...}"`, `throwError
+    # "...{e}"`), whose holes are code a plain lexer would blank, and after which quotes pair up
+    # differently; the text rules then read the whole source instead of ``code``
+    braces_in_strings: bool = False
 
 
 def mask_lean(text: str) -> Masked:
@@ -108,6 +117,7 @@ def mask_lean(text: str) -> Masked:
     comments: list[Comment] = []
     n = len(text)
     i = 0
+    braces = False
 
     def blank(a: int, b: int, keep: str = "") -> None:
         for k in range(a, b):
@@ -122,6 +132,8 @@ def mask_lean(text: str) -> Masked:
             comments.append(Comment(i, j, "line"))
             blank(i, j)
             i = j
+        elif ch == "/" and text.startswith("//", i):
+            i += 2  # the token `//` (Subtype's `{ x // p x }`): a `-` after it does not open a comment
         elif ch == "/" and text.startswith("/-", i):
             kind = "doc" if text.startswith("/--", i) and not text.startswith("/--/", i) else (
                 "module" if text.startswith("/-!", i) else "block")
@@ -157,6 +169,7 @@ def mask_lean(text: str) -> Masked:
                 if j >= n:
                     raise LeanSyntaxError(f"unterminated string starting at line {_line_of(text, i)}", _line_of(text, i))
                 j += 1
+                braces = braces or "{" in text[i:j] or "}" in text[i:j]
             blank(i, j, keep='"')
             i = j
         elif ch == "'" and not _is_ident_char(text[i - 1] if i else ""):
@@ -175,7 +188,7 @@ def mask_lean(text: str) -> Masked:
             i = j + 1
         else:
             i += 1
-    return Masked(text, "".join(out), tuple(comments))
+    return Masked(text, "".join(out), tuple(comments), braces)
 
 
 # ----------------------------------------------------------------------------- commands

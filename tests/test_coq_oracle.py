@@ -26,7 +26,7 @@ from oracle.coq import (
     screen_proof,
 )
 from oracle.proof_common import TheoremTask
-from oracle.strip_coq import split_sentences, strip_coq_file, strip_coq_text
+from oracle.strip_coq import Sentence, split_sentences, strip_coq_file, strip_coq_text
 from rrma.trial import Budget, Outcome, Proposal, Status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -392,3 +392,175 @@ def test_second_line_of_defence_behind_the_screen(request: pytest.FixtureRequest
     verdict = checker.check(tasks["double_two"], proof, timeout_s=60)
     assert not verdict.accepted
     assert verdict.cheat, verdict.reason
+
+
+# ----------------------------------------------------------------------------- holes found by red-teaming
+# Each test below is one hole of issue 13, run against the real coqc/coqtop.
+
+HOLES_SOURCE = """Require Import Classical.
+(* a false statement: only a cheat can close it *)
+Theorem t_bad : forall a b : nat, a + b = a * b.
+Proof. Admitted.
+Theorem em_t : forall P : Prop, P \\/ ~ P.
+Proof. exact classic. Qed.
+Theorem two : True /\\ True.
+Proof. split; [exact I .. ]. Qed.
+"""
+
+
+@pytest.fixture(scope="module")
+def holes() -> dict[str, TheoremTask]:
+    return {t.name: t for t in strip_coq_text(HOLES_SOURCE, source_file="holes.v")}
+
+
+def _one_unit(proof: str) -> ProofScript:
+    """The whole text as ONE unit: what a lexer that disagreed with Coq would hand the warm path."""
+    return ProofScript(opener="Proof.", units=[Sentence(0, len(proof), proof)], body=proof)
+
+
+@needs_coq
+@pytest.mark.parametrize(
+    "proof",
+    [
+        "Abort. Theorem t_bad : True. Proof. exact I.",  # several sentences for Coq, one unit for us
+        "intros a b. Abort. Goal True. exact I.",
+    ],
+)
+def test_hole5_warm_units_must_advance_exactly_one_state(monkeypatch: pytest.MonkeyPatch, warm: WarmCoqPool,
+                                                          holes: dict[str, TheoremTask], proof: str) -> None:
+    monkeypatch.setattr(coq_module, "screen_proof", _one_unit)
+    verdict = warm.check(holes["t_bad"], proof, timeout_s=60)
+    assert not verdict.accepted and verdict.cheat
+    assert "sentences in Coq" in verdict.reason or "left the theorem's proof" in verdict.reason
+
+
+# the statement is re-opened under the same name after a notation makes `+` mean `*`: a guard
+# lemma restated after the proof parses under that notation and would accept it
+NOTATION_ATTACK = ('Abort. Notation "x + y" := (Nat.mul x y). '
+                   "Theorem t_bad : forall a b : nat, a + b = a * b. Proof. intros; reflexivity.")
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+def test_hole5_reference_statement_is_parsed_before_the_proof(request: pytest.FixtureRequest,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             holes: dict[str, TheoremTask], mode: str) -> None:
+    monkeypatch.setattr(coq_module, "screen_proof", _unscreened)
+    verdict = request.getfixturevalue(mode).check(holes["t_bad"], NOTATION_ATTACK, timeout_s=60)
+    assert not verdict.accepted and verdict.cheat, verdict.reason
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+def test_hole5_reference_guard_alone_catches_a_changed_statement(mode: str, holes: dict[str, TheoremTask]) -> None:
+    # the guard compares kernel terms: a checked constant whose type differs from the reference fails it
+    checker: CoqChecker | WarmCoqPool = CoqChecker() if mode == "cold" else WarmCoqPool()
+    try:
+        good = checker.check(holes["two"], "split; exact I.", timeout_s=60)
+        assert good.accepted, good.reason
+    finally:
+        checker.close()
+    task = holes["two"]
+    script = coq_module.guard_command("two", "rrma_ref_x")
+    assert "constr_eq" in script and "@two" in script and "@rrma_ref_x" in script
+    assert coq_module.reference_declaration(task, "rrma_ref_x").startswith("Lemma rrma_ref_x : True /\\ True.")
+
+
+@pytest.mark.parametrize(
+    ("proof", "reason"),
+    [
+        ("Proof with admit. auto.", "uses admit"),
+        ("Proof with give_up. split...", "uses give_up"),
+        ("Proof with native_compute. auto.", "uses native_compute"),
+        ("Proof using with (try admit). auto.", "uses admit"),
+        ("Proof with Abort. auto.", "aborts the proof"),
+    ],
+)
+def test_hole6_proof_with_tactic_is_screened(proof: str, reason: str) -> None:
+    with pytest.raises(ProofRejected) as info:
+        screen_proof(proof)
+    assert reason in info.value.reason and info.value.cheat
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+def test_hole7_allowed_axioms_agree_cold_and_warm(mode: str, holes: dict[str, TheoremTask]) -> None:
+    allowed: CoqChecker | WarmCoqPool = (CoqChecker(allowed_axioms=("classic",)) if mode == "cold"
+                                         else WarmCoqPool(allowed_axioms=("classic",)))
+    strict: CoqChecker | WarmCoqPool = CoqChecker() if mode == "cold" else WarmCoqPool()
+    try:
+        ok = allowed.check(holes["em_t"], "intros. apply classic.", timeout_s=60)
+        assert ok.accepted and ok.axioms == ["classic"], ok
+        no = strict.check(holes["em_t"], "intros. apply classic.", timeout_s=60)
+        assert not no.accepted and no.cheat and "relies on axiom(s) classic" in no.reason
+    finally:
+        allowed.close()
+        strict.close()
+
+
+def test_hole7_prompt_line_is_not_an_axiom() -> None:
+    reply = ("Axioms:\nClassical_Prop.classic : forall P : Prop, P \\/ ~ P\n\n"
+             "<prompt>Coq < 31 || 0 < </prompt>")
+    assert parse_assumptions(reply) == (False, ["Classical_Prop.classic"], "")
+    assert parse_assumptions("Closed under the global context\n<prompt>Coq < 9 || 0 < </prompt>")[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        ("split; [exact I .. ]. auto.", ["split; [exact I .. ].", "auto."]),  # `..` is a token, not an end
+        ("split... auto.", ["split...", "auto."]),  # the ellipsis of `Proof with` ends a sentence
+        ("t.. u.", ["t.. u."]),
+    ],
+)
+def test_hole8_dots_split_as_coq_does(text: str, codes: list[str]) -> None:
+    assert [s.code for s in split_sentences(text)] == codes
+
+
+def test_hole8_four_dots_are_refused() -> None:
+    with pytest.raises(ProofRejected, match="4 dots"):
+        screen_proof("split.... auto.")
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+@pytest.mark.parametrize(
+    "proof",
+    [
+        "split; [exact I .. ].",  # hole 8: used to swallow the sync sentinel and time out warm
+        "Time split. Show. Timeout 5 exact I. Show Proof. exact I.",  # hole 9: genuine, not cheats
+        "Proof with (exact I). split...",
+    ],
+)
+def test_hole8_9_genuine_proofs_accepted(request: pytest.FixtureRequest, holes: dict[str, TheoremTask],
+                                         mode: str, proof: str) -> None:
+    verdict = request.getfixturevalue(mode).check(holes["two"], proof, timeout_s=20)
+    assert verdict.accepted and not verdict.cheat, verdict.reason
+    assert verdict.seconds < 15  # not the timeout the old lexer burnt
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+def test_unchecked_cast_refused_by_the_kernel_is_a_cheat(request: pytest.FixtureRequest,
+                                                        holes: dict[str, TheoremTask], mode: str) -> None:
+    proof = "change_no_check (forall a b : nat, a * b = a * b). intros; reflexivity."
+    verdict = request.getfixturevalue(mode).check(holes["t_bad"], proof, timeout_s=60)
+    assert not verdict.accepted and verdict.cheat
+    assert verdict.reason.startswith("the kernel refused the proof term at Qed")
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+def test_bench_red_team_cheats_are_all_rejected_as_cheats(request: pytest.FixtureRequest,
+                                                         holes: dict[str, TheoremTask], mode: str) -> None:
+    """hole 9: the bench's red team includes cheats that pass the lexical screen and reach Coq's
+    own checks (the kernel at Qed); every one is rejected and counted as a cheat."""
+    from benches.proofs import RED_TEAM
+
+    checker = request.getfixturevalue(mode)
+    for cheat in RED_TEAM["coq"]:
+        verdict = checker.check(holes["t_bad"], cheat, timeout_s=60)
+        assert not verdict.accepted and verdict.cheat, (cheat, verdict.reason)
+    kernel = [c for c in RED_TEAM["coq"] if "_no_check" in c]
+    assert kernel and all(checker.check(holes["t_bad"], c, timeout_s=60).reason.startswith("the kernel refused")
+                          for c in kernel)

@@ -98,7 +98,8 @@ CHEATS = [
     ("by decide\n#exit", "# command"),
     ("by\n  attribute [local simp] Nat.add_comm in simp", "attribute"),
     ("@[implemented_by foo] def", "attribute"),
-    ("by\n  open Classical in\n  decide", "open ... in"),
+    ("by\n  open Classical in\n  decide", None),  # hole 9: a scoped `open ... in` is genuine, not a cheat
+    ("by\n  open Classical\n  decide", "open ... in"),  # a bare `open` is still a command
     ("by run_tac pure ()", "meta-programming"),
     ("by exact (by_elab pure ())", "meta-programming"),
     ("by decide\nmacro \"x\" : tactic => `(tactic| rfl)", "macro"),
@@ -111,6 +112,33 @@ CHEATS = [
     ('by trace "never closed', "unterminated comment or string"),
     ("by decide\x00", "control character"),
     ("   \n ", "empty proof"),
+    # ---- holes of issue 13 (found by red-teaming the text rules)
+    # 1: the holes of an interpolated string are code, not string
+    ('by\n  let s := s!"{by_elab pure ()}"\n  rfl', "meta-programming"),
+    ('by\n  have h : True := (fun _ => trivial) m!"{run_tac pure ()}"\n  decide', "meta-programming"),
+    ('by\n  exact "{" sorry "}"', "sorry"),  # quotes pair up differently once holes exist
+    ('by\n  trace s!"{a "} -- " run_tac "}" }"\n  decide', "meta-programming"),  # a `--` inside a hole
+    # 1: `//` is Subtype's token: `//-` does not open a comment that would hide what follows
+    ("by\n  have := { x : Nat //- 1 = 1 }\n  run_tac pure ()\n  -/ rfl", "meta-programming"),
+    # 2: elaborators that read files (the stripped source holds the original proofs)
+    ('by exact include_str "/work/lean_project/Theorems/Lists.lean"', "reads a file"),
+    ('by\n  have := include_bytes "Theorems/Lists.lean"\n  rfl', "reads a file"),
+    # 3: «quoted» names are names
+    ("by exact «sorryAx» _ false", "sorry"),
+    ("by exact Lean.«ofReduceBool» _ _ rfl", "native evaluation"),
+    ("by exact «Tiny».native_fact.«_native».native_decide.ax_1_1", "native evaluation"),
+    # 3: more command keywords
+    ("by decide\nunif_hint (n : Nat) where n =?= 0 |- n + 0 =?= 0", "command keyword"),
+    ("by decide\nbinder_predicate x \" > \" y:term => `($x > $y)", "command keyword"),
+    ("by decide\nseal Tiny.double", "command keyword"),
+    ("by decide\nunseal Tiny.double", "command keyword"),
+    # 9: genuine scoped options and namespaces pass
+    ("by\n  set_option maxHeartbeats 400000 in\n  decide", None),
+    ("by\n  open Nat in simp [succ_le_succ]", None),
+    ("by\n  open scoped Classical in exact em _", None),
+    ("by\n  set_option maxRecDepth 2000 in decide", None),
+    ("by\n  set_option debug.skipKernelTC true in decide", "set_option"),
+    ('by\n  simp -- a comment about "{braces}" and sorry', None),  # comments stay comments
 ]
 
 
@@ -654,3 +682,150 @@ def test_bench_driver_runs_a_stripped_file_through_the_recorded_repl(tiny, tmp_p
     assert report["solved"] == 1 and report["cheats_accepted"] == 0 and report["cheats_rejected"] >= 1
     assert report["proofs"]["Tiny.double_two"] in ("by rfl", "by decide")
     assert "bench lean: 1/1 solved" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- holes of issue 13
+
+
+@pytest.mark.parametrize("version", ["v4.30.0", "v4.33.0-rc2"])
+def test_hole3_print_axioms_shape_per_supported_version(version: str) -> None:
+    """One recorded shape per supported toolchain (lean_project pins v4.30.0, the shared transcripts
+    are v4.33.0-rc2): the audit's `#check` and `#print axioms` answers parse as the oracle expects."""
+    from oracle.lean import _audit_from
+
+    pairs = read_transcript(FIXTURES / f"print_axioms_{version}.in", FIXTURES / f"print_axioms_{version}.expected.out")
+    audits = [_audit_from(parse_repl_response(answer).messages, 1, 2) for _, answer in pairs]
+    assert audits[0].signature == "Tiny.double_two : double 2 = 4"
+    assert audits[0].axioms == []
+    assert audits[1].axioms == ["propext", "Classical.choice", "Quot.sound"]  # a name ending in a prime
+    assert audits[2].axioms == ["sorryAx"]
+    native = audits[3].axioms
+    assert native is not None and all(a not in ALLOWED_AXIOMS for a in native)
+    for audit in audits:
+        assert audit.errors == []
+    toolchain = (REPO / "lean_project" / "lean-toolchain").read_text(encoding="utf-8").strip()
+    assert (FIXTURES / f"print_axioms_{toolchain.split(':')[-1]}.in").is_file(), "no shape for the pinned toolchain"
+
+
+@needs_lean
+def test_hole3_print_axioms_shape_matches_the_installed_lean(tmp_path: Path) -> None:
+    out = subprocess.run(["lean", "--version"], capture_output=True, text=True, timeout=60).stdout
+    version = "v" + out.split("version ", 1)[1].split()[0].rstrip(",")
+    fixture = FIXTURES / f"print_axioms_{version}.in"
+    if not fixture.is_file():
+        pytest.fail(f"no recorded #print axioms shape for the installed Lean {version}: add {fixture.name}")
+    src = tmp_path / "A.lean"
+    src.write_text("theorem t : 1 = 1 := rfl\n#print axioms t\n", encoding="utf-8")
+    messages, _ = parse_cli_output(subprocess.run(["lean", "--json", str(src)], capture_output=True, text=True,
+                                                  timeout=300).stdout)
+    assert [parse_axioms(m.text) for m in messages if m.severity == "info"] == [[]]
+
+
+def test_hole4_cli_audit_runs_in_its_own_file(tiny, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the checked file prints what looks like a clean audit at the lines the old one-file audit read;
+    # the audit file (importing the compiled module) says the proof depends on Tiny.cheat
+    _install_fake_lake(tmp_path, monkeypatch, "cli_forged.jsonl")
+    checker = LeanChecker(REPO / "lean_project", mode="cli")
+    verdict = checker.check(tiny["Tiny.double_two"], "by\n  decide", timeout_s=30)
+    assert not verdict.accepted and verdict.cheat
+    assert verdict.reason == "axiom not allowed: Tiny.cheat"
+
+
+def _replay_checker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: str, **kwargs) -> LeanChecker:
+    _install_fake_lake(tmp_path, monkeypatch, "cli_accept.jsonl")
+    monkeypatch.setenv("FAKE_REPLAY", report)
+    built = tmp_path / "rrma_replay"
+    built.write_text("stand-in: the replay tool is built\n", encoding="utf-8")
+    return recorded_checker("tiny_session", replay="require", replay_exe=built, **kwargs)
+
+
+@pytest.mark.parametrize(("report", "accepted", "reason", "cheat"), [
+    ("replay_ok.json", True, "accepted", False),
+    # a constant added with the kernel check off (debug.skipKernelTC from a smuggled metaprogram):
+    # the REPL's #check and #print axioms looked clean, the kernel refuses it on replay
+    ("replay_kernel.json", False, "kernel replay failed: (kernel) declaration type mismatch", True),
+    ("replay_type.json", False, "kernel replay: Tiny.double_two does not have the original statement's type", True),
+    ("replay_axiom.json", False, "kernel replay: axiom not allowed: Tiny.cheat", True),
+])
+def test_hole1_kernel_replay_has_the_last_word(tiny, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: str,
+                                               accepted: bool, reason: str, cheat: bool) -> None:
+    checker = _replay_checker(tmp_path, monkeypatch, report)
+    try:
+        verdict = checker.check(tiny["Tiny.double_two"], "by\n  decide", timeout_s=30)
+    finally:
+        checker.close()
+    assert (verdict.accepted, verdict.cheat) == (accepted, cheat), verdict.reason
+    assert verdict.reason.startswith(reason), verdict.reason
+
+
+def test_hole1_required_replay_fails_closed_without_the_tool(tiny, tmp_path: Path) -> None:
+    checker = recorded_checker("tiny_session", replay="require", replay_exe=tmp_path / "not-built")
+    verdict = checker.check(tiny["Tiny.double_two"], "by\n  decide", timeout_s=30)
+    assert not verdict.accepted and verdict.reason.startswith("not audited: the kernel replay tool is not built")
+    auto = recorded_checker("tiny_session", replay="auto", replay_exe=tmp_path / "not-built")
+    assert auto.check(tiny["Tiny.double_two"], "by\n  decide", timeout_s=30).accepted  # auto: only when built
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("", "no replay report"),
+    ('{"rrma_replay": 1, "theorem": "T"}', "missing a field"),
+    ('{"rrma_replay": 1, "theorem": "T", "replayed": 1, "kind": "theorem", "type_matches": true, "axioms": "x"}',
+     "not a list"),
+    ('{"rrma_replay": 2, "theorem": "T"}', "no replay report"),  # another tool's JSON is not a report
+])
+def test_replay_output_parser_fails_closed(text: str, problem: str) -> None:
+    from oracle.lean_audit import ReplayError, parse_replay_output
+
+    with pytest.raises(ReplayError, match=problem):
+        parse_replay_output(text)
+
+
+def test_replay_judge_names_the_theorem() -> None:
+    from oracle.lean_audit import ReplayReport, judge_replay
+
+    good = ReplayReport("T", 3, "theorem", True, ["propext"])
+    assert judge_replay(good, "T", ALLOWED_AXIOMS) == (True, "accepted", False)
+    assert judge_replay(good, "U", ALLOWED_AXIOMS)[0] is False  # a report about another constant
+    assert judge_replay(ReplayReport("T", 3, "def", True, []), "T", ALLOWED_AXIOMS)[1].endswith("not a theorem")
+    assert not judge_replay(ReplayReport("T", 0, "theorem", True, []), "T", ALLOWED_AXIOMS)[0]
+
+
+def test_hole2_sources_to_hide(tmp_path: Path) -> None:
+    from oracle.lean_audit import hidden_source_paths
+
+    project = tmp_path / "proj"
+    (project / "Theorems").mkdir(parents=True)
+    build = project / ".lake" / "build" / "lib" / "lean" / "Theorems"
+    build.mkdir(parents=True)
+    for stem in ("A", "B"):
+        (project / "Theorems" / f"{stem}.lean").write_text("theorem t : True := trivial\n", encoding="utf-8")
+        (build / f"{stem}.olean").write_bytes(b"olean")
+    hidden = hidden_source_paths(project, [project / "Theorems" / "A.lean", project / "Theorems" / "B.lean"],
+                                 contexts=["import Theorems.B\n"])
+    assert project / "Theorems" / "A.lean" in hidden and build / "A.olean" in hidden
+    assert project / "Theorems" / "B.lean" in hidden  # the source with its proofs: always
+    assert build / "B.olean" not in hidden  # a context imports it: Lean needs the compiled module
+
+
+def test_hole2_lean_cannot_read_the_stripped_source(tiny, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake `lean` (a real process) reads the stripped file, as `include_str` would: in the
+    sandbox it sees an empty file; without it, the original proofs (the control)."""
+    from rrma import fsguard
+
+    if fsguard.unavailable_reason() is not None:
+        pytest.skip(f"the bubblewrap sandbox cannot run here: {fsguard.unavailable_reason()}")
+    source = tmp_path / "Stripped.lean"
+    source.write_text((FIXTURES / "Tiny.lean").read_text(encoding="utf-8"), encoding="utf-8")
+    _install_fake_lake(tmp_path, monkeypatch, "cli_accept.jsonl")
+    monkeypatch.setenv("FAKE_LAKE_PROBE", str(source))
+    original = "by native_decide"  # a proof only the stripped source holds
+
+    def probe(hidden: list[Path]) -> str:
+        checker = LeanChecker(REPO / "lean_project", mode="cli", hidden=hidden, replay="off")
+        verdict = checker.check(tiny["Tiny.double_two"], "by\n  decide", timeout_s=60)
+        assert verdict.accepted, verdict.reason
+        return json.dumps(verdict.to_json())
+
+    assert original in probe([])  # control: readable when nothing is hidden
+    seen = probe([source])
+    assert "probe: " in seen and original not in seen

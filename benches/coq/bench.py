@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -23,6 +24,7 @@ from oracle.strip_coq import CoqSyntaxError, strip_coq_file
 
 HERE = Path(__file__).resolve().parent
 SUITE = ("arith.v", "lists.v", "logic.v", "induction.v")
+HAMMER_PRELOAD = "From Hammer Require Import Tactics.\n"
 console = Console(stderr=True, emoji=False)  # checker messages print literally
 
 
@@ -31,10 +33,11 @@ def suite_files() -> list[Path]:
 
 
 def load_tasks(sources: list[Path] | None) -> list[TheoremTask]:
-    """Every theorem of the given files (default: the bench suite), in file order."""
+    """Every theorem of the given files and directories (default: the bench suite), in file order."""
     tasks: list[TheoremTask] = []
-    for path in sources or suite_files():
-        tasks.extend(strip_coq_file(path))
+    for source in sources or suite_files():
+        for path in sorted(source.rglob("*.v")) if source.is_dir() else [source]:
+            tasks.extend(strip_coq_file(path))
     return tasks
 
 
@@ -42,11 +45,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_proof_arguments(parser)
     parser.add_argument("--cold", action="store_true", default=None,
                         help="check with one coqc process per proof instead of the warm coqtop pool")
+    parser.add_argument("--hammer", action="store_true", default=None,
+                        help=f"load CoqHammer's tactics before every theorem's context ({HAMMER_PRELOAD.strip()!r}, "
+                             "Debian's libcoq-hammer) and let the search agent try sauto/hauto")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         tasks = load_tasks(getattr(args, "source", None))
+        if getattr(args, "hammer", None):
+            # the oracle rebuilds each file from the context, so it loads the same tactics it checks with
+            tasks = [replace(t, context=HAMMER_PRELOAD + t.context) for t in tasks]
+            args.agent_params = {**(getattr(args, "agent_params", None) or {}), "hammer": True}
         checker = make_coq_checker(warm=not getattr(args, "cold", False))
     except (CoqSyntaxError, OracleError) as exc:
         console.print(f"bench coq: {exc}", markup=False, highlight=False)

@@ -20,6 +20,7 @@ from rich.console import Console
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
 from oracle.base import OracleError
 from oracle.lean import DEFAULT_PROJECT, LeanChecker
+from oracle.lean_audit import hidden_source_paths
 from oracle.proof_common import TheoremTask
 from oracle.strip_lean import LeanSyntaxError, strip_lean_file, strip_project
 
@@ -27,12 +28,13 @@ console = Console(stderr=True, emoji=False)  # checker messages print literally
 
 
 def load_tasks(sources: list[Path] | None, project: Path = DEFAULT_PROJECT) -> list[TheoremTask]:
-    """Every theorem of the given files (default: the project's ``Theorems/*.lean``), in file order."""
+    """Every theorem of the given files and directories (default: the project's ``Theorems/*.lean``), in file order."""
     if not sources:
         return strip_project(project)
     tasks: list[TheoremTask] = []
-    for path in sources:
-        tasks.extend(strip_lean_file(path))
+    for source in sources:
+        for path in sorted(source.rglob("*.lean")) if source.is_dir() else [source]:
+            tasks.extend(strip_lean_file(path))
     return tasks
 
 
@@ -57,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
     if not tasks:
         console.print("bench lean: no named theorem or lemma found to strip", markup=False, highlight=False)
         return 2
+    # Lean runs with the stripped files (their original proofs) hidden from it
+    hidden = hidden_source_paths(project, {t.source_file for t in tasks}, [t.context for t in tasks])
     checker = LeanChecker(project, mode=getattr(args, "mode", None) or "auto",
-                          pool_size=getattr(args, "pool_size", None) or 1)
+                          pool_size=getattr(args, "pool_size", None) or 1, hidden=hidden)
     try:
         checker.ensure_available()
         if not getattr(args, "no_build", None):

@@ -26,6 +26,7 @@ from tui.widgets.trial_text import (
     log_tail,
     marker_name,
     reviews_text,
+    search_renderable,
 )
 
 
@@ -113,6 +114,11 @@ class TrialScreen(RunScreen):
             Text(rec.feedback or "(no feedback)", "italic"),
             Rule("change against the parent" if not rec.baseline else "workspace", align="left"),
             change_renderable(model, rec),
+        ]
+        search = search_renderable(model, rec)
+        if search is not None:  # proof search: the goals along the found proof, for the person approving it
+            parts += [Rule("proof search: the goals along the found proof", align="left"), search]
+        parts += [
             Rule("log tail", align="left"),
             Text(log_tail(model, rec)),
             Rule("lineage (back to the baseline)", align="left"),

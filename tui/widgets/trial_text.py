@@ -197,6 +197,46 @@ def change_renderable(model: RunModel, rec: TrialRecord) -> RenderableType:
     return Syntax(diff, "diff", theme="ansi_dark", word_wrap=True)
 
 
+def search_renderable(model: RunModel, rec: TrialRecord) -> RenderableType | None:
+    """The goals along a proof found by the search agent (agents/proof_search.py), root first:
+    what a person steps through before approving. None when the trial's proposal holds no search tree."""
+    tree = (proposal_of(model, rec).get("meta") or {}).get("search_tree")
+    if not isinstance(tree, dict):
+        return None
+    from agents.proof_search import proof_path_steps  # the tree's reader lives with its writer
+
+    used, budget = tree.get("used") or {}, tree.get("budget") or {}
+    text = Text.assemble(
+        (f"{tree.get('result', '?')}", "bold"),
+        f" after {used.get('checks', '?')} tactic runs in {used.get('seconds', '?')} s",
+        (f" (budget {budget.get('checks', '?')} runs, {budget.get('seconds', '?')} s); ", "dim"),
+        (f"tree: {len(tree.get('nodes') or [])} states, {len(tree.get('tries') or [])} tries kept", "dim"),
+    )
+    if tree.get("dropped_tries"):
+        text.append(f", {tree['dropped_tries']} not kept", "dim")
+    try:
+        steps = proof_path_steps(tree)
+    except (TypeError, ValueError):  # a tree written by another version: say so, never crash the view
+        return Group(text, Text("(the proof path of this tree cannot be read)", "dim"))
+    lines = Text()
+    for i, step in enumerate(steps):
+        tactic = step["tactic"] or "(the statement)"
+        goals = step["goals"]
+        count = step["goal_count"]
+        lines.append(f"{i:>3} ", "dim")
+        lines.append(str(tactic), "bold cyan" if step["tactic"] else "bold")
+        lines.append(f"  → {count} goal(s)" if count else "  → no goals: proved", "dim" if count else "green")
+        lines.append(f"  [{str(step['key'])[:10]}]\n", "dim")
+        for goal in goals:
+            for line in str(goal).splitlines() or [""]:
+                lines.append(f"      {line}\n")
+        if count > len(goals):
+            lines.append(f"      … {count - len(goals)} more goal(s)\n", "dim")
+    if not steps:
+        lines.append("no proof path in the tree", "dim")
+    return Group(text, lines)
+
+
 def log_tail(model: RunModel, rec: TrialRecord, lines: int = 20) -> str:
     text = model.blob_text(rec.log_blob)
     if text is None:

@@ -1,0 +1,262 @@
+"""Premise selection for the proof search: which earlier lemmas might close or rewrite a goal.
+
+Why it exists: the lemmas of a real library are mostly proved from the lemmas just before them
+(``app_inv_tail`` from ``app_inj_tail_iff``, ``nth_error_nth`` from ``nth_error_split``), and
+from the libraries the file imports. A search that tries ``rewrite L``/``apply L`` for every lemma
+in scope drowns; one that tries none cannot follow the library. This module ranks premises by a
+cheap relevance score against the goal, so the search tries the few that share its vocabulary.
+
+* :func:`coq_file_premises` / :func:`lean_file_premises`: the lemmas of a theorem's context (the
+  file before it), with the names they are reachable by at that point (a lemma of a closed Coq
+  module is ``M.lemma``); lemmas whose proof ends in ``Admitted`` and axioms are left out, so the
+  search never leans on something the oracle would refuse.
+* :func:`tokens`: the symbols of a statement as the prover prints it (identifiers and notation
+  runs such as ``++``, ``::``, ``<=``), which is what the goals show.
+* :class:`PremiseIndex`: inverse-document-frequency weights over the premise pool and
+  :meth:`PremiseIndex.rank` (shared rare symbols count, symbols the goal lacks cost a little,
+  nearer lemmas of the file break ties).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from oracle.proof_state import Premise
+from oracle.strip_coq import CoqSyntaxError, split_sentences
+
+_TOKEN = re.compile(r"[A-Za-z_][\w'.]*[\w']|[A-Za-z_]|[^\w\s(),{}\[\]]+|\[\]")
+# binders and punctuation that say nothing about what a lemma is about
+_NOISE = frozenset({"forall", "fun", "exists", "let", "in", "match", "with", "end", "as", "return", "if", "then",
+                    "else", "Type", "Prop", "Set", "SProp", ":", ",", "=>", ":=", "|", "∀", "∃", "λ", "by",
+                    "Sort", "@", "|-", "⊢", ";", "%"})
+
+_COQ_DECL = re.compile(
+    r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Polymorphic|Monomorphic|Program)\s+)*"
+    r"(?P<kw>Theorem|Lemma|Example|Fact|Remark|Corollary|Proposition|Property|Definition|Fixpoint|"
+    r"CoFixpoint|Let|Axiom|Axioms|Parameter|Parameters|Conjecture|Hypothesis|Hypotheses|Variable|Variables|"
+    r"Instance)\s+(?P<name>[A-Za-z_][\w']*)(?P<rest>.*)$", re.S)
+_COQ_THEOREM = frozenset({"Theorem", "Lemma", "Example", "Fact", "Remark", "Corollary", "Proposition", "Property"})
+_COQ_END = re.compile(r"^(?P<kw>Qed|Defined|Admitted|Abort(?:\s+All)?|Save\s+\S+)\s*\.$")
+_COQ_MODULE = re.compile(r"^(?P<type>Module\s+Type|Module)\s+(?:(?:Import|Export)\s+)?(?P<name>[A-Za-z_][\w']*)"
+                         r"(?P<rest>.*)\.$", re.S)
+_COQ_SECTION = re.compile(r"^Section\s+(?P<name>[A-Za-z_][\w']*)\s*\.$")
+_COQ_END_SCOPE = re.compile(r"^End\s+(?P<name>[A-Za-z_][\w']*)\s*\.$")
+
+
+def tokens(text: str) -> list[str]:
+    """Symbols of a statement: identifiers (dotted names whole) and notation runs, noise dropped."""
+    return [t for t in _TOKEN.findall(text) if t not in _NOISE]
+
+
+def _statement_of(rest: str) -> str:
+    """The type part of ``NAME binders : type.`` (binders kept: they name the symbols too)."""
+    return " ".join(rest.strip().rstrip(".").split())
+
+
+def coq_file_premises(context: str) -> tuple[list[Premise], list[str]]:
+    """(lemmas proved in ``context``, definitions to unfold), each reachable by the names returned.
+
+    Lemmas closed by ``Admitted`` or ``Abort`` and every axiom-like declaration are left out.
+    Names defined inside a module that is closed by the end of the context are qualified
+    (``Nat.add_comm``); a functor's or a module type's contents are not reachable and are skipped.
+    """
+    try:
+        sentences = split_sentences(context)
+    except CoqSyntaxError:
+        return [], []
+    stack: list[tuple[str, bool, bool]] = []  # (name, is a Module (not a Section), reachable after End)
+    found: list[tuple[tuple[str, ...], str, str, bool]] = []  # (module path, name, statement, is theorem)
+    definitions: list[tuple[tuple[str, ...], str]] = []
+    pending: tuple[tuple[str, ...], str, str] | None = None
+    for sent in sentences:
+        code = sent.code
+        if pending is not None:
+            end = _COQ_END.match(code)
+            if end is not None:
+                if end.group("kw") in ("Qed", "Defined") or end.group("kw").startswith("Save"):
+                    found.append((pending[0], pending[1], pending[2], True))
+                pending = None
+            continue
+        if (m := _COQ_SECTION.match(code)) is not None:
+            stack.append((m.group("name"), False, True))
+            continue
+        if (m := _COQ_MODULE.match(code)) is not None:
+            rest = m.group("rest")
+            if (":=" in rest and "<:" not in rest.split(":=")[0]) or rest.strip().startswith(":="):
+                continue  # `Module M := N.` is complete at once
+            functor = "(" in rest.split(":")[0] if rest.strip() else False
+            stack.append((m.group("name"), True, not functor and "Type" not in m.group("type")))
+            continue
+        if (m := _COQ_END_SCOPE.match(code)) is not None:
+            if stack and stack[-1][0] == m.group("name"):
+                stack.pop()
+            continue
+        m = _COQ_DECL.match(code)
+        if m is None:
+            continue
+        kw, name, rest = m.group("kw"), m.group("name"), m.group("rest")
+        path = tuple(s[0] for s in stack if s[1])
+        reachable = all(s[2] for s in stack)
+        if kw in _COQ_THEOREM:
+            if ":=" in rest.split(":", 1)[-1] and rest.rstrip().endswith("."):
+                # `Lemma l : T := term.` carries its proof: complete at once
+                if reachable:
+                    found.append((path, name, _statement_of(rest.split(":=")[0]), True))
+                continue
+            pending = (path, name, _statement_of(rest)) if reachable else None
+            if pending is None:
+                pending = ((), "", "")  # consume its proof, record nothing
+            continue
+        if kw in ("Definition", "Let") and reachable:
+            definitions.append((path, name))
+            head = rest.split(":=")[0]
+            if ":" in head and rest.count(":=") >= 1 and ("=" in head or "->" in head or "<->" in head):
+                # a lemma stated as a Definition (``Definition foo n : P n := ...``)
+                found.append((path, name, _statement_of(head), True))
+    open_path = [s[0] for s in stack if s[1]]
+
+    def reach(path: tuple[str, ...], name: str) -> str:
+        if list(path[: len(open_path)]) == open_path:
+            return ".".join([*path[len(open_path):], name])
+        return ".".join([*path, name])
+
+    premises = [Premise(reach(path, name), stmt, "file", frozenset(tokens(stmt)))
+                for path, name, stmt, _ in found if name]
+    return premises, [reach(path, name) for path, name in definitions]
+
+
+def coq_file_proofs(context: str) -> list[tuple[str, str, str]]:
+    """(name, statement, proof body) of every lemma ``context`` proves with ``Qed``/``Defined``:
+    scripts a search may retry on a similar statement (the body without ``Proof.``/``Qed.``)."""
+    from oracle.coq import ProofRejected, screen_proof
+    from oracle.strip_coq import strip_coq_text
+
+    try:
+        tasks = strip_coq_text(context)
+    except CoqSyntaxError:
+        return []
+    out: list[tuple[str, str, str]] = []
+    for task in tasks:
+        if not re.search(r"(?:Qed|Defined)\s*\.\s*$", task.original_proof):
+            continue
+        try:
+            script = screen_proof(task.original_proof)
+        except ProofRejected:
+            continue
+        if "with" in script.opener:
+            continue  # its `...` needs the opener's tactic
+        out.append((task.name, task.statement, "\n".join(u.code for u in script.units)))
+    return out
+
+
+def similar(statement: str, others: Sequence[tuple[str, str, str]], index: PremiseIndex,
+            limit: int = 8) -> list[tuple[str, str, str]]:
+    """The entries of ``others`` whose statements share the most rare symbols with ``statement``."""
+    goal = set(tokens(statement))
+    scored = []
+    for k, entry in enumerate(others):
+        syms = set(tokens(entry[1]))
+        union = goal | syms
+        if not union:
+            continue
+        score = sum(index.weight(t) for t in goal & syms) / (1.0 + sum(index.weight(t) for t in union))
+        scored.append((score, k, entry))
+    scored.sort(key=lambda item: (-item[0], -item[1]))
+    return [entry for _, _, entry in scored[:limit]]
+
+
+_LEAN_DECL = re.compile(r"^[ \t]*(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*"
+                        r"(?P<kw>theorem|lemma|def|abbrev)\s+(?P<name>[^\s(:{\[]+)(?P<rest>[^\n]*(?:\n[ \t]+[^\n]*)*)",
+                        re.M)
+
+
+def lean_file_premises(context: str) -> tuple[list[Premise], list[str]]:
+    """(theorems of ``context`` with their statements, definitions): Lean names as written."""
+    premises: list[Premise] = []
+    definitions: list[str] = []
+    for m in _LEAN_DECL.finditer(context):
+        name, rest = m.group("name"), m.group("rest")
+        if m.group("kw") in ("def", "abbrev"):
+            definitions.append(name)
+            continue
+        statement = rest.split(":=")[0]
+        if "sorry" in rest.split(":=", 1)[-1].split("\n\n")[0]:
+            continue
+        stmt = " ".join(statement.split())
+        premises.append(Premise(name, stmt, "file", frozenset(tokens(stmt))))
+    return premises, definitions
+
+
+class PremiseIndex:
+    """Premises with IDF weights; :meth:`rank` orders them by relevance to a goal."""
+
+    def __init__(self, premises: Iterable[Premise]) -> None:
+        self.premises: list[Premise] = []
+        seen: set[str] = set()
+        for p in premises:
+            if p.name in seen:
+                continue
+            seen.add(p.name)
+            self.premises.append(p if p.symbols else replace(p, symbols=frozenset(tokens(p.statement))))
+        df: Counter[str] = Counter()
+        for p in self.premises:
+            df.update(p.symbols)
+        n = max(1, len(self.premises))
+        self.idf = {sym: math.log((n + 1) / (count + 0.5)) for sym, count in df.items()}
+        self._default_idf = math.log(n + 1)
+
+    def add(self, premises: Sequence[Premise]) -> PremiseIndex:
+        return PremiseIndex([*self.premises, *premises])
+
+    def weight(self, sym: str) -> float:
+        return self.idf.get(sym, self._default_idf)
+
+    def rank(self, goal: str, limit: int = 8, exclude: Iterable[str] = ()) -> list[Premise]:
+        """The ``limit`` premises most relevant to ``goal`` (ties: later in the file first)."""
+        goal_syms = set(tokens(goal))
+        skip = set(exclude)
+        scored: list[tuple[float, int, Premise]] = []
+        for index, p in enumerate(self.premises):
+            if p.name in skip or p.name.split(".")[-1] in skip:
+                continue
+            shared = p.symbols & goal_syms
+            if not shared:
+                continue
+            gain = sum(self.weight(s) for s in shared)
+            cost = 0.25 * sum(self.weight(s) for s in p.symbols - goal_syms)
+            recency = index if p.origin == "file" else -1
+            scored.append((gain - cost, recency, p))
+        scored.sort(key=lambda item: (-item[0], -item[1]))
+        return [p for _, _, p in scored[:limit]]
+
+
+def conclusion_of(statement: str) -> str:
+    """The part of a statement after its last top-level ``->``/``,`` (what ``apply`` must match)."""
+    depth = 0
+    cut = 0
+    i = 0
+    while i < len(statement):
+        ch = statement[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and (statement.startswith("->", i) or statement.startswith("→", i)):
+            cut = i + (2 if statement.startswith("->", i) else 1)
+        elif depth == 0 and ch == "," and re.search(r"(?:forall|∀|exists|∃)[^,]*$", statement[:i]):
+            cut = i + 1
+        i += 1
+    return statement[cut:].strip()
+
+
+def is_rewrite_rule(statement: str) -> bool:
+    """Whether the lemma's conclusion is an equation or an equivalence (``rewrite`` can use it)."""
+    concl = conclusion_of(statement)
+    return bool(re.search(r"(?<![<>=!:])=(?![=>])|<->|↔", concl))
+
+
+__all__ = ["PremiseIndex", "conclusion_of", "coq_file_premises", "coq_file_proofs", "is_rewrite_rule", "lean_file_premises", "similar", "tokens"]

@@ -1,0 +1,794 @@
+"""Best-first proof search over proof states: the offline prover that reads goals.
+
+Why it exists: the tactic portfolio (:mod:`agents.tactic_portfolio`) submits closed scripts and
+never looks at a goal, so it solves the easy theorems of a real library and few others. This
+agent searches the way LeanDojo/ReProver-style provers do: from the theorem's statement it
+applies one tactic at a time through a proof-state backend (:mod:`oracle.proof_state`), keeps
+every new state in a priority queue, and expands the most promising state next, until a path
+of tactics closes every goal or the per-theorem budget (tactic runs and seconds) is spent.
+
+Candidates for a state, cheap and decisive ones first (:class:`CoqTactics`, :class:`LeanTactics`):
+
+* closers that either close the first goal or are dropped (``reflexivity``, ``auto``, ``lia``,
+  ``congruence``, ``auto using`` the best premises, CoqHammer's ``sauto``/``hauto`` when the
+  oracle preloads ``Hammer.Tactics``...);
+* structural steps read off the goal: ``intros``, ``split``/``left``/``right``, ``destruct`` and
+  ``induction`` on each variable (and on each binder of a ``forall``, which generalizes the rest),
+  ``inversion``/``destruct`` of hypotheses, ``unfold`` of the file's definitions that occur, ``destruct``
+  of a ``match`` scrutinee, ``rewrite`` with hypotheses and induction hypotheses;
+* premises (:mod:`agents.premises`): lemmas of the file and of the imported libraries (Coq's
+  ``Search`` on the goal's constants), ranked by shared rare symbols: ``apply``, ``rewrite``
+  (both ways) and ``apply ... in`` a hypothesis;
+* the portfolio's closed scripts at the statement (so the search never does worse than it);
+* optionally a chat model (``params.llm``: ``anthropic``, ``openai`` or ``module:Class``) asked for
+  tactics for the goal (:class:`LLMTactics`), screened like every other tactic.
+
+Priority of a state: the cost of its path (each tactic has a cost) plus ``2 x goals`` plus a
+size term, so states with fewer goals come first. A state whose goals were seen before is not
+kept; a tactic that closes a state's first goal ends that state's expansion (the other ways of
+closing the same goal cannot do better).
+
+The search tree is part of the trace: the proposal's ``meta["search_tree"]`` holds every tried
+tactic compactly (parent node, tactic, outcome, child node), each node's goal hash and the
+goals of the nodes (clipped), so the TUI's proof-tree screen can replay it. The found proof is
+first closed in the agent's own session (``Qed`` and ``Print Assumptions``: a proof that leans
+on an axiom is not proposed) and then re-checked from scratch by the oracle; only the oracle's
+verdict counts.
+
+Params: ``seconds`` (per-theorem search budget, 20), ``max_checks`` (tactic runs, 6000),
+``tactic_seconds`` (each tactic's timeout, 2), ``library`` (search imported libraries, true),
+``hammer`` (false; true when the bench preloads CoqHammer), ``portfolio`` (true), ``llm``,
+``llm_model``, ``llm_calls`` (model calls per theorem, 4), ``coq_args`` (load paths),
+``preload`` (Coq sentences the oracle runs before each context), ``lean_project``,
+``lean_backend`` (``repl`` or ``dojo``), ``tree_limit`` (tries kept in the trace, 600).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.base import Agent, AgentError, Context, TrialSummary
+from agents.premises import (
+    PremiseIndex,
+    coq_file_premises,
+    coq_file_proofs,
+    is_rewrite_rule,
+    lean_file_premises,
+    similar,
+    tokens,
+)
+from agents.tactic_portfolio import (
+    COQ_TEMPLATES,
+    LEAN_TEMPLATES,
+    induction_order,
+    instantiate,
+    lemmas_of,
+    variables_of,
+)
+from oracle.proof_common import TheoremTask
+from oracle.proof_state import Premise, ProofState, ProofStateError, ProofStates, TacticResult
+from rrma.task import AgentConfig, TaskConfig
+from rrma.trial import Proposal
+
+GOAL_WEIGHT = 2.0  # priority units per open goal
+SIZE_WEIGHT = 0.004  # per character of the first goal
+TREE_GOAL_CHARS = 400  # a goal's text kept in the trace
+OUTCOME_CODE = {"progress": "p", "proved": "P", "error": "e", "timeout": "t", "rejected": "r"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A tactic to try on a state's first goal; ``closer``: kept only if it closes that goal."""
+
+    tactic: str
+    cost: float = 1.0
+    closer: bool = False
+    source: str = "rule"  # rule | premise | portfolio | hammer | llm
+
+
+@dataclass
+class SearchBudget:
+    seconds: float = 20.0
+    max_checks: int = 6000
+    tactic_seconds: float = 2.0
+
+
+@dataclass
+class Node:
+    id: int
+    parent: int
+    tactic: str
+    state: ProofState
+    depth: int
+    cost: float
+    tactics: tuple[str, ...]
+
+
+@dataclass
+class SearchResult:
+    proof: str | None
+    tactics: tuple[str, ...] | None
+    checks: int
+    seconds: float
+    expanded: int
+    tree: dict[str, Any]
+    reason: str  # "proved", "budget: seconds", "budget: checks", "exhausted", or a start error
+
+
+def conclusion(goal: str) -> str:
+    """A goal's conclusion: the text after its turnstile (``|-`` for Coq, ``⊢`` for Lean)."""
+    for mark in ("|- ", "⊢ "):
+        if mark in goal:
+            return goal.rsplit(mark, 1)[1].strip()
+    return goal.strip()
+
+
+def closes_first_goal(parent: ProofState, child: ProofState) -> bool:
+    """Whether ``child`` is ``parent`` with its first goal closed (the others unchanged)."""
+    if len(child.goals) != len(parent.goals) - 1:
+        return False
+    return [conclusion(g) for g in child.goals] == [conclusion(g) for g in parent.goals[1:]]
+
+
+def priority(node_cost: float, state: ProofState) -> float:
+    size = len(state.goals[0]) if state.goals else 0
+    return node_cost + GOAL_WEIGHT * len(state.goals) + SIZE_WEIGHT * size
+
+
+class SearchTree:
+    """The trace of one search, kept compact (see the module docstring for the layout)."""
+
+    def __init__(self, prover: str, theorem: str, limit: int = 600) -> None:
+        self.prover, self.theorem, self.limit = prover, theorem, limit
+        self.nodes: list[list[Any]] = []  # [parent, tactic, depth, goal count, goal key]
+        self.tries: list[list[Any]] = []  # [node, tactic, outcome code, child node or -1, milliseconds]
+        self.goals: dict[str, list[str]] = {}
+        self.dropped = 0
+
+    def add_node(self, node: Node) -> None:
+        self.nodes.append([node.parent, node.tactic, node.depth, len(node.state.goals), node.state.key])
+        if node.state.key not in self.goals and (len(self.goals) < 300 or node.depth <= 1):
+            self.goals[node.state.key] = [g[:TREE_GOAL_CHARS] for g in node.state.goals[:4]]
+
+    def add_try(self, node: int, tactic: str, code: str, child: int, seconds: float) -> None:
+        if len(self.tries) >= self.limit and code not in ("p", "P"):
+            self.dropped += 1
+            return
+        self.tries.append([node, tactic, code, child, round(seconds * 1000, 1)])
+
+    def to_json(self, *, result: str, proof_nodes: Sequence[int], budget: SearchBudget, checks: int,
+                seconds: float) -> dict[str, Any]:
+        return {"v": 1, "prover": self.prover, "theorem": self.theorem, "result": result,
+                "budget": {"seconds": budget.seconds, "checks": budget.max_checks},
+                "used": {"seconds": round(seconds, 3), "checks": checks},
+                "nodes": self.nodes, "tries": self.tries, "goals": self.goals,
+                "proof": list(proof_nodes), "dropped_tries": self.dropped}
+
+
+def proof_path_steps(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    """The found proof of a recorded search tree, step by step: for each node on the proof path its
+    tactic (the one that led there), its goal hash and its goals (clipped), root first.
+
+    For a person stepping through the goals of a trial before approving it (the TUI, ``show``)."""
+    nodes = tree.get("nodes") or []
+    goals = tree.get("goals") or {}
+    steps = []
+    for k in tree.get("proof") or []:
+        if not 0 <= k < len(nodes):
+            break
+        _parent, tactic, depth, count, key = nodes[k]
+        steps.append({"node": k, "tactic": tactic, "depth": depth, "goal_count": count, "key": key,
+                      "goals": list(goals.get(key, []))})
+    return steps
+
+
+class TacticSource:
+    """Where candidates come from; :meth:`validate` may veto a found proof (e.g. axioms)."""
+
+    def candidates(self, node: Node) -> Iterable[Candidate]:
+        raise NotImplementedError
+
+    def validate(self, tactics: Sequence[str]) -> str | None:
+        """None when the proof may be proposed; otherwise why not."""
+        return None
+
+    def observe(self, candidate: Candidate, result: TacticResult) -> None:
+        """Learn from a run (a tactic that keeps timing out is dropped for this theorem)."""
+        return None
+
+
+def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[ProofState], TacticSource],
+                      budget: SearchBudget, *, tree_limit: int = 600,
+                      clock: Callable[[], float] = time.monotonic) -> SearchResult:
+    """Search for a proof of ``task`` (see the module docstring); never raises on a failed start."""
+    started = clock()
+    tree = SearchTree(states.prover, task.name, tree_limit)
+    try:
+        root_state = states.start(task, timeout_s=max(60.0, budget.seconds))
+    except ProofStateError as exc:
+        return SearchResult(None, None, 0, clock() - started, 0,
+                            tree.to_json(result="error", proof_nodes=[], budget=budget, checks=0,
+                                         seconds=clock() - started), f"cannot start: {exc}")
+    tactics_source = source(root_state)
+    nodes = [Node(0, -1, "", root_state, 0, 0.0, ())]
+    tree.add_node(nodes[0])
+    seen = {root_state.key}
+    counter = itertools.count()
+    heap: list[tuple[float, int, int]] = [(priority(0.0, root_state), next(counter), 0)]
+    checks = expanded = 0
+    reason = "exhausted"
+
+    def finish(proof_node: Node | None, why: str) -> SearchResult:
+        seconds = clock() - started
+        path: list[int] = []
+        if proof_node is not None:
+            k = proof_node.id
+            while k >= 0:
+                path.append(k)
+                k = nodes[k].parent
+            path.reverse()
+        data = tree.to_json(result="proved" if proof_node is not None else "open", proof_nodes=path, budget=budget,
+                            checks=checks, seconds=seconds)
+        if proof_node is None:
+            return SearchResult(None, None, checks, seconds, expanded, data, why)
+        return SearchResult(states.proof_text(proof_node.tactics), proof_node.tactics, checks, seconds, expanded,
+                            data, "proved")
+
+    while heap:
+        _, _, node_id = heapq.heappop(heap)
+        node = nodes[node_id]
+        expanded += 1
+        for cand in tactics_source.candidates(node):
+            if clock() - started >= budget.seconds:
+                return finish(None, "budget: seconds")
+            if checks >= budget.max_checks:
+                return finish(None, "budget: checks")
+            left = budget.seconds - (clock() - started)
+            result = states.run_tactic(node.state, cand.tactic, min(budget.tactic_seconds, max(0.5, left)))
+            checks += 1
+            tactics_source.observe(cand, result)
+            code = OUTCOME_CODE[result.outcome]
+            if result.state is None or result.outcome not in ("progress", "proved"):
+                tree.add_try(node.id, cand.tactic, code, -1, result.seconds)
+                continue
+            child_state = result.state
+            closed = result.outcome == "proved" or closes_first_goal(node.state, child_state)
+            if cand.closer and not closed:
+                tree.add_try(node.id, cand.tactic, "n", -1, result.seconds)  # a closer that did not close
+                continue
+            if result.outcome != "proved" and child_state.key in seen:
+                tree.add_try(node.id, cand.tactic, "d", -1, result.seconds)
+                continue
+            seen.add(child_state.key)
+            child = Node(len(nodes), node.id, cand.tactic, child_state, node.depth + 1, node.cost + cand.cost,
+                         (*node.tactics, cand.tactic))
+            if result.outcome == "proved":
+                veto = tactics_source.validate(child.tactics)
+                if veto is not None:
+                    tree.add_try(node.id, cand.tactic, "v", -1, result.seconds)
+                    continue
+            nodes.append(child)
+            tree.add_node(child)
+            tree.add_try(node.id, cand.tactic, code, child.id, result.seconds)
+            if result.outcome == "proved":
+                return finish(child, "proved")
+            heapq.heappush(heap, (priority(child.cost, child_state), next(counter), child.id))
+            if closed:
+                break  # the first goal is closed: other ways of closing it cannot do better
+    return finish(None, reason)
+
+
+# ----------------------------------------------------------------------------- Coq candidates
+
+COQ_CLOSERS: list[tuple[str, float]] = [
+    ("reflexivity.", 0.1), ("assumption.", 0.1), ("discriminate.", 0.1), ("contradiction.", 0.1),
+    ("trivial.", 0.15), ("easy.", 0.15), ("auto.", 0.2), ("congruence.", 0.25), ("tauto.", 0.3),
+    ("lia.", 0.3), ("auto with arith.", 0.3), ("auto with datatypes.", 0.3), ("intuition.", 0.4),
+    ("eauto.", 0.4), ("now simpl.", 0.3), ("simpl; lia.", 0.4), ("firstorder.", 0.6),
+    ("now (intros; subst; auto).", 0.5), ("intuition lia.", 0.6), ("simpl in *; auto.", 0.4),
+    ("simpl in *; lia.", 0.5), ("simpl in *; congruence.", 0.5), ("simpl in *; intuition.", 0.6),
+]
+HAMMER_CLOSERS: list[tuple[str, float]] = [("sauto.", 0.5), ("hauto.", 0.5), ("qauto.", 0.5)]
+_PROP_HINT = re.compile(r"(?<![<>=:!])=(?![>=])|<>|->|<->|/\\|\\/|~|\bTrue\b|\bFalse\b|<=|<|>|\bIn\b|\bForall\b|"
+                        r"\bExists\b|\ble\b|\blt\b|\bNoDup\b|\bEven\b|\bOdd\b|\bPermutation\b|\bincl\b|\bsig\b")
+_MATCH = re.compile(r"\bmatch\s+(?P<scrut>[A-Za-z_][\w'.]*(?:\s+[A-Za-z_][\w'.]*)*|\([^()]*\))\s+with\b")
+_IDENT = re.compile(r"[A-Za-z_][\w']*")
+_BINDERS = re.compile(r"^(?:forall|∀)\s+(?P<binders>.*?),", re.S)
+
+
+def leading_binders(concl: str) -> list[str]:
+    """The names bound by a goal's leading ``forall`` (``forall (n : nat) (l : list A) d,``)."""
+    m = _BINDERS.match(concl.strip())
+    if m is None:
+        return []
+    text = m.group("binders")
+    names: list[str] = []
+    for group in re.findall(r"\(([^()]*)\)|([^()]+)", text):
+        part = group[0] or group[1]
+        head = part.split(":")[0]
+        names.extend(n for n in head.split() if _IDENT.fullmatch(n))
+    return names
+
+
+def _is_prop(typ: str) -> bool:
+    return bool(_PROP_HINT.search(typ)) or typ.startswith(("forall", "exists", "~"))
+
+
+class CoqTactics(TacticSource):
+    """Coq candidates for one theorem (see the module docstring)."""
+
+    def __init__(self, states: Any, task: TheoremTask, root: ProofState, *, library: bool = True,
+                 hammer: bool = False, portfolio: bool = True, premises_per_node: int = 8,
+                 llm: LLMTactics | None = None) -> None:
+        self.states = states
+        self.task = task
+        file_premises, self.definitions = coq_file_premises(task.context)
+        self.file_index = PremiseIndex(file_premises)
+        # earlier proofs of the file, most similar statements first: whole scripts to retry at the
+        # statement, and their sentences as candidates everywhere (retrieval of tactics)
+        self.similar_proofs = similar(task.statement, coq_file_proofs(task.context), self.file_index, limit=8)
+        sentences: list[str] = []
+        for _, _, body in self.similar_proofs:
+            for sentence in body.split("\n"):
+                if not re.fullmatch(r"[-+*]+|[{}]", sentence) and sentence not in sentences and len(sentence) < 200:
+                    sentences.append(sentence)
+        self.retrieved = sentences[:16]
+        self.library_index = PremiseIndex(self._library(root) if library else [])
+        self.hammer = hammer
+        self.portfolio = portfolio
+        self.premises_per_node = premises_per_node
+        self.llm = llm
+        self.slow: dict[str, int] = {}  # tactic head -> timeouts in this theorem
+        self.unknown: set[str] = set()  # tactic names Coq does not know here (e.g. lia without Lia)
+        self.allowed_axioms: tuple[str, ...] = ()
+
+    # -- premises from the imported libraries
+
+    def _library(self, root: ProofState) -> list[Premise]:
+        goal = root.goals[0] if root.goals else ""
+        syms = [t for t in dict.fromkeys(tokens(conclusion(goal))) if self._searchable(t, root)]
+        queries: list[str] = []
+        for a, b in itertools.combinations(syms[:5], 2):
+            queries.append(f"{self._term(a)} {self._term(b)}")
+        queries.extend(self._term(s) for s in syms[:3])
+        found: list[Premise] = []
+        search = getattr(self.states, "search_premises", None)
+        if search is None:
+            return []
+        for query in queries[:12]:
+            found.extend(p for p in search(query, limit=80) if not p.name.startswith("rrma_"))
+        return found
+
+    @staticmethod
+    def _term(sym: str) -> str:
+        return sym if _IDENT.fullmatch(sym.split(".")[-1] or "") else f'"{sym}"'
+
+    @staticmethod
+    def _searchable(sym: str, root: ProofState) -> bool:
+        if sym in ("=", "->", "<->", "/\\", "\\/", "~", "<>", "S", "O", "0", "1", "true", "false", "nat", "list",
+                   "bool", "A", "B", "Type"):
+            return False
+        names = set(root.detail[0].hyp_names()) if root.detail else set()
+        if sym in names or sym in leading_binders(conclusion(root.goals[0] if root.goals else "")):
+            return False
+        return not (len(sym) == 1 and sym.isalpha())
+
+    # -- candidates
+
+    def candidates(self, node: Node) -> Iterable[Candidate]:
+        state = node.state
+        detail = state.detail[0] if state.detail else None
+        concl = detail.concl if detail is not None else conclusion(state.goals[0])
+        hyps: list[tuple[str, str]] = ([(n, t) for names, t in detail.hyps for n in names] if detail is not None
+                                       else [])
+        goal_text = state.goals[0]
+        out: list[Candidate] = []
+        if node.depth == 0:
+            out.extend(Candidate(body, 0.4 + 0.02 * k, True, "retrieved")
+                       for k, (_, _, body) in enumerate(self.similar_proofs[:6]))
+            if self.portfolio:
+                out.extend(self._portfolio())
+        closers = COQ_CLOSERS + (HAMMER_CLOSERS if self.hammer else [])
+        if concl.strip() == "True":
+            out.append(Candidate("exact I.", 0.1, True))
+        if re.match(r"^\{.*\}\s*\+\s*\{.*\}$", concl):
+            out.append(Candidate("decide equality.", 0.3, True))
+        file_top = self.file_index.rank(goal_text, self.premises_per_node, exclude=[self.task.name])
+        # a library lemma may share the theorem's short name (`Peano.max_r` for `Nat.max_r`): it is
+        # another constant, so it is not excluded
+        lib_top = self.library_index.rank(goal_text, self.premises_per_node // 2 + 1,
+                                          exclude=[p.name for p in file_top])
+        using = ", ".join(p.name for p in (file_top[:4] + lib_top[:2]))
+        for tactic, cost in closers:
+            out.append(Candidate(tactic, cost, True, "hammer" if (tactic, cost) in HAMMER_CLOSERS else "rule"))
+        if using:
+            out.append(Candidate(f"auto using {using}.", 0.3, True, "premise"))
+            out.append(Candidate(f"eauto using {using}.", 0.5, True, "premise"))
+        premises = file_top + lib_top
+        out.extend(Candidate(sentence, 0.7 + 0.02 * k, source="retrieved") for k, sentence in enumerate(self.retrieved))
+        if self.hammer and premises:
+            names = ", ".join(p.name for p in premises[:5])
+            out.append(Candidate(f"sauto use: {names}.", 0.5, True, "hammer"))
+        if concl.startswith(("forall", "~")) or re.search(r"(?<![<-])->", concl):
+            # a product: introduce it, or induct on one of its binders (which generalizes the rest)
+            out.append(Candidate("intros.", 0.1))
+            if concl.startswith("~"):
+                out.append(Candidate("intro.", 0.1))  # `intros` does not unfold `not`
+            for name in leading_binders(concl)[:4]:
+                if self.hammer:
+                    out.append(Candidate(f"induction {name}; sauto.", 0.5, True, "hammer"))
+                out.append(Candidate(f"induction {name}.", 0.8))
+                out.append(Candidate(f"induction {name}; simpl; auto.", 0.6))
+                out.append(Candidate(f"destruct {name}.", 1.0))
+            for k, premise in enumerate(premises[:4]):
+                out.append(Candidate(f"apply {premise.name}.", 0.7 + 0.1 * k, source="premise"))
+            return self._filter(out)
+        for m in _MATCH.finditer(concl):
+            scrut = m.group("scrut")
+            out.append(Candidate(f"destruct {scrut}.", 0.4))
+            out.append(Candidate(f"destruct {scrut} eqn:?.", 0.6))
+        out.append(Candidate("simpl.", 0.5))
+        out.append(Candidate("simpl in *.", 0.7))
+        if any(re.fullmatch(r"[A-Za-z_][\w']* = .*|.* = [A-Za-z_][\w']*", t) for _, t in hyps):
+            out.append(Candidate("subst.", 0.5))
+        if "/\\" in concl or "<->" in concl:
+            out.append(Candidate("split.", 0.3))
+        if "\\/" in concl or re.match(r"^\{.*\}\s*\+", concl):
+            out.append(Candidate("left.", 0.7))
+            out.append(Candidate("right.", 0.7))
+        if concl.startswith(("exists", "{")):
+            out.append(Candidate("eexists.", 0.8))
+        if re.match(r"^[^=]*\S \S[^=]* = [^=]*\S \S", concl):
+            out.append(Candidate("f_equal.", 0.9))
+        used = set(tokens(goal_text))
+        for name in self.definitions:
+            if name in used or name.split(".")[-1] in used:
+                out.append(Candidate(f"unfold {name}.", 0.8))
+                out.append(Candidate(f"unfold {name} in *.", 1.0))
+        for name, typ in reversed(hyps):
+            if _is_prop(typ):
+                out.append(Candidate(f"apply {name}.", 0.6))
+                if re.search(r"(?<![<>=])=(?![>=])|<->", typ):
+                    out.append(Candidate(f"rewrite {name}.", 0.7))
+                    out.append(Candidate(f"rewrite <- {name}.", 0.9))
+                if re.search(r"/\\|\\/|^exists|<->", typ):
+                    out.append(Candidate(f"destruct {name}.", 0.5))
+                if not name.startswith("IH"):
+                    out.append(Candidate(f"inversion {name}; subst.", 1.0))
+            elif typ not in ("Type", "Set", "Prop") and not typ.startswith("Type"):
+                later = [n for n, t in hyps[hyps.index((name, typ)) + 1:] if not _is_prop(t)
+                         and t not in ("Type", "Set", "Prop")]
+                if later:  # induction with the later variables generalized (a stronger hypothesis)
+                    out.append(Candidate(f"revert {' '.join(later)}; induction {name}.", 0.8))
+                if self.hammer:
+                    out.append(Candidate(f"induction {name}; sauto.", 0.6, True, "hammer"))
+                    out.append(Candidate(f"destruct {name}; sauto.", 0.6, True, "hammer"))
+                out.append(Candidate(f"destruct {name}.", 0.9))
+                out.append(Candidate(f"induction {name}.", 1.0))
+        prop_hyps = [n for n, t in hyps if _is_prop(t) and not n.startswith("IH")][-2:]
+        for k, premise in enumerate(premises):
+            weight = 0.6 + 0.08 * k
+            out.append(Candidate(f"apply {premise.name}.", weight, source="premise"))
+            if is_rewrite_rule(premise.statement):
+                out.append(Candidate(f"rewrite {premise.name}.", weight, source="premise"))
+                out.append(Candidate(f"rewrite <- {premise.name}.", weight + 0.2, source="premise"))
+            if k < 3:
+                out.append(Candidate(f"eapply {premise.name}.", weight + 0.3, source="premise"))
+                for h in prop_hyps:
+                    out.append(Candidate(f"apply {premise.name} in {h}.", weight + 0.3, source="premise"))
+        if self.llm is not None:
+            out.extend(self.llm.candidates(self.task, state))
+        return self._filter(out)
+
+    def _portfolio(self) -> list[Candidate]:
+        statement = self.task.statement
+        vars_ = induction_order(variables_of(statement))
+        lemmas = lemmas_of(self.task.context, statement)
+        out: list[Candidate] = []
+        for index, template in enumerate(COQ_TEMPLATES):
+            for proof in instantiate(template, vars_=vars_, lemmas=lemmas, ihs=[])[:2]:
+                out.append(Candidate(proof, 0.5 + 0.01 * index, True, "portfolio"))
+        return out
+
+    def _filter(self, candidates: list[Candidate]) -> list[Candidate]:
+        out: list[Candidate] = []
+        seen: set[str] = set()
+        for cand in candidates:
+            if cand.tactic in seen:
+                continue
+            seen.add(cand.tactic)
+            head = cand.tactic.split()[0].rstrip(".;")
+            if head in self.unknown or self.slow.get(head, 0) >= 3 or self.slow.get(cand.tactic, 0) >= 1:
+                continue
+            out.append(cand)
+        return out
+
+    def observe(self, candidate: Candidate, result: TacticResult) -> None:
+        head = candidate.tactic.split()[0].rstrip(".;")
+        if result.outcome == "timeout":
+            self.slow[head] = self.slow.get(head, 0) + 1
+            self.slow[candidate.tactic] = self.slow.get(candidate.tactic, 0) + 1
+        elif result.outcome == "error" and re.search(r"(?:was not found|Unknown (?:tactic|command))", result.message) \
+                and head in result.message:
+            self.unknown.add(head)
+
+    def validate(self, tactics: Sequence[str]) -> str | None:
+        check = getattr(self.states, "assumptions_of_proof", None)
+        if check is None:
+            return None
+        axioms = check(list(tactics))
+        if axioms is None:
+            return "the proof does not close at Qed"
+        bad = [a for a in axioms if a not in self.allowed_axioms and a.split(".")[-1] not in self.allowed_axioms]
+        return f"relies on {', '.join(bad)}" if bad else None
+
+
+# ----------------------------------------------------------------------------- Lean candidates
+
+LEAN_CLOSERS: list[tuple[str, float]] = [
+    ("rfl", 0.1), ("assumption", 0.1), ("trivial", 0.15), ("decide", 0.2), ("simp", 0.2), ("omega", 0.3),
+    ("simp_all", 0.3), ("contradiction", 0.2), ("exact?", 0.6), ("simp_arith", 0.4), ("constructor", 0.4),
+]
+
+
+class LeanTactics(TacticSource):
+    """Lean 4 candidates: closers, ``intro``/``induction``/``cases`` on variables, premises of the
+    file (``rw``/``simp [L]``/``exact L``/``apply L``), and the portfolio's scripts at the statement."""
+
+    def __init__(self, task: TheoremTask, *, portfolio: bool = True, premises_per_node: int = 6,
+                 llm: LLMTactics | None = None) -> None:
+        self.task = task
+        premises, self.definitions = lean_file_premises(task.context)
+        self.index = PremiseIndex(premises)
+        self.portfolio = portfolio
+        self.premises_per_node = premises_per_node
+        self.llm = llm
+
+    def candidates(self, node: Node) -> Iterable[Candidate]:
+        state = node.state
+        goal = state.goals[0]
+        hyps = [line.split(" : ", 1) for line in goal.split("⊢")[0].splitlines() if " : " in line]
+        out: list[Candidate] = []
+        if node.depth == 0 and self.portfolio:
+            vars_ = induction_order(variables_of(self.task.statement))
+            for index, template in enumerate(LEAN_TEMPLATES):
+                for proof in instantiate(template, vars_=vars_, lemmas=[], ihs=[])[:2]:
+                    out.append(Candidate(proof.removeprefix("by ").strip(), 0.5 + 0.01 * index, True, "portfolio"))
+        out.extend(Candidate(t, c, True) for t, c in LEAN_CLOSERS)
+        concl = conclusion(goal)
+        if concl.startswith(("∀", "¬")) or "→" in concl:
+            out.append(Candidate("intro", 0.3))
+            out.append(Candidate("intros", 0.4))
+        for names, typ in hyps:
+            for name in names.split():
+                if typ.strip() in ("Nat", "ℕ", "Bool", "Prop", "Type") or typ.strip().startswith(("List", "Option")):
+                    out.append(Candidate(f"induction {name} <;> simp_all", 0.9, True))
+                    out.append(Candidate(f"induction {name}", 1.1))
+                    out.append(Candidate(f"cases {name}", 1.1))
+        for premise in self.index.rank(goal, self.premises_per_node, exclude=[self.task.name.split(".")[-1]]):
+            out.append(Candidate(f"simp [{premise.name}]", 0.6, True, "premise"))
+            out.append(Candidate(f"rw [{premise.name}]", 0.8, source="premise"))
+            out.append(Candidate(f"exact {premise.name}", 0.5, True, "premise"))
+            out.append(Candidate(f"apply {premise.name}", 0.8, source="premise"))
+        out.append(Candidate("constructor", 0.8))
+        out.append(Candidate("simp only []", 0.9))
+        if self.llm is not None:
+            out.extend(self.llm.candidates(self.task, state))
+        seen: set[str] = set()
+        return [c for c in out if not (c.tactic in seen or seen.add(c.tactic))]  # type: ignore[func-returns-value]
+
+
+# ----------------------------------------------------------------------------- a model's suggestions
+
+_FENCE = re.compile(r"```[a-zA-Z0-9]*\n(?P<body>.*?)```", re.S)
+
+
+def parse_tactic_lines(text: str, prover: str, limit: int = 8) -> list[str]:
+    """Tactics from a model's reply: the lines of its first fenced block (or of the whole reply),
+    numbering and bullets removed, one tactic per line."""
+    m = _FENCE.search(text)
+    body = m.group("body") if m else text
+    out: list[str] = []
+    for raw in body.splitlines():
+        line = re.sub(r"^\s*(?:\d+[.)]\s+|[-*]\s+)", "", raw).strip().strip("`").strip()
+        if not line or line.startswith(("#", "//", "(*", "--")):
+            continue
+        if prover == "coq" and not line.endswith("."):
+            line += "."
+        if line not in out:
+            out.append(line)
+        if len(out) >= limit:
+            break
+    return out
+
+
+class LLMTactics:
+    """Tactic suggestions from a chat model, through the existing LLM backends (no tools).
+
+    One call per expanded state, at most ``max_calls`` per theorem; the reply's tactics are
+    candidates like any other (the backend screens each before it runs). The conversation is
+    recorded as trace turns by the search agent.
+    """
+
+    def __init__(self, backend: str, model: str | None, task: TaskConfig, name: str, *, max_calls: int = 4,
+                 per_call: int = 6, record: Callable[..., None] | None = None) -> None:
+        from agents import make_agent
+        from agents.llm_common import LLMAgent
+
+        agent = make_agent(AgentConfig(name=f"{name}-tactics", backend=backend, model=model,
+                                       max_tokens=512, temperature=0.2), task)
+        if not isinstance(agent, LLMAgent):
+            raise AgentError(f"params.llm: backend {backend!r} is not a chat-model backend")
+        self.model = agent
+        self.max_calls = max_calls
+        self.per_call = per_call
+        self.calls: dict[str, int] = {}
+        self.record = record
+
+    def candidates(self, task: TheoremTask, state: ProofState) -> list[Candidate]:
+        used = self.calls.get(task.name, 0)
+        if used >= self.max_calls:
+            return []
+        self.calls[task.name] = used + 1
+        prover = task.prover
+        instructions = (f"You propose the next tactic of a {prover} proof. Reply with up to {self.per_call} "
+                        "candidate tactics, most promising first, one per line, inside one fenced code block. "
+                        "Each line is a single tactic that applies to the first goal; no explanations.")
+        context = (f"Theorem: {task.statement.strip()}\n\nCurrent goals (first goal first):\n"
+                   + "\n\n".join(state.goals[:3]))
+        started = time.monotonic()
+        try:
+            convo = self.model.start(instructions, "", "", context, [])
+            reply = self.model.call(convo)
+        except Exception as exc:  # a model error costs this state its suggestions, not the search
+            if self.record is not None:
+                self.record(role="error", tool="llm-tactics", text=f"{type(exc).__name__}: {exc}"[:500])
+            return []
+        tactics = parse_tactic_lines(reply.text, prover, self.per_call)
+        if self.record is not None:
+            self.record(role="assistant", tool="llm-tactics", text=reply.text[:2000], model=reply.model,
+                        tokens_in=reply.usage.tokens_in, tokens_out=reply.usage.tokens_out,
+                        latency_s=round(time.monotonic() - started, 3), args={"goal": state.goals[0][:500]})
+        return [Candidate(t, 0.4 + 0.05 * k, False, "llm") for k, t in enumerate(tactics)]
+
+
+# ----------------------------------------------------------------------------- the agent
+
+
+@dataclass
+class _Theorem:
+    searched: bool = False
+    proposed: set[str] = field(default_factory=set)
+
+
+class ProofSearchAgent(Agent):
+    """Best-first proof search (see the module docstring for params)."""
+
+    backend = "proof-search"
+
+    def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:
+        super().__init__(config, task, seed)
+        p = dict(config.params)
+        self.budget = SearchBudget(seconds=float(p.get("seconds", 20.0)), max_checks=int(p.get("max_checks", 6000)),
+                                   tactic_seconds=float(p.get("tactic_seconds", 2.0)))
+        self.library = bool(p.get("library", True))
+        self.hammer = bool(p.get("hammer", False))
+        self.portfolio = bool(p.get("portfolio", True))
+        self.tree_limit = int(p.get("tree_limit", 600))
+        self.coq_args = tuple(str(a) for a in p.get("coq_args", ()))
+        self.preload = str(p.get("preload", ""))
+        self.allowed_axioms = tuple(str(a) for a in p.get("allowed_axioms", ()))
+        self.lean_project = p.get("lean_project")
+        self.lean_backend = str(p.get("lean_backend", "repl"))
+        self.llm_backend = p.get("llm")
+        self.llm_model = p.get("llm_model", config.model)
+        self.llm_calls = int(p.get("llm_calls", 4))
+        self._states: dict[str, ProofStates] = {}
+        self._theorems: dict[str, _Theorem] = {}
+        self._llm: LLMTactics | None = None
+        self.searches: list[SearchResult] = []
+
+    def _backend(self, prover: str) -> ProofStates:
+        states = self._states.get(prover)
+        if states is not None:
+            return states
+        if prover == "coq":
+            from oracle.proof_state_coq import CoqProofStates
+
+            states = CoqProofStates(coq_args=self.coq_args, preload=self.preload)
+        elif self.lean_backend == "dojo":
+            from oracle.proof_state_lean import LeanDojoProofStates
+
+            states = LeanDojoProofStates(self.lean_project)
+        else:
+            from oracle.proof_state_lean import LeanReplProofStates
+
+            states = LeanReplProofStates(self.lean_project)
+        self._states[prover] = states
+        return states
+
+    def _llm_for(self, ctx: Context) -> LLMTactics | None:
+        if not self.llm_backend:
+            return None
+        if self._llm is None:
+            self._llm = LLMTactics(str(self.llm_backend), self.llm_model, self.task, self.name,
+                                   max_calls=self.llm_calls, record=ctx.record_turn)
+        self._llm.record = ctx.record_turn
+        return self._llm
+
+    def propose(self, ctx: Context) -> Proposal | None:
+        th = ctx.theorem
+        if not th:
+            return None
+        name = str(th["name"])
+        record = self._theorems.setdefault(name, _Theorem())
+        if record.searched:
+            return None  # one search per theorem: its budget is spent
+        record.searched = True
+        prover = str(th.get("prover", "coq"))
+        task = TheoremTask(name=name, statement=str(th.get("statement", "")), context=str(th.get("context", "")),
+                           original_proof="", difficulty=str(th.get("difficulty", "unknown")),
+                           prover="lean" if prover == "lean" else "coq", source_file=str(th.get("source_file", "")))
+        try:
+            states = self._backend(prover)
+        except Exception as exc:  # the prover is missing here: say so in the trace, propose nothing
+            ctx.record_turn(role="error", tool="proof-search", text=f"no proof-state backend: {exc}"[:500])
+            return None
+        llm = self._llm_for(ctx)
+
+        def source(root: ProofState) -> TacticSource:
+            if prover == "coq":
+                tactics = CoqTactics(states, task, root, library=self.library, hammer=self.hammer,
+                                     portfolio=self.portfolio, llm=llm)
+                tactics.allowed_axioms = self.allowed_axioms
+                return tactics
+            return LeanTactics(task, portfolio=self.portfolio, llm=llm)
+
+        result = best_first_search(states, task, source, self.budget, tree_limit=self.tree_limit)
+        self.searches.append(result)
+        summary = (f"{name}: {result.reason} after {result.checks} tactic runs, {result.expanded} states expanded, "
+                   f"{result.seconds:.1f} s")
+        ctx.record_turn(role="tool_result", tool="proof-search", text=summary,
+                        args={"theorem": name, "result": result.reason, "checks": result.checks,
+                              "expanded": result.expanded, "seconds": round(result.seconds, 3),
+                              "tactics": list(result.tactics or [])})
+        if result.proof is None or result.proof in record.proposed or result.proof in ctx.tried:
+            return None
+        record.proposed.add(result.proof)
+        return Proposal(hypothesis=f"proof search: {len(result.tactics or ())} tactic(s) found by best-first search",
+                        proof=result.proof, theorem=name,
+                        meta={"search_tree": result.tree, "checks": result.checks, "expanded": result.expanded,
+                              "search_seconds": round(result.seconds, 3), "tactics": list(result.tactics or [])})
+
+    def observe(self, trial: TrialSummary) -> None:
+        return None
+
+    def close(self) -> None:
+        for states in self._states.values():
+            states.close()
+        self._states.clear()
+
+
+__all__ = [
+    "COQ_CLOSERS",
+    "Candidate",
+    "CoqTactics",
+    "LLMTactics",
+    "LeanTactics",
+    "ProofSearchAgent",
+    "SearchBudget",
+    "SearchResult",
+    "SearchTree",
+    "best_first_search",
+    "closes_first_goal",
+    "conclusion",
+    "leading_binders",
+    "parse_tactic_lines",
+    "proof_path_steps",
+]

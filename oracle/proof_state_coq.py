@@ -1,0 +1,413 @@
+"""Coq proof states through a warm ``coqtop`` session: one tactic at a time, goals back, go back.
+
+Why it exists: the best-first proof search (:mod:`agents.proof_search`) needs to see the goals a
+tactic leaves. :class:`CoqProofStates` drives the oracle's own :class:`~oracle.coq.CoqSession`
+(``coqtop -emacs`` on pipes, the same sync sentinel, the same incremental context loading), so
+what the search sees is what the oracle will check.
+
+coqtop's document is linear: ``BackTo N`` discards every state after N. A search tree is not, so
+a state's handle is its *path* (the tactics from the statement), and reaching a state the
+document has dropped replays the path from the deepest state the document still holds. Each
+tactic is screened with the oracle's rules (:func:`oracle.coq.screen_tactic`: one sentence, a
+tactic, nothing the oracle would refuse) and runs under ``Timeout N`` so one slow tactic costs at
+most its budget; a run that prints more than one prompt (Coq read more than one sentence) puts
+the session back and is refused.
+
+Also here: :func:`parse_coq_goals` (the goal display as hypotheses and conclusions),
+:func:`parse_search` (``Search`` output as premises), and :meth:`CoqProofStates.search_premises`
+(library lemmas about the constants of a goal, for premise selection).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from oracle.base import OracleError
+from oracle.coq import (
+    CoqSession,
+    CoqSessionError,
+    ProofRejected,
+    Reply,
+    find_coq_binary,
+    screen_proof,
+    screen_tactic,
+)
+from oracle.proof_common import Prover, TheoremTask
+from oracle.proof_state import Premise, ProofState, ProofStateError, TacticResult
+from oracle.strip_coq import split_sentences
+
+_PROMPT = re.compile(r"<prompt>.*?</prompt>", re.S)
+_GOALS_HEAD = re.compile(r"^(\d+) goals?(?: \(ID \d+\))?\s*$")
+_OTHER_GOAL = re.compile(r"^goal (\d+)(?: \(ID \d+\))? is:\s*$")
+_HYP = re.compile(r"^  (?P<names>[A-Za-z_][\w']*(?:, [A-Za-z_][\w']*)*) :(?P<def>=)? ?(?P<rest>.*)$")
+_SEARCH_HEAD = re.compile(r"^(?P<name>[A-Za-z_][\w'.]*):\s*(?P<rest>.*)$")
+
+
+@dataclass(frozen=True)
+class CoqGoal:
+    """One goal: hypotheses ``(names, type)`` in order (``x := v : T`` keeps ``v : T``) and the
+    conclusion, each on one line."""
+
+    hyps: tuple[tuple[tuple[str, ...], str], ...]
+    concl: str
+
+    def display(self) -> str:
+        hyps = "; ".join(f"{', '.join(names)} : {typ}" for names, typ in self.hyps)
+        return f"{hyps} |- {self.concl}" if hyps else f"|- {self.concl}"
+
+    def hyp_names(self) -> list[str]:
+        return [n for names, _ in self.hyps for n in names]
+
+
+def _flat(lines: Sequence[str]) -> str:
+    return " ".join(" ".join(lines).split())
+
+
+def parse_coq_goals(text: str) -> list[CoqGoal]:
+    """The goals of a coqtop goal display: the first with its hypotheses, the others conclusions.
+
+    ``No more goals.`` gives ``[]``. Hypotheses wrapped over several lines are joined.
+    """
+    text = _PROMPT.sub("", text).replace("\r\n", "\n")
+    lines = text.split("\n")
+    goals: list[CoqGoal] = []
+    i = 0
+    while i < len(lines):
+        if _GOALS_HEAD.match(lines[i].strip()) and not goals:
+            i += 1
+            hyps: list[tuple[tuple[str, ...], str]] = []
+            current: list[str] | None = None
+            names: tuple[str, ...] = ()
+            while i < len(lines) and not re.match(r"^\s*=+\s*$", lines[i]):
+                line = lines[i]
+                m = _HYP.match(line)
+                if m is not None:
+                    if current is not None:
+                        hyps.append((names, _flat(current)))
+                    names = tuple(m.group("names").split(", "))
+                    current = [m.group("rest")]
+                elif line.strip() and current is not None:
+                    current.append(line.strip())
+                i += 1
+            if current is not None:
+                hyps.append((names, _flat(current)))
+            i += 1
+            concl: list[str] = []
+            while i < len(lines) and lines[i].strip():
+                concl.append(lines[i].strip())
+                i += 1
+            goals.append(CoqGoal(tuple(hyps), _flat(concl)))
+            continue
+        if _OTHER_GOAL.match(lines[i].strip()):
+            i += 1
+            concl = []
+            while i < len(lines) and lines[i].strip():
+                concl.append(lines[i].strip())
+                i += 1
+            goals.append(CoqGoal((), _flat(concl)))
+            continue
+        i += 1
+    return goals
+
+
+def parse_search(text: str) -> list[Premise]:
+    """Lemmas printed by ``Search``: ``name:`` then its type on the following indented lines."""
+    out: list[Premise] = []
+    name: str | None = None
+    body: list[str] = []
+    for line in _PROMPT.sub("", text).replace("\r\n", "\n").split("\n"):
+        if line and not line[0].isspace():
+            m = _SEARCH_HEAD.match(line)
+            if name is not None:
+                out.append(Premise(name, _flat(body), origin="library"))
+            name, body = (m.group("name"), [m.group("rest")]) if m else (None, [])
+        elif name is not None and line.strip():
+            body.append(line.strip())
+    if name is not None:
+        out.append(Premise(name, _flat(body), origin="library"))
+    return out
+
+
+def _unfinished(text: str) -> str | None:
+    """Why a "No more goals" display still is not a finished proof (shelved or given-up goals)."""
+    for marker in ("on the shelf", "gave up", "unfocused goals", "focused goals remain"):
+        if marker in text:
+            return f"goals remain: {marker}"
+    return None
+
+
+@dataclass
+class _Doc:
+    """The proof as coqtop's document holds it now: state ids after the statement and each tactic."""
+
+    name: str  # the proof's name in coqtop's prompt
+    root: int  # state id right after `Proof.`
+    tactics: list[str] = field(default_factory=list)
+    ids: list[int] = field(default_factory=list)  # ids[k] = state after tactics[:k+1]
+
+    def state_at(self, depth: int) -> int:
+        return self.root if depth == 0 else self.ids[depth - 1]
+
+
+class CoqProofStates:
+    """Proof states of one theorem at a time in a ``coqtop`` session (see the module docstring).
+
+    ``preload``: sentences run before every context (e.g. ``Require Hammer.Tactics.Tactics.``); the
+    oracle that re-checks the proofs must load the same. ``memory_mb`` caps the session
+    (``RLIMIT_AS``); a session that dies or times out is replaced on the next :meth:`start`.
+    """
+
+    prover: Prover = "coq"
+
+    def __init__(self, *, coqtop: str = "coqtop", coq_args: Sequence[str] = (), memory_mb: int = 2048,
+                 preload: str = "") -> None:
+        self.coqtop = find_coq_binary(coqtop)
+        self.coq_args = tuple(coq_args)
+        self.memory_mb = memory_mb
+        self.preload = preload
+        self.session: CoqSession | None = None
+        self.task: TheoremTask | None = None
+        self.doc: _Doc | None = None
+        self.tactic_runs = 0  # tactics sent to coqtop (replays included)
+        self.replays = 0
+        self.restarts = 0
+
+    # ------------------------------------------------------------------ session
+
+    def _session(self) -> CoqSession:
+        if self.session is None or not self.session.alive:
+            if self.session is not None:
+                self.session.kill()
+            self.session = CoqSession(self.coqtop, memory_mb=self.memory_mb, args=self.coq_args)
+            self.restarts += 1
+        return self.session
+
+    def _drop_session(self) -> None:
+        if self.session is not None:
+            self.session.kill()
+        self.session = None
+        self.doc = None
+
+    def close(self) -> None:
+        self._drop_session()
+
+    # ------------------------------------------------------------------ protocol
+
+    def start(self, task: TheoremTask, timeout_s: float = 60.0) -> ProofState:
+        deadline = time.monotonic() + timeout_s
+        self.task, self.doc = task, None
+        try:
+            session = self._session()
+            base = session.load_context(self.preload + task.context, deadline)
+            back = session.send(f"BackTo {base}.", deadline)  # the same context is kept, not re-run:
+            if back.errors:  # leave whatever the last search left open
+                raise CoqSessionError(f"BackTo failed: {back.errors[0][:200]}")
+            reply = session.send(task.statement + "\nProof.", deadline)
+        except TimeoutError as exc:
+            self._drop_session()
+            raise ProofStateError(f"the context of {task.name} did not load within {timeout_s:g} s") from exc
+        except (CoqSessionError, OracleError) as exc:
+            self._drop_session()
+            raise ProofStateError(str(exc)) from exc
+        if reply.errors or reply.proof_name == "Coq":
+            first = (reply.errors or ["no proof opened"])[0]
+            raise ProofStateError(f"the statement of {task.name} does not check: {' '.join(first.split())[:200]}")
+        self.doc = _Doc(reply.proof_name, reply.state)
+        goals = parse_coq_goals(reply.text)
+        return ProofState((), tuple(g.display() for g in goals), goals)
+
+    def goals(self, state: ProofState) -> list[CoqGoal]:
+        """The structured goals of ``state`` (moves the session there)."""
+        reply = self._goto(tuple(state.handle), time.monotonic() + 30)
+        show = self._send("Show.", time.monotonic() + 30) if reply is None else reply
+        return parse_coq_goals(show.text)
+
+    def run_tactic(self, state: ProofState, tactic: str, timeout_s: float = 2.0) -> TacticResult:
+        """Apply one tactic sentence, or a whole script (several sentences, bullets allowed: e.g. an
+        earlier lemma's proof tried at the statement) as one step."""
+        started = time.monotonic()
+        try:
+            sentence = screen_step(tactic)
+        except ProofRejected as exc:
+            return TacticResult("rejected", message=exc.reason)
+        path: tuple[str, ...] = tuple(state.handle)
+        try:
+            self._goto(path, started + timeout_s + 30)
+            reply = self._run_one(sentence, timeout_s)
+        except ProofStateError as exc:
+            return TacticResult("error", message=str(exc), seconds=time.monotonic() - started)
+        seconds = time.monotonic() - started
+        if isinstance(reply, TacticResult):
+            return TacticResult(reply.outcome, reply.state, reply.message, seconds)
+        output = _last_output(reply.text)
+        new_path = (*path, sentence)
+        assert self.doc is not None
+        self.doc.tactics.append(sentence)
+        self.doc.ids.append(reply.state)
+        if len(reply.prompts) > 1 and "No more goals" not in output and parse_coq_goals(output) == []:
+            try:  # a script whose last sentence printed nothing (a bullet, or no change): ask
+                output = _last_output(self._send("Show.", time.monotonic() + 10).text)
+            except ProofStateError as exc:
+                return TacticResult("error", message=str(exc), seconds=seconds)
+        goals = parse_coq_goals(output)
+        if not goals and "No more goals" not in output:
+            # coqtop prints the goals only when they changed
+            return TacticResult("error", message="no progress: the goals did not change", seconds=seconds)
+        if not goals:
+            why = _unfinished(output)
+            if why is not None:
+                return TacticResult("error", message=why, seconds=seconds)
+            return TacticResult("proved", ProofState(new_path, ()), seconds=seconds)
+        return TacticResult("progress", ProofState(new_path, tuple(g.display() for g in goals), goals),
+                            seconds=seconds)
+
+    def proof_text(self, tactics: Sequence[str]) -> str:
+        return "\n".join(tactics)
+
+    # ------------------------------------------------------------------ premises
+
+    def search_premises(self, query: str, timeout_s: float = 5.0, limit: int = 400) -> list[Premise]:
+        """Lemmas ``Search QUERY.`` finds in the loaded environment (the context and its imports).
+
+        ``query`` is a list of Coq terms or quoted notations (``"app length"``); it is screened
+        to identifiers, ``_``, parentheses and quoted notation strings. Runs in the current proof.
+        """
+        if not re.fullmatch(r"[\w'. ()\"+*:<>=@\[\]-]+", query) or "Qed" in query:
+            return []
+        try:
+            reply = self._send(f"Search {query}.", time.monotonic() + timeout_s)
+        except ProofStateError:
+            return []
+        if reply.errors:
+            return []
+        return parse_search(reply.text)[:limit]
+
+    def assumptions_of_proof(self, tactics: Sequence[str], timeout_s: float = 30.0) -> list[str] | None:
+        """Run ``tactics`` from the statement, ``Qed`` and ``Print Assumptions``: the axioms the proof
+        relies on (None when it does not close). The session is put back before the proof."""
+        from oracle.coq import parse_assumptions
+
+        deadline = time.monotonic() + timeout_s
+        assert self.task is not None and self.doc is not None
+        try:
+            self._goto(tuple(tactics), deadline)
+            qed = self._send("Qed.", deadline)
+            if qed.errors or qed.proof_name != "Coq":
+                self._reopen(deadline)
+                return None
+            printed = self._send(f"Print Assumptions {self.task.name}.", deadline)
+            self._reopen(deadline)
+        except ProofStateError:
+            return None
+        closed, axioms, problem = parse_assumptions(printed.text)
+        return [] if closed else (axioms or [problem or "unknown"])
+
+    # ------------------------------------------------------------------ the document
+
+    def _send(self, chunk: str, deadline: float) -> Reply:
+        session = self.session
+        if session is None or not session.alive:
+            self.doc = None
+            raise ProofStateError("the coqtop session is not running")
+        try:
+            return session.send(chunk, deadline)
+        except TimeoutError as exc:
+            self._drop_session()
+            raise ProofStateError("coqtop did not answer in time (session restarted)") from exc
+        except CoqSessionError as exc:
+            self._drop_session()
+            raise ProofStateError(str(exc)) from exc
+
+    def _reopen(self, deadline: float) -> None:
+        """After a Qed: back to the state right after ``Proof.``."""
+        assert self.doc is not None
+        back = self._send(f"BackTo {self.doc.root}.", deadline)
+        if back.errors or back.state != self.doc.root:
+            self._drop_session()
+            raise ProofStateError("could not return to the statement")
+        self.doc.tactics.clear()
+        self.doc.ids.clear()
+
+    def _goto(self, path: tuple[str, ...], deadline: float) -> Reply | None:
+        """Make the document hold exactly ``path`` after the statement; the last reply, if any ran."""
+        doc = self.doc
+        if doc is None:
+            raise ProofStateError("no proof started (or the session was restarted)")
+        common = 0
+        while common < min(len(path), len(doc.tactics)) and path[common] == doc.tactics[common]:
+            common += 1
+        if common == len(path) == len(doc.tactics):
+            return None
+        target = doc.state_at(common)
+        back = self._send(f"BackTo {target}.", deadline)
+        if back.errors or back.state != target:
+            self._drop_session()
+            raise ProofStateError(f"BackTo {target} failed")
+        del doc.tactics[common:]
+        del doc.ids[common:]
+        last: Reply | None = back
+        for tactic in path[common:]:
+            self.replays += 1
+            reply = self._run_one(tactic, max(1.0, deadline - time.monotonic()))
+            if isinstance(reply, TacticResult):
+                raise ProofStateError(f"replaying `{tactic}` failed: {reply.message}")
+            doc.tactics.append(tactic)
+            doc.ids.append(reply.state)
+            last = reply
+        return last
+
+    def _run_one(self, step: str, timeout_s: float) -> Reply | TacticResult:
+        """Run one screened step (a tactic, or a script of several sentences) at the document's tip;
+        the reply on success. On failure the document is back at the tip."""
+        doc = self.doc
+        assert doc is not None
+        self.tactic_runs += 1
+        seconds = max(1, math.ceil(timeout_s))
+        tip = doc.state_at(len(doc.tactics))
+        units = [u.code for u in split_sentences(step)]
+        chunk = "\n".join(u if u in ("{", "}") or re.fullmatch(r"[-+*]+", u) else f"Timeout {seconds} {u}"
+                          for u in units)
+        reply = self._send(chunk, time.monotonic() + seconds * len(units) + 15)
+        if reply.errors:
+            if len(units) > 1:  # coqtop goes on after an error inside a chunk: undo what ran
+                self._back_to(tip)
+            text = " ".join(reply.errors[0].split())
+            if "Timeout!" in text or "timeout" in text.lower():
+                return TacticResult("timeout", message=f"no answer within {seconds} s")
+            return TacticResult("error", message=text.removeprefix("Error:").strip()[:300])
+        if (len(reply.prompts) != len(units) or any(name != doc.name for name, _ in reply.prompts)
+                or reply.state <= tip):
+            # Coq read something else than these sentences: put the document back where it was
+            self._back_to(tip)
+            return TacticResult("rejected", message="the step did not run as the sentences it was screened as")
+        return reply
+
+    def _back_to(self, state: int) -> None:
+        back = self._send(f"BackTo {state}.", time.monotonic() + 10)
+        if back.errors or back.state != state:
+            self._drop_session()
+
+
+def _last_output(text: str) -> str:
+    """What the last sentence of a reply printed (the text before the reply's last prompt)."""
+    parts = re.split(r"<prompt>.*?</prompt>", text, flags=re.S)
+    return parts[-2] if len(parts) >= 2 else parts[0]
+
+
+def screen_step(text: str) -> str:
+    """A step for :meth:`CoqProofStates.run_tactic`: one tactic sentence (:func:`screen_tactic`), or
+    a script of several sentences screened as a proof body (bullets and braces allowed; no
+    ``Proof with``). Returns the normalized text (sentences without comments, one per line)."""
+    script = screen_proof(text)
+    if len(script.units) == 1:
+        return screen_tactic(text)
+    if script.opener != "Proof." and not script.opener.startswith("Proof using"):
+        raise ProofRejected("a script with its own Proof opener", cheat=False)
+    return "\n".join(u.code for u in script.units)
+
+
+__all__ = ["CoqGoal", "CoqProofStates", "parse_coq_goals", "parse_search", "screen_step"]

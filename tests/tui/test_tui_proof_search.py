@@ -1,0 +1,54 @@
+"""The trial view shows the goals along a proof the search agent found (a real Coq search, real TUI)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tui.app import RRMAApp
+from tui.screens.trial import TrialScreen
+
+pytestmark = [pytest.mark.asyncio,
+              pytest.mark.skipif(shutil.which("coqtop") is None, reason="Coq (coqtop) is not installed")]
+
+SOURCE = """Require Import Arith.
+
+Fixpoint double (n : nat) : nat := match n with 0 => 0 | S k => S (S (double k)) end.
+
+Theorem double_plus : forall n : nat, double n = n + n.
+Proof. induction n; simpl; auto. rewrite IHn. rewrite <- plus_n_Sm. reflexivity. Qed.
+"""
+
+
+def _rendered(screen: TrialScreen) -> str:
+    console = Console(width=120, record=True, color_system=None)
+    console.print(screen._content())
+    return console.export_text()
+
+
+async def test_trial_view_steps_through_the_goals_of_a_found_proof(tmp_path: Path) -> None:
+    from benches.coq.bench import main
+
+    src = tmp_path / "double.v"
+    src.write_text(SOURCE)
+    runs = tmp_path / "runs"
+    assert main(["--source", str(src), "--agent", "search", "--runs", str(runs), "--quiet",
+                 "--theorem-seconds", "25"]) == 0
+    run = next(runs.iterdir())
+    trial = next(json.loads(line)["data"]["trial_id"] for line in (run / "events.jsonl").read_text().splitlines()
+                 if '"trial.finished"' in line and '"status":"ok"' in line.replace(" ", ""))
+    app = RRMAApp(runs, run)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await pilot.pause(0.5)
+        app.push_screen(TrialScreen(app.screen.session, trial))  # type: ignore[attr-defined]
+        await pilot.pause(0.3)
+        text = _rendered(app.screen)  # type: ignore[arg-type]
+    assert "proof search: the goals along the found proof" in text
+    assert "proved after" in text and "tactic runs" in text
+    section = text.split("proof search: the goals along the found proof", 1)[1].split("log tail", 1)[0]
+    assert "(the statement)" in section and "double n = n + n" in section  # the root goal, as Coq prints it
+    assert section.rstrip().splitlines()[-1].strip().endswith("]") and "no goals: proved" in section

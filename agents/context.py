@@ -1,8 +1,9 @@
 """Build what an agent sees from the run state (the context builder of DESIGN.md).
 
 History switches: with ``loop.history`` off (single-shot control arm) agents see only the task,
-the parent's files and their own last result; with ``loop.lineage`` off they do not see the
-parent's ancestry. Feedback is truncated so that a flood in one trial cannot crowd out the rest.
+the baseline's score and noise, the parent's files and their own last result: not the current
+best (its id, score or hypothesis), other agents' trials, the blackboard or the lineage; with
+``loop.lineage`` off they do not see the parent's ancestry. Feedback is truncated so that a flood in one trial cannot crowd out the rest.
 Steer notes (a person's ``agent.steer``, chosen by the loop for this agent) are passed through
 whatever the history switches say: a person addressed them to this agent on purpose.
 """
@@ -85,7 +86,7 @@ def build_context(
         files=dict(files),
         editable=list(editable),
         role=role,
-        best=summarize(state, best) if best else None,
+        best=summarize(state, best) if best and history else None,  # a control arm is blind to the best
         baseline_score=state.baseline_mean,
         sigma=state.sigma,
         trials_left=trials_left,

@@ -685,7 +685,7 @@ def context_text(ctx: Context, memory: list[str]) -> str:
     if ctx.baseline_score is not None:
         sigma = "" if ctx.sigma is None else f" ± {ctx.sigma:.3g} (noise sigma)"
         parts.append(f"Baseline {ctx.task.metric.name}: {ctx.baseline_score:.6g}{sigma}")
-    if ctx.best is not None:
+    if ctx.best is not None and ctx.history:  # a control arm (history off) never hears of the best
         parts.append(f"Current best: {ctx.best.line()}")
     if ctx.lineage:
         parts.append("Lineage of the parent (newest first):\n" + "\n".join(f"  {_fmt(t)}" for t in ctx.lineage))
@@ -754,6 +754,9 @@ class LLMAgent(Agent):
         env_name = str(params.get("api_key_env") or self.key_env)
         self.api_key = os.environ.get(env_name) or None
         self.base_url = config.base_url or os.environ.get(self.base_url_env) or None
+        # where the endpoint came from (recorded in run.json and run.started, never the key)
+        self.base_url_from = ("agents[].base_url" if config.base_url else self.base_url_env if self.base_url
+                              else "the SDK's default")
         self.redactor = Redactor([self.api_key])
         if self.api_key is None and self.needs_key():
             raise AgentError(f"agent {config.name}: no API key for backend {self.backend}: set {env_name} in the "
@@ -780,6 +783,14 @@ class LLMAgent(Agent):
 
     def needs_key(self) -> bool:
         return self.key_required
+
+    def endpoint_info(self) -> dict[str, Any]:
+        """What run.json records about this agent: backend, model and the endpoint it calls (no key)."""
+        client = getattr(self, "client", None)
+        resolved = getattr(client, "base_url", None) if client is not None else None  # the SDK's resolved URL
+        endpoint = self.redactor.text(str(resolved if resolved is not None else self.base_url or ""))
+        return {"name": self.name, "backend": self.backend, "model": self.model, "endpoint": endpoint or None,
+                "endpoint_from": self.base_url_from}
 
     # -------------------------------------------------------------- provider hooks
 

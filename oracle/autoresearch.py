@@ -29,10 +29,15 @@ MemoryError in the trial), ``rejected`` (the saved model looks ahead), ``aborted
 or the run was cancelled).
 
 Progress: every progress line ``step N | loss L | ... | elapsed Ts`` is parsed; one sample per
-``progress_every_s`` seconds of training goes out as ``ctx.progress({"step", "loss",
-"elapsed"})`` (the loop records them as sparse ``trial.progress`` events).
+``progress_every_s`` seconds of training (default: a hundredth of the budget) goes out as
+``ctx.progress({"step", "loss", "elapsed", "frac", "score_est"})`` (the loop records them as
+``trial.progress`` events): ``frac`` is the fraction of the training budget used and
+``score_est`` the training loss on the val_bpb scale (``loss / ln 2`` plus the train/val gap below),
+which is what the loop's early abort reads (``loop.early_abort``, rrma/abort.py: the same rule for
+every oracle that reports progress, and the one the autoresearch bench uses).
 
-Early abort (``early_abort: true``; off by default): at the looks of
+Early abort inside the oracle (``early_abort: true``; off by default; kept for tasks written
+before the loop could do it): at the looks of
 :class:`rrma.powerlaw.EarlyAbortRule` a power law is fitted to the training-loss curve and the
 trial is stopped when its predicted final loss cannot beat the current best (``ctx.best_score``)
 at false-abort rate ``abort_alpha``. The best is a val_bpb; it is mapped to the training-loss
@@ -95,8 +100,8 @@ class AutoresearchParams(BaseModel):
     """Device the oracle evaluates the saved model on; auto: cuda when torch sees one."""
     eval_seconds: float = Field(120.0, gt=0)
     """Wall-clock limit of the scoring process, reserved out of the task's trial_seconds (training gets the rest)."""
-    progress_every_s: float = Field(2.0, gt=0)
-    """Seconds of training between trial.progress samples."""
+    progress_every_s: float | None = Field(None, gt=0)
+    """Seconds of training between trial.progress samples (None: a hundredth of time_budget, what the loop's early abort needs)."""
     early_abort: bool = False
     """Stop trials whose predicted final loss cannot beat the current best."""
     abort_alpha: float = Field(0.05, gt=0, lt=1)
@@ -322,6 +327,10 @@ class AutoresearchOracle(Oracle):
 
     # ------------------------------------------------------------------ one trial
 
+    def held_out(self) -> tuple[Path, ...]:
+        """The validation split: a coding agent's sandbox hides it (trials see it only while scored)."""
+        return (self.data_dir / "val.bin",) if self.data_dir is not None else ()
+
     def evaluate(self, ctx: EvalContext) -> Outcome:
         self._ensure_prepared()
         assert self.prepare_py is not None
@@ -380,8 +389,11 @@ class AutoresearchOracle(Oracle):
             return None
         run.curve.append(sample)
         if elapsed >= run.next_sample:
-            ctx.progress({"step": step, "loss": round(loss, 5), "elapsed": round(elapsed, 2)})
-            run.next_sample = elapsed + self.settings.progress_every_s
+            budget = self.settings.time_budget
+            ctx.progress({"step": step, "loss": round(loss, 5), "elapsed": round(elapsed, 2),
+                          "frac": round(min(elapsed / budget, 1.0), 5),
+                          "score_est": round(loss / LN2 + self.gaps.gap(), 5)})  # val_bpb scale (rrma/abort.py)
+            run.next_sample = elapsed + (self.settings.progress_every_s or budget / 100)
         if threshold is None or run.next_look >= len(self.rule.looks):
             return None
         frac = elapsed / self.settings.time_budget

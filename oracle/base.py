@@ -84,6 +84,14 @@ class Oracle(ABC):
         """
         return {}
 
+    def held_out(self) -> tuple[Path, ...]:
+        """Files and directories no agent's own process may read (held-out data), once prepared.
+
+        Trial programs are kept from them by the oracle's own guard; a coding agent's sandbox
+        (agents/coding) hides these and the run directory.
+        """
+        return ()
+
     @abstractmethod
     def evaluate(self, ctx: EvalContext) -> Outcome:
         """Judge one trial; never raise for anything the trial did (label it instead)."""

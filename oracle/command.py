@@ -7,6 +7,11 @@ Parameters (``oracle.params`` in the task YAML):
 * ``env``: extra environment variables. ``RRMA_SEED`` (the trial's seed) and
   ``RRMA_TRIAL_ID`` are always set.
 
+A line ``progress: {json object}`` is a progress sample (``trial.progress``; the first
+``MAX_PROGRESS_SAMPLES`` of a trial): with ``frac`` and
+``score_est``, or ``items`` and ``hits``, the loop's early abort can stop the trial
+(rrma/abort.py, ``loop.early_abort``).
+
 The output is scanned for lines ``name: value`` with a numeric value (the last occurrence of a
 name wins, like autoresearch's greppable summaries). The task's metric must be among them: a
 missing metric is a ``crash`` with the output's tail as feedback. Limits (time, memory,
@@ -17,6 +22,7 @@ output) are enforced by :func:`rrma.sandbox.run_limited`, which labels timeout /
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -28,6 +34,7 @@ from oracle.base import EvalContext, Oracle, OracleError
 from rrma.sandbox import run_limited
 from rrma.trial import Outcome, Status
 
+MAX_PROGRESS_SAMPLES = 1000  # progress lines of one trial that become trial.progress events (the rest are dropped)
 METRIC_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_./-]*)\s*:\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)\s*$")
 
 
@@ -71,9 +78,22 @@ class CommandOracle(Oracle):
         env["RRMA_SEED"] = str(ctx.seed)
         env["RRMA_TRIAL_ID"] = ctx.trial_id
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+        forwarded = [0]
+
+        def on_line(line: str) -> str | None:
+            if line.startswith("progress:") and forwarded[0] < MAX_PROGRESS_SAMPLES:  # a flood never floods the log
+                try:
+                    sample = json.loads(line[len("progress:"):])
+                except json.JSONDecodeError:
+                    return None
+                if isinstance(sample, dict):
+                    forwarded[0] += 1
+                    ctx.progress(sample)
+            return None
+
         try:
             result = run_limited(self.argv, cwd=ctx.trial_dir, budget=ctx.budget, env=env, cancel=ctx.cancel,
-                                 guard=ctx.guard)
+                                 guard=ctx.guard, on_line=on_line)
         except FileNotFoundError as exc:
             return Outcome(status=Status.crash, feedback=f"command not found: {exc.filename}")
         metrics: dict[str, Any] = parse_metrics(result.output)
@@ -104,9 +124,13 @@ class CommandOracle(Oracle):
 
 
 class NoopOracle(Oracle):
-    """Returns ``params.score`` (default 0.0) at once: for measuring harness overhead."""
+    """Returns ``params.score`` (default 0.0) at once, or after ``params.sleep`` seconds: for measuring
+    harness overhead and executor scaling (a sleeping trial needs no core)."""
 
     kind = "noop"
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
+        pause = float(self.params.get("sleep", 0.0))
+        if pause > 0:
+            ctx.cancel.wait(pause)
         return Outcome(status=Status.ok, score=float(self.params.get("score", 0.0)), feedback="noop")

@@ -13,7 +13,10 @@ with a byte-level tokenizer made locally (no hub download): tests and CPU smoke 
 
 Invariant: generation settings come from :class:`GenConfig` (owned by the oracle), never from
 the model directory's ``generation_config.json``: a recipe cannot change how its model is
-decoded at evaluation time.
+decoded at evaluation time. Generation stops at :data:`oracle.gsm8k.STOP_SEQUENCES` (lm-eval's
+GSM8K stop sequences: a new ``Question:`` line, ``</s>``, ``<|im_end|>``...), and each completion
+is cut at the first of them, so a base model that goes on with a made-up question is never graded
+on that question's answer (both backends end at the same text).
 
 Run as ``python -m oracle.gsm8k_gen --model DIR --questions Q.jsonl --out OUT.jsonl``: the
 recipe oracle evaluates a trained model this way, in a child process under the trial budget.
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from oracle.gsm8k import FORMAT_INSTRUCTIONS
+from oracle.gsm8k import FORMAT_INSTRUCTIONS, STOP_SEQUENCES, truncate_at_stop
 
 BACKENDS = ("auto", "transformers", "vllm")
 
@@ -56,6 +59,7 @@ class GenConfig:
     device: str = "auto"  # transformers: auto, cpu, cuda
     dtype: str = "auto"  # auto, float32, bfloat16, float16
     gpu_memory_utilization: float = 0.85  # vllm
+    stop: tuple[str, ...] = STOP_SEQUENCES  # generation ends at the first of these (not part of the completion)
 
     def system_text(self) -> str:
         return self.system_prompt if self.system_prompt is not None else FORMAT_INSTRUCTIONS[self.answer_format]
@@ -160,6 +164,8 @@ class TransformersGenerator:
             "pad_token_id": self.tokenizer.pad_token_id,
             "eos_token_id": self.tokenizer.eos_token_id,
         }
+        if cfg.stop:  # each sequence of a batch stops at its own first stop string
+            kwargs.update(stop_strings=list(cfg.stop), tokenizer=self.tokenizer)
         if sample:
             kwargs.update(temperature=cfg.temperature, top_p=cfg.top_p)
         else:  # override whatever the model dir's generation_config.json says
@@ -170,7 +176,8 @@ class TransformersGenerator:
             with torch.inference_mode():
                 seqs = self.model.generate(**enc, **kwargs)
             new = seqs[:, enc["input_ids"].shape[1] :]
-            texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+            # the stop string itself (and a special token the decoder kept) is not part of the completion
+            texts = [truncate_at_stop(t, cfg.stop) for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
             for i in range(len(batch)):
                 out.append(texts[i * cfg.num_samples : (i + 1) * cfg.num_samples])
             if on_batch is not None:
@@ -202,12 +209,13 @@ class VLLMGenerator:
             top_p=config.top_p if config.temperature > 0 else 1.0,
             max_tokens=config.max_new_tokens,
             seed=config.seed,
+            stop=list(config.stop),  # vLLM leaves the stop string out of the text
         )
 
     def generate(self, questions: Sequence[str], on_batch: Callable[[int, int], None] | None = None) -> list[list[str]]:
         prompts = render_prompts(self.llm.get_tokenizer(), questions, self.config)
         results = self.llm.generate(prompts, self.params, use_tqdm=False)
-        out = [[o.text for o in r.outputs] for r in results]
+        out = [[truncate_at_stop(o.text, self.config.stop) for o in r.outputs] for r in results]
         if on_batch is not None:
             on_batch(len(out), len(prompts))
         return out
@@ -325,11 +333,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--answer-format", default="hash", choices=sorted(FORMAT_INSTRUCTIONS))
     parser.add_argument("--system-prompt-file", type=Path, default=None)
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--stop", action="append", default=None,
+                        help="a stop sequence (repeat for several; default: oracle.gsm8k.STOP_SEQUENCES)")
+    parser.add_argument("--no-stop", action="store_true", help="no stop sequences (the model's end token only)")
     args = parser.parse_args(argv)
     config = GenConfig(
         max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, temperature=args.temperature,
         num_samples=args.num_samples, seed=args.seed, answer_format=args.answer_format, device=args.device,
         system_prompt=args.system_prompt_file.read_text(encoding="utf-8") if args.system_prompt_file else None,
+        stop=() if args.no_stop else tuple(args.stop) if args.stop else STOP_SEQUENCES,
     )
     try:
         rows = _read_questions(args.questions)

@@ -15,13 +15,17 @@ Invariants (what keeps the score honest):
   directory it wrote in a *separate* child process with the oracle's own generation code,
   on held-out questions written to a temporary directory outside the trial workspace.
 * Scores are pass@1 on a fixed, index-determined subset; metrics carry the standard error,
-  the strict-final-line and trailing-text rates and the failure taxonomy.
+  the strict-final-line and trailing-text rates and the failure taxonomy, plus what the loop's
+  promotion rule reads (rrma/promotion.py): ``score_se`` and the per-question ``item_scores``
+  with their ``items_key``, so that a gain is promoted only when a paired test (McNemar on the
+  questions) says it is real, even with one baseline repeat.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import inspect
 import json
 import os
@@ -38,7 +42,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from oracle.base import EvalContext, Oracle, OracleError
-from oracle.gsm8k import ANSWER_FORMATS, FAILURES, MODES, POLICY_VERSION, Grade, grade
+from oracle.gsm8k import ANSWER_FORMATS, FAILURES, MODES, POLICY_VERSION, Grade, grade, truncate_at_stop
 from oracle.gsm8k_data import (
     REPO_ROOT,
     DataError,
@@ -127,11 +131,26 @@ class EvalReport:
         """Per question, in index order: correct on the first sample (paired comparisons)."""
         return [bool(q.grades and q.grades[0].correct) for q in sorted(self.questions, key=lambda q: q.idx)]
 
+    def item_scores(self) -> str | list[float]:
+        """Per question in index order: "0"/"1" (one sample each) or the share of correct samples."""
+        ordered = sorted(self.questions, key=lambda q: q.idx)
+        if all(q.n == 1 for q in ordered):
+            return "".join("1" if q.c else "0" for q in ordered)
+        return [round(q.c / q.n, 6) if q.n else 0.0 for q in ordered]
+
+    def items_key(self) -> str:
+        """Names the questions scored (their indices): two trials with the same key are paired."""
+        idx = ",".join(str(q.idx) for q in sorted(self.questions, key=lambda q: q.idx))
+        return hashlib.sha256(idx.encode()).hexdigest()[:16]
+
     def metrics(self) -> dict[str, Any]:
         p1 = self.pass_at_1()
         out: dict[str, Any] = {
             "pass_at_1": round(p1.mean, 6),
             "pass_at_1_se": round(p1.se, 6),
+            "score_se": round(p1.se, 6),  # what the promotion rule reads (rrma/promotion.py)
+            "item_scores": self.item_scores(),
+            "items_key": self.items_key(),
             "questions": len(self.questions),
             "completions": self.n_completions,
             "strict_final_line": round(self.rate("strict_final_line"), 6),
@@ -263,6 +282,11 @@ def _gen_args(gen: dict[str, Any], fmt: str) -> list[str]:
     for key, flag in mapping.items():
         if key in gen:
             flags += [flag, str(gen[key])]
+    if "stop" in gen:  # a list of strings; [] turns the stop sequences off
+        stop = gen["stop"]
+        if not isinstance(stop, list) or not all(isinstance(x, str) and x for x in stop):
+            raise OracleError(f"oracle 'gen' setting 'stop' must be a list of non-empty strings, got {stop!r}")
+        flags += [f"--stop={x}" for x in stop] if stop else ["--no-stop"]
     return flags
 
 
@@ -614,7 +638,8 @@ class Gsm8kPromptOracle(Oracle):
     holding the key; OPENAI_API_KEY / ANTHROPIC_API_KEY), ``prompt_file`` (system_prompt.txt),
     ``data``, ``download``, ``split`` (dev), ``limit`` (50), ``subset_seed``, ``mode``,
     ``answer_format``, ``max_tokens`` (512), ``temperature`` (0), ``concurrency`` (4),
-    ``timeout_s`` (60), ``max_retries`` (2), ``max_prompt_chars`` (8000).
+    ``timeout_s`` (60), ``max_retries`` (2), ``max_prompt_chars`` (8000), ``stop`` (stop sequences sent
+    to the endpoint, at most 4 as OpenAI allows; default ``["\\nQuestion:"]``: a few-shot prompt's next question).
 
     The user message is the question alone; only the system prompt is the agent's. A local
     OpenAI-compatible server (vLLM) needs no key: with a base URL and no key, ``EMPTY`` is sent.
@@ -636,6 +661,10 @@ class Gsm8kPromptOracle(Oracle):
         self.max_tokens = _param(self.params, "max_tokens", 512, int)
         self.temperature = float(_param(self.params, "temperature", 0.0, (int, float)))
         self.max_prompt_chars = _param(self.params, "max_prompt_chars", 8000, int)
+        stop = _param(self.params, "stop", ["\nQuestion:"], list)
+        if not all(isinstance(x, str) and x.strip() for x in stop) or len(stop) > 4:
+            raise OracleError(f"oracle param 'stop' must be a list of at most 4 non-blank strings, got {stop!r}")
+        self.stop: list[str] = list(stop)
         self._problems: list[Problem] | None = None
         self._client: Any = None
         self._client_lock = threading.Lock()
@@ -702,17 +731,20 @@ class Gsm8kPromptOracle(Oracle):
         if ep.provider == "openai":
             messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
             messages.append({"role": "user", "content": question})
+            stop: dict[str, Any] = {"stop": self.stop} if self.stop else {}
             resp = client.chat.completions.create(model=ep.model, messages=messages, max_tokens=self.max_tokens,
-                                                  temperature=self.temperature)
-            text = resp.choices[0].message.content or ""
+                                                  temperature=self.temperature, **stop)
+            text = truncate_at_stop(resp.choices[0].message.content or "", self.stop)
             usage = resp.usage
             return text, getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0
         kwargs: dict[str, Any] = {"system": system_prompt} if system_prompt.strip() else {}
         if _accepts(client.messages.create, "temperature"):  # recent SDKs dropped the parameter
             kwargs["temperature"] = self.temperature
+        if self.stop:
+            kwargs["stop_sequences"] = self.stop
         resp = client.messages.create(model=ep.model, max_tokens=self.max_tokens,
                                       messages=[{"role": "user", "content": question}], **kwargs)
-        text = "".join(getattr(block, "text", "") for block in resp.content)
+        text = truncate_at_stop("".join(getattr(block, "text", "") for block in resp.content), self.stop)
         return text, resp.usage.input_tokens, resp.usage.output_tokens
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
@@ -728,8 +760,9 @@ class Gsm8kPromptOracle(Oracle):
         completions: list[str | None] = [None] * len(problems)
         errors: list[str] = []
         tokens = [0, 0]
-        done = [0]
+        done = [0, 0]  # answered (a failed call counts: it is graded as no answer), correct
         lock = threading.Lock()
+        every = max(1, len(problems) // 50)  # at most ~50 progress samples a trial
 
         def one(i: int) -> None:
             if ctx.cancel.is_set():
@@ -739,14 +772,20 @@ class Gsm8kPromptOracle(Oracle):
             except Exception as exc:  # SDK errors (connection, status, timeout): counted, reported below
                 with lock:
                     errors.append(f"{type(exc).__name__}: {exc}")
-                return
+                text, tin, tout = "", 0, 0
+            else:
+                with lock:
+                    completions[i] = text
+            hit = grade(text, problems[i].gold, self.mode, answer_format=self.answer_format).correct
             with lock:
-                completions[i] = text
                 tokens[0] += tin
                 tokens[1] += tout
                 done[0] += 1
-                if done[0] % 10 == 0 or done[0] == len(problems):
-                    ctx.progress({"phase": "eval", "answered": done[0], "of": len(problems)})
+                done[1] += hit
+                if done[0] % every == 0 or done[0] == len(problems):
+                    # items/hits feed the loop's SPRT early abort (rrma/abort.py)
+                    ctx.progress({"phase": "eval", "answered": done[0], "of": len(problems), "items": done[0],
+                                  "hits": done[1], "frac": round(done[0] / len(problems), 4)})
 
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             list(pool.map(one, range(len(problems))))

@@ -52,12 +52,16 @@ class RunStartedData(_Data):
     versions: dict[str, str] = Field(default_factory=dict)
     run_json_sha256: str | None = None  # sha256 of run.json's bytes as written (None in older logs)
     head_record: bool = False  # the run keeps head.json (its absence is then an error, not a warning)
+    # the agents as resolved when the run started: [{name, backend, model, endpoint, endpoint_from}] (no keys)
+    agents: list[dict[str, Any]] = Field(default_factory=list)
+    experiment: dict[str, Any] | None = None  # the cell of an experiment this run is: {id, arm, seed}
 
 
 class RunResumedData(_Data):
     reason: str = "resume"
     torn_offsets: list[int] = Field(default_factory=list)  # byte offsets of sealed torn lines
     interrupted_trials: list[str] = Field(default_factory=list)
+    agents: list[dict[str, Any]] = Field(default_factory=list)  # the resumed run's agents, as in run.started
 
 
 class RunFinishedData(_Data):
@@ -104,6 +108,7 @@ class TrialProposedData(_Data):
     seed: int = 0
     cache_key: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)  # agent-private proposal details (sampled params)
+    confirms: str | None = None  # a confirmation repeat of this trial (loop.confirm): not an agent trial
 
 
 class TrialStartedData(_Data):
@@ -129,6 +134,9 @@ class TrialFinishedData(_Data):
     cached_from: str | None = None  # trial id (or "run/trial") whose outcome was reused
     delta: float | None = None  # score - best at the time, signed so that > 0 is better
     delta_sigma: float | None = None
+    floor: float | None = None  # the improvement promotion needed at the time (None: not compared)
+    floor_source: str | None = None  # what set it: baseline, oracle SE, paired (rrma/promotion.py)
+    early_abort: dict[str, Any] | None = None  # the decision that stopped it: rule, look, predicted, bound...
 
 
 class TrialPromotedData(_Data):
@@ -139,6 +147,24 @@ class TrialPromotedData(_Data):
     delta: float | None = None
     delta_sigma: float | None = None
     approved_by: str | None = None  # hitl gate: the reviewer whose approval promoted it
+    confirmed_by: list[str] = Field(default_factory=list)  # loop.confirm: the repeats whose mean is the score
+
+
+class TrialConfirmedData(_Data):
+    """The verdict of loop.confirm on a would-be new best: its fresh repeats and whether their mean holds."""
+
+    trial_id: str
+    repeats: list[str]  # the repeat trials (trial.proposed with confirms = trial_id)
+    scores: list[float | None]  # their scores (None: the repeat failed)
+    mean: float | None  # mean of the scored repeats (None: none scored)
+    best_trial: str | None  # the best when the verdict was made
+    best_score: float | None
+    delta: float | None  # mean over the best, signed so that > 0 is better
+    floor: float  # what the mean had to clear
+    floor_source: str = "baseline"
+    confirmed: bool
+    awaiting_review: bool = False  # confirmed under the hitl gate: a person's approval promotes it
+    reason: str = ""  # why not, in words
 
 
 class BaselineMeasuredData(_Data):
@@ -277,6 +303,11 @@ class Review(_Envelope):
     data: ReviewData
 
 
+class TrialConfirmed(_Envelope):
+    kind: Literal["trial.confirmed"]
+    data: TrialConfirmedData
+
+
 class Note(_Envelope):
     kind: Literal["note"]
     data: NoteData
@@ -302,6 +333,7 @@ Event = Annotated[
     | TrialProgress
     | TrialFinished
     | TrialPromoted
+    | TrialConfirmed
     | BaselineMeasured
     | BlackboardPost
     | Review
@@ -315,7 +347,7 @@ EVENT_TYPES: dict[str, type[_Envelope]] = {
     cls.model_fields["kind"].annotation.__args__[0]: cls  # type: ignore[union-attr]
     for cls in (
         RunStarted, RunResumed, RunFinished, AgentTurn, TrialProposed, TrialStarted, TrialProgress,
-        TrialFinished, TrialPromoted, BaselineMeasured, BlackboardPost, Review, Note, RunControl, AgentSteer,
+        TrialFinished, TrialPromoted, TrialConfirmed, BaselineMeasured, BlackboardPost, Review, Note, RunControl, AgentSteer,
     )
 }
 DATA_TYPES: dict[str, type[_Data]] = {kind: cls.model_fields["data"].annotation for kind, cls in EVENT_TYPES.items()}  # type: ignore[misc]

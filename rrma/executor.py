@@ -1,7 +1,8 @@
 """Executors run ``oracle.evaluate`` for trials, concurrently, and always return an Outcome.
 
 The executor protocol is small so that other engines (Ray, see ``rrma.executor_ray``) can sit
-behind it: ``submit(job, on_progress) -> Future[Outcome]`` and ``shutdown(cancel)``. A
+behind it: ``submit(job, on_progress) -> Future[Outcome]``, ``shutdown(cancel)`` and
+``abort(trial_id, reason)`` (stop one running trial: the loop's early abort, rrma/abort.py). A
 :class:`TrialJob` is plain, picklable data: the trial's files (parent snapshot plus the edit,
 already validated), the proposal, the budget and what the oracle needs to know about the run.
 
@@ -59,6 +60,10 @@ class Executor(Protocol):
 
     def shutdown(self, cancel: bool = False) -> None: ...
 
+    def abort(self, trial_id: str, reason: str) -> bool:
+        """Stop one submitted trial (its outcome becomes ``aborted``); False when it is not running here."""
+        ...
+
 
 def crash_outcome(reason: str, started: float) -> Outcome:
     return Outcome(status=Status.crash, feedback=reason, log=reason, seconds=time.monotonic() - started)
@@ -115,19 +120,44 @@ class LocalExecutor:
         self.trials_dir = trials_dir
         # read-only to trial programs: by default every trial dir (and the oracles' state kept there)
         self.protect = tuple(protect) if protect is not None else (trials_dir,)
-        self.cancel = threading.Event()
+        self.cancel = threading.Event()  # the run's: set on shutdown(cancel=True), before every trial's own
+        self._cancels: dict[str, threading.Event] = {}  # trial id -> its cancel event (what the oracle watches)
+        self._lock = threading.Lock()
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="trial")
 
     def submit(self, job: TrialJob, on_progress: ProgressCallback) -> concurrent.futures.Future[Outcome]:
-        return self._pool.submit(self._run, job, on_progress)
+        cancel = threading.Event()
+        with self._lock:
+            if self.cancel.is_set():
+                cancel.set()
+            self._cancels[job.trial_id] = cancel
+        future = self._pool.submit(self._run, job, on_progress, cancel)
+        future.add_done_callback(lambda _: self._forget(job.trial_id, cancel))
+        return future
 
-    def _run(self, job: TrialJob, on_progress: ProgressCallback) -> Outcome:
-        return evaluate_job(self.oracle, job, self.trials_dir / job.trial_id / "work", on_progress, self.cancel,
+    def _forget(self, trial_id: str, cancel: threading.Event) -> None:
+        with self._lock:
+            if self._cancels.get(trial_id) is cancel:
+                del self._cancels[trial_id]
+
+    def _run(self, job: TrialJob, on_progress: ProgressCallback, cancel: threading.Event) -> Outcome:
+        return evaluate_job(self.oracle, job, self.trials_dir / job.trial_id / "work", on_progress, cancel,
                             self.protect)
+
+    def abort(self, trial_id: str, reason: str) -> bool:
+        with self._lock:
+            cancel = self._cancels.get(trial_id)
+        if cancel is None:
+            return False
+        cancel.set()  # the oracle's run_limited kills the trial's process tree; the outcome is aborted
+        return True
 
     def shutdown(self, cancel: bool = False) -> None:
         if cancel:
-            self.cancel.set()
+            with self._lock:
+                self.cancel.set()
+                for event in self._cancels.values():
+                    event.set()
         self._pool.shutdown(wait=True, cancel_futures=cancel)
 
 

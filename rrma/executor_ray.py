@@ -517,6 +517,15 @@ class RayExecutor:
         if self.owns_ray and ray.is_initialized():
             ray.shutdown()
 
+    def abort(self, trial_id: str, reason: str) -> bool:
+        """Stop one trial (the loop's early abort): its Ray task is cancelled, its outcome is ``aborted``."""
+        with self._lock:
+            item = next((i for i in self._outstanding.values() if i.job.trial_id == trial_id), None)
+        if item is None:
+            return False
+        self._cancel(item, reason)
+        return True
+
     def outstanding(self) -> int:
         """Trials submitted and not yet resolved."""
         with self._lock:

@@ -10,7 +10,13 @@ Order of work: the oracle is prepared; the unmodified baseline is evaluated
 ``noise.baseline_repeats`` times with different seeds to estimate sigma; then N agent threads
 propose while at most ``budget.max_concurrent`` trials evaluate. A trial is promoted only when
 it beats the current best by ``max(min_sigmas * sigma, min_delta)`` (strictly better when that
-floor is 0). With ``loop.hitl`` on, such a trial waits for a person's approval.
+floor is 0; rrma/promotion.py adds the oracle's own standard error or a paired test on per-item
+scores where the oracle reports them). With ``loop.confirm: k`` such a would-be best is first
+re-evaluated k times with fresh seeds (confirmation repeats: trials of their own, ``confirms`` set)
+and promoted with the mean of those repeats only if that mean still clears the floor
+(``trial.confirmed`` records the verdict). With ``loop.hitl`` on, it then waits for a person's
+approval. With ``loop.early_abort`` a trial whose progress samples say it cannot beat the best is
+stopped (rrma/abort.py) and the decision is recorded with its outcome.
 
 Policies: ``keep-revert`` (parent = current best), ``tree`` (the agent names the parent with
 ``Proposal.parent``, default the best), ``independent`` (always the baseline, the control arm).
@@ -51,8 +57,10 @@ from agents.context import build_context, clip_middle, summarize
 from oracle import make_oracle
 from oracle.base import Oracle
 from rrma import cgroups, fsguard
+from rrma.abort import make_monitor
 from rrma.cache import OutcomeCache, cache_key
 from rrma.executor import Executor, LocalExecutor, TrialJob, wait_outcome
+from rrma.promotion import Verdict, combine, judge
 from rrma.review import promote_if_approved
 from rrma.sandbox import EditRules, InvalidEdit, apply_edits, read_tree, stale_processes
 from rrma.state import RunState, write_views
@@ -110,6 +118,15 @@ def versions() -> dict[str, str]:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out[name] = importlib.metadata.version(name)
     return out
+
+
+def agent_info(agent: Agent) -> dict[str, Any]:
+    """What run.json records about one agent: name, backend, model, and for model backends the
+    endpoint it calls and where that came from (``agents[].base_url``, ``OPENAI_BASE_URL``...)."""
+    describe = getattr(agent, "endpoint_info", None)
+    if callable(describe):
+        return dict(describe())
+    return {"name": agent.name, "backend": agent.config.backend, "model": agent.config.model}
 
 
 def make_agents(task: TaskConfig, seed: int, count: int | None = None) -> list[Agent]:
@@ -221,6 +238,8 @@ class ResearchLoop:
             self._resume_interrupted()
             if self.state.baseline_mean is None:
                 self._baseline()
+            else:
+                self._resume_confirmations()
             if self.reason is None:
                 self._agent_phase()
         except RunFailed as exc:
@@ -279,6 +298,14 @@ class ResearchLoop:
                 continue  # _baseline() re-runs missing repeats
             proposal = Proposal.model_validate(self.store.get_json_blob(rec.proposal_blob)) if rec.proposal_blob else Proposal()
             self._evaluate(trial_id, proposal, self.files_of(trial_id), rec.seed)
+
+    def _resume_confirmations(self) -> None:
+        """Finish the confirmations a stopped or crashed run left without a verdict."""
+        for trial_id in list(self.state.order):
+            if self.reason is not None or self._stopping():
+                return
+            if self.state.trials[trial_id].awaiting_confirmation:
+                self._confirm(trial_id)
 
     def _baseline(self) -> None:
         repeats = self.task.noise.baseline_repeats
@@ -376,10 +403,13 @@ class ResearchLoop:
                     self.reason = reason
                     return False
                 if not self.state.paused:
-                    if self._reserved >= self.task.budget.max_trials:
+                    if self._reserved < self.task.budget.max_trials:
+                        self._reserved += 1
+                        return True
+                    if len(self.state.agent_trials()) >= self.task.budget.max_trials:
                         return False
-                    self._reserved += 1
-                    return True
+                    # the budget is held by proposals still in the works: one that fails gives its trial back
+
             time.sleep(POLL_SECONDS / 2)  # the agent phase's thread folds the log meanwhile
 
     def _emit_proposed(self, actor: str, data: dict[str, Any]) -> None:
@@ -414,6 +444,8 @@ class ResearchLoop:
 
     def _agent_worker(self, agent: Agent) -> None:
         config = agent.config
+        allowed = max(1, int(getattr(config, "max_failures", 1)))  # consecutive failed proposals before retiring it
+        failures = 0
         while self._reserve():
             try:
                 trial_id = self._next_id()  # known while the agent works, so its turns name it
@@ -422,10 +454,17 @@ class ResearchLoop:
             except Exception as exc:
                 with self.lock:
                     self._reserved -= 1
+                failures += 1
                 self.emit("agent.turn", f"agent:{agent.name}", {"agent": agent.name, "role": "error",
                                                                 "text": f"{type(exc).__name__}: {exc}"})
-                self.emit("note", "harness", {"text": f"agent {agent.name} stopped after an error: {exc}"})
-                return
+                if failures >= allowed:
+                    self.emit("note", "harness", {"text": f"agent {agent.name} stopped after {failures} failed "
+                                                          f"proposal(s) in a row (agents[].max_failures {allowed}): {exc}"})
+                    return
+                self.emit("note", "harness", {"text": f"agent {agent.name}: proposal failed ({failures} of "
+                                                      f"{allowed} in a row before it is retired): {exc}"})
+                continue
+            failures = 0
             if proposal is None:
                 with self.lock:
                     self._reserved -= 1
@@ -467,12 +506,15 @@ class ResearchLoop:
             for note in fresh:  # delivered now: the agent's trace shows it where it first reached the agent
                 record_turn(role="user", text=f"[steer from {note['by']}] {note['text']}",
                             args={"steer_seq": note["seq"]})
-            return build_context(
+            ctx = build_context(
                 self.state, self.task, agent_name=agent.name, role=config.role, parent_id=parent, files=files,
                 editable=editable, trials_left=max(0, self.task.budget.max_trials - used),
                 record_turn=record_turn, post=post, files_of=self.files_of,
                 steer=[f"{n['by']}: {n['text']}" for n in notes[-STEER_IN_CONTEXT:]],
             )
+            ctx.hidden = (self.store.dir, *self.oracle.held_out())  # from an agent's own processes (agents/coding)
+            ctx.stopping = self._stopping
+            return ctx
 
     def _default_parent(self) -> str:
         if self.task.loop.policy == "independent" or self.state.best_id is None:
@@ -530,6 +572,10 @@ class ResearchLoop:
             self.files_cache[trial_id] = files
         hit = self.cache.get(key)
         self._evaluate(trial_id, proposal, files, seed, hit)
+        with self.lock:
+            waiting = self.state.trials[trial_id].awaiting_confirmation
+        if waiting:
+            self._confirm(trial_id)
         return self._summary(trial_id)
 
     def _evaluate(self, trial_id: str, proposal: Proposal, files: dict[str, str], seed: int,
@@ -556,12 +602,25 @@ class ResearchLoop:
                     sigma=self.state.sigma, oracle_kind=self.task.oracle.kind, oracle_params=self.task.oracle.params,
                     metric=self.task.metric.name, direction=self.task.metric.direction, fs_guard=self.fs_guard,
                 )
+                repeat = self.state.trials[trial_id].confirms is not None
+            # baseline and confirmation repeats are never stopped early: they measure, they do not compete
+            monitor = None if baseline or repeat else make_monitor(self.task.loop.early_abort,
+                                                                   direction=self.task.metric.direction, best=best)
+            decided: dict[str, Any] = {}
             self.emit("trial.started", "harness", {"trial_id": trial_id, "executor": self.executor.name})
 
             def progress(sample: dict[str, Any]) -> None:
                 self.emit("trial.progress", "oracle", {"trial_id": trial_id, "sample": sample})
+                decision = monitor.observe(sample) if monitor is not None and not decided else None
+                if decision is not None:
+                    decided.update(decision)
+                    abort = getattr(self.executor, "abort", None)
+                    if abort is None or not abort(trial_id, "early abort: " + decision["text"]):
+                        decided["not_stopped"] = "the executor could not stop the trial"
 
             outcome = wait_outcome(self.executor.submit(job, progress), self.budget)
+            if decided and outcome.status == Status.aborted and not self._stopping():
+                outcome = early_aborted(outcome, decided)
         self._record_outcome(trial_id, outcome)
         with self.lock:
             rec = self.state.trials.get(trial_id)
@@ -574,23 +633,28 @@ class ResearchLoop:
         with self.lock:
             rec = self.state.trials[trial_id]
             best_score = self.state.best_history[-1][1] if self.state.best_history else None
-            delta = delta_sigma = None
+            delta = delta_sigma = floor = None
+            floor_source: str | None = None
             promote = False
             metrics = dict(outcome.metrics)
-            if outcome.scored and best_score is not None and not rec.baseline:
+            early = metrics.pop(EARLY_ABORT_KEY, None)
+            if outcome.scored and best_score is not None and not rec.baseline and rec.confirms is None:
                 delta = self.task.better(float(outcome.score), best_score)  # type: ignore[arg-type]
                 sigma = self.state.sigma or 0.0
                 delta_sigma = delta / sigma if sigma > 0 else None
-                floor = self.state.floor or 0.0
-                promote = delta > 0 and delta >= floor
-                if promote and self.task.loop.hitl:
+                verdict = self._judge(delta, metrics)
+                floor, floor_source, promote = verdict.floor, verdict.label, verdict.promote
+                if promote and self.task.loop.confirm > 0:
+                    metrics["awaiting_confirmation"] = True  # _confirm() re-evaluates it, then decides
+                    promote = False
+                elif promote and self.task.loop.hitl:
                     metrics["awaiting_review"] = True
                     promote = False
             self.emit("trial.finished", "oracle" if cached_from is None else "harness", {
                 "trial_id": trial_id, "status": outcome.status.value, "score": outcome.score, "metrics": metrics,
                 "feedback": clip_middle(outcome.feedback, FEEDBACK_LOG_CHARS), "log_blob": log_blob, "seconds": round(outcome.seconds, 4),
                 "cached": cached_from is not None, "cached_from": cached_from, "delta": delta,
-                "delta_sigma": delta_sigma,
+                "delta_sigma": delta_sigma, "floor": floor, "floor_source": floor_source, "early_abort": early,
             })
             if promote:
                 previous = self.state.best_id
@@ -598,6 +662,96 @@ class ResearchLoop:
                     "trial_id": trial_id, "score": outcome.score, "previous_best": previous,
                     "previous_score": best_score, "delta": delta, "delta_sigma": delta_sigma,
                 })
+
+    def _judge(self, delta: float, candidate: dict[str, Any]) -> Verdict:
+        """Whether ``delta`` over the current best is enough for a candidate with these metrics (rrma/promotion.py)."""
+        best = self.state.trials.get(self.state.best_id or "")
+        return judge(delta, candidate, best.metrics if best is not None else None, self.state.floor, self.task.noise)
+
+    # ------------------------------------------------------------------ confirmation (loop.confirm)
+
+    def _confirm(self, trial_id: str) -> None:
+        """Re-evaluate a would-be new best ``loop.confirm`` times with fresh seeds, then decide.
+
+        The repeats are trials of their own (``t0007-r1``...; ``confirms`` names the original), run
+        from the same files with new seeds and never from the outcome cache. The original is promoted,
+        with the mean of the repeats as its score, only if that mean still beats the best by the floor:
+        the original's own score was selected for being high (the winner's curse), so it is not part
+        of the mean. A repeat stopped because the run is stopping leaves the verdict to the resume.
+        """
+        k = self.task.loop.confirm
+        with self.lock:
+            rec = self.state.trials[trial_id]
+            ids = [f"{trial_id}-r{i + 1}" for i in range(k)]
+            proposal_blob = rec.proposal_blob
+        proposal = (Proposal.model_validate(self.store.get_json_blob(proposal_blob)) if proposal_blob
+                    else Proposal(hypothesis=rec.hypothesis))
+        files = self.files_of(trial_id)
+        threads = []
+        for i, rid in enumerate(ids):
+            with self.lock:
+                existing = self.state.trials.get(rid)
+                if existing is not None and existing.finished and existing.status != Status.aborted.value:
+                    continue
+                # fresh and reproducible: from the original's place in the run, never a seed it already had
+                seed = self.seed * 7919 + 3_000_000 + 1009 * self.state.order.index(trial_id) + i
+                if existing is None:
+                    self.emit("trial.proposed", "harness", {
+                        "trial_id": rid, "parent": rec.parent, "agent": rec.agent,
+                        "hypothesis": f"confirm {trial_id} (repeat {i + 1}/{k}, fresh seed): {rec.hypothesis}"[:2000],
+                        "proposal_blob": proposal_blob or self.store.put_json_blob(proposal.model_dump(mode="json")),
+                        "manifest_blob": rec.manifest_blob, "edits": [], "theorem": rec.theorem, "seed": seed,
+                        "repeat": i + 1, "confirms": trial_id,
+                    })
+                else:
+                    seed = existing.seed
+                self.files_cache[rid] = files
+            thread = threading.Thread(target=self._guarded(self._evaluate), name=f"confirm-{rid}",
+                                      args=(rid, proposal, files, seed))
+            threads.append(thread)
+            thread.start()
+        for thread in threads:
+            thread.join()
+        with self.lock:
+            repeats = [self.state.trials[rid] for rid in ids]
+            if self.error is not None or (self._stopping() and any(r.status == Status.aborted.value for r in repeats)):
+                return  # the run is ending: `rrma-tui resume` finishes the confirmation
+            self._decide_confirmation(trial_id, repeats)
+
+    def _decide_confirmation(self, trial_id: str, repeats: list[Any]) -> None:
+        scores = [float(r.score) if r.status == Status.ok.value and r.score is not None else None for r in repeats]
+        scored = [x for x in scores if x is not None]
+        best_id = self.state.best_id
+        best_score = self.state.best_history[-1][1] if self.state.best_history else None
+        mean = statistics.fmean(scored) if scored else None
+        delta = self.task.better(mean, best_score) if mean is not None and best_score is not None else None
+        # the repeats' own items (averaged) face the best: never the original's, selected for being high
+        verdict = self._judge(delta if delta is not None else 0.0, combine([r.metrics for r in repeats]))
+        floor, source = verdict.floor, verdict.label
+        failed = [r.trial_id for r, x in zip(repeats, scores, strict=True) if x is None]
+        if failed:
+            confirmed, reason = False, f"repeat(s) {', '.join(failed)} did not score"
+        elif delta is None or mean is None:
+            confirmed, reason = False, "nothing to compare with"
+        elif verdict.promote:
+            confirmed, reason = True, ""
+        else:
+            confirmed = False
+            reason = (f"the mean of {len(scored)} repeats ({mean:.6g}) beats the best {best_id} ({best_score:.6g}) "
+                      f"by {delta:.3g}: not enough (floor {floor:.3g}, {source})")
+        hitl = confirmed and self.task.loop.hitl
+        self.emit("trial.confirmed", "harness", {
+            "trial_id": trial_id, "repeats": [r.trial_id for r in repeats], "scores": scores, "mean": mean,
+            "best_trial": best_id, "best_score": best_score, "delta": delta, "floor": floor, "floor_source": source,
+            "confirmed": confirmed, "awaiting_review": hitl, "reason": reason,
+        })
+        if confirmed and not hitl:
+            sigma = self.state.sigma or 0.0
+            self.emit("trial.promoted", "harness", {
+                "trial_id": trial_id, "score": mean, "previous_best": best_id, "previous_score": best_score,
+                "delta": delta, "delta_sigma": (delta / sigma) if (delta is not None and sigma > 0) else None,
+                "confirmed_by": [r.trial_id for r in repeats],
+            })
 
     def _check_reviews(self) -> None:
         if not self.task.loop.hitl:
@@ -611,6 +765,17 @@ class ResearchLoop:
     def _summary(self, trial_id: str) -> TrialSummary:
         with self.lock:
             return summarize(self.state, self.state.trials[trial_id])
+
+
+EARLY_ABORT_KEY = "_rrma_early_abort"  # carries the loop's decision from _evaluate to trial.finished
+
+
+def early_aborted(outcome: Outcome, decision: dict[str, Any]) -> Outcome:
+    """The outcome of a trial the loop stopped early: the decision is the feedback (the oracle's log is kept)."""
+    metrics = {**outcome.metrics, "failure": "early-abort", EARLY_ABORT_KEY: decision}
+    feedback = ("Stopped early: " + decision["text"] + ". The progress so far said this trial cannot beat the "
+                "current best, so its slot went to the next proposal.\n" + outcome.feedback)
+    return outcome.model_copy(update={"metrics": metrics, "feedback": feedback})
 
 
 # ----------------------------------------------------------------------------- summary
@@ -636,6 +801,10 @@ def summarize_run(state: RunState, task: TaskConfig, wall_seconds: float) -> dic
         "trials": len(state.agent_trials()),
         "by_status": state.counts(),
         "cache_hits": state.cache_hits(),
+        "confirmation_repeats": len(state.confirmation_trials()),
+        "confirmed": sum(1 for t in state.agent_trials() if t.confirmation is not None and t.confirmation["confirmed"]),
+        "not_confirmed": sum(1 for t in state.agent_trials() if t.confirmation is not None and not t.confirmation["confirmed"]),
+        "early_aborts": sum(1 for t in state.agent_trials() if t.early_abort is not None),
         "wall_seconds": round(wall_seconds, 3),
         "awaiting_review": sum(1 for t in state.agent_trials() if t.metrics.get("awaiting_review") and not t.promoted),
     }
@@ -655,8 +824,13 @@ def start_run(
     executor: Executor | Callable[[Oracle, RunStore, TaskConfig], Executor] | None = None,
     agents: list[Agent] | None = None,
     agent_count: int | None = None,
+    experiment: dict[str, Any] | None = None,
 ) -> RunResult:
-    """Create a run directory for ``task`` under ``runs_dir`` and run it to the end."""
+    """Create a run directory for ``task`` under ``runs_dir`` and run it to the end.
+
+    ``experiment`` (``{id, arm, seed}``) marks the run as one cell of an experiment (rrma/experiment.py);
+    it is recorded in run.json and run.started.
+    """
     seed = task.seed if seed is None else seed
     if agents is None:  # a missing key or backend fails here, before a run dir exists
         agents = make_agents(task, seed, agent_count)
@@ -675,12 +849,16 @@ def start_run(
         facts = oracle.prepare(store.dir, task.workspace_dir())
         found = versions()
         snapshot = task.snapshot()
-        run_json_sha256 = store.write_run_json({
-            "run_id": run_id, "task": snapshot, "seed": seed, "versions": found,
-            "oracle": {"identity": oracle.identity(), **facts}, "created": datetime.now(UTC).isoformat()})
+        described = [agent_info(a) for a in agents]  # endpoints as resolved (OPENAI_BASE_URL...), never keys
+        record: dict[str, Any] = {
+            "run_id": run_id, "task": snapshot, "seed": seed, "versions": found, "agents": described,
+            "oracle": {"identity": oracle.identity(), **facts}, "created": datetime.now(UTC).isoformat()}
+        if experiment is not None:
+            record["experiment"] = experiment
+        run_json_sha256 = store.write_run_json(record)
         store.append("run.started", "harness", {"run_id": run_id, "task_name": task.name, "task": snapshot,
                                                 "seed": seed, "versions": found, "run_json_sha256": run_json_sha256,
-                                                "head_record": True})
+                                                "head_record": True, "agents": described, "experiment": experiment})
         return _drive(store, task, seed, oracle, executor, stop, on_event, agents, agent_count)
 
 
@@ -752,8 +930,9 @@ def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHoo
             return RunResult(store.dir, f"already_finished:{state.finish_reason}", state)
     oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name, direction=task.metric.direction)
     oracle.prepare(store.dir, task.workspace_dir())
-    store.append("run.resumed", "harness", {"reason": "resume", "torn_offsets": torn, "interrupted_trials": interrupted})
     seed = state.seed + 104729 * (state.resumes + 1)  # fresh agent randomness, reproducible
     agents = make_agents(task, seed, agent_count)
+    store.append("run.resumed", "harness", {"reason": "resume", "torn_offsets": torn, "interrupted_trials": interrupted,
+                                            "agents": [agent_info(a) for a in agents]})
     return _drive(store, task, state.seed, oracle, executor, stop, on_event, agents, agent_count)
 

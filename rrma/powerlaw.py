@@ -70,12 +70,28 @@ class PowerLawFit:
 
 
 def _solve_linear(tb: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    """Least squares of y ~ a * tb + c; returns (a, c, sse)."""
-    x = np.column_stack([tb, np.ones_like(tb)])
-    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    a, c = float(coef[0]), float(coef[1])
-    resid = y - (a * tb + c)
-    return a, c, float(resid @ resid)
+    """Least squares of y ~ a * tb + c in closed form; returns (a, c, sse)."""
+    a, c, sse = _solve_many(tb[None, :], y)
+    return float(a[0]), float(c[0]), float(sse[0])
+
+
+def _solve_many(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Least squares of y ~ a * x[k] + c for every row k of ``x`` at once: (a, c, sse), one per row.
+
+    The 2-parameter normal equations in closed form (centred, so they stay well conditioned):
+    ``a = cov(x, y) / var(x)``, ``c = mean(y) - a mean(x)``; a constant row (var 0) gets a = 0.
+    """
+    xm = x.mean(axis=1, keepdims=True)
+    ym = float(y.mean())
+    xc = x - xm
+    yc = y - ym
+    sxx = np.einsum("ij,ij->i", xc, xc)
+    sxy = xc @ yc
+    safe = sxx > 1e-300
+    a = np.where(safe, sxy / np.where(safe, sxx, 1.0), 0.0)
+    c = ym - a * xm[:, 0]
+    sse = np.maximum(float(yc @ yc) - a * sxy, 0.0)
+    return a, c, sse
 
 
 def fit_power_law(t: Samples, y: Samples) -> PowerLawFit | None:
@@ -88,7 +104,7 @@ def fit_power_law(t: Samples, y: Samples) -> PowerLawFit | None:
     if n < MIN_POINTS:
         return None
     log_t = np.log(t_arr)
-    sse = np.array([_solve_linear(np.exp(-b * log_t), y_arr)[2] for b in B_GRID])
+    sse = _solve_many(np.exp(-B_GRID[:, None] * log_t[None, :]), y_arr)[2]  # every grid exponent at once
     i = int(np.argmin(sse))
     lo, hi = B_GRID[max(i - 1, 0)], B_GRID[min(i + 1, len(B_GRID) - 1)]
     # golden-section refinement of b inside the bracketing grid cells

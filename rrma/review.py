@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rrma.promotion import judge
 from rrma.signing import (
     SigningError,
     message_for_review,
@@ -65,11 +66,15 @@ def promote_if_approved(store: RunStore, state: RunState, task: TaskConfig | Non
         return False
     if rec.review_status != "approved":
         return False
+    # a trial confirmed by repeats (loop.confirm) is promoted with their mean, not its own selected score
+    score = rec.confirmed_score if rec.confirmed_score is not None else rec.score
     best_score = state.best_history[-1][1] if state.best_history else None
     if best_score is not None:
-        delta = state.better(rec.score, best_score)
-        if delta <= 0 or delta < (state.floor or 0.0):
-            return False
+        delta = state.better(score, best_score)
+        best = state.trials.get(state.best_id or "")
+        noise = (task.noise if task is not None else state.task.get("noise")) or {}
+        if not judge(delta, rec.metrics, best.metrics if best is not None else None, state.floor, noise).promote:
+            return False  # the same rule as the loop's (rrma/promotion.py)
     else:
         delta = None
     required, allowed_signers = signed_approval_policy(state, task)
@@ -89,7 +94,7 @@ def promote_if_approved(store: RunStore, state: RunState, task: TaskConfig | Non
             return False
     sigma = state.sigma or 0.0
     approver = rec.reviews[-1]["reviewer"]
-    data = {"trial_id": trial_id, "score": rec.score, "previous_best": state.best_id, "previous_score": best_score,
+    data = {"trial_id": trial_id, "score": score, "previous_best": state.best_id, "previous_score": best_score,
             "delta": delta, "delta_sigma": (delta / sigma) if (delta is not None and sigma > 0) else None,
             "approved_by": approver}
     if emit is not None:

@@ -52,6 +52,12 @@ class TrialRecord:
     seed: int = 0
     cache_key: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    floor: float | None = None  # the improvement its promotion needed (trial.finished)
+    floor_source: str | None = None  # baseline | oracle SE | paired
+    early_abort: dict[str, Any] | None = None  # the loop's decision that stopped it (trial.finished)
+    confirms: str | None = None  # this is a confirmation repeat of that trial (loop.confirm)
+    confirmation: dict[str, Any] | None = None  # the trial.confirmed verdict on this trial
+    repeats: list[str] = field(default_factory=list)  # its confirmation repeats, in order
 
     @property
     def finished(self) -> bool:
@@ -63,6 +69,17 @@ class TrialRecord:
         if not self.reviews:
             return "unreviewed"
         return REVIEW_STATUS[self.reviews[-1]["decision"]]
+
+    @property
+    def confirmed_score(self) -> float | None:
+        """The mean of its confirmation repeats when they confirmed it (the score it is promoted with)."""
+        c = self.confirmation
+        return c["mean"] if c is not None and c["confirmed"] else None
+
+    @property
+    def awaiting_confirmation(self) -> bool:
+        """A would-be new best whose confirmation repeats have not given their verdict yet."""
+        return bool(self.metrics.get("awaiting_confirmation")) and self.confirmation is None
 
     @property
     def review_signed(self) -> bool | None:
@@ -111,6 +128,8 @@ class RunState:
     stop_request: dict[str, Any] | None = None  # the stop asked of the current driver: {seq, ts, by, reason}
     controls: list[dict[str, Any]] = field(default_factory=list)  # every run.control: {seq, ts, action, by, reason}
     steers: list[dict[str, Any]] = field(default_factory=list)  # every agent.steer: {seq, ts, by, to, text}
+    experiment: dict[str, Any] | None = None  # {id, arm, seed} when the run is a cell of an experiment
+    agents_info: list[dict[str, Any]] = field(default_factory=list)  # resolved agents (backend, model, endpoint)
     events: int = 0
     last_seq: int = -1
     last_ts: str = ""
@@ -160,6 +179,8 @@ class RunState:
         if kind == "run.started":
             self.run_id, self.task, self.task_name, self.seed = d.run_id, d.task, d.task_name, d.seed
             self.started_ts = ev.ts
+            self.experiment = getattr(d, "experiment", None)
+            self.agents_info = list(getattr(d, "agents", None) or [])
             self.paused_by = self.stop_request = None
             self.driver_seq = ev.seq
         elif kind == "run.resumed":
@@ -200,11 +221,16 @@ class RunState:
                 seed=d.seed,
                 cache_key=d.cache_key,
                 meta=dict(getattr(d, "meta", None) or {}),  # absent in logs written before it existed
+                confirms=getattr(d, "confirms", None),
             )
             if d.trial_id not in self.trials:
                 self.order.append(d.trial_id)
             self.trials[d.trial_id] = rec
-            if not d.baseline:
+            if rec.confirms is not None:
+                original = self.trials.get(rec.confirms)
+                if original is not None and d.trial_id not in original.repeats:
+                    original.repeats.append(d.trial_id)
+            elif not d.baseline:
                 agent = self._agent(d.agent)
                 agent.trials += 1
                 agent.last_activity = f"proposed {d.trial_id}: {d.hypothesis[:70]}"
@@ -222,6 +248,8 @@ class RunState:
             rec.status, rec.score, rec.metrics, rec.feedback = d.status, d.score, d.metrics, d.feedback
             rec.seconds, rec.cached, rec.cached_from, rec.log_blob = d.seconds, d.cached, d.cached_from, d.log_blob
             rec.delta, rec.delta_sigma = d.delta, d.delta_sigma
+            rec.floor, rec.floor_source = getattr(d, "floor", None), getattr(d, "floor_source", None)
+            rec.early_abort = getattr(d, "early_abort", None)
             rec.finished_ts = ev.ts
             rec.finished_hash = getattr(ev, "hash", None)  # the TUI's light reader folds events without it
         elif kind == "trial.promoted":
@@ -230,6 +258,15 @@ class RunState:
                 rec.promoted = True
             self.best_id = d.trial_id
             self.best_history.append((d.trial_id, d.score))
+        elif kind == "trial.confirmed":
+            rec = self.trials.get(d.trial_id)
+            if rec is not None:
+                rec.confirmation = {"seq": ev.seq, "repeats": list(d.repeats), "scores": list(d.scores), "mean": d.mean,
+                                    "best_trial": d.best_trial, "best_score": d.best_score, "delta": d.delta,
+                                    "floor": d.floor, "floor_source": d.floor_source, "confirmed": d.confirmed,
+                                    "awaiting_review": d.awaiting_review, "reason": d.reason}
+                if d.awaiting_review:  # confirmed under the hitl gate: it now waits for a person (rrma/review.py)
+                    rec.metrics = {**rec.metrics, "awaiting_review": True}
         elif kind == "baseline.measured":
             self.baseline_mean, self.sigma, self.floor = d.mean, d.sigma, d.floor
             self.baseline_ids = list(d.trial_ids)
@@ -266,7 +303,12 @@ class RunState:
         return self.trials.get(self.best_id) if self.best_id else None
 
     def agent_trials(self) -> list[TrialRecord]:
-        return [self.trials[t] for t in self.order if not self.trials[t].baseline]
+        """The trials agents proposed (not baseline repeats, not confirmation repeats)."""
+        return [rec for rec in (self.trials[t] for t in self.order) if not rec.baseline and rec.confirms is None]
+
+    def confirmation_trials(self) -> list[TrialRecord]:
+        """The confirmation repeats (loop.confirm), in proposal order."""
+        return [rec for rec in (self.trials[t] for t in self.order) if rec.confirms is not None]
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

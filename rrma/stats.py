@@ -1,5 +1,7 @@
 """Statistics for comparing trials: pass@1 with its standard error, unbiased pass@k, paired
-bootstrap and McNemar's test for two runs on the same questions, failure-taxonomy counts.
+bootstrap and McNemar's test for two runs on the same questions, failure-taxonomy counts, Wald's
+SPRT on Bernoulli item streams (early abort), and for experiments (arms x seeds) a bootstrap
+interval of a mean and the exact paired sign-flip test.
 
 Why it exists: a research loop promotes a trial only when the improvement is real, so every
 score it reports comes with its uncertainty, and two runs on the *same* questions are compared
@@ -193,6 +195,97 @@ def mcnemar(a: Sequence[bool | int], b: Sequence[bool | int]) -> McNemar:
     return McNemar(only_a, only_b, both, neither, float(statistic), p)
 
 
+@dataclass(frozen=True, slots=True)
+class SprtState:
+    """Wald's sequential probability ratio test after ``n`` Bernoulli items with ``hits`` successes."""
+
+    llr: float  # log likelihood ratio of H1 against H0
+    lower: float  # log(beta / (1 - alpha)): accept H0 at or below
+    upper: float  # log((1 - beta) / alpha): accept H1 (reject H0) at or above
+    n: int
+    hits: int
+
+    @property
+    def decision(self) -> str:
+        """``h1`` (reject H0), ``h0`` (accept H0) or ``continue``."""
+        if self.llr >= self.upper:
+            return "h1"
+        if self.llr <= self.lower:
+            return "h0"
+        return "continue"
+
+
+def sprt_bernoulli(hits: int, n: int, p0: float, p1: float, *, alpha: float = 0.05, beta: float = 0.2) -> SprtState:
+    """Wald's SPRT of H0: p = p0 against H1: p = p1 on ``n`` Bernoulli items with ``hits`` successes.
+
+    Stopping when the log likelihood ratio leaves ``(log(beta/(1-alpha)), log((1-beta)/alpha))``
+    rejects H0 wrongly with probability at most about ``alpha`` and misses H1 with about ``beta``
+    (Wald's bounds; the test is one-sided in the direction of ``p1``). ``p0`` and ``p1`` are clipped
+    into (0, 1) so that a best of 100% still gives a finite ratio.
+    """
+    if not 0 <= hits <= n:
+        raise ValueError(f"sprt needs 0 <= hits <= n (got hits={hits}, n={n})")
+    if not (0 < alpha < 1 and 0 < beta < 1):
+        raise ValueError(f"sprt needs alpha and beta in (0, 1), got {alpha} and {beta}")
+    eps = 1e-6
+    q0, q1 = min(max(p0, eps), 1 - eps), min(max(p1, eps), 1 - eps)
+    if q0 == q1:
+        raise ValueError(f"sprt needs p0 != p1 (got {p0} and {p1})")
+    llr = hits * math.log(q1 / q0) + (n - hits) * math.log((1 - q1) / (1 - q0))
+    return SprtState(llr, math.log(beta / (1 - alpha)), math.log((1 - beta) / alpha), n, hits)
+
+
+def bootstrap_mean_ci(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 10_000,
+                      seed: int = 0) -> tuple[float, float, float]:
+    """(mean, low, high): the percentile bootstrap interval of the mean; deterministic per seed.
+
+    With one value the interval is that value (no spread to resample).
+    """
+    import numpy as np
+
+    xs = np.asarray([float(v) for v in values], dtype=float)
+    if xs.size == 0:
+        raise ValueError("bootstrap_mean_ci needs at least one value")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    mean = float(xs.mean())
+    if xs.size == 1:
+        return mean, mean, mean
+    rng = np.random.default_rng(seed)
+    means = xs[rng.integers(0, xs.size, size=(resamples, xs.size))].mean(axis=1)
+    low, high = np.quantile(means, [(1 - confidence) / 2, 1 - (1 - confidence) / 2])
+    return mean, float(low), float(high)
+
+
+def sign_flip_test(diffs: Sequence[float], *, resamples: int = 20_000, seed: int = 0) -> float:
+    """Two-sided p-value of the paired permutation (sign-flip) test that the mean difference is 0.
+
+    Under the null each paired difference is as likely positive as negative. Exact (every sign
+    pattern) up to 12 pairs, else Monte Carlo with ``resamples`` patterns (plus the observed one).
+    With 5 seeds the smallest possible p-value is 2/32 = 0.0625: say so rather than claim more.
+    """
+    xs = [float(d) for d in diffs]
+    n = len(xs)
+    if n == 0:
+        raise ValueError("sign_flip_test needs at least one difference")
+    observed = abs(math.fsum(xs))
+    if observed == 0:
+        return 1.0
+    tol = 1e-12 * max(1.0, observed)
+    if n <= 12:
+        extreme = 0
+        for mask in range(2**n):
+            total = math.fsum(x if (mask >> i) & 1 else -x for i, x in enumerate(xs))
+            extreme += abs(total) >= observed - tol
+        return extreme / 2**n
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    signs = rng.choice([-1.0, 1.0], size=(resamples, n))
+    totals = np.abs(signs @ np.asarray(xs))
+    return float((np.sum(totals >= observed - tol) + 1) / (resamples + 1))
+
+
 def taxonomy_counts(failures: Iterable[str | None], categories: Sequence[str] = ()) -> dict[str, int]:
     """Count failure labels; ``None`` counts as ``correct``. Every name in ``categories`` is
     present (with 0) so tables from different runs line up; order: correct, categories, rest."""
@@ -209,11 +302,15 @@ __all__ = [
     "Estimate",
     "McNemar",
     "PairedComparison",
+    "SprtState",
+    "bootstrap_mean_ci",
     "mcnemar",
     "mean_pass_at_k",
     "mean_se",
     "paired_bootstrap",
     "pass_at_1",
     "pass_at_k",
+    "sign_flip_test",
+    "sprt_bernoulli",
     "taxonomy_counts",
 ]

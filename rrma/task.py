@@ -79,6 +79,33 @@ class NoiseConfig(_Section):
     """A trial is promoted only when it beats the best by at least this many sigmas."""
     min_delta: float = Field(0.0, ge=0)
     """Absolute improvement floor (used when sigma is 0, e.g. deterministic oracles)."""
+    oracle_se: bool = True
+    """Where the oracle reports its standard error (metrics score_se) or per-item scores (item_scores), promotion also needs min_sigmas of it (paired when both trials have item scores)."""
+
+
+class EarlyAbortConfig(_Section):
+    rule: Literal["off", "power-law", "sprt", "auto"] = "off"
+    """Stop a trial whose progress says it cannot beat the best: power-law (curves: frac + score_est samples), sprt (item streams: items + hits), auto (whichever the samples carry)."""
+    alpha: float = Field(0.05, gt=0, lt=1)
+    """False-abort rate: the chance of stopping a trial that would have tied or beaten the best (over all looks)."""
+    looks: list[float] = Field(default_factory=lambda: [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    """power-law: budget fractions at which the curve is fitted and tested (increasing, in (0, 1))."""
+    misfit: float = Field(0.0, ge=0)
+    """power-law: allowance (metric units) x (1 - fraction seen)^2 for a curve ending better than its forecast."""
+    min_fraction: float = Field(0.05, ge=0, lt=1)
+    """power-law: samples before this fraction (warm-up) are not fitted."""
+    sprt_delta: float = Field(0.05, gt=0, lt=1)
+    """sprt: the alternative hypothesis is a hit rate this much worse than the best's."""
+    sprt_beta: float = Field(0.2, gt=0, lt=1)
+    """sprt: the chance of letting a trial that is worse by sprt_delta run to its end."""
+    min_items: int = Field(10, ge=1)
+    """sprt: items evaluated before the test may stop a trial."""
+
+    @model_validator(mode="after")
+    def _looks(self) -> EarlyAbortConfig:
+        if not self.looks or any(not 0 < x < 1 for x in self.looks) or self.looks != sorted(set(self.looks)):
+            raise ValueError(f"looks must be increasing budget fractions in (0, 1), got {self.looks}")
+        return self
 
 
 class LoopConfig(_Section):
@@ -100,6 +127,10 @@ class LoopConfig(_Section):
     """ssh-keygen allowed_signers file (relative to the task file) that signed approvals are checked against."""
     agents_parallel: int = Field(1, ge=1)
     """Number of agent instances (each agents[] entry is replicated, names suffixed -1, -2...)."""
+    confirm: int = Field(0, ge=0)
+    """Re-evaluate a would-be new best this many times with fresh seeds; promote it only if the mean of those repeats still clears the floor (0: off)."""
+    early_abort: EarlyAbortConfig = Field(default_factory=EarlyAbortConfig)
+    """Early abort of trials that report progress (docs/experiments.md)."""
 
     @model_validator(mode="after")
     def _signed_approval(self) -> LoopConfig:
@@ -111,11 +142,44 @@ class LoopConfig(_Section):
         return self
 
 
+class CodingAgentConfig(_Section):
+    """How a coding-agent backend (claude-code, codex, aider, command) runs its program (agents/coding)."""
+
+    executable: str | None = None
+    """Program a preset runs (default: claude, codex or aider looked up on PATH); a path points it at another binary."""
+    command: list[str] | None = None
+    """backend command: the argv to run; {prompt}, {prompt_file}, {workdir}, {model}, {max_turns} are filled in (default: $RRMA_AGENT_COMMAND)."""
+    args: list[str] = Field(default_factory=list)
+    """Extra arguments appended to the preset's command line."""
+    stream: Literal["claude-code", "codex", "aider", "text"] | None = None
+    """How the program's output becomes the trace (default: the preset's own format; text for command)."""
+    seconds: float = Field(900.0, gt=0)
+    """Wall-clock limit of one run of the agent's program (seconds); a hung agent is killed and the run goes on."""
+    max_turns: int = Field(40, ge=1)
+    """Turn cap of one run: passed to the tool where it has one (claude --max-turns), counted by the harness otherwise."""
+    memory_mb: int = Field(4096, gt=0)
+    """Memory limit of the agent program's whole process tree (MiB)."""
+    permissions: Literal["bypass", "edits"] = "bypass"
+    """bypass: the tool asks for nothing (rrma's sandbox contains it); edits: the tool's own edit-only approval mode."""
+    key_env: str | None = None
+    """Environment variable the one API key is read from (default: the preset's, e.g. ANTHROPIC_API_KEY); never the key."""
+    require_key: bool = True
+    """Refuse to start without that key (false: e.g. a local model server that needs none)."""
+    attempts: int = Field(2, ge=1)
+    """Runs per proposal when one ends without a usable change (crash, hang, no edit, turn cap)."""
+    proof_file: str = "proof.txt"
+    """Proof tasks: the file in the agent's working copy that holds the proof body when it exits."""
+    ignore: list[str] = Field(default_factory=list)
+    """Globs of working-copy files that are never part of a proposal (beyond the preset's own tool state)."""
+    read_only: list[str] = Field(default_factory=list)
+    """More paths the program needs, shown read-only in its sandbox (its own install is found automatically)."""
+
+
 class AgentConfig(_Section):
     name: str = "agent"
     """Agent name (unique within the run; appears as actor agent:<name>)."""
     backend: str = "random-search"
-    """random-search, replay, tactic-portfolio, anthropic, openai (or module:Class)."""
+    """random-search, replay, tactic-portfolio, anthropic, openai, claude-code, codex, aider, command (or module:Class)."""
     model: str | None = None
     """Model name for LLM backends."""
     base_url: str | None = None
@@ -134,8 +198,13 @@ class AgentConfig(_Section):
     """Hard cap on model cost for this agent over the run (None: no cap)."""
     max_run_tokens: int | None = None
     """Hard cap on tokens (in + out) for this agent over the run (None: no cap)."""
+    max_failures: int = Field(3, ge=1)
+    """Consecutive failed proposals (an error raised by the agent, e.g. an API failure after its retries) before it is retired for the run."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Backend-specific options."""
+    # coding-agent backends (claude-code, codex, aider, command): docs/agents.md, Coding agents
+    coding: CodingAgentConfig = Field(default_factory=CodingAgentConfig)
+    """Settings of the coding-agent backends (claude-code, codex, aider, command)."""
 
 
 class SearchDim(_Section):

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from oracle.gsm8k import POLICY_VERSION, GoldError, grade, parse_gold, parse_number
+from oracle.gsm8k import (
+    POLICY_VERSION,
+    STOP_SEQUENCES,
+    GoldError,
+    grade,
+    parse_gold,
+    parse_number,
+    truncate_at_stop,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("RRMA_SHARED", REPO.parent / "shared")) / "gsm8k"
@@ -115,10 +123,75 @@ CASES = [
     ("boxed_format_strict", "9 * 2 = 18\n$\\boxed{18}$", "18", "strict", "boxed", True, None, True, False),
     # LaTeX thousands separator {,}
     ("latex_thousands", "\\boxed{1{,}000}", "1000", "lenient", "hash", True, None, False, False),
-    # the asked format is read first: with boxed asked, \boxed{18} wins over #### 17
-    ("format_priority", "#### 17\n\\boxed{18}", "18", "lenient", "boxed", True, None, True, False),
-    # ... and with #### asked, #### 17 wins (and the boxed text after it is trailing text)
-    ("format_priority_hash", "#### 17\n\\boxed{18}", "18", "lenient", "hash", False, "wrong_value", False, True),
+    # two final-answer lines with different values are a hedge across lines, whatever format was asked
+    ("format_priority", "#### 17\n\\boxed{18}", "18", "lenient", "boxed", False, "conflicting_answers", True, False),
+    # ... and with #### asked (the span read is #### 17; the boxed line after it is trailing text)
+    ("format_priority_hash", "#### 17\n\\boxed{18}", "18", "lenient", "hash", False, "conflicting_answers", False, True),
+    # --- gsm8k-grade/2 ---
+    # instruct models write markdown headings: '#### Step 1: ...' is a heading, not the answer
+    ("markdown_headings", "#### Step 1: Eggs left\n16 - 3 - 4 = 9 eggs.\n#### Step 2: Money\n9 * 2 = 18\n\n#### 18",
+     "18", "lenient", "hash", True, None, True, False),
+    # ... strict mode reads the answer line past the headings too
+    ("markdown_headings_strict", "#### Step 1: Eggs left\n16 - 3 - 4 = 9 eggs.\n#### Step 2: Money\n9 * 2 = 18\n\n#### 18",
+     "18", "strict", "hash", True, None, True, False),
+    # numbered headings ('#### 1. Eggs left') are headings as well, not the answer 1
+    ("numbered_headings", "#### 1. Eggs left\n16 - 3 - 4 = 9\n#### 2. Money\n9 * 2 = 18\n#### 18", "18", "strict", "hash",
+     True, None, True, False),
+    # a heading that carries an answer phrase is read from the phrase on
+    ("heading_answer_phrase", "9 * 2 = 18\n#### Final answer: 18", "18", "lenient", "hash", True, None, False, False),
+    # a lone heading ends with the last-number fallback, not with the heading's number
+    ("heading_only", "#### Step 3: Total\nShe makes 9 * 2 = 18 dollars", "18", "lenient", "hash", True, None, False, False),
+    # reasoning inside <think> is not graded: only the answer after it
+    ("think_block", "<think>Maybe the answer is 20.</think>\nShe makes 9 * 2 = 18.\n#### 18", "18", "strict", "hash",
+     True, None, True, False),
+    # a chat template that opened <think> in the prompt leaves only the closing tag
+    ("think_close_only", "The answer is 20, no wait</think>\n#### 18", "18", "lenient", "hash", True, None, True, False),
+    # an unclosed <think>: the model was still reasoning when it stopped; nothing was answered
+    ("think_unclosed", "<think>9 * 2 = 18 so the answer is 18", "18", "lenient", "hash", False, "no_answer", False, False),
+    # "isn't" is not "is": the negated phrase names no answer (the last number, 18, is read)
+    ("answer_isnt", "She earns 9 * 2 = 20 - 2 dollars, so the answer isn't 20; she earns 18", "18", "lenient", "hash",
+     True, None, False, False),
+    # "the answer is not 20" is skipped the same way; the later statement counts
+    ("answer_is_not", "The answer is not 20. The answer is 18.", "18", "lenient", "hash", True, None, False, False),
+    # "18, not 20" names one answer
+    ("not_clause", "The answer is 18, not 20.", "18", "lenient", "hash", True, None, False, False),
+    # 'answer' must be a whole word ('reanswer is 20' is not an answer phrase)
+    ("answer_word_boundary", "The reanswer is 20 but she makes 9 * 2 = 18", "18", "lenient", "hash", True, None, False,
+     False),
+    # one quantity restated in another unit is one answer (correct for either value) ...
+    ("unit_restatement", "It takes 60 + 30 = 90 minutes.\n#### 90 minutes, or 1.5 hours", "90", "lenient", "hash",
+     True, None, False, False),
+    ("unit_restatement_other", "#### 90 minutes, or 1.5 hours", "1.5", "lenient", "hash", True, None, False, False),
+    # ... but the same unit twice is a hedge
+    ("same_unit_hedge", "#### 18 eggs or 20 eggs", "18", "lenient", "hash", False, "multiple_answers", False, False),
+    # an ordinal is not a number: '2nd day' adds no second value
+    ("ordinal", "The answer is 18 dollars on the 2nd day.", "18", "lenient", "hash", True, None, False, False),
+    # LaTeX thousands separators: 32,\! 349 is 32349
+    ("latex_thin_comma", "\\boxed{32,\\! 349}", "32349", "lenient", "hash", True, None, False, False),
+    # digit groups separated by a space (SI style) are one number in an answer span ...
+    ("space_groups", "#### 1 000", "1000", "lenient", "hash", True, None, False, False),
+    # ... but not a clean number in strict mode
+    ("space_groups_strict", "#### 1 000", "1000", "strict", "hash", False, "format_only", False, False),
+    # a base model goes on with a made-up question: everything from 'Question:' on is cut (trailing text)
+    ("continued_generation", "9 * 2 = 18. The answer is 18.\nQuestion: What is 10 + 10?\nAnswer: The answer is 20.",
+     "18", "lenient", "answer_is", True, None, False, True),
+    # the few-shot 'Q:' format is cut the same way
+    ("continued_generation_q", "So she makes 18 dollars. The answer is 18.\n\nQ: What is 1 + 1?\nA: The answer is 2.",
+     "18", "strict", "answer_is", True, None, False, True),
+    # a question restated on the first line is not a continuation
+    ("question_restated", "Question: how much does she make?\n9 * 2 = 18\n#### 18", "18", "strict", "hash", True, None,
+     True, False),
+    # an end-of-turn token a model leaked ends the completion
+    ("end_token", "The answer is 18.<|im_end|>\n<|im_start|>user\nAnd now? The answer is 20.", "18", "lenient", "hash",
+     True, None, False, True),
+    # several different final-answer lines are a hedge across lines: their own failure label
+    ("conflicting_lines", "9 * 2 = 18\n#### 18\n#### 20", "18", "lenient", "hash", False, "conflicting_answers", True,
+     False),
+    # ... also across formats
+    ("conflicting_formats", "9 * 2 = 18\nThe answer is 18.\nFinal answer: 20", "18", "lenient", "hash", False,
+     "conflicting_answers", False, False),
+    # final-answer lines that agree are one answer
+    ("agreeing_lines", "9 * 2 = 18\nThe answer is 18.\n#### 18", "18", "strict", "hash", True, None, True, False),
 ]
 
 # Where math-verify (0.9, parse + verify, default configs) and our lenient mode disagree, and
@@ -135,8 +208,24 @@ MATH_VERIFY_DISAGREES = {
     "negative_dollar": "sign before $",
     # math-verify takes the last number (6, inside the aside); we drop parenthesised asides.
     "paren_aside": "asides in the answer span",
-    # math-verify prefers \boxed{18}; we read the format the prompt asked for (####) first.
-    "format_priority_hash": "asked format first",
+    # math-verify prefers \boxed{18}; two different final-answer lines are a hedge to us.
+    "format_priority_hash": "conflicting final lines",
+    "format_priority": "conflicting final lines",
+    # math-verify grades the reasoning inside <think> (it finds 20); we grade what follows it.
+    "think_block": "reasoning blocks",
+    "think_close_only": "reasoning blocks",
+    # math-verify finds the 18 inside an unfinished reasoning block; we read nothing there.
+    "think_unclosed": "reasoning blocks",
+    # math-verify anchors on the negated phrase ("the answer isn't 20"); we skip it.
+    "answer_isnt": "negated answer phrase",
+    # math-verify takes the last number (1.5); one quantity restated in hours is the 90 minutes to us.
+    "unit_restatement": "unit restatement",
+    # math-verify reads the made-up question's answer (20, 2); we cut at the continuation, as
+    # lm-eval's stop sequences do at generation time.
+    "continued_generation": "continued generation",
+    "continued_generation_q": "continued generation",
+    # math-verify reads past a leaked end-of-turn token; the completion ends there for us.
+    "end_token": "end-of-turn token",
 }
 
 
@@ -209,6 +298,27 @@ def test_every_gold_solution_grades_correct_against_itself() -> None:
     assert all(g.strict_final_line and not g.trailing_text and g.source == "hash" for g in grades)
 
 
+def test_gold_solutions_under_markdown_headings_still_grade_correct() -> None:
+    """Issue 14: with '#### Step 1: Understand' before every gold solution, policy 1 took the
+    heading for the answer (lenient 15/1319, strict 0/1319). Headings are skipped now."""
+    path, _real = _test_split()
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    headed = [("#### Step 1: Understand\n" + r["answer"], r["answer"]) for r in rows]
+    lenient = sum(grade(c, g).correct for c, g in headed)
+    strict = sum(grade(c, g, "strict").correct for c, g in headed)
+    assert (lenient, strict) == (len(rows), len(rows))
+    # and a final line that is itself a heading never counts as a clean answer line
+    assert not grade("#### 18\n#### Step 2: Check", "18").strict_final_line
+
+
+def test_truncate_at_stop_ends_at_the_first_stop_sequence() -> None:
+    text = "9 * 2 = 18\n#### 18\nQuestion: What is 2 + 2?\nAnswer: 4</s>"
+    assert truncate_at_stop(text) == "9 * 2 = 18\n#### 18"
+    assert truncate_at_stop("Question: restated first\n#### 18") == "Question: restated first\n#### 18"
+    assert truncate_at_stop("a<|im_end|>b</s>", ["</s>"]) == "a<|im_end|>b"
+    assert STOP_SEQUENCES[0] == "\nQuestion:"
+
+
 @pytest.mark.skipif(not (SHARED / "test.jsonl").is_file(), reason=f"needs the shared GSM8K copy at {SHARED}")
 def test_real_split_has_the_documented_shape() -> None:
     rows = [json.loads(line) for line in (SHARED / "test.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -243,3 +353,37 @@ def test_math_verify_on_gold_solutions() -> None:
     ]
     assert set(missed) <= {226, 258, 876, 1303}  # math-verify 0.9 misses exactly these
     assert all(grade(rows[i]["answer"], rows[i]["answer"]).correct for i in missed)
+
+
+# An adversarial set (issue 14): what instruct and base models write, graded in lenient mode
+# against gold 18 unless given; (id, completion, gold, correct, failure).
+ADVERSARIAL = [
+    ("money_decimals", "#### $18.00", "18", True, None),
+    ("bold_final_answer", "**Final Answer:** 18", "18", True, None),
+    ("bold_value", "The answer is: **18**.", "18", True, None),
+    ("repeated_hash", "#### 18\n#### 18", "18", True, None),
+    ("or_hedge_phrase", "The answer is 18 or 20.", "18", False, "multiple_answers"),
+    ("since_clause", "Answer: 18 dollars, since 9 * 2 = 18", "18", True, None),
+    ("boxed_in_phrase", "So the answer is $\\boxed{18}$.", "18", True, None),
+    ("negated_then_stated", "I think the answer isn't 18. The answer is 20.", "20", True, None),
+    ("think_then_answer", "<think>\nthe answer is 20\n</think>\n\nThe answer is 18.", "18", True, None),
+    ("final_then_continuation", "The final answer is 18.\n\nQuestion: Janet's ducks lay 16 eggs.\n#### 20", "18", True,
+     None),
+    ("steps_without_marker", "Step 1: 16 - 3 - 4 = 9\nStep 2: 9 * 2 = 18", "18", True, None),
+    ("headings_only", "#### Step 1\n9*2=18\n#### Answer\n18", "18", True, None),
+    ("numbered_heading", "#### 3. Total\nSo 18 in total.", "18", True, None),
+    ("markdown_steps_bold_answer", "## Step 3: Compute\n9 x 2 = 18\n\n**Answer: 18**", "18", True, None),
+    ("not_clause_units", "The answer is 18 eggs, not 20 eggs.", "18", True, None),
+    ("which_clause", "The answer is $18 per day, which is 126 per week.", "18", True, None),
+    ("self_correction", "Final answer: 18\nActually, final answer: 20", "20", True, None),
+    ("latex_parens", "The answer is \\(18\\).", "18", True, None),
+    ("split_digits", "The answer is 1 8.", "18", False, "multiple_answers"),
+    ("hedge_across_formats", "#### 18\n\\boxed{20}", "20", False, "conflicting_answers"),
+]
+
+
+@pytest.mark.parametrize(("completion", "gold", "correct", "failure"),
+                         [pytest.param(*row[1:], id=row[0]) for row in ADVERSARIAL])
+def test_adversarial_set(completion: str, gold: str, correct: bool, failure: str | None) -> None:
+    g = grade(completion, gold)
+    assert (g.correct, g.failure) == (correct, failure), g

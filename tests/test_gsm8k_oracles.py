@@ -207,7 +207,7 @@ def test_eval_bench_grades_every_gold_solution(tmp_path: Path) -> None:
     n = len(problems)
     assert (metrics["questions"], metrics["pass_at_1"], metrics["strict_final_line"]) == (n, 1.0, 1.0)
     assert metrics["failures"] == {"correct": n, "no_answer": 0, "format_only": 0, "wrong_value": 0,
-                                   "multiple_answers": 0}
+                                   "multiple_answers": 0, "conflicting_answers": 0}
     if HAS_SHARED:
         assert n == 1319
 
@@ -272,6 +272,22 @@ def test_transformers_backend_generates_greedily_with_the_chat_template(tiny_mod
     assert gen.generate(questions) == first  # greedy: deterministic
     sampled = make_generator("transformers", tiny_model, GenConfig(max_new_tokens=4, num_samples=3, temperature=1.0))
     assert [len(s) for s in sampled.generate(questions[:2])] == [3, 3]
+
+
+def test_transformers_backend_stops_at_the_stop_sequences(tiny_model: Path) -> None:
+    """lm-eval style stop sequences: generation ends at the first one and the completion is the text
+    before it (a base model going on with a made-up question is never graded on it)."""
+    from oracle.gsm8k_gen import GenConfig, make_generator
+
+    questions = [p.question for p in load_split("test", FIXTURE)[:2]]
+    sampled = {"max_new_tokens": 24, "temperature": 1.0, "seed": 3}  # seeded: the same tokens until a stop
+    free = make_generator("transformers", tiny_model, GenConfig(stop=(), **sampled)).generate(questions)  # type: ignore[arg-type]
+    text = free[0][0]
+    # a piece of what the random model wrote, first seen at i >= 3 (so the cut leaves a prefix)
+    stop = next(text[i : i + 2] for i in range(3, len(text) - 2) if text[i : i + 2] not in text[: i + 1])
+    stopped = make_generator("transformers", tiny_model, GenConfig(stop=(stop,), **sampled)).generate(questions)  # type: ignore[arg-type]
+    assert stopped[0][0] == text[: text.index(stop)] and len(stopped[0][0]) >= 3  # cut before the stop string
+    assert GenConfig().stop[0] == "\nQuestion:"
 
 
 def test_generation_errors_are_specific(tmp_path: Path) -> None:
@@ -440,9 +456,12 @@ class _ChatServer:
     so the score depends on the prompt under test.
     """
 
-    def __init__(self, golds: dict[str, str], fail: bool = False) -> None:
+    def __init__(self, golds: dict[str, str], fail: bool = False, ranks: dict[str, int] | None = None,
+                 continues: bool = False) -> None:
         self.golds = golds
         self.fail = fail
+        self.ranks = ranks  # question -> rank: with a prompt "N=k", the k first questions are answered right
+        self.continues = continues  # go on with a made-up question, unless the request's stop ends it
         self.requests: list[dict[str, Any]] = []
         server = self
 
@@ -466,6 +485,13 @@ class _ChatServer:
                     system, question = body.get("system", ""), body["messages"][-1]["content"]
                 gold = server.golds[question]
                 text = f"Let me think.\n#### {gold}" if "####" in system else "I am not sure, maybe 0.5."
+                if server.ranks is not None:
+                    right = server.ranks[question] < int(system.split("N=")[1].split()[0])
+                    text = f"So the total is {gold if right else -1}.\n#### {gold if right else -1}"
+                if server.continues:  # a base model going on; a real server cuts at the first stop string
+                    text += "\nQuestion: What is 2 + 2?\nAnswer: 2 + 2 = 4\n#### 4"
+                    for stop in body.get("stop") or body.get("stop_sequences") or []:
+                        text = text.split(stop)[0]
                 if self.path == "/v1/chat/completions":
                     self._send(200, {
                         "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": body["model"],
@@ -547,6 +573,70 @@ def test_prompt_oracle_through_an_anthropic_endpoint(tmp_path: Path, chat_server
     # the key travels as x-api-key or as a bearer token, depending on the SDK version
     assert req["x-api-key"] == "test-key" or req["auth"] == "Bearer test-key"
     assert req["body"]["system"] == "End with '#### N'."
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_prompt_oracle_sends_stop_sequences(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str) -> None:
+    """A model that goes on with a made-up question is stopped there (lm-eval's 'Question:' stop)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    golds = {p.question: p.gold for p in load_split("dev", FIXTURE)}
+    server = _ChatServer(golds, continues=True)
+    suffix = "/v1" if provider == "openai" else ""
+    try:
+        stopped = make_oracle("gsm8k-prompt", {"provider": provider, "data": str(FIXTURE), "limit": 3, "model": "m",
+                                               "base_url": server.url + suffix, "max_retries": 0})
+        out = stopped.evaluate(ctx_for(_prompt_trial(tmp_path, "t", "End with '#### N'.")))
+        sent = server.requests[-1]["body"]
+        with pytest.raises(OracleError, match="at most 4 non-blank strings"):
+            make_oracle("gsm8k-prompt", {"provider": provider, "data": str(FIXTURE), "model": "m", "stop": [" "]})
+    finally:
+        server.close()
+    assert (sent.get("stop") or sent.get("stop_sequences")) == ["\nQuestion:"]
+    assert out.score == 1.0 and out.metrics["trailing_text"] == 0.0  # nothing of the made-up question is left
+
+
+def test_a_gain_promotes_only_when_mcnemar_says_it_is_real(tmp_path: Path) -> None:
+    """Issue 14: one baseline repeat gave sigma 0 and 'promotion needs 0': 0.52 -> 0.62 on 50 questions
+    (5 questions gained, none lost: McNemar p = 0.0625) promoted. The paired test on the oracle's
+    per-question scores now decides; a gain of 14 questions (p < 0.001) is promoted."""
+    from agents.base import Agent, Context
+    from rrma.loop import start_run
+    from rrma.task import AgentConfig, load_task
+    from rrma.trial import FileEdit
+
+    problems = subset(load_split("train", FIXTURE), 50)
+    golds = {p.question: p.gold for p in problems}
+    server = _ChatServer(golds, ranks={p.question: i for i, p in enumerate(sorted(problems, key=lambda p: p.idx))})
+    task = load_task(REPO / "benches" / "gsm8k_prompt" / "task.yaml", {
+        "oracle.params.base_url": server.url + "/v1", "oracle.params.data": str(FIXTURE), "oracle.params.split": "train",
+        "oracle.params.limit": 50, "oracle.params.model": "local-model", "budget.max_trials": 2,
+        "agents": [{"name": "scripted", "backend": "random-search"}],
+    })
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "system_prompt.txt").write_text("N=26 questions right")
+    task.workspace.source = str(tmp_path / "ws")
+
+    class Prompts(Agent):
+        def __init__(self) -> None:
+            super().__init__(AgentConfig(name="scripted"), task)
+            self.queue = ["N=31 questions right", "N=40 questions right"]
+
+        def propose(self, ctx: Context) -> Proposal | None:
+            text = self.queue.pop(0) if self.queue else None
+            return None if text is None else Proposal(hypothesis=text, edits=[FileEdit(path="system_prompt.txt",
+                                                                                         content=text)])
+
+    try:
+        result = start_run(task, tmp_path / "runs", agents=[Prompts()])
+    finally:
+        server.close()
+    state = result.state
+    base, small, large = state.trials["base-0"], state.trials["t0001"], state.trials["t0002"]
+    assert (base.score, small.score, large.score) == (0.52, 0.62, 0.8)
+    assert state.floor == 0.0  # one baseline repeat: the baseline alone would promote any gain
+    assert not small.promoted and small.floor_source == "McNemar p=0.0625"
+    assert large.promoted and large.floor_source is not None and large.floor_source.startswith("McNemar p=0.000")
+    assert small.metrics["item_scores"] == "1" * 31 + "0" * 19 and small.metrics["score_se"] > 0
 
 
 def test_prompt_oracle_without_endpoint_or_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

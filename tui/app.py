@@ -84,10 +84,11 @@ class RRMAApp(App[int]):
 
     def __init__(self, runs_dir: Path, run_dir: Path | None = None, reviewer: str | None = None,
                  start_args: list[str] | None = None, *, clock: Callable[[], datetime] = utcnow,
-                 poll_interval: float = 0.1) -> None:
+                 poll_interval: float = 0.1, experiment: Path | None = None) -> None:
         super().__init__()
         self.runs_dir = Path(runs_dir)
         self.initial_run = Path(run_dir) if run_dir is not None else None
+        self.initial_experiment = Path(experiment) if experiment is not None else None  # `experiment show EXP`
         self.reviewer = reviewer or default_reviewer()
         self.start_args = list(start_args) if start_args else None  # `rrma-tui run TASK.yaml ...` without --headless
         self.clock = clock
@@ -108,6 +109,8 @@ class RRMAApp(App[int]):
         self.push_screen(RunsScreen(self.runs_dir, scan_now=self.initial_run is None and self.start_args is None))
         if self.initial_run is not None:
             self.open_run(self.initial_run)
+        if self.initial_experiment is not None:
+            self.open_experiment(self.initial_experiment)
         if self.start_args is not None:
             self.start_run(self.start_args, " ".join(self.start_args[:2]))
 
@@ -128,6 +131,18 @@ class RRMAApp(App[int]):
         screen = DashboardScreen(session, poll_interval=self.poll_interval)
         self.push_screen(screen)
         return screen
+
+    def open_experiment(self, exp_dir: Path) -> None:
+        """The arms of an experiment side by side (tui/screens/experiment.py)."""
+        from rrma.experiment import ExperimentError, open_experiment
+        from tui.screens.experiment import ExperimentScreen
+
+        try:
+            exp = open_experiment(exp_dir)
+        except ExperimentError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.push_screen(ExperimentScreen(exp))
 
     def start_run(self, args: list[str], label: str) -> None:
         """Start a headless driver for ``args`` (from :func:`tui.driver.parse_start`) and open its run when it holds one."""
@@ -339,6 +354,11 @@ class RRMAApp(App[int]):
         for run_dir in runs:
             yield SystemCommand(f"Open run {run_dir.name}", f"its dashboard ({self.runs_dir})",
                                 lambda run_dir=run_dir: self.open_run(run_dir))  # type: ignore[misc]
+        from rrma.experiment import find_experiments
+
+        for exp_dir in find_experiments(Path("experiments"))[:20]:
+            yield SystemCommand(f"Open experiment {exp_dir.name}", "its arms' curves side by side (./experiments)",
+                                lambda exp_dir=exp_dir: self.open_experiment(exp_dir))  # type: ignore[misc]
         yield from super().get_system_commands(screen)
 
     def _on(self, dash: DashboardScreen, action: Callable[[], None]) -> None:
@@ -381,9 +401,9 @@ class RRMAApp(App[int]):
 
 
 def run_app(runs_dir: Path, run_dir: Path | None = None, reviewer: str | None = None,
-            start_args: list[str] | None = None) -> int:
+            start_args: list[str] | None = None, experiment: Path | None = None) -> int:
     """Run the TUI until the user quits; returns the exit code. Says what became of the runs started here."""
-    app = RRMAApp(runs_dir, run_dir, reviewer, start_args)
+    app = RRMAApp(runs_dir, run_dir, reviewer, start_args, experiment=experiment)
     result = app.run()
     for proc in app.detached:
         where = proc.run_dir or proc.log_path

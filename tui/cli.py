@@ -27,7 +27,7 @@ from rrma import fsguard
 
 BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
 COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema",
-            "stop", "pause", "continue", "post", "steer")
+            "stop", "pause", "continue", "post", "steer", "experiment")
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 # piped output (logs, CI) gets a wide console so tables do not wrap their first column. No emoji
@@ -66,7 +66,8 @@ def _common(parser: argparse.ArgumentParser, suppress: bool) -> None:
 def _loop_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=int, help="max agent trials (overrides budget.max_trials)")
     parser.add_argument("--agents", type=int, help="agent instances per configured agent (loop.agents_parallel)")
-    parser.add_argument("--backend", help="switch every agent to this backend (random-search, anthropic, openai, ...)")
+    parser.add_argument("--backend", help="switch every agent to this backend (random-search, anthropic, openai, "
+                        "claude-code, codex, aider, command, ...)")
     parser.add_argument("--model", help="model name for LLM backends")
     parser.add_argument("--seed", type=int, help="run seed (default: the task's)")
 
@@ -85,6 +86,12 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="run a named bench to completion (see --list)")
     p.add_argument("name", nargs="?", help="bench name (demo, autoresearch, coq, lean, gsm8k-eval, ...)")
     p.add_argument("--list", action="store_true", help="list the benches")
+    p.add_argument("--arms", nargs="+", metavar="'NAME: key=value ...'",
+                   help="run an experiment instead of one run: each arm is NAME followed by task overrides "
+                   "(e.g. 'history:' 'no-history: loop.history=false loop.lineage=false'); docs/experiments.md")
+    p.add_argument("--seeds", type=int, metavar="N", help="experiment: seeds 0..N-1 for every arm (default 5)")
+    p.add_argument("--dir", type=Path, default=Path("experiments"), help="experiment: where it is made (./experiments)")
+    p.add_argument("--concurrency", type=int, help="experiment: cells at once (default: CPUs / trials per cell)")
     _loop_options(p)
     _common(p, suppress=True)
     if bench_name:
@@ -170,6 +177,27 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser("task-schema", help="print every task YAML field with its type, default and meaning")
     _common(p, suppress=True)
+
+    p = sub.add_parser("experiment", help="arms x seeds: run, resume, show or compare an experiment (docs/experiments.md)")
+    exp = p.add_subparsers(dest="exp_command", metavar="ACTION", required=True)
+    e = exp.add_parser("run", help="make an experiment from a YAML spec and run every cell")
+    e.add_argument("spec", type=Path, help="experiment YAML (task or bench, seeds, set, arms)")
+    e.add_argument("--dir", type=Path, default=Path("experiments"), help="where the experiment is made (./experiments)")
+    e.add_argument("--id", help="the experiment's id (default: a timestamp and its name)")
+    e.add_argument("--concurrency", type=int, help="cells at once (default: the spec's, else CPUs / trials per cell)")
+    _common(e, suppress=True)
+    e = exp.add_parser("resume", help="continue the cells that did not end (after Ctrl-C, a crash, a failure)")
+    e.add_argument("exp_dir", type=Path, metavar="EXP")
+    e.add_argument("--concurrency", type=int, help="cells at once")
+    _common(e, suppress=True)
+    e = exp.add_parser("show", help="per arm: final best with a bootstrap CI, curves, cost; the TUI unless --headless")
+    e.add_argument("exp_dir", type=Path, metavar="EXP")
+    e.add_argument("--json", action="store_true", help="the whole report as JSON (curves included)")
+    _common(e, suppress=True)
+    e = exp.add_parser("compare", help="paired tests between arms on their shared seeds")
+    e.add_argument("exp_dir", type=Path, metavar="EXP")
+    e.add_argument("arms", nargs="*", metavar="ARM", help="two arms (default: every pair)")
+    _common(e, suppress=True)
     return parser
 
 
@@ -336,6 +364,21 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
     by_status = summary.get("by_status", {})
     table.add_row("trials", f"{summary.get('trials', 0)}: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
     table.add_row("cache hits", str(summary.get("cache_hits", 0)))
+    repeats = state.confirmation_trials()
+    if repeats:  # loop.confirm: would-be bests re-evaluated with fresh seeds
+        verdicts = [t.confirmation for t in state.agent_trials() if t.confirmation is not None]
+        held = sum(1 for v in verdicts if v["confirmed"])
+        table.add_row("confirmed", f"{held} of {len(verdicts)} would-be bests ({len(repeats)} repeat trials)")
+    aborted_early = sum(1 for t in state.agent_trials() if t.early_abort is not None)
+    if aborted_early:
+        table.add_row("early aborts", str(aborted_early))
+    if state.experiment:
+        exp = state.experiment
+        table.add_row("experiment", plain(f"{exp.get('id')}: arm {exp.get('arm')}, seed {exp.get('seed')}"))
+    for agent in state.agents_info:
+        if agent.get("endpoint") or agent.get("model"):
+            where = f" at {agent['endpoint']} (from {agent.get('endpoint_from')})" if agent.get("endpoint") else ""
+            table.add_row(f"agent {agent.get('name')}", plain(f"{agent.get('backend')} {agent.get('model') or ''}{where}"))
     if summary.get("awaiting_review"):
         table.add_row("awaiting review", str(summary["awaiting_review"]))
     table.add_row("wall time", f"{summary.get('wall_seconds', 0):.1f} s")
@@ -422,6 +465,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         console.print(table)
         return EXIT_OK if args.list else EXIT_BAD_INPUT
     folder = bench_dir(args.name)
+    if getattr(args, "arms", None) or getattr(args, "seeds", None) is not None:
+        return bench_experiment(args, folder)
     if (folder / "bench.py").exists():
         module = importlib.import_module(f"benches.{folder.name}.bench")
         return int(module.run(args))
@@ -429,6 +474,234 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     task = apply_overrides(load_task(folder / "task.yaml"), args)
     return run_loop_headless(task, args)
+
+
+# ----------------------------------------------------------------------------- experiments
+
+
+def bench_experiment(args: argparse.Namespace, folder: Path) -> int:
+    """``bench NAME --arms ... --seeds N``: an experiment over the bench's task.yaml."""
+    from rrma.experiment import ExperimentError, new_experiment, open_experiment, parse_arm, spec_from_dict
+
+    if not (folder / "task.yaml").exists():
+        raise CliError(f"bench {args.name} has no task.yaml: --arms/--seeds need a task to override (use "
+                       "`rrma-tui experiment run SPEC.yaml` with a task)")
+    arms: dict[str, dict[str, Any]] = {}
+    for text in args.arms or ["default:"]:
+        try:
+            name, overrides = parse_arm(text)
+        except ExperimentError as exc:
+            raise CliError(str(exc)) from exc
+        if name in arms:
+            raise CliError(f"--arms: arm {name!r} given twice")
+        arms[name] = overrides
+    common: dict[str, Any] = {}
+    if args.trials is not None:
+        common["budget.max_trials"] = args.trials
+    if args.agents is not None:
+        common["loop.agents_parallel"] = args.agents
+    data: dict[str, Any] = {"name": f"{args.name}-arms", "bench": args.name, "seeds": args.seeds or 5,
+                            "arms": arms, "set": common}
+    if args.concurrency is not None:
+        data["concurrency"] = args.concurrency
+    if args.backend or args.model:
+        raise CliError("--backend/--model with --arms: put the agents in an arm's overrides (agents: ...) or a spec file")
+    if args.seed is not None:
+        raise CliError("--seed with --arms: the experiment's seeds are --seeds N (0..N-1)")
+    try:
+        spec, task_path = spec_from_dict(data, source=f"bench {args.name} --arms")
+        exp = open_experiment(new_experiment(spec, task_path, args.dir))
+    except ExperimentError as exc:
+        raise CliError(str(exc)) from exc
+    return _run_experiment(exp, args)
+
+
+def _experiment(args: argparse.Namespace) -> Any:
+    from rrma.experiment import ExperimentError, open_experiment
+
+    try:
+        return open_experiment(args.exp_dir)
+    except ExperimentError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from rrma.experiment import ExperimentError, load_spec, new_experiment, open_experiment
+
+    action = args.exp_command
+    if action == "run":
+        try:
+            spec, task_path = load_spec(args.spec)
+            exp = open_experiment(new_experiment(spec, task_path, args.dir, exp_id=args.id))
+        except ExperimentError as exc:
+            raise CliError(str(exc)) from exc
+        return _run_experiment(exp, args)
+    exp = _experiment(args)
+    if action == "resume":
+        return _run_experiment(exp, args)
+    if action == "show":
+        if not getattr(args, "headless", False) and not args.json:
+            from tui.app import run_app
+
+            return int(run_app(exp.runs_dir, None, reviewer=args.reviewer, experiment=exp.dir))
+        return print_experiment(exp, as_json=args.json)
+    if action == "compare":
+        if args.arms and (len(args.arms) != 2 or any(a not in exp.spec.arms for a in args.arms)):
+            raise CliError(f"compare takes two arms of {', '.join(exp.spec.arms)} (or none: every pair)")
+        return print_comparisons(exp, tuple(args.arms) if args.arms else None)
+    raise CliError(f"unknown experiment action {action!r}")
+
+
+def _run_experiment(exp: Any, args: argparse.Namespace) -> int:
+    """Run the cells with Ctrl-C handling (first: every cell stops; second: quit now), then the report."""
+    from rrma.experiment import run_experiment
+
+    stop = threading.Event()
+    quiet = bool(getattr(args, "quiet", False))
+    executor_name = getattr(args, "executor", "local")
+    factory = make_executor_factory(args)
+    started_ray: list[bool] = []
+    if factory is not None:  # one Ray connection for every cell: no cell's executor may shut it down
+        base, lock = factory, threading.Lock()
+
+        def shared(oracle: Any, store: Any, task: Any) -> Any:
+            with lock:
+                made = base(oracle, store, task)
+                if getattr(made, "owns_ray", False):
+                    made.owns_ray = False
+                    started_ray.append(True)
+            return made
+
+        factory = shared
+    t0 = time.monotonic()
+
+    def on_cell(cell: Any, what: str) -> None:
+        if not quiet or what.startswith("failed"):
+            console.print(Text.assemble((f"{time.monotonic() - t0:7.1f}s", "dim"), f" {cell.run_id:<24} {what}"),
+                          soft_wrap=True)
+
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["r"] = run_experiment(exp, executor=factory, executor_name=executor_name,
+                                          concurrency=getattr(args, "concurrency", None), stop=stop, on_cell=on_cell)
+        except BaseException as exc:  # reported in the main thread
+            outcome["e"] = exc
+
+    console.print(plain(f"experiment {exp.id}: {len(exp.spec.arms)} arm(s) x {len(exp.spec.seed_list())} seed(s), "
+                        f"{exp.dir}"))
+    presses: list[float] = []
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        presses.append(time.monotonic())
+        if len(presses) == 1:
+            err.print("stopping every cell: no new trials; running ones finish (Ctrl-C again to quit now; "
+                      "`rrma-tui experiment resume` continues)")
+            stop.set()
+        else:
+            from rrma.sandbox import kill_active_groups
+
+            kill_active_groups()
+            os._exit(130)
+
+    thread = threading.Thread(target=work, name="experiment")
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        thread.start()
+        while thread.is_alive():
+            thread.join(timeout=0.2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if started_ray:
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
+    if "e" in outcome:
+        raise outcome["e"]
+    failed = [r for r in outcome["r"] if r.reason.startswith("failed") or r.reason in ("error", "baseline_failed")]
+    print_experiment(exp)
+    if stop.is_set():
+        err.print(f"stopped; `rrma-tui experiment resume {exp.dir}` continues the cells that did not end")
+    if failed:
+        err.print(f"rrma-tui: {len(failed)} cell(s) failed: " + "; ".join(f"{r.cell.run_id}: {r.reason}" for r in failed[:3]))
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _fmt_ci(value: Any) -> str:
+    if value is None:
+        return "-"
+    mean, low, high = value
+    return f"{mean:.5g} [{low:.5g}, {high:.5g}]"
+
+
+def print_experiment(exp: Any, *, as_json: bool = False) -> int:
+    """The report of an experiment: per arm, then the paired comparisons."""
+    import json
+
+    from rrma.experiment import report, report_json
+
+    rep = report(exp)
+    if as_json:
+        print(json.dumps(report_json(rep), indent=1, sort_keys=True))
+        return EXIT_OK
+    arrow = "lower is better" if rep.direction == "minimize" else "higher is better"
+    table = Table(title=plain(f"{exp.id} · {rep.metric} ({arrow}) · final best, mean over seeds [95% bootstrap CI]"),
+                  title_justify="left")
+    for column in ("arm", "seeds done", "final best", "gain over baseline", "trials", "tokens", "USD", "compute s",
+                   "wall s"):
+        table.add_column(column)
+    for arm in rep.arms:
+        done = sum(1 for c in arm.cells if c.status in ("max_trials", "max_wall_time", "target", "agents_exhausted"))
+        table.add_row(plain(arm.name), f"{done}/{len(arm.cells)}", _fmt_ci(arm.final), _fmt_ci(arm.improvement),
+                      str(arm.trials), str(arm.tokens), f"{arm.cost_usd:.4f}", f"{arm.compute_seconds:.1f}",
+                      f"{arm.wall_seconds:.1f}")
+    console.print(table)
+    curves = Table(title="best so far, mean over seeds, after n trials", title_justify="left")
+    longest = max((len(a.mean_curve) for a in rep.arms), default=0)
+    marks = sorted({n for n in (1, longest // 4, longest // 2, 3 * longest // 4, longest) if n >= 1})
+    curves.add_column("arm")
+    for n in marks:
+        curves.add_column(f"n={n}")
+    for arm in rep.arms:
+        points = dict(arm.mean_curve)
+        curves.add_row(plain(arm.name), *[f"{points[n]:.5g}" if n in points else "-" for n in marks])
+    if marks:
+        console.print(curves)
+    print_comparisons(exp, None, rep=rep)
+    return EXIT_OK
+
+
+def print_comparisons(exp: Any, pair: tuple[str, str] | None, rep: Any = None) -> int:
+    from rrma.experiment import compare_arms, report
+
+    rep = rep or report(exp)
+    sign = 1.0 if rep.direction == "maximize" else -1.0
+    comparisons = rep.comparisons
+    if pair is not None:
+        a, b = pair
+        comparisons = [compare_arms(rep.arm(a).cells, rep.arm(b).cells, sign, a, b)]
+    table = Table(title="paired on shared seeds: B minus A, > 0 means B is better (paired bootstrap CI, exact "
+                  "sign-flip p)", title_justify="left")
+    for column in ("B vs A", "seeds", "mean Δ", "95% CI", "p", "B better / worse"):
+        table.add_column(column)
+    for c in comparisons:
+        ci = "-" if c.ci_low is None else f"[{c.ci_low:+.4g}, {c.ci_high:+.4g}]"
+        table.add_row(plain(f"{c.b} vs {c.a}"), str(len(c.seeds)), "-" if c.delta is None else f"{c.delta:+.4g}", ci,
+                      "-" if c.p_value is None else f"{c.p_value:.3g}", f"{c.wins} / {c.losses}")
+    console.print(table)
+    if pair is not None:
+        a, b = pair
+        per_seed = Table("seed", f"{a} final", f"{b} final", "B - A (better > 0)")
+        finals = {(c.cell.arm, c.cell.seed): c.final_best for arm in (a, b) for c in rep.arm(arm).cells}
+        for seed in exp.spec.seed_list():
+            fa, fb = finals.get((a, seed)), finals.get((b, seed))
+            diff = "-" if fa is None or fb is None else f"{sign * (fb - fa):+.4g}"
+            per_seed.add_row(str(seed), "-" if fa is None else f"{fa:.5g}", "-" if fb is None else f"{fb:.5g}", diff)
+        console.print(per_seed)
+    return EXIT_OK
 
 
 def set_overrides(items: list[str]) -> dict[str, Any]:
@@ -502,7 +775,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from rrma.export import ExportError, export_runs
 
-    dirs = [resolve_run(p, args.runs) for p in args.run_dirs]
+    dirs: list[Path] = []
+    for p in args.run_dirs:  # an experiment directory stands for its cells' runs
+        if (p / "experiment.json").is_file():
+            exp = _experiment(argparse.Namespace(exp_dir=p))
+            dirs += [exp.run_dir(c) for c in exp.cells if (exp.run_dir(c) / "events.jsonl").exists()]
+        else:
+            dirs.append(resolve_run(p, args.runs))
     started = time.monotonic()
     try:
         results = export_runs(dirs, args.sqlite)
@@ -552,18 +831,42 @@ def cmd_show(args: argparse.Namespace) -> int:
     head_seq, head_hash = RunStore(run_dir).head()
     console.print(f"head: seq {head_seq} {head_hash}  (rrma-tui verify RUN --expect-head HASH checks it later)",
                   soft_wrap=True)
-    table = Table("trial", "parent", "agent", "status", "score", "Δσ", "review", "hypothesis")
+    checks = any(t.confirms or t.confirmation or t.early_abort or t.metrics.get("awaiting_confirmation")
+                 for t in state.trials.values())
+    columns = ["trial", "parent", "agent", "status", "score", "Δσ", "review", *(["checks"] if checks else []),
+               "hypothesis"]
+    table = Table(*columns)
     for tid in state.order:
         t = state.trials[tid]
         signed = {True: " ✔signed", False: " (unsigned)", None: ""}[t.review_signed]
         mark = (" ★" if t.review_status == "approved" or t.baseline else " ☆") if tid == state.best_id else (
             " ↑" if t.promoted else "")  # the TUI's marks: best (approved), claim (not approved), former best
+        extra = [plain(trial_checks(t))] if checks else []
         table.add_row(tid + mark, plain(t.parent), plain(t.agent), t.status,
                       "" if t.score is None else f"{t.score:.6g}",
-                      "" if t.delta_sigma is None else f"{t.delta_sigma:+.2f}", t.review_status + signed,
+                      "" if t.delta_sigma is None else f"{t.delta_sigma:+.2f}", t.review_status + signed, *extra,
                       plain(t.hypothesis[:70]))  # agent text: literal, never markup
     console.print(table)
     return EXIT_OK
+
+
+def trial_checks(t: Any) -> str:
+    """A trial's confirmation verdict, repeat origin or early abort, in a few words (show's "checks" column)."""
+    if t.confirms:
+        return f"repeat of {t.confirms}"
+    c = t.confirmation
+    if c is not None:
+        mean = "-" if c["mean"] is None else f"{c['mean']:.6g}"
+        if c["confirmed"]:
+            return f"confirmed by {', '.join(c['repeats'])} (mean {mean})"
+        return f"not confirmed (mean {mean}): {c['reason']}"
+    if t.metrics.get("awaiting_confirmation"):
+        return "awaiting confirmation"
+    if t.early_abort is not None:
+        e = t.early_abort
+        where = f"look {e['look']}" if e.get("look") else f"{e.get('items')} items"
+        return f"early abort: {e.get('rule')} at {where}"
+    return ""
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -635,6 +938,7 @@ HANDLERS = {
     "bench": cmd_bench, "run": cmd_run, "resume": cmd_resume, "verify": cmd_verify, "export": cmd_export,
     "ls": cmd_ls, "show": cmd_show, "check": cmd_check, "review": cmd_review, "task-schema": cmd_task_schema,
     "stop": cmd_control, "pause": cmd_control, "continue": cmd_control, "post": cmd_post, "steer": cmd_steer,
+    "experiment": cmd_experiment,
 }
 
 
@@ -669,6 +973,7 @@ def main(argv: list[str] | None = None) -> int:
     from agents.base import AgentError
     from oracle.base import OracleError
     from rrma.control import ControlError, RunNotLive
+    from rrma.experiment import ExperimentError
     from rrma.loop import RunFailed, error_line
     from rrma.review import ReviewError
     from rrma.store import LogDamaged, RunLocked, RunNotFound
@@ -687,7 +992,7 @@ def main(argv: list[str] | None = None) -> int:
             raise CliError(f"unexpected argument {open_run}")
         return HANDLERS[args.command](args)
     except (CliError, TaskError, OracleError, AgentError, RunNotFound, ReviewError, RunLocked, ControlError,
-            RunNotLive) as exc:
+            RunNotLive, ExperimentError) as exc:
         err.print(f"rrma-tui: {exc}", markup=False)
         return EXIT_BAD_INPUT
     except RunFailed as exc:

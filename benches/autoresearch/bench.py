@@ -92,8 +92,8 @@ def build_task(args: argparse.Namespace) -> TaskConfig:
         params["data"] = args.data
     if getattr(args, "time_budget", None) is not None:
         params["time_budget"] = args.time_budget
-    if getattr(args, "early_abort", None) is not None:
-        params["early_abort"] = args.early_abort
+    if getattr(args, "early_abort", None) is not None:  # the loop's early abort (rrma/abort.py), never the oracle's
+        data["loop"]["early_abort"]["rule"] = "power-law" if args.early_abort else "off"
     if getattr(args, "trials", None) is not None:
         data["budget"]["max_trials"] = args.trials
     if getattr(args, "agents", None) is not None:
@@ -148,12 +148,14 @@ def summary_table(result: Any, task: TaskConfig) -> Table:
     table.add_column("value")
     table.add_row("finished", result.reason)
     table.add_row("config", f"{task.oracle.params.get('time_budget')}s budget, data {task.oracle.params.get('data')}, "
-                            f"early abort {'on' if task.oracle.params.get('early_abort') else 'off'}")
+                            f"early abort {task.loop.early_abort.rule}")
     table.add_row("baseline ± σ", f"{fmt(s.get('baseline'))} ± {fmt(s.get('sigma'))} val_bpb")
     table.add_row("best", f"{fmt(s.get('best_score'))} ({s.get('best_trial') or '-'})")
     table.add_row("delta", f"{fmt(s.get('delta'))} ({fmt(s.get('delta_sigma'), '+.2f')} σ)")
     by_status = s.get("by_status", {})
     table.add_row("trials", f"{s.get('trials', 0)}: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
+    if s.get("early_aborts"):
+        table.add_row("early aborts", f"{s['early_aborts']} (loop.early_abort: {task.loop.early_abort.rule})")
     seconds = [t.seconds for t in state.agent_trials() if t.status == "ok"]
     if seconds:
         table.add_row("seconds per scored trial", f"{statistics.fmean(seconds):.1f}")

@@ -18,7 +18,11 @@ reported separately):
 * throughput: ``--trials`` trials with ``--concurrency`` in flight (as the loop's
   ``budget.max_concurrent`` does): trials/s;
 * loop: ``--loop-trials`` agent trials through the full research loop (events, blobs, cache,
-  one edit per trial) with each executor: trials/s (0 skips it).
+  one edit per trial) with each executor: trials/s (0 skips it);
+* Ray scaling: ``--scaling-trials`` trials per slot that each sleep ``--sleep`` seconds (so two
+  cores suffice) with 1, 2 and 4 in flight (``--slots``): trials/s, efficiency = rate / (slots x
+  the one-slot rate) and the gain per added slot = (rate - previous level's rate) / (added slots x
+  the one-slot rate); 1.0 is perfect scaling.
 
 Prints ``key: value`` lines and the ratios ``ray_over_local_*`` (overhead: >1 means Ray costs
 more; throughput: <1 means Ray is slower). Exits 1 if any trial does not come back ``ok``.
@@ -27,6 +31,7 @@ more; throughput: <1 means Ray is slower). Exits 1 if any trial does not come ba
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -50,10 +55,11 @@ from rrma.trial import Budget, FileEdit, Proposal, Status  # noqa: E402
 FILES = {"objective.py": "X = 0.0\n", "data/notes.txt": "a small read-only file\n" * 20}
 
 
-def job(index: int) -> TrialJob:
+def job(index: int, sleep: float = 0.0) -> TrialJob:
+    params: dict[str, Any] = {"score": 1.0, "sleep": sleep} if sleep else {"score": 1.0}
     return TrialJob(trial_id=f"b{index:05d}", files={**FILES, "objective.py": f"X = {index}\n"},
                     proposal=Proposal(hypothesis=f"x={index}"), budget=Budget(seconds=30, memory_mb=256),
-                    seed=index, oracle_kind="noop", oracle_params={"score": 1.0}, metric="score")
+                    seed=index, oracle_kind="noop", oracle_params=params, metric="score")
 
 
 def ignore(_: dict[str, Any]) -> None:
@@ -72,15 +78,15 @@ def sequential(executor: Executor, count: int, offset: int) -> list[float]:
     return [run_one(executor, offset + i) for i in range(count)]
 
 
-def throughput(executor: Executor, count: int, concurrency: int, offset: int) -> float:
-    """Trials per second with at most ``concurrency`` in flight."""
+def throughput(executor: Executor, count: int, concurrency: int, offset: int, sleep: float = 0.0) -> float:
+    """Trials per second with at most ``concurrency`` in flight (each sleeping ``sleep`` seconds)."""
     slots = threading.Semaphore(concurrency)
     failures: list[str] = []
     futures = []
     started = time.perf_counter()
     for i in range(count):
         slots.acquire()
-        future = executor.submit(job(offset + i), ignore)
+        future = executor.submit(job(offset + i, sleep), ignore)
 
         def release(f: Any) -> None:
             slots.release()
@@ -161,7 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sequential", type=int, default=100, help="trials of the latency measure")
     parser.add_argument("--concurrency", type=int, default=2, help="trials in flight (budget.max_concurrent)")
     parser.add_argument("--loop-trials", type=int, default=40, help="agent trials through the full loop (0: skip)")
-    parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray instance")
+    parser.add_argument("--num-cpus", type=int, default=None,
+                        help="CPUs of the local Ray instance (default: this machine's, at least the largest --slots)")
+    parser.add_argument("--slots", type=int, nargs="*", default=[1, 2, 4],
+                        help="Ray scaling: trials in flight, each sleeping --sleep seconds (none: skip)")
+    parser.add_argument("--sleep", type=float, default=0.5, help="Ray scaling: seconds each trial sleeps")
+    parser.add_argument("--scaling-trials", type=int, default=8, help="Ray scaling: trials per slot at each level")
     args = parser.parse_args(argv)
     try:
         from rrma.executor_ray import RayExecutor
@@ -186,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             figures["local_loop_trials_per_s"] = loop_rate(task, base / "runs", "local", None)
 
         started = time.perf_counter()
-        ray_executor = RayExecutor(workspace_files=dict(FILES), trials_dir=base / "ray-trials", num_cpus=args.num_cpus)
+        cpus = args.num_cpus or max([os.cpu_count() or 1, *args.slots])  # sleeping trials need slots, not cores
+        ray_executor = RayExecutor(workspace_files=dict(FILES), trials_dir=base / "ray-trials", num_cpus=cpus)
         figures["ray_startup_s"] = time.perf_counter() - started
         figures["ray_first_trial_s"] = run_one(ray_executor, 0)  # cold: worker start and oracle set-up
         throughput(ray_executor, warm, args.concurrency, 1)  # start every worker the measures will use
@@ -197,6 +209,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.loop_trials:
             lend = Borrowed(ray_executor)
             figures["ray_loop_trials_per_s"] = loop_rate(task, base / "runs", "ray", lambda o, s, t: lend)
+        if args.slots:  # scaling: the same sleeping trials with 1, 2, 4 in flight
+            # every worker started: sleeping trials hold their slot, so each level's workers exist before it is timed
+            throughput(ray_executor, 2 * max(args.slots), max(args.slots), 30_000, args.sleep)
+            one = None
+            before: tuple[int, float] | None = None
+            for k, slots in enumerate(args.slots):
+                rate = throughput(ray_executor, slots * args.scaling_trials, slots, 40_000 + 1000 * k, args.sleep)
+                one = one if one is not None else rate / slots
+                figures[f"ray_sleep_{slots}_slots_trials_per_s"] = rate
+                figures[f"ray_sleep_{slots}_slots_efficiency"] = rate / (slots * one)  # 1.0: perfect scaling
+                if before is not None:  # what each slot added since the previous level gave, against one slot's rate
+                    figures[f"ray_sleep_{slots}_slots_gain_per_added_slot"] = (rate - before[1]) / ((slots - before[0]) * one)
+                before = (slots, rate)
+            ideal = 1 / args.sleep
+            figures["ray_sleep_1_slot_vs_ideal"] = figures[f"ray_sleep_{args.slots[0]}_slots_trials_per_s"] / (args.slots[0] * ideal)
         ray_executor.shutdown()
 
     figures["ray_over_local_overhead"] = figures["ray_overhead_ms"] / figures["local_overhead_ms"]
@@ -205,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.loop_trials:
         figures["ray_over_local_loop_trials_per_s"] = figures["ray_loop_trials_per_s"] / figures["local_loop_trials_per_s"]
     print(f"# no-op oracle; sequential={args.sequential} trials, throughput={args.trials} trials at "
-          f"concurrency {args.concurrency}, loop={args.loop_trials} trials")
+          f"concurrency {args.concurrency}, loop={args.loop_trials} trials; Ray scaling: {args.scaling_trials} "
+          f"trials per slot sleeping {args.sleep} s at {args.slots} slots (efficiency = rate / (slots x rate at "
+          f"{args.slots[0] if args.slots else '-'} slot per slot))")
     for key, value in figures.items():
         print(f"{key}: {value:.4g}")
     return 0

@@ -24,10 +24,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from oracle import gsm8k as _gsm8k  # noqa: E402
 from oracle.gsm8k import grade  # noqa: E402
 from oracle.gsm8k_data import DataError, Problem, load_jsonl, load_split  # noqa: E402
 
@@ -65,6 +67,33 @@ def best_rate(fn: Callable[[], int], repeats: int) -> float:
     return best
 
 
+def cold() -> None:
+    """Empty the grader's span cache (where it has one), so a repeated pass is not served from it."""
+    cache = getattr(_gsm8k, "_short_span_values", None)
+    if cache is not None:
+        cache.cache_clear()
+
+
+def grader_at(rev: str) -> Callable[..., Any] | None:
+    """``oracle.gsm8k.grade`` as it was at git revision ``rev`` (None where git cannot show it)."""
+    import importlib.util
+    import tempfile
+
+    proc = subprocess.run(["git", "show", f"{rev}:oracle/gsm8k.py"], cwd=ROOT, capture_output=True, text=True,
+                          check=False)
+    if proc.returncode != 0:
+        print(f"against {rev}: git show failed: {proc.stderr.strip()[:200]}")
+        return None
+    path = Path(tempfile.mkdtemp(prefix="rrma-grade-")) / "gsm8k_old.py"
+    path.write_text(proc.stdout)
+    spec = importlib.util.spec_from_file_location("rrma_gsm8k_old", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["rrma_gsm8k_old"] = module
+    spec.loader.exec_module(module)
+    return module.grade  # type: ignore[no-any-return]
+
+
 _LAST = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
@@ -79,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--math-verify-sample", type=int, default=200)
     parser.add_argument("--write-completions", type=Path, default=None)
+    parser.add_argument("--against", default="", help="also time oracle/gsm8k.py at this git revision, interleaved")
     args = parser.parse_args(argv)
 
     try:
@@ -96,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def ours(mode: str) -> Callable[[], int]:
         def run() -> int:
+            cold()  # each pass starts with an empty span cache: only reuse within the 1319 completions counts
             for completion, gold in pairs:
                 grade(completion, gold, mode)
             return len(pairs)
@@ -115,6 +146,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"baseline_last_number_regex_completions_per_s: {base:,.0f}")
     print(f"ratio_lenient_vs_last_number_regex: {lenient / base:.3f}")
     print(f"seconds_for_1319_lenient: {1319 / lenient:.4f}")
+    if args.against:  # the grader at an earlier revision, interleaved with this one (load hits both alike)
+        other = grader_at(args.against)
+        if other is not None:
+            for mode in ("lenient", "strict"):
+                def theirs(mode: str = mode) -> int:
+                    for completion, gold in pairs:
+                        other(completion, gold, mode)
+                    return len(pairs)
+                mine = old = 0.0
+                for _ in range(args.repeats):
+                    mine = max(mine, best_rate(ours(mode), 1))
+                    old = max(old, best_rate(theirs, 1))
+                print(f"interleaved_{mode}: this {mine:,.0f}/s, {args.against} {old:,.0f}/s, ratio {mine / old:.2f}")
 
     try:
         from math_verify import parse, verify

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_fixtures import ANTHROPIC_KEY, FAST, REPO, demo_task
+from llm_fixtures import ANTHROPIC_KEY, FAST, OPENAI_KEY, REPO, demo_task
 from llm_wire import Reply, WireServer, a_message, a_text, a_tool, o_completion
 from trace_check import agent_turns
 
@@ -134,7 +134,9 @@ def test_control_arm_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, his
         blackboard_result = server.exchanges[3].body["messages"][-1]["content"][0]["content"]
     assert result.reason == "max_trials" and len(second) == 1  # every proposal starts a fresh conversation
     context = second[0]["content"][1]["text"]
-    for marker in ("Best trials:", "Recent trials:", "Blackboard:", "Your earlier proposals", "Lineage of the parent"):
+    # issue 14: a control arm never hears of the best either ("Current best: t0001 ... by a: X 1.7")
+    for marker in ("Best trials:", "Recent trials:", "Blackboard:", "Your earlier proposals", "Lineage of the parent",
+                   "Current best:"):
         assert (marker in context) is history, marker
     assert "Your latest results:" in context  # a control arm still sees its own last outcome
     if history:
@@ -142,6 +144,49 @@ def test_control_arm_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, his
         assert "try X near 1.7" in blackboard_result
     else:
         assert blackboard_result == "(no blackboard in a no-history run)"
+
+
+# ----------------------------------------------------------------------------- endpoint and failures
+
+
+def test_endpoint_from_the_environment_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 14: the endpoint taken from OPENAI_BASE_URL is in run.json and run.started (never the key)."""
+    import json
+
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    with WireServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        server.script("/v1/chat/completions", [o_completion("GIVE-UP")])
+        task = demo_task([{"name": "o", "backend": "openai", "model": "qwen-test", "params": FAST}])
+        result = start_run(task, tmp_path, run_id="endpoint")
+    recorded = json.loads((result.run_dir / "run.json").read_text())["agents"]
+    assert recorded == [{"name": "o", "backend": "openai", "model": "qwen-test", "endpoint": server.url + "/v1/",
+                         "endpoint_from": "OPENAI_BASE_URL"}]
+    assert result.state.agents_info == recorded
+    assert OPENAI_KEY not in (result.run_dir / "run.json").read_text()
+
+
+@pytest.mark.parametrize(("max_failures", "trials"), [(1, 0), (3, 1)])
+def test_an_agent_is_retired_after_max_failures_in_a_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         max_failures: int, trials: int) -> None:
+    """One failed proposal (a 400 the agent does not retry) no longer retires an agent for the run."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    from llm_wire import a_error
+
+    with WireServer() as server:
+        server.script(PATH, [a_error(400, "invalid_request_error", "bad request"),
+                             a_message(edit("X", "0.0", "1.7")), a_message(submit("X 1.7")),
+                             a_message(a_text("GIVE-UP"))])
+        task = demo_task([{"name": "a", "backend": "anthropic", "model": "claude-sonnet-test", "base_url": server.url,
+                           "params": FAST, "max_failures": max_failures}])
+        result = start_run(task, tmp_path, run_id="failures")
+    assert len(result.state.agent_trials()) == trials
+    notes = " | ".join(result.state.notes)
+    if max_failures == 1:
+        assert "agent a stopped after 1 failed proposal(s) in a row (agents[].max_failures 1)" in notes
+    else:
+        assert "proposal failed (1 of 3 in a row before it is retired)" in notes
+        assert result.state.agent_trials()[0].status == "ok"  # the next proposal went through
 
 
 # ----------------------------------------------------------------------------- caps
@@ -239,3 +284,31 @@ def test_cli_missing_key_is_a_clear_error(tmp_path: Path) -> None:
                  "--trials", "1", "--runs", str(tmp_path), "--quiet"], env)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "no API key for backend anthropic: set ANTHROPIC_API_KEY in the environment" in done.stderr
+
+
+def test_a_blind_control_arm_sees_no_other_trial_best_or_blackboard(tmp_path: Path) -> None:
+    """Issue 14: with history and lineage off, nothing another trial, the best or the blackboard
+    wrote reaches the prompt: only the task, the baseline, the parent's files and the agent's own result."""
+    from agents.context import build_context
+    from agents.llm_common import context_text
+
+    task = demo_task([{"name": "rs", "backend": "random-search"}], **{"budget.max_trials": 4})
+    state = start_run(task, tmp_path, run_id="seen").state
+    state.blackboard.append({"seq": 10_000, "ts": "", "agent": "rs", "text": "SECRET-INSIGHT: X near 1.7",
+                             "trial_id": "t0001", "tags": []})
+    others = [t for t in state.agent_trials() if t.score is not None]
+    assert state.best is not None and len(others) == 4
+    blind = task.model_copy(update={"loop": task.loop.model_copy(update={"history": False, "lineage": False,
+                                                                          "policy": "independent"})})
+    base = next(t.trial_id for t in state.trials.values() if t.baseline)
+    ctx = build_context(state, blind, agent_name="control", role=None, parent_id=base, files={"objective.py": "X = 0.0"},
+                        editable=["objective.py"], trials_left=3, record_turn=lambda **_: None,
+                        post=lambda *_a, **_k: None, files_of=lambda _t: {})
+    text = context_text(ctx, [])
+    assert ctx.best is None and not ctx.top and not ctx.recent and not ctx.blackboard and not ctx.lineage and not ctx.own
+    assert "SECRET-INSIGHT" not in text and "Current best" not in text and "Blackboard" not in text
+    for t in others:  # no id, hypothesis or score of any trial the agent did not run
+        assert t.trial_id not in text, t.trial_id
+        assert t.hypothesis not in text, t.hypothesis
+        assert f"{float(t.score):.6g}" not in text, t.score  # type: ignore[arg-type]
+    assert f"{state.baseline_mean:.6g}" in text  # the baseline is part of the task, not of the history

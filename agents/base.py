@@ -3,7 +3,9 @@
 An agent turns a :class:`Context` into a :class:`~rrma.trial.Proposal` (or ``None`` when it has
 nothing left to try). It never writes to disk: its only effects are the proposal it returns,
 the trace turns it records (``ctx.record_turn``) and its blackboard posts (``ctx.post``); the
-loop turns those into events. ``observe`` tells an agent how its own trial ended.
+loop turns those into events. ``observe`` tells an agent how its own trial ended. An agent that runs
+a program of its own (a coding agent, agents/coding) runs it sandboxed, and never lets it see
+``ctx.hidden`` (the run directory, the oracle's held-out data).
 
 The context is built by the loop from the run state (see :mod:`agents.context`): the task text,
 the parent's files, the best and recent trials with outcomes and feedback, the blackboard, and the
@@ -16,6 +18,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rrma.task import AgentConfig, TaskConfig
@@ -54,6 +57,10 @@ def _no_post(_text: str, **_: Any) -> None:
     return None
 
 
+def _not_stopping() -> bool:
+    return False
+
+
 def _no_files(_trial_id: str) -> dict[str, str]:
     raise KeyError("files of other trials are not available in this context")
 
@@ -82,6 +89,8 @@ class Context:
     record_turn: Callable[..., None] = _no_turn  # kwargs of rrma.events.AgentTurnData
     post: Callable[..., None] = _no_post  # post(text, trial_id=None, tags=[])
     files_of: Callable[[str], dict[str, str]] = _no_files  # tree policy: files of another trial
+    hidden: tuple[Path, ...] = ()  # what an agent's own processes must never see: the run dir, held-out data
+    stopping: Callable[[], bool] = _not_stopping  # the run is stopping (Ctrl-C, a stop order): end own processes
 
 
 class Agent(ABC):

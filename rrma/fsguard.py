@@ -154,6 +154,7 @@ class FsGuard:
     writable: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     required: bool = False  # the run asked for RRMA_FS_GUARD=require: no sandbox here is a crash
+    network: bool | None = None  # None: RRMA_TRIAL_NETWORK decides (trials); True: always shared (a coding agent's API)
 
     @classmethod
     def for_trial(cls, trial_dir: Path, protect: Sequence[Path] = (), *, required: bool = False) -> FsGuard:
@@ -215,7 +216,7 @@ class FsGuard:
         """``argv`` run in the sandbox, in ``cwd``."""
         ns = ["--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
               "--unshare-cgroup-try"]
-        if not network():
+        if not (network() if self.network is None else self.network):
             ns.append("--unshare-net")
         return [BWRAP, "--die-with-parent", *ns, "--cap-drop", "ALL", *self.mounts(),
                 "--chdir", str(Path(cwd).resolve()), "--", *argv]

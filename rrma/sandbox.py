@@ -204,7 +204,8 @@ def signal_own_group(proc: subprocess.Popen[Any], pgid: int, sig: int) -> None:
 class _Capture:
     """Keeps the head and tail of a stream, counts bytes, feeds complete lines to a callback."""
 
-    def __init__(self, on_line: Callable[[str], str | None] | None) -> None:
+    def __init__(self, on_line: Callable[[str], str | None] | None, max_line_chars: int = 65536) -> None:
+        self.max_line_chars = max_line_chars  # a longer line reaches on_line cut to its last this many characters
         self.head = bytearray()
         self.tail: collections.deque[bytes] = collections.deque()
         self.tail_len = 0
@@ -231,7 +232,7 @@ class _Capture:
             return
         text = self.partial + self.decoder.decode(raw)
         lines = text.split("\n")
-        self.partial = lines.pop()[-65536:]
+        self.partial = lines.pop()[-self.max_line_chars:]
         for line in lines:
             reason = self.on_line(line.rstrip("\r"))
             if reason:
@@ -284,6 +285,8 @@ def run_limited(
     stdin_data: bytes | None = None,
     poll_s: float = 0.05,
     guard: FsGuard | None = None,
+    secret_env: Mapping[str, str] | None = None,
+    max_line_chars: int = 65536,
 ) -> ProcessResult:
     """Run ``argv`` in its own session under ``budget``; always returns, never raises for the
     program's behaviour (only for a command that cannot be started: FileNotFoundError).
@@ -293,6 +296,9 @@ def run_limited(
     ``guard`` runs the program in the bubblewrap sandbox (see :mod:`rrma.fsguard`) where that is
     possible here; ``RRMA_FS_GUARD=require`` makes an unguardable run a ``crash``. Memory and
     process counts are limited by a cgroup where possible (``RRMA_CGROUPS``, :mod:`rrma.cgroups`).
+    ``secret_env`` is set after credentials are stripped from ``env`` (:func:`trial_env`): the one key
+    a coding agent's process needs (agents/coding); trial programs never get one. ``max_line_chars``
+    bounds the line ``on_line`` sees (a longer one is cut to its end).
     """
     started = time.monotonic()
     guarded = False
@@ -330,7 +336,7 @@ def run_limited(
         proc = subprocess.Popen(
             wrapped,
             cwd=str(cwd),
-            env={**trial_env(env), TRIAL_TOKEN_ENV: token},
+            env={**trial_env(env), **(secret_env or {}), TRIAL_TOKEN_ENV: token},
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -345,7 +351,8 @@ def run_limited(
     with _ACTIVE_LOCK:
         _ACTIVE.add(pgid)
     try:
-        result = _supervise(proc, pgid, token, started, budget, on_line, cancel, stdin_data, poll_s, group, guarded)
+        result = _supervise(proc, pgid, token, started, budget, on_line, cancel, stdin_data, poll_s, group, guarded,
+                            max_line_chars)
         result.guarded = guarded
         result.limits = group.layout.describe().split(" (")[0] if group is not None else "polling"
         return result
@@ -368,10 +375,11 @@ def _supervise(
     poll_s: float,
     group: TrialCgroup | None = None,
     guarded: bool = False,
+    max_line_chars: int = 65536,
 ) -> ProcessResult:
     with contextlib.suppress(OSError, ValueError):
         resource.prlimit(proc.pid, resource.RLIMIT_CORE, (0, 0))  # no core dumps on segfault
-    capture = _Capture(on_line)
+    capture = _Capture(on_line, max_line_chars)
     kill_status: list[tuple[Status, str]] = []
     term_sent: list[float] = []  # when SIGTERM went out; SIGKILL follows TERM_GRACE_S later
     kill_lock = threading.Lock()

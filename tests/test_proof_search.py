@@ -373,3 +373,52 @@ def test_llm_tactics_come_from_a_chat_backend_and_are_recorded(monkeypatch: pyte
     assert "n + 0 = n" in FakeTacticModel.prompts[-1]
     assert turns and turns[-1]["tool"] == "llm-tactics" and turns[-1]["tokens_in"] == 10
     assert llm.candidates(task, state) == []  # max_calls per theorem
+
+
+# ----------------------------------------------------------------------------- CoqHammer (Debian's libcoq-hammer)
+
+
+def _hammer_missing() -> str | None:
+    """Why CoqHammer's tactics cannot load here (None: they can)."""
+    if shutil.which("coqc") is None:
+        return "Coq (coqc) is not installed"
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "probe.v"
+        probe.write_text("From Hammer Require Import Tactics.\n")
+        proc = subprocess.run(["coqc", str(probe)], capture_output=True, text=True, timeout=60, check=False)
+    if proc.returncode != 0:
+        return ("CoqHammer's tactics do not load (Debian's libcoq-hammer is not installed: "
+                f"apt-get install libcoq-hammer): {proc.stderr.strip()[:200]}")
+    return None
+
+
+def test_search_with_hammer_tries_sauto_and_the_oracle_accepts(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    why = _hammer_missing()
+    if why is not None:
+        pytest.skip(why)
+    from benches.coq.bench import main
+
+    src = tmp_path / "h.v"
+    src.write_text("Require Import List.\n"
+                   "Theorem rev_len : forall (A : Type) (l : list A), length (rev l) = length l.\n"
+                   "Proof. intros. apply rev_length. Qed.\n")
+    runs = tmp_path / "runs"
+    code = main(["--source", str(src), "--agent", "search", "--hammer", "--runs", str(runs), "--quiet",
+                 "--theorem-seconds", "25"])
+    assert code == 0 and "solved: 1/1" in capsys.readouterr().out
+    run = next(runs.iterdir())
+    proposals = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()
+                 if '"trial.proposed"' in line]
+    assert proposals
+    from rrma.store import RunStore
+
+    store = RunStore(run)
+    trees = [store.get_json_blob(p["data"]["proposal_blob"])["meta"]["search_tree"] for p in proposals
+             if p["data"].get("proposal_blob") and p["data"].get("agent", "").startswith("proof-search")]
+    assert trees, "no search tree recorded with the proposal"
+    tried = [t[1] for tree in trees for t in tree["tries"]]
+    assert any("sauto" in tactic or "hauto" in tactic for tactic in tried), tried[:20]

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.base import Agent, AgentError, Context, TrialSummary
+from agents.base import Agent, AgentError, Context, TrialSummary, memory_note, remember_outcome
 from agents.context import clip_middle
 from rrma.sandbox import EditRules, InvalidEdit, apply_edits, normalize_path
 from rrma.task import AgentConfig, TaskConfig
@@ -924,13 +924,7 @@ class LLMAgent(Agent):
             return reply
 
     def _remember(self, proposal: Proposal) -> None:
-        files = ", ".join(e.path for e in proposal.edits) or ("proof" if proposal.proof else "-")
-        self.pending_memory[proposal.hypothesis] = f"{proposal.hypothesis} [{files}]"
+        self.pending_memory[proposal.hypothesis] = memory_note(proposal)
 
     def observe(self, trial: TrialSummary) -> None:
-        note = self.pending_memory.pop(trial.hypothesis, trial.hypothesis)
-        score = "-" if trial.score is None else f"{trial.score:.6g}"
-        ds = "" if trial.delta_sigma is None else f", {trial.delta_sigma:+.2f}σ"
-        promoted = ", promoted" if trial.promoted else ""
-        self.memory.append(f"{trial.trial_id}: {note} -> {trial.status} {score}{ds}{promoted}")
-        del self.memory[: max(0, len(self.memory) - 50)]
+        remember_outcome(self.memory, self.pending_memory, trial)

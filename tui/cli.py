@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -392,45 +393,41 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
     console.print(table)
 
 
-def run_loop_headless(task: Any, args: argparse.Namespace, *, resume_dir: Path | None = None) -> int:
-    """Run (or resume) a task headless with Ctrl-C handling; prints progress and the summary."""
-    from rrma.loop import resume_run, start_run
+def run_interruptibly(work: Callable[[], Any], name: str, stop: threading.Event, *, stopping: str,
+                      quitting: str) -> Any:
+    """``work()`` in a thread of its own, with Ctrl-C handling; its result, or its exception re-raised.
 
-    stop = threading.Event()
-    progress = Progress(bool(getattr(args, "quiet", False)))
+    The first Ctrl-C prints ``stopping`` and sets ``stop`` (no new trials; running ones finish); the
+    second kills every running trial's process group, shuts down a Ray instance this process
+    started, prints ``quitting`` (``{killed}``: how many trials were killed) and exits 130. The run
+    logs stay intact either way.
+    """
     result: dict[str, Any] = {}
-    executor = make_executor_factory(args)
 
-    def work() -> None:
+    def target() -> None:
         try:
-            if resume_dir is not None:
-                result["r"] = resume_run(resume_dir, stop=stop, on_event=progress, executor=executor,
-                                         agent_count=getattr(args, "agents", None))
-            else:
-                args.runs.mkdir(parents=True, exist_ok=True)
-                result["r"] = start_run(task, args.runs, stop=stop, on_event=progress, executor=executor)
+            result["r"] = work()
         except BaseException as exc:  # reported in the main thread
             result["e"] = exc
 
-    thread = threading.Thread(target=work, name="research-loop")
-    presses = []
+    presses: list[float] = []
 
     def on_sigint(signum: int, frame: Any) -> None:
         presses.append(time.monotonic())
         if len(presses) == 1:
-            err.print("stopping: no new trials; running trials finish within their budget (Ctrl-C again to quit now)")
+            err.print(stopping)
             stop.set()
-        else:
-            from rrma.sandbox import kill_active_groups
+            return
+        from rrma.sandbox import kill_active_groups
 
-            killed = kill_active_groups()
-            ray = sys.modules.get("ray")
-            if ray is not None and getattr(ray, "is_initialized", lambda: False)():
-                ray.shutdown()  # a local instance this process started must not outlive it
-            err.print(f"quitting now: killed {killed} running trial(s); the run log is intact "
-                      "(`rrma-tui resume` continues it)")
-            os._exit(130)
+        killed = kill_active_groups()
+        ray = sys.modules.get("ray")
+        if ray is not None and getattr(ray, "is_initialized", lambda: False)():
+            ray.shutdown()  # a local instance this process started must not outlive it
+        err.print(quitting.format(killed=killed))
+        os._exit(130)
 
+    thread = threading.Thread(target=target, name=name)
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
         thread.start()
@@ -440,7 +437,28 @@ def run_loop_headless(task: Any, args: argparse.Namespace, *, resume_dir: Path |
         signal.signal(signal.SIGINT, previous)
     if "e" in result:
         raise result["e"]
-    res = result["r"]
+    return result["r"]
+
+
+def run_loop_headless(task: Any, args: argparse.Namespace, *, resume_dir: Path | None = None) -> int:
+    """Run (or resume) a task headless with Ctrl-C handling; prints progress and the summary."""
+    from rrma.loop import resume_run, start_run
+
+    stop = threading.Event()
+    progress = Progress(bool(getattr(args, "quiet", False)))
+    executor = make_executor_factory(args)
+
+    def work() -> Any:
+        if resume_dir is not None:
+            return resume_run(resume_dir, stop=stop, on_event=progress, executor=executor,
+                              agent_count=getattr(args, "agents", None))
+        args.runs.mkdir(parents=True, exist_ok=True)
+        return start_run(task, args.runs, stop=stop, on_event=progress, executor=executor)
+
+    res = run_interruptibly(
+        work, "research-loop", stop,
+        stopping="stopping: no new trials; running trials finish within their budget (Ctrl-C again to quit now)",
+        quitting="quitting now: killed {killed} running trial(s); the run log is intact (`rrma-tui resume` continues it)")
     if res.reason.startswith("already_finished"):
         console.print(f"{res.run_dir}: {res.reason.split(':', 1)[1]} already; nothing to resume")
         return EXIT_OK
@@ -580,47 +598,25 @@ def _run_experiment(exp: Any, args: argparse.Namespace) -> int:
             console.print(Text.assemble((f"{time.monotonic() - t0:7.1f}s", "dim"), f" {cell.run_id:<24} {what}"),
                           soft_wrap=True)
 
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["r"] = run_experiment(exp, executor=factory, executor_name=executor_name,
-                                          concurrency=getattr(args, "concurrency", None), stop=stop, on_cell=on_cell)
-        except BaseException as exc:  # reported in the main thread
-            outcome["e"] = exc
+    def work() -> Any:
+        return run_experiment(exp, executor=factory, executor_name=executor_name,
+                              concurrency=getattr(args, "concurrency", None), stop=stop, on_cell=on_cell)
 
     console.print(plain(f"experiment {exp.id}: {len(exp.spec.arms)} arm(s) x {len(exp.spec.seed_list())} seed(s), "
                         f"{exp.dir}"))
-    presses: list[float] = []
-
-    def on_sigint(signum: int, frame: Any) -> None:
-        presses.append(time.monotonic())
-        if len(presses) == 1:
-            err.print("stopping every cell: no new trials; running ones finish (Ctrl-C again to quit now; "
-                      "`rrma-tui experiment resume` continues)")
-            stop.set()
-        else:
-            from rrma.sandbox import kill_active_groups
-
-            kill_active_groups()
-            os._exit(130)
-
-    thread = threading.Thread(target=work, name="experiment")
-    previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        thread.start()
-        while thread.is_alive():
-            thread.join(timeout=0.2)
+        results = run_interruptibly(
+            work, "experiment", stop,
+            stopping=("stopping every cell: no new trials; running ones finish (Ctrl-C again to quit now; "
+                      "`rrma-tui experiment resume` continues)"),
+            quitting="quitting now: killed {killed} running trial(s); `rrma-tui experiment resume` continues")
     finally:
-        signal.signal(signal.SIGINT, previous)
         if started_ray:
             import ray
 
             if ray.is_initialized():
                 ray.shutdown()
-    if "e" in outcome:
-        raise outcome["e"]
-    failed = [r for r in outcome["r"] if r.reason.startswith("failed") or r.reason in ("error", "baseline_failed")]
+    failed = [r for r in results if r.reason.startswith("failed") or r.reason in ("error", "baseline_failed")]
     print_experiment(exp)
     if stop.is_set():
         err.print(f"stopped; `rrma-tui experiment resume {exp.dir}` continues the cells that did not end")

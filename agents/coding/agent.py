@@ -52,7 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.base import Agent, AgentError, Context, TrialSummary
+from agents.base import Agent, AgentError, Context, TrialSummary, memory_note, remember_outcome
 from agents.coding import tools as tools_module
 from agents.coding.presets import PRESETS, Command, LaunchSpec, Preset, PresetError
 from agents.coding.streams import StreamParser, clip, clip_value, make_parser
@@ -555,16 +555,10 @@ class CodingAgent(Agent):
     # ------------------------------------------------------------------ memory (history runs)
 
     def _remember(self, proposal: Proposal) -> None:
-        files = ", ".join(e.path for e in proposal.edits) or ("proof" if proposal.proof else "-")
-        self.pending_memory[proposal.hypothesis] = f"{proposal.hypothesis} [{files}]"
+        self.pending_memory[proposal.hypothesis] = memory_note(proposal)
 
     def observe(self, trial: TrialSummary) -> None:
-        note = self.pending_memory.pop(trial.hypothesis, trial.hypothesis)
-        score = "-" if trial.score is None else f"{trial.score:.6g}"
-        ds = "" if trial.delta_sigma is None else f", {trial.delta_sigma:+.2f}σ"
-        promoted = ", promoted" if trial.promoted else ""
-        self.memory.append(f"{trial.trial_id}: {note} -> {trial.status} {score}{ds}{promoted}")
-        del self.memory[: max(0, len(self.memory) - 50)]
+        remember_outcome(self.memory, self.pending_memory, trial)
 
 
 class ClaudeCodeAgent(CodingAgent):

@@ -1,4 +1,5 @@
-"""The trial view shows the goals along a proof the search agent found (a real Coq search, real TUI)."""
+"""The trial view shows the goals along a proof the search agent found, and `P` its whole search tree
+(a real Coq search, the real app under Pilot)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode
 
 from tui.app import RRMAApp
+from tui.screens.proof_tree import ProofTreeScreen
 from tui.screens.trial import TrialScreen
 
 pytestmark = [pytest.mark.asyncio,
@@ -22,6 +26,13 @@ Fixpoint double (n : nat) : nat := match n with 0 => 0 | S k => S (S (double k))
 Theorem double_plus : forall n : nat, double n = n + n.
 Proof. induction n; simpl; auto. rewrite IHn. rewrite <- plus_n_Sm. reflexivity. Qed.
 """
+
+
+def _walk(node: TreeNode[int]) -> list[TreeNode[int]]:
+    out = [node]
+    for child in node.children:
+        out.extend(_walk(child))
+    return out
 
 
 def _rendered(screen: TrialScreen) -> str:
@@ -47,6 +58,22 @@ async def test_trial_view_steps_through_the_goals_of_a_found_proof(tmp_path: Pat
         app.push_screen(TrialScreen(app.screen.session, trial))  # type: ignore[attr-defined]
         await pilot.pause(0.3)
         text = _rendered(app.screen)  # type: ignore[arg-type]
+        await pilot.press("P")  # the whole search tree
+        await pilot.pause(0.3)
+        tree_screen = app.screen
+        assert isinstance(tree_screen, ProofTreeScreen)
+        widget = tree_screen.query_one(Tree)
+        rows = [str(node.label) for node in _walk(widget.root)]
+        panel = str(tree_screen.query_one("#ptree-goal-text", Static).render())
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        back_on_trial = isinstance(app.screen, TrialScreen)
+    assert back_on_trial
+    assert rows[0].startswith("the statement") and "1 goal(s)" in rows[0]
+    proved = [r for r in rows if r.startswith("★") and "proved" in r]
+    assert proved, rows[:10]  # the found proof's last step, marked
+    assert any(not r.startswith("★") for r in rows[1:]), "only the proof path: the other tries are missing"
+    assert "double n = n + n" in panel  # the goals of the state under the cursor (the statement)
     assert "proof search: the goals along the found proof" in text
     assert "proved after" in text and "tactic runs" in text
     section = text.split("proof search: the goals along the found proof", 1)[1].split("log tail", 1)[0]

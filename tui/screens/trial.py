@@ -25,6 +25,7 @@ from tui.widgets.trial_text import (
     lineage_text,
     log_tail,
     marker_name,
+    proposal_of,
     reviews_text,
     search_renderable,
 )
@@ -36,6 +37,7 @@ class TrialScreen(RunScreen):
         Binding("right_square_bracket", "step(1)", "Next"),
         Binding("left_square_bracket", "step(-1)", "Prev"),
         Binding("t", "trace", "Trace"),
+        Binding("P", "proof_tree", "Proof-search tree", show=False),
         Binding("d", "compare_best", "Compare with the best", show=False),
         Binding("D", "compare_pick", "Compare with a trial…", show=False),
         # reviews append to the permanent log: keys no screen uses for anything else, each asks first
@@ -156,6 +158,19 @@ class TrialScreen(RunScreen):
         from tui.screens.trace import TraceScreen
 
         self.app.push_screen(TraceScreen(self.session, trial_id=self.trial_id))
+
+    def action_proof_tree(self) -> None:
+        from tui.screens.proof_tree import ProofTreeScreen
+
+        rec = self.state.trials.get(self.trial_id)
+        model = self.model
+        proposal = proposal_of(model, rec) if rec is not None and model is not None else {}
+        tree = (proposal.get("meta") or {}).get("search_tree")
+        if not isinstance(tree, dict):
+            self.notify("this trial has no proof-search tree (only proofs found by the search agent do)")
+            return
+        theorem = str((rec.theorem if rec is not None else None) or proposal.get("theorem") or tree.get("theorem") or "")
+        self.app.push_screen(ProofTreeScreen(self.trial_id, theorem, tree))
 
     def action_compare_best(self) -> None:
         from tui.screens.compare import compare_with_best

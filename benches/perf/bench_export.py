@@ -13,8 +13,6 @@ alike; the ratio is what to read on a shared machine. ``--against ''`` skips it.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benches.perf import module_at  # noqa: E402
 from benches.perf.bench_foundation import export_rate  # noqa: E402
 from rrma.export import export_runs  # noqa: E402
 from rrma.loop import start_run  # noqa: E402
@@ -34,19 +33,7 @@ from rrma.task import load_task  # noqa: E402
 
 def old_export(rev: str, root: Path) -> ModuleType | None:
     """``rrma/export.py`` at git revision ``rev`` as a module (None where git cannot show it)."""
-    proc = subprocess.run(["git", "show", f"{rev}:rrma/export.py"], cwd=ROOT, capture_output=True, text=True,
-                          check=False)
-    if proc.returncode != 0:
-        print(f"old path: git show {rev}:rrma/export.py failed: {proc.stderr.strip()[:200]}")
-        return None
-    path = root / "old_export.py"
-    path.write_text(proc.stdout)
-    spec = importlib.util.spec_from_file_location("rrma_old_export", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["rrma_old_export"] = module
-    spec.loader.exec_module(module)
-    return module
+    return module_at(rev, "rrma/export.py", root)
 
 
 def timed(export: Any, run_dir: Path, out: Path) -> float:

@@ -29,6 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benches.perf import module_at  # noqa: E402
 from oracle import gsm8k as _gsm8k  # noqa: E402
 from oracle.gsm8k import grade  # noqa: E402
 from oracle.gsm8k_data import DataError, Problem, load_jsonl, load_split  # noqa: E402
@@ -76,22 +77,10 @@ def cold() -> None:
 
 def grader_at(rev: str) -> Callable[..., Any] | None:
     """``oracle.gsm8k.grade`` as it was at git revision ``rev`` (None where git cannot show it)."""
-    import importlib.util
     import tempfile
 
-    proc = subprocess.run(["git", "show", f"{rev}:oracle/gsm8k.py"], cwd=ROOT, capture_output=True, text=True,
-                          check=False)
-    if proc.returncode != 0:
-        print(f"against {rev}: git show failed: {proc.stderr.strip()[:200]}")
-        return None
-    path = Path(tempfile.mkdtemp(prefix="rrma-grade-")) / "gsm8k_old.py"
-    path.write_text(proc.stdout)
-    spec = importlib.util.spec_from_file_location("rrma_gsm8k_old", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["rrma_gsm8k_old"] = module
-    spec.loader.exec_module(module)
-    return module.grade  # type: ignore[no-any-return]
+    module = module_at(rev, "oracle/gsm8k.py", Path(tempfile.mkdtemp(prefix="rrma-grade-")))
+    return None if module is None else module.grade  # type: ignore[no-any-return]
 
 
 _LAST = re.compile(r"-?\d[\d,]*(?:\.\d+)?")

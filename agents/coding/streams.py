@@ -147,6 +147,23 @@ class StreamParser(ABC):
         return value if isinstance(value, dict) else None
 
 
+class JsonLinesStream(StreamParser):
+    """A stream of one JSON object per line: blank lines make nothing, a line that is not a JSON
+    object is kept raw, and each object goes to :meth:`event`."""
+
+    def feed(self, line: str) -> list[Turn]:
+        if not line.strip():
+            return []
+        obj = self._parse_json(line)
+        if obj is None:
+            return [self.raw(line, "not a JSON object")]
+        return self.event(obj, line)
+
+    @abstractmethod
+    def event(self, obj: dict[str, Any], line: str) -> list[Turn]:
+        """The turns one JSON object of the stream makes (``line``: its text, for keeping it raw)."""
+
+
 def _blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -168,7 +185,7 @@ def _result_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-class ClaudeStream(StreamParser):
+class ClaudeStream(JsonLinesStream):
     """``claude -p --output-format stream-json --verbose``."""
 
     format = "claude-code"
@@ -179,12 +196,7 @@ class ClaudeStream(StreamParser):
         self.tool_names: dict[str, str] = {}  # tool_use id -> tool name (tool results name only the id)
         self.messages: set[str] = set()  # API message ids already counted (one message may span several lines)
 
-    def feed(self, line: str) -> list[Turn]:
-        if not line.strip():
-            return []
-        obj = self._parse_json(line)
-        if obj is None:
-            return [self.raw(line, "not a JSON object")]
+    def event(self, obj: dict[str, Any], line: str) -> list[Turn]:
         kind = obj.get("type")
         if kind == "system":
             return [self._system(obj)]
@@ -301,7 +313,7 @@ class ClaudeStream(StreamParser):
                 "cost_usd": round(cost, 8), "latency_s": round(duration / 1000, 3) if duration else 0.0, "args": keep}
 
 
-class CodexStream(StreamParser):
+class CodexStream(JsonLinesStream):
     """``codex exec --json``."""
 
     format = "codex"
@@ -311,12 +323,7 @@ class CodexStream(StreamParser):
         super().__init__(price, model)
         self.started: set[str] = set()  # item ids whose tool_call turn was recorded at item.started
 
-    def feed(self, line: str) -> list[Turn]:
-        if not line.strip():
-            return []
-        obj = self._parse_json(line)
-        if obj is None:
-            return [self.raw(line, "not a JSON object")]
+    def event(self, obj: dict[str, Any], line: str) -> list[Turn]:
         kind = obj.get("type")
         if kind == "thread.started":
             return [{"role": "system", "text": f"codex thread {obj.get('thread_id', '?')}", "args": obj}]

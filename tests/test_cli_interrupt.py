@@ -39,9 +39,27 @@ def _wait_for(proc: subprocess.Popen[str], needle: str, timeout: float = 60.0) -
     pytest.fail(f"never printed {needle!r}; output so far:\n{seen}")
 
 
-def _running(marker: str) -> list[str]:
-    """Pids of processes whose command line holds ``marker``."""
-    return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False).stdout.split()
+def _running(marker: str) -> list[int]:
+    """Live (non-zombie) pids whose command line holds ``marker``, read from /proc (no pgrep needed)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and b") Z" not in stat and int(entry) != os.getpid():
+            found.append(int(entry))
+    return found
+
+
+def _log_tail(runs: Path) -> str:
+    logs = sorted(runs.glob("*/events.jsonl"))
+    if not logs:
+        return "(no run log yet)"
+    return "\n".join(line[:200] for line in logs[-1].read_text().splitlines()[-8:])
 
 
 def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -97,17 +115,24 @@ def test_two_ctrl_c_quit_at_once_with_130_and_kill_the_running_trial(tmp_path: P
     (tmp_path / "workspace" / "objective.py").write_text(
         "import time\nX = 1.0\ntime.sleep(120)\nprint('loss:', X * X)\n")
     (tmp_path / "task.yaml").write_text(SLEEPY_TASK.replace("MARKER", marker))  # on the trial's command line
-    proc = _start(["--headless", "run", str(tmp_path / "task.yaml"), "--runs", str(tmp_path / "runs")], tmp_path)
+    runs = tmp_path / "runs"
+    proc = _start(["--headless", "run", str(tmp_path / "task.yaml"), "--runs", str(runs)], tmp_path)
     _wait_for(proc, "run ")
-    deadline = time.monotonic() + 30
-    while not _running(marker) and time.monotonic() < deadline:  # the baseline trial (it sleeps for 120 s)
-        time.sleep(0.1)
-    assert _running(marker), "the trial never started"
+    deadline = time.monotonic() + 90  # generous: CI shares two cores with whatever else is running
+    while not _running(marker) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)  # the baseline trial (it sleeps for 120 s)
+    if not _running(marker):
+        proc.kill()
+        _code, out, err = _finish(proc)
+        pytest.fail(f"the trial never started (harness exit {proc.returncode}).\nstdout:\n{out}\nstderr:\n{err}\n"
+                    f"log tail:\n{_log_tail(runs)}")
     proc.send_signal(signal.SIGINT)
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     code, _out, err = _finish(proc)
     assert code == 130, err
     assert "stopping: no new trials" in err and "quitting now: killed 1 running trial(s)" in err, err
-    time.sleep(0.5)
+    deadline = time.monotonic() + 10
+    while _running(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not _running(marker), f"trial processes left running: {_running(marker)}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -15,28 +14,39 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "tui.cli", *args], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+class Harness:
+    """``rrma-tui`` in a child process, its stdout and stderr in files (a pipe nobody drains could block it)."""
 
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        self.out_path, self.err_path = cwd / "harness.out", cwd / "harness.err"
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with self.out_path.open("w") as out, self.err_path.open("w") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "tui.cli", *args], cwd=cwd, env=env, text=True,
+                                         stdout=out, stderr=err, stdin=subprocess.DEVNULL)
 
-def _wait_for(proc: subprocess.Popen[str], needle: str, timeout: float = 60.0) -> str:
-    """Read stdout until a line holds ``needle``."""
-    assert proc.stdout is not None
-    seen = ""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
-        if ready:
-            line = proc.stdout.readline()
-            if not line and proc.poll() is not None:
+    def output(self) -> tuple[str, str]:
+        return self.out_path.read_text(errors="replace"), self.err_path.read_text(errors="replace")
+
+    def wait_for(self, needle: str, timeout: float = 60.0) -> None:
+        """Wait until stdout holds ``needle``; fail with everything printed so far otherwise."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if needle in self.output()[0]:
+                return
+            if self.proc.poll() is not None:
                 break
-            seen += line
-            if needle in line:
-                return seen
-    proc.kill()
-    pytest.fail(f"never printed {needle!r}; output so far:\n{seen}")
+            time.sleep(0.1)
+        self.proc.kill()
+        self.proc.wait()
+        out, err = self.output()
+        pytest.fail(f"never printed {needle!r} (exit {self.proc.returncode});\nstdout:\n{out}\nstderr:\n{err}")
+
+    def send(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def finish(self) -> tuple[int, str, str]:
+        self.proc.wait(timeout=120)
+        return (self.proc.returncode, *self.output())
 
 
 def _running(marker: str) -> list[int]:
@@ -62,16 +72,11 @@ def _log_tail(runs: Path) -> str:
     return "\n".join(line[:200] for line in logs[-1].read_text().splitlines()[-8:])
 
 
-def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
-    out, err = proc.communicate(timeout=120)
-    return proc.returncode, out, err
-
-
 def test_one_ctrl_c_stops_the_run_and_its_log_verifies(tmp_path: Path) -> None:
-    proc = _start(["--headless", "bench", "demo", "--trials", "400", "--runs", str(tmp_path / "runs")], tmp_path)
-    _wait_for(proc, "t0002")
-    proc.send_signal(signal.SIGINT)
-    code, _out, err = _finish(proc)
+    harness = Harness(["--headless", "bench", "demo", "--trials", "400", "--runs", str(tmp_path / "runs")], tmp_path)
+    harness.wait_for("t0002")
+    harness.send(signal.SIGINT)
+    code, _out, err = harness.finish()
     assert "stopping: no new trials" in err
     assert code in (0, 3), err  # a stopped run is a finished command, not a crash
     run = next((tmp_path / "runs").iterdir())
@@ -84,10 +89,10 @@ def test_one_ctrl_c_stops_the_run_and_its_log_verifies(tmp_path: Path) -> None:
 
 def test_one_ctrl_c_stops_an_experiment_and_says_how_to_resume(tmp_path: Path) -> None:
     spec = ROOT / "benches" / "demo" / "experiment.yaml"
-    proc = _start(["--headless", "experiment", "run", str(spec), "--dir", str(tmp_path / "exp")], tmp_path)
-    _wait_for(proc, "started")
-    proc.send_signal(signal.SIGINT)
-    code, _out, err = _finish(proc)
+    harness = Harness(["--headless", "experiment", "run", str(spec), "--dir", str(tmp_path / "exp")], tmp_path)
+    harness.wait_for("started")
+    harness.send(signal.SIGINT)
+    code, _out, err = harness.finish()
     assert "stopping every cell" in err and "experiment resume" in err, err
     assert code != 130  # one press is a clean stop, not the quit-now path
 
@@ -116,20 +121,20 @@ def test_two_ctrl_c_quit_at_once_with_130_and_kill_the_running_trial(tmp_path: P
         "import time\nX = 1.0\ntime.sleep(120)\nprint('loss:', X * X)\n")
     (tmp_path / "task.yaml").write_text(SLEEPY_TASK.replace("MARKER", marker))  # on the trial's command line
     runs = tmp_path / "runs"
-    proc = _start(["--headless", "run", str(tmp_path / "task.yaml"), "--runs", str(runs)], tmp_path)
-    _wait_for(proc, "run ")
+    harness = Harness(["--headless", "run", str(tmp_path / "task.yaml"), "--runs", str(runs)], tmp_path)
+    harness.wait_for("run ")
     deadline = time.monotonic() + 90  # generous: CI shares two cores with whatever else is running
-    while not _running(marker) and time.monotonic() < deadline and proc.poll() is None:
+    while not _running(marker) and time.monotonic() < deadline and harness.proc.poll() is None:
         time.sleep(0.1)  # the baseline trial (it sleeps for 120 s)
     if not _running(marker):
-        proc.kill()
-        _code, out, err = _finish(proc)
-        pytest.fail(f"the trial never started (harness exit {proc.returncode}).\nstdout:\n{out}\nstderr:\n{err}\n"
+        harness.proc.kill()
+        code, out, err = harness.finish()
+        pytest.fail(f"the trial never started (harness exit {code}).\nstdout:\n{out}\nstderr:\n{err}\n"
                     f"log tail:\n{_log_tail(runs)}")
-    proc.send_signal(signal.SIGINT)
+    harness.send(signal.SIGINT)
     time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    code, _out, err = _finish(proc)
+    harness.send(signal.SIGINT)
+    code, _out, err = harness.finish()
     assert code == 130, err
     assert "stopping: no new trials" in err and "quitting now: killed 1 running trial(s)" in err, err
     deadline = time.monotonic() + 10

@@ -51,6 +51,7 @@ class TrialJob:
     metric: str = "score"
     direction: str = "minimize"
     fs_guard: str = "auto"  # RRMA_FS_GUARD where the run was started (auto | off | require)
+    network: bool = False  # RRMA_TRIAL_NETWORK=on where the run was started: trials share the host's network
 
 
 class Executor(Protocol):
@@ -97,7 +98,7 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
             sigma=job.sigma,
             progress=on_progress,
             cancel=cancel,
-            guard=None if job.fs_guard == "off" else FsGuard.for_trial(trial_dir, protect,
+            guard=None if job.fs_guard == "off" else FsGuard.for_trial(trial_dir, protect, network=job.network,
                                                                        required=job.fs_guard == "require"),
         )
         outcome = oracle.evaluate(ctx)

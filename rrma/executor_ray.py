@@ -96,6 +96,7 @@ def encode_job(job: TrialJob) -> dict[str, Any]:
         "baseline_score": job.baseline_score,
         "sigma": job.sigma,
         "fs_guard": job.fs_guard,
+        "network": job.network,
         "oracle_kind": job.oracle_kind,
         "oracle_params": job.oracle_params,
         "metric": job.metric,

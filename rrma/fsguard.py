@@ -21,7 +21,12 @@ Flatpak uses) with:
   hidden tree; the run directory, the other trials and held-out data (``hidden``) replaced by
   empty read-only directories or empty files.
 
-What it does not contain: the network is shared unless ``RRMA_TRIAL_NETWORK=off``; the host's
+- **no network** but a loopback of its own (``--unshare-net``) unless ``RRMA_TRIAL_NETWORK=on``: a
+  program that shares the host's network can reach this host's services, and some of those run
+  code for whoever asks (a Ray cluster's job API runs a shell command outside any sandbox when
+  given the token in ``~/.ray``; that attack is a test in ``tests/test_containment.py``).
+
+What it does not contain: the network when ``RRMA_TRIAL_NETWORK=on``; the host's
 files are readable (read-only) except the user's keys and tokens (:data:`SECRET_PATHS`), and the
 program runs as uid 0 mapped to the harness's user, so it reads what that user can read; disk
 space and CPU time are bounded only by the wall clock. Memory and process
@@ -66,8 +71,9 @@ def mode() -> str:
 
 
 def network() -> bool:
-    """Whether trial programs keep the host's network (``RRMA_TRIAL_NETWORK``, default on)."""
-    value = os.environ.get(ENV_NETWORK, "on").strip().lower() or "on"
+    """Whether trial programs share the host's network (``RRMA_TRIAL_NETWORK``, default off: a
+    network namespace with only its own loopback)."""
+    value = os.environ.get(ENV_NETWORK, "off").strip().lower() or "off"
     if value not in ("on", "off"):
         raise ValueError(f"{ENV_NETWORK}={value!r}: expected on or off")
     return value == "on"
@@ -112,7 +118,9 @@ def harness_paths() -> tuple[Path, ...]:
 
 # where keys and tokens live in a home directory: hidden from trials (the rest of home stays readable)
 SECRET_PATHS = (".ssh", ".gnupg", ".aws", ".azure", ".netrc", ".git-credentials", ".docker/config.json",
-                ".config/gcloud", ".config/gh", ".config/rrma", ".cache/huggingface/token", ".kube")
+                ".config/gcloud", ".config/gh", ".config/rrma", ".cache/huggingface/token", ".kube",
+                ".ray")  # ~/.ray/auth_token: Ray's cluster token (its job API runs any command)
+ENV_RAY_TOKEN_PATH = "RAY_AUTH_TOKEN_PATH"  # where Ray looks for that token instead, if set
 ENV_SIGNING_KEY = "RRMA_SIGNING_KEY"  # a reviewer's key (rrma.signing) may live anywhere
 
 
@@ -123,9 +131,10 @@ def secret_paths() -> tuple[Path, ...]:
     """
     home = Path.home()
     found = [home / rel for rel in SECRET_PATHS]
-    key = os.environ.get(ENV_SIGNING_KEY)
-    if key:
-        found.append(Path(key).expanduser())
+    for var in (ENV_SIGNING_KEY, ENV_RAY_TOKEN_PATH):
+        path = os.environ.get(var)
+        if path:
+            found.append(Path(path).expanduser())
     return tuple(_existing(found))
 
 
@@ -157,11 +166,12 @@ class FsGuard:
     network: bool | None = None  # None: RRMA_TRIAL_NETWORK decides (trials); True: always shared (a coding agent's API)
 
     @classmethod
-    def for_trial(cls, trial_dir: Path, protect: Sequence[Path] = (), *, required: bool = False) -> FsGuard:
+    def for_trial(cls, trial_dir: Path, protect: Sequence[Path] = (), *, required: bool = False,
+                  network: bool | None = None) -> FsGuard:
         """A trial's guard: its workspace writable; ``protect`` (the run dir) and the user's keys hidden;
-        the harness read-only."""
+        the harness read-only; the network as the run chose (``network``; None: ``RRMA_TRIAL_NETWORK`` here)."""
         return cls(read_only=harness_paths(), writable=(Path(trial_dir),),
-                   hidden=(*(Path(p) for p in protect), *secret_paths()), required=required)
+                   hidden=(*(Path(p) for p in protect), *secret_paths()), required=required, network=network)
 
     def hiding(self, *paths: Path | str) -> FsGuard:
         return dataclasses.replace(self, hidden=(*self.hidden, *(Path(p) for p in paths)))
@@ -279,7 +289,7 @@ def describe() -> str:
     reason = unavailable_reason()
     if reason is not None:
         return f"off: {reason}"
-    net = "shared network" if network() else "no network"
+    net = "shared network (RRMA_TRIAL_NETWORK=on)" if network() else "no network"
     return f"on (bubblewrap: no capabilities, user/PID/mount namespaces, {net})"
 
 

@@ -166,6 +166,7 @@ class ResearchLoop:
         self.agents = agents if agents is not None else make_agents(task, seed)
         self.cache = cache or OutcomeCache(store.dir / "cache.sqlite")
         self.fs_guard = fsguard.mode()  # shipped with every job, so remote workers follow this run's choice
+        self.trial_network = fsguard.network()  # likewise (default off: a worker's own setting never widens it)
         self.budget = Budget(
             seconds=task.budget.trial_seconds,
             memory_mb=task.budget.trial_memory_mb,
@@ -601,6 +602,7 @@ class ResearchLoop:
                     is_baseline=baseline, best_score=best, baseline_score=self.state.baseline_mean,
                     sigma=self.state.sigma, oracle_kind=self.task.oracle.kind, oracle_params=self.task.oracle.params,
                     metric=self.task.metric.name, direction=self.task.metric.direction, fs_guard=self.fs_guard,
+                    network=self.trial_network,
                 )
                 repeat = self.state.trials[trial_id].confirms is not None
             # baseline and confirmation repeats are never stopped early: they measure, they do not compete

@@ -84,7 +84,8 @@ def test_job_round_trips_through_the_wire_format() -> None:
     job = TrialJob(trial_id="t0007", files={"a.py": "X = 1\n", "d/b.txt": "ü\n"},
                    proposal=Proposal(hypothesis="h", edits=[FileEdit(path="a.py", content="X = 2\n")]),
                    budget=Budget(seconds=3, memory_mb=64, num_gpus=0.5), seed=11, best_score=1.5,
-                   oracle_kind="command", oracle_params={"command": "true"}, metric="loss", direction="minimize")
+                   oracle_kind="command", oracle_params={"command": "true"}, metric="loss", direction="minimize",
+                   fs_guard="require", network=True)
     payload = encode_job(job)
     assert isinstance(payload["files_z"], bytes)  # the snapshot travels compressed
     assert decode_job(payload) == job

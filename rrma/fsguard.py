@@ -59,6 +59,11 @@ MODES = ("auto", "off", "require")
 ENV_NETWORK = "RRMA_TRIAL_NETWORK"
 BWRAP = "bwrap"
 SCRATCH = Path("/tmp")  # private, empty and writable inside the sandbox
+# where a host's services keep their Unix sockets (Docker's API, D-Bus, PostgreSQL, systemd, the
+# per-user runtime dirs with ssh-agent and gpg-agent; /var/run links here): private and empty too,
+# since connecting to a socket needs no write access to the mount it lives on
+SERVICE_SOCKETS = Path("/run")
+RESOLV_CONF = Path("/etc/resolv.conf")  # with the network on, its target is shown even under /run
 # device nodes a GPU program needs; bound only where they exist (everything else in /dev is new)
 GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri", "/dev/kfd")
 
@@ -192,6 +197,8 @@ class FsGuard:
         for p in hidden:
             marks[p] = "hide"
         marks.setdefault(SCRATCH, "scratch")
+        if SERVICE_SOCKETS.is_dir() and not SERVICE_SOCKETS.is_symlink():
+            marks.setdefault(SERVICE_SOCKETS, "scratch")
         args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for pattern in GPU_DEVICES:
             for dev in sorted(glob.glob(pattern)):
@@ -226,9 +233,14 @@ class FsGuard:
         """``argv`` run in the sandbox, in ``cwd``."""
         ns = ["--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
               "--unshare-cgroup-try"]
+        guard = self
         if not (network() if self.network is None else self.network):
             ns.append("--unshare-net")
-        return [BWRAP, "--die-with-parent", *ns, "--cap-drop", "ALL", *self.mounts(),
+        else:  # name lookups: /etc/resolv.conf often points into /run (systemd-resolved), which is private
+            resolv = RESOLV_CONF.resolve()
+            if SERVICE_SOCKETS in resolv.parents:
+                guard = self.protecting(resolv)
+        return [BWRAP, "--die-with-parent", *ns, "--cap-drop", "ALL", *guard.mounts(),
                 "--chdir", str(Path(cwd).resolve()), "--", *argv]
 
 

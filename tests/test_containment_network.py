@@ -102,15 +102,17 @@ def host_address() -> str | None:
 
 
 class Listener:
-    """A TCP server on every address of this host that records what reaches it."""
+    """A server that records what reaches it: TCP on every address of this host, or ``sock``."""
 
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("0.0.0.0", 0))
+    def __init__(self, sock: socket.socket | None = None) -> None:
+        if sock is None:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("0.0.0.0", 0))
+            self.port = sock.getsockname()[1]
+        self.sock = sock
         self.sock.listen()
         self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
         self.received: list[bytes] = []
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -295,3 +297,77 @@ def test_a_trial_cannot_run_code_through_a_ray_clusters_job_api(tmp_path: Path, 
     finally:
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(out, ignore_errors=True)
+
+
+# a Unix socket needs no network: connect() to one works through a read-only bind (the kernel checks
+# only the socket file's permissions, which uid 0 mapped to the harness's user passes)
+UNIX_CLIENT = r"""
+import socket, sys
+for path in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path)
+        s.sendall(b"forged\n")
+        print("REACHED", path)
+    except OSError as exc:
+        print("REFUSED", path, type(exc).__name__)
+    finally:
+        s.close()
+"""
+
+
+class UnixListener(Listener):
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        super().__init__(sock)
+
+    def close(self) -> None:
+        super().close()
+        self.path.unlink(missing_ok=True)
+
+
+@needs_guard
+def test_a_trial_cannot_reach_the_service_sockets_under_run(tmp_path: Path) -> None:
+    """Docker's API (/run/docker.sock), D-Bus, PostgreSQL, the per-user runtime directories with
+    ssh-agent and gpg-agent: the sockets of a host's services live under /run (= /var/run), which a
+    trial sees as an empty directory of its own. Outside the sandbox the same client gets through."""
+    run_dir = Path(tempfile.mkdtemp(prefix="rrma-test-", dir="/run"))
+    server = UnixListener(run_dir / "service.sock")
+    try:
+        argv = [sys.executable, "-c", UNIX_CLIENT, str(server.path), f"/var/run/{run_dir.name}/service.sock"]
+        guarded = run_limited(argv, cwd=tmp_path, budget=Budget(seconds=30), guard=FsGuard.for_trial(tmp_path))
+        assert guarded.status == Status.ok and guarded.guarded, guarded.output
+        assert guarded.output.split().count("REFUSED") == 2 and "REACHED" not in guarded.output, guarded.output
+        assert server.received == []
+        unguarded = run_limited(argv[:4], cwd=tmp_path, budget=Budget(seconds=30))
+        assert f"REACHED {server.path}" in unguarded.output, unguarded.output
+        deadline = time.monotonic() + 5
+        while not server.received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.received == [b"forged\n"]
+    finally:
+        server.close()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@needs_guard
+def test_with_the_network_on_name_lookups_still_work_when_resolv_conf_lives_under_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """systemd-resolved's /etc/resolv.conf links into /run: that one file is shown (read-only)."""
+    run_dir = Path(tempfile.mkdtemp(prefix="rrma-test-", dir="/run"))
+    try:
+        (run_dir / "resolv.conf").write_text("nameserver 127.0.0.53\n")
+        (run_dir / "other.txt").write_text("not shown\n")
+        link = tmp_path / "resolv.conf"
+        link.symlink_to(run_dir / "resolv.conf")
+        monkeypatch.setattr(fsguard, "RESOLV_CONF", link)
+        program = ["cat", str(run_dir / "resolv.conf"), str(run_dir / "other.txt")]
+        shared = run_limited(program, cwd=tmp_path, budget=Budget(seconds=20),
+                             guard=FsGuard.for_trial(tmp_path, network=True))
+        assert shared.guarded and "nameserver 127.0.0.53" in shared.output and "not shown" not in shared.output
+        private = run_limited(program, cwd=tmp_path, budget=Budget(seconds=20), guard=FsGuard.for_trial(tmp_path))
+        assert private.guarded and "nameserver" not in private.output, private.output
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)

@@ -19,12 +19,13 @@ Flatpak uses) with:
   empty ``/tmp``, a minimal ``/dev``; the trial's workspace (``writable``) read-write; the
   harness's code and interpreter (``read_only``) visible read-only even where they live under a
   hidden tree; the run directory, the other trials and held-out data (``hidden``) replaced by
-  empty read-only directories or empty files.
-
+  empty read-only directories or empty files;
 - **no network** but a loopback of its own (``--unshare-net``) unless ``RRMA_TRIAL_NETWORK=on``: a
   program that shares the host's network can reach this host's services, and some of those run
-  code for whoever asks (a Ray cluster's job API runs a shell command outside any sandbox when
-  given the token in ``~/.ray``; that attack is a test in ``tests/test_containment.py``).
+  code for whoever asks (a Ray cluster's job API runs a shell command outside any sandbox, with
+  the token in ``~/.ray`` or with none; the attack is a test in ``tests/test_containment_network.py``);
+- a private, empty ``/run``: the Unix sockets of the host's services (Docker, D-Bus, agents) live
+  there, and connecting to a socket needs neither the network nor write access to its mount.
 
 What it does not contain: the network when ``RRMA_TRIAL_NETWORK=on``; the host's
 files are readable (read-only) except the user's keys and tokens (:data:`SECRET_PATHS`), and the

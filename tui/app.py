@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.filter import LineFilter
 from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -34,6 +35,7 @@ from tui.screens.dashboard import DashboardScreen
 from tui.screens.modals import HelpScreen, binding_rows
 from tui.screens.orders import QuitRunScreen
 from tui.screens.runs import RunsScreen
+from tui.terminal import ControlCharFilter
 
 if TYPE_CHECKING:
     from tui.driver import DriverProcess
@@ -82,9 +84,14 @@ class RRMAApp(App[int]):
         line: str  # the driver's last line of output (its one-line error)
         log_path: Path
 
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then one that keeps a run's text from driving the terminal (tui/terminal.py)."""
+        return [*super().get_line_filters(), self._control_filter]
+
     def __init__(self, runs_dir: Path, run_dir: Path | None = None, reviewer: str | None = None,
                  start_args: list[str] | None = None, *, clock: Callable[[], datetime] = utcnow,
                  poll_interval: float = 0.1, experiment: Path | None = None) -> None:
+        self._control_filter = ControlCharFilter()  # before super().__init__: Textual may render from there
         super().__init__()
         self.runs_dir = Path(runs_dir)
         self.initial_run = Path(run_dir) if run_dir is not None else None

@@ -167,6 +167,7 @@ async def test_opening_a_run_removed_since_the_list_was_read_is_a_notification(r
         await wait_until(pilot, lambda: screen.query_one("#runs", LineTable).rows == ["demo-run"])
         shutil.rmtree(runs_dir / "demo-run")
         await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(notes.errors()))  # the run is opened in a worker: not at once
         assert app.screen is screen and notes.errors() == [
             f": {runs_dir / 'demo-run'}: not a run directory any more (no events.jsonl)"]
 

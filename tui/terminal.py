@@ -7,7 +7,7 @@ an escape sequence in a trial's output reached the terminal as it was: shown in 
 it retitled the window, cleared the screen and wrote "APPROVED BY alice" in reverse video above
 the review controls (tested in tests/tui/test_tui_terminal.py, in tmux).
 
-:class:`ControlCharFilter` is a line filter on the whole app (``RrmaApp.get_line_filters``): every
+:class:`ControlCharFilter` is a line filter on the whole app (``RRMAApp.get_line_filters``): every
 line of every widget passes through it before it is written, and it removes the C0 controls, DEL
 and the C1 range (the 8-bit CSI and OSC introducers) from the text of each segment. Their cell
 width is 0 to Rich, so nothing moves; the printable rest of a sequence stays visible (``]2;...``),

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import processes_with
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,22 +48,6 @@ class Harness:
     def finish(self) -> tuple[int, str, str]:
         self.proc.wait(timeout=120)
         return (self.proc.returncode, *self.output())
-
-
-def _running(marker: str) -> list[int]:
-    """Live (non-zombie) pids whose command line holds ``marker``, read from /proc (no pgrep needed)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            stat = Path(f"/proc/{entry}/stat").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline and b") Z" not in stat and int(entry) != os.getpid():
-            found.append(int(entry))
-    return found
 
 
 def _log_tail(runs: Path) -> str:
@@ -124,9 +109,9 @@ def test_two_ctrl_c_quit_at_once_with_130_and_kill_the_running_trial(tmp_path: P
     harness = Harness(["--headless", "run", str(tmp_path / "task.yaml"), "--runs", str(runs)], tmp_path)
     harness.wait_for("run ")
     deadline = time.monotonic() + 90  # generous: CI shares two cores with whatever else is running
-    while not _running(marker) and time.monotonic() < deadline and harness.proc.poll() is None:
+    while not processes_with(marker) and time.monotonic() < deadline and harness.proc.poll() is None:
         time.sleep(0.1)  # the baseline trial (it sleeps for 120 s)
-    if not _running(marker):
+    if not processes_with(marker):
         harness.proc.kill()
         code, out, err = harness.finish()
         pytest.fail(f"the trial never started (harness exit {code}).\nstdout:\n{out}\nstderr:\n{err}\n"
@@ -138,6 +123,6 @@ def test_two_ctrl_c_quit_at_once_with_130_and_kill_the_running_trial(tmp_path: P
     assert code == 130, err
     assert "stopping: no new trials" in err and "quitting now: killed 1 running trial(s)" in err, err
     deadline = time.monotonic() + 10
-    while _running(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _running(marker), f"trial processes left running: {_running(marker)}"
+    assert not processes_with(marker), f"trial processes left running: {processes_with(marker)}"

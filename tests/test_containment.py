@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import processes_with
 
 from rrma import cgroups, fsguard
 from rrma.fsguard import FsGuard
@@ -37,22 +38,6 @@ LIMITS = cgroups.unavailable_reason()
 needs_guard = pytest.mark.skipif(GUARD is not None, reason=f"trial sandbox unavailable here: {GUARD}")
 needs_cgroups = pytest.mark.skipif(LIMITS is not None, reason=f"trial cgroups unavailable here: {LIMITS}")
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the escape attempts are the ones open to root")
-
-
-def processes_with(marker: str) -> list[int]:
-    """Live (non-zombie) host pids whose command line contains ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            stat = Path(f"/proc/{entry}/stat").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline and b") Z" not in stat:
-            found.append(int(entry))
-    return found
 
 
 # A trial program that tries every way out it can think of, as root, and then appends a correctly

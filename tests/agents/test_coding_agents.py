@@ -37,6 +37,7 @@ from coding_fixtures import (
     scratch_dirs,
     turns,
 )
+from specialists import specialist_task
 
 from agents import AgentError, make_agent
 from agents.base import Context
@@ -320,29 +321,14 @@ def test_independent_policy_always_starts_from_the_baseline(tmp_path: Path) -> N
     assert proposal(result.run_dir, "t0002")["parent"] is None  # the loop's choice, not the agent's
 
 
-def specialist_task(tmp_path: Path, history: bool) -> Any:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    (ws / "opt.py").write_text("LR = 0.1\n")
-    (ws / "arch.py").write_text("DEPTH = 1\n")
-    (ws / "main.py").write_text("from arch import DEPTH\nfrom opt import LR\n"
-                                "print(f'loss: {(LR - 0.01) ** 2 * 1e4 + (DEPTH - 4) ** 2}')\n")
-    return task_from_dict({
-        "name": "specialists", "description": "Minimise loss.",
-        "oracle": {"kind": "command", "params": {"command": ["{python}", "main.py"]}},
-        "workspace": {"source": "ws", "editable": ["opt.py", "arch.py"], "readonly": ["main.py"]},
-        "metric": {"name": "loss"}, "budget": {"max_trials": 6, "trial_seconds": 20, "max_concurrent": 1},
-        "noise": {"baseline_repeats": 1}, "loop": {"history": history},
-        "agents": [coding_agent("claude-code", name="opt", role="optimizer", editable=["opt.py"]),
-                   coding_agent("claude-code", name="arch", role="architecture", editable=["arch.py"])],
-    }, base_dir=tmp_path)
-
-
 @pytest.mark.parametrize("history", [True, False])
 def test_specialists_and_control_arm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, history: bool) -> None:
     scenarios(monkeypatch, "edit:opt.py:LR=0.01,edit:opt.py:LR=0.02", agent="opt")
     scenarios(monkeypatch, "edit:opt.py:LR=0.5,edit:arch.py:DEPTH=4", agent="arch")  # first: outside its subset
-    result = start_run(specialist_task(tmp_path, history), tmp_path / "runs", run_id="spec")
+    result = start_run(specialist_task(
+        tmp_path, [coding_agent("claude-code", name="opt", role="optimizer", editable=["opt.py"]),
+                   coding_agent("claude-code", name="arch", role="architecture", editable=["arch.py"])],
+        max_trials=6, loop={"history": history}), tmp_path / "runs", run_id="spec")
     arch = [t for t in result.state.agent_trials() if t.agent == "arch"]
     assert arch[0].status == "invalid"  # the loop refused the edit outside its subset, as for any agent
     assert arch[0].feedback == "invalid edit: opt.py: not an editable file of this task (editable: arch.py)"

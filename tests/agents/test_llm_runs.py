@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from llm_fixtures import ANTHROPIC_KEY, FAST, OPENAI_KEY, REPO, demo_task
 from llm_wire import Reply, WireServer, a_message, a_text, a_tool, o_completion
+from specialists import specialist_task
 from trace_check import agent_turns
 
 from rrma.loop import start_run
 from rrma.store import RunStore
-from rrma.task import task_from_dict
 
 PATH = "/v1/messages"
 
@@ -36,27 +36,13 @@ def submit(hypothesis: str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- specialists
 
 
-def specialist_task(tmp_path: Path, opt_url: str, arch_url: str) -> Any:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "opt.py").write_text("LR = 0.1\n")
-    (ws / "arch.py").write_text("DEPTH = 1\n")
-    (ws / "main.py").write_text("from arch import DEPTH\nfrom opt import LR\n"
-                                "print(f'loss: {(LR - 0.01) ** 2 * 1e4 + (DEPTH - 4) ** 2}')\n")
-    return task_from_dict({
-        "name": "specialists", "description": "Minimise loss.",
-        "oracle": {"kind": "command", "params": {"command": ["{python}", "main.py"]}},
-        "workspace": {"source": "ws", "editable": ["opt.py", "arch.py"], "readonly": ["main.py"]},
-        "metric": {"name": "loss", "direction": "minimize"},
-        "budget": {"max_trials": 2, "trial_seconds": 20, "max_concurrent": 1},
-        "noise": {"baseline_repeats": 1},
-        "agents": [
-            {"name": "opt", "backend": "anthropic", "model": "claude-haiku-test", "role": "optimizer",
-             "editable": ["opt.py"], "base_url": opt_url, "params": FAST},
-            {"name": "arch", "backend": "anthropic", "model": "claude-haiku-test", "role": "architecture",
-             "editable": ["arch.py"], "base_url": arch_url, "params": FAST},
-        ],
-    }, base_dir=tmp_path)
+def two_specialists(opt_url: str, arch_url: str) -> list[dict[str, Any]]:
+    return [
+        {"name": "opt", "backend": "anthropic", "model": "claude-haiku-test", "role": "optimizer",
+         "editable": ["opt.py"], "base_url": opt_url, "params": FAST},
+        {"name": "arch", "backend": "anthropic", "model": "claude-haiku-test", "role": "architecture",
+         "editable": ["arch.py"], "base_url": arch_url, "params": FAST},
+    ]
 
 
 def test_specialists_share_blackboard_and_keep_to_their_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,7 +58,8 @@ def test_specialists_share_blackboard_and_keep_to_their_files(tmp_path: Path, mo
         # give two simultaneous proposals the same trial id (reported to the lead; remove the delay once fixed)
         arch.script(PATH, [Reply(message=a_message(edit("DEPTH", "1", "4", "arch.py"))),
                            a_message(submit("DEPTH 4"))])
-        result = start_run(specialist_task(tmp_path, opt.url, arch.url), tmp_path / "runs", run_id="spec")
+        result = start_run(specialist_task(tmp_path, two_specialists(opt.url, arch.url), max_trials=2),
+                           tmp_path / "runs", run_id="spec")
         assert opt.remaining(PATH) == 0 and arch.remaining(PATH) == 0
         opt_system = opt.exchanges[0].body["system"][0]["text"]
         arch_system = arch.exchanges[0].body["system"][0]["text"]

@@ -37,9 +37,9 @@ from typing import Any
 
 from agents.base import Agent, AgentError, Context, TrialSummary, memory_note, remember_outcome
 from agents.context import clip_middle
-from rrma.sandbox import EditRules, InvalidEdit, apply_edits, normalize_path
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import FileEdit, Proposal
+from rrma.workspace import EditRules, InvalidEdit, apply_edits, normalize_path
 
 # ----------------------------------------------------------------------------- redaction
 

@@ -10,7 +10,7 @@ the data and the metric. How the score stays the oracle's own:
    An oracle that evaluates without having prepared (a fresh copy in a remote worker) prepares
    itself from the package's ``benches/autoresearch/workspace/prepare.py``.
 2. :meth:`evaluate` overwrites the trial's ``prepare.py`` with that pristine copy and runs
-   ``python train.py`` under :func:`rrma.sandbox.run_limited` (the task's wall clock and memory,
+   ``python train.py`` under :func:`rrma.contain.spawn.spawn` (the task's wall clock and memory,
    killed by process group from outside). ``train.py`` trains for ``time_budget`` seconds
    (``RRMA_TIME_BUDGET``), seeded by ``RRMA_SEED`` (the trial's seed: baseline repeats differ),
    prints progress lines, saves its model with ``prepare.save_model`` (a ``torch.export``
@@ -66,9 +66,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from oracle.base import EvalContext, Oracle, OracleError
-from rrma.fsguard import FsGuard, harness_python
+from rrma.contain.sandbox import Policy, harness_python
+from rrma.contain.spawn import ProcessResult, spawn
 from rrma.powerlaw import AbortDecision, EarlyAbortRule
-from rrma.sandbox import ProcessResult, run_limited
 from rrma.trial import Budget, Outcome, Status
 
 PACKAGE_WORKSPACE = Path(__file__).resolve().parents[1] / "benches" / "autoresearch" / "workspace"
@@ -254,7 +254,7 @@ class AutoresearchOracle(Oracle):
         pristine = oracle_dir / "prepare.py"
         shutil.copyfile(source, pristine)
         env = self._env(seed=0)
-        result = run_limited(
+        result = spawn(
             [*harness_python(), str(pristine), "data", "--data", self.settings.data],
             cwd=oracle_dir,
             budget=Budget(seconds=1800, memory_mb=8192),
@@ -349,7 +349,7 @@ class AutoresearchOracle(Oracle):
             return self._on_line(ctx, run, threshold, line)
 
         train_budget = ctx.budget.model_copy(update={"seconds": self.train_seconds(ctx.budget)})
-        train = run_limited(
+        train = spawn(
             [sys.executable, "train.py"],
             cwd=trial_dir,
             budget=train_budget,
@@ -364,7 +364,7 @@ class AutoresearchOracle(Oracle):
         outcome.seconds = time.monotonic() - started
         return outcome
 
-    def _guard(self, ctx: EvalContext, *, hide_val: bool) -> FsGuard | None:
+    def _guard(self, ctx: EvalContext, *, hide_val: bool) -> Policy | None:
         """The trial's guard plus the data: read-only, and while training its val split hidden
         (train.py cannot train on what it is scored on; prepare.py then reports its own number on
         a dev slice of train)."""
@@ -490,7 +490,7 @@ class AutoresearchOracle(Oracle):
             )
             return Outcome(status=Status.crash, metrics=metrics, feedback=feedback, log=train.output)
         device = self._device()
-        ev = run_limited(
+        ev = spawn(
             [*harness_python(), str(self.prepare_py), "evaluate", str(model.resolve()), "--device", device],
             cwd=self.prepare_py.parent,
             budget=Budget(seconds=min(self.settings.eval_seconds, ctx.budget.seconds), memory_mb=ctx.budget.memory_mb),

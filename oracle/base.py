@@ -6,7 +6,7 @@ agent edits can change how the score is computed: oracles read their scoring cod
 from the package or from read-only workspace files, never from editable ones.
 
 Untrusted work (the agent's program, a proof checker on an agent's proof) must run in a child
-process under :func:`rrma.sandbox.run_limited`, which enforces the wall clock, memory and
+process under :func:`rrma.contain.spawn.spawn`, which enforces the wall clock, memory and
 output caps from outside and labels the result. The oracle object itself lives in the harness
 (one per run, created by :func:`oracle.make_oracle`), so it can keep warm resources (REPL
 pools) across trials; ``evaluate`` may be called from several threads at once.
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rrma.fsguard import FsGuard
+from rrma.contain.sandbox import Policy
 from rrma.trial import Budget, Outcome, Proposal
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -48,9 +48,9 @@ class EvalContext:
     sigma: float | None = None  # noise floor of the baseline
     progress: ProgressFn = _ignore_progress  # sparse samples, e.g. {"step": 10, "loss": 2.3}
     cancel: threading.Event = field(default_factory=threading.Event)  # set on run stop
-    # pass to run_limited(guard=...) for every program an agent wrote: the harness, the run dir and
+    # pass to spawn(guard=...) for every program an agent wrote: the harness, the run dir and
     # the other trials are read-only to it (the executor fills this in; None = no guard)
-    guard: FsGuard | None = None
+    guard: Policy | None = None
 
 
 class OracleError(Exception):

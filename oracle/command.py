@@ -15,7 +15,7 @@ A line ``progress: {json object}`` is a progress sample (``trial.progress``; the
 The output is scanned for lines ``name: value`` with a numeric value (the last occurrence of a
 name wins, like autoresearch's greppable summaries). The task's metric must be among them: a
 missing metric is a ``crash`` with the output's tail as feedback. Limits (time, memory,
-output) are enforced by :func:`rrma.sandbox.run_limited`, which labels timeout / oom / crash.
+output) are enforced by :func:`rrma.contain.spawn.spawn`, which labels timeout / oom / crash.
 
 ``noop`` is an oracle that does nothing and returns a fixed score: it measures harness overhead.
 """
@@ -31,7 +31,7 @@ import sys
 from typing import Any
 
 from oracle.base import EvalContext, Oracle, OracleError
-from rrma.sandbox import run_limited
+from rrma.contain.spawn import spawn
 from rrma.trial import Outcome, Status
 
 MAX_PROGRESS_SAMPLES = 1000  # progress lines of one trial that become trial.progress events (the rest are dropped)
@@ -92,7 +92,7 @@ class CommandOracle(Oracle):
             return None
 
         try:
-            result = run_limited(self.argv, cwd=ctx.trial_dir, budget=ctx.budget, env=env, cancel=ctx.cancel,
+            result = spawn(self.argv, cwd=ctx.trial_dir, budget=ctx.budget, env=env, cancel=ctx.cancel,
                                  guard=ctx.guard, on_line=on_line)
         except FileNotFoundError as exc:
             return Outcome(status=Status.crash, feedback=f"command not found: {exc.filename}")

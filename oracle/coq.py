@@ -18,7 +18,7 @@ changed, and then:
    bytecode VM is part of Coq's standard trusted base and the kernel re-checks the cast);
    ``native_compute``/``native_cast_no_check`` are forbidden (they trust code compiled by an
    external OCaml toolchain outside the kernel).
-2. **Runs Coq**: cold with ``coqc`` on a temporary file under :func:`rrma.sandbox.run_limited`
+2. **Runs Coq**: cold with ``coqc`` on a temporary file under :func:`rrma.contain.spawn.spawn`
    (wall clock and memory enforced from outside), or warm in a pool of ``coqtop -emacs``
    sessions (:class:`WarmCoqPool`) driven sentence by sentence. The sessions use plain pipes
    and a reader thread rather than pexpect's pty: a pty truncates input lines at 4096 bytes
@@ -70,7 +70,7 @@ from oracle.strip_coq import (
     split_sentences,
     strip_coq_file,
 )
-from rrma.sandbox import run_limited, signal_own_group
+from rrma.contain.spawn import signal_own_group, spawn
 from rrma.trial import Budget, Outcome, Status
 
 INSTALL_HINT = "install Coq (Debian/Ubuntu: `apt-get install coq`; the project tests against coqc 8.16)"
@@ -367,7 +367,7 @@ _COQC_ERROR = re.compile(r'File "[^"]*", line (\d+), characters (-?\d+)-(-?\d+):
 
 @dataclass
 class CoqChecker:
-    """Cold checker: one ``coqc`` process per check, under :func:`rrma.sandbox.run_limited`."""
+    """Cold checker: one ``coqc`` process per check, under :func:`rrma.contain.spawn.spawn`."""
 
     coqc: str = "coqc"
     allowed_axioms: tuple[str, ...] = ()
@@ -412,7 +412,7 @@ class CoqChecker:
         text, body_line, qed_line, guard_line = self.build_script(task, script, token)
         with tempfile.TemporaryDirectory(prefix="rrma-coq-") as tmp:
             Path(tmp, "Check.v").write_text(text, encoding="utf-8")
-            result = run_limited(
+            result = spawn(
                 [self.coqc, "-q", *self.coq_args, "Check.v"],
                 cwd=tmp,
                 budget=Budget(seconds=timeout_s, memory_mb=self.memory_mb, max_output_bytes=4 * 2**20),

@@ -58,8 +58,8 @@ from oracle.gsm8k_data import (
     subset,
     write_jsonl,
 )
-from rrma.fsguard import harness_python
-from rrma.sandbox import ProcessResult, run_limited
+from rrma.contain.sandbox import harness_python
+from rrma.contain.spawn import ProcessResult, spawn
 from rrma.stats import Estimate, mean_pass_at_k, pass_at_1, taxonomy_counts
 from rrma.trial import Budget, Outcome, Status
 
@@ -338,7 +338,7 @@ def generate_in_child(
                 progress({"phase": "eval", "generated": int(m.group(1)), "of": int(m.group(2))})
             return None
 
-        result = run_limited(argv, cwd=tmpdir, budget=budget, env=_child_env(threads=int(budget.num_cpus)),
+        result = spawn(argv, cwd=tmpdir, budget=budget, env=_child_env(threads=int(budget.num_cpus)),
                              on_line=on_line, cancel=cancel)
         if result.status != Status.ok or not out.is_file():
             return result, []
@@ -579,7 +579,7 @@ class Gsm8kRecipeOracle(Oracle):
         if ctx.guard is not None:
             given = [p for p in (state.train_file, Path(state.base_model)) if p.exists()]
             guard = ctx.guard.protecting(*given).hiding(*data_locations(self.params.get("data")))
-        train = run_limited(argv, cwd=ctx.trial_dir, budget=train_budget, env=env, on_line=on_line, cancel=ctx.cancel,
+        train = spawn(argv, cwd=ctx.trial_dir, budget=train_budget, env=env, on_line=on_line, cancel=ctx.cancel,
                             guard=guard)
         if train.status != Status.ok:
             return Outcome(status=train.status, feedback=f"recipe: {train.reason}\n{train.tail}", log=train.output,

@@ -31,7 +31,7 @@ a longer context from the same file reuses the longest cached prefix) and answer
 grow) and killed (process group) after a timeout, a memory overrun or a protocol error.
 :class:`RecordedTransport` answers from transcripts, so the whole code path runs in tests
 without Lean. Without the REPL, ``lake env lean --json FILE`` is the fallback (one process per
-check, under :func:`rrma.sandbox.run_limited`).
+check, under :func:`rrma.contain.spawn.spawn`).
 
 Invariant: :meth:`LeanChecker.check` returns ``accepted=True`` only after rules 1-3 all passed on
 answers from Lean itself; every failure path (timeout, crash, unparsable answer) is a rejection.
@@ -79,8 +79,8 @@ from oracle.strip_lean import (
     strip_lean_file,
     strip_project,
 )
-from rrma.fsguard import FsGuard
-from rrma.sandbox import run_limited, signal_own_group
+from rrma.contain.sandbox import Policy
+from rrma.contain.spawn import signal_own_group, spawn
 from rrma.trial import Budget, Outcome, Status
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -473,7 +473,7 @@ class PipeReplTransport:
 
     def __init__(self, argv: Sequence[str] = ("lake", "exe", "repl"), *, cwd: Path | str = DEFAULT_PROJECT,
                  env: dict[str, str] | None = None, memory_mb: int | None = 4096,
-                 poll_s: float = 0.05, guard: FsGuard | None = None) -> None:
+                 poll_s: float = 0.05, guard: Policy | None = None) -> None:
         # in the sandbox (``guard``) the REPL cannot read the stripped sources (their original proofs)
         self.argv = guard.wrap(list(argv), cwd) if guard is not None else list(argv)
         self.memory_mb = memory_mb
@@ -828,9 +828,9 @@ CliRunner = Callable[[list[str], Path, float, int], tuple[str, int | None, str]]
 
 
 def _run_cli(argv: list[str], cwd: Path, timeout_s: float, memory_mb: int,
-             guard: FsGuard | None = None) -> tuple[str, int | None, str]:
+             guard: Policy | None = None) -> tuple[str, int | None, str]:
     try:
-        result = run_limited(argv, cwd=cwd, budget=Budget(seconds=timeout_s, memory_mb=memory_mb), guard=guard)
+        result = spawn(argv, cwd=cwd, budget=Budget(seconds=timeout_s, memory_mb=memory_mb), guard=guard)
     except FileNotFoundError as exc:
         raise LeanNotInstalled(cwd, [argv[0]]) from exc
     return str(result.status), result.returncode, result.output
@@ -841,7 +841,7 @@ class LeanChecker:
 
     ``mode``: ``"repl"``, ``"cli"`` or ``"auto"`` (REPL, falling back to the CLI when the REPL
     cannot start). ``transport_factory`` replaces the real REPL (tests); ``cli_runner`` replaces
-    :func:`rrma.sandbox.run_limited` for the CLI path. Limits: in REPL mode ``timeout_s`` of
+    :func:`rrma.contain.spawn.spawn` for the CLI path. Limits: in REPL mode ``timeout_s`` of
     :meth:`check` covers the proof (declaration and audit); a theorem's context is elaborated
     once per session under ``header_timeout_s``. In CLI mode every check elaborates the whole
     file, so ``timeout_s`` covers it all. ``memory_mb`` caps the REPL's (or lean's) process group.
@@ -925,7 +925,7 @@ class LeanChecker:
 
     def cli_runner(self, argv: list[str], cwd: Path, timeout_s: float, memory_mb: int,
                    writable: Sequence[Path] = ()) -> tuple[str, int | None, str]:
-        """Run one Lean command: the injected runner (tests), or under run_limited in the sandbox that
+        """Run one Lean command: the injected runner (tests), or under spawn in the sandbox that
         hides the stripped sources (``writable``: where it writes, e.g. its temporary directory)."""
         if self._custom_runner is not None:
             return self._custom_runner(argv, cwd, timeout_s, memory_mb)

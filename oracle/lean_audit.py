@@ -21,7 +21,7 @@ So an accepted proof is audited again elsewhere:
 
 And what the checking processes may read (:func:`hidden_source_paths`, :func:`lean_guard`): the
 stripped files hold the original proofs, so Lean runs in the bubblewrap sandbox
-(:mod:`rrma.fsguard`) with those sources, and the compiled modules no context imports, hidden
+(:mod:`rrma.contain.sandbox`) with those sources, and the compiled modules no context imports, hidden
 (an ``include_str`` that slipped past the rules would read an empty file).
 """
 
@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rrma import fsguard
+from rrma.contain import sandbox
 
 REPLAY_EXE = "rrma_replay"
 REPLAY_MODES = ("auto", "require", "off")
@@ -141,18 +141,18 @@ def hidden_source_paths(project_dir: Path | str, source_files: Iterable[str | Pa
     return hidden
 
 
-def lean_guard(project_dir: Path | str, hidden: Sequence[Path], writable: Sequence[Path] = ()) -> fsguard.FsGuard | None:
+def lean_guard(project_dir: Path | str, hidden: Sequence[Path], writable: Sequence[Path] = ()) -> sandbox.Policy | None:
     """The sandbox Lean's processes run in: the host read-only, ``hidden`` absent, the project's
     ``.lake`` and ``writable`` writable, the user's keys absent. None when there is nothing to hide
     or the sandbox cannot run here (``RRMA_FS_GUARD=off``, no bubblewrap)."""
-    if not hidden or fsguard.unavailable_reason() is not None:
+    if not hidden or sandbox.unavailable_reason() is not None:
         return None
     lake = Path(project_dir).resolve() / ".lake"
     # the toolchain (elan's `lake`/`lean`) stays visible even where it lives under the private /tmp
     tools = tuple(Path(exe).resolve().parent for exe in (shutil.which("lake"), shutil.which("lean")) if exe)
-    return fsguard.FsGuard(read_only=(*fsguard.harness_paths(), *tools),
+    return sandbox.Policy(read_only=(*sandbox.harness_paths(), *tools),
                            writable=(*((lake,) if lake.is_dir() else ()), *writable),
-                           hidden=(*hidden, *fsguard.secret_paths()), network=True)
+                           hidden=(*hidden, *sandbox.secret_paths()), network=True)
 
 
 __all__ = [

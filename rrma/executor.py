@@ -7,7 +7,7 @@ behind it: ``submit(job, on_progress) -> Future[Outcome]``, ``shutdown(cancel)``
 already validated), the proposal, the budget and what the oracle needs to know about the run.
 
 Invariants: an executor never raises for anything a trial does. Untrusted programs run under
-:func:`rrma.sandbox.run_limited` inside the oracle (own process group, limits from outside);
+:func:`rrma.contain.spawn.spawn` inside the oracle (own process group, limits from outside);
 an oracle that raises becomes a ``crash`` outcome with its traceback tail, and an oracle call
 that overruns its budget by a grace period becomes ``timeout`` while the harness moves on.
 """
@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from oracle.base import EvalContext, Oracle
-from rrma.fsguard import FsGuard
-from rrma.sandbox import materialize, stale_processes
+from rrma.contain.sandbox import Policy
+from rrma.contain.spawn import stale_processes
 from rrma.trial import Budget, Outcome, Proposal, Status
+from rrma.workspace import materialize
 
 ProgressCallback = Callable[[dict[str, Any]], None]
 ORACLE_GRACE_S = 30.0  # an oracle call may overrun its budget by this much before it is abandoned
@@ -98,7 +99,7 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
             sigma=job.sigma,
             progress=on_progress,
             cancel=cancel,
-            guard=None if job.fs_guard == "off" else FsGuard.for_trial(trial_dir, protect, network=job.network,
+            guard=None if job.fs_guard == "off" else Policy.for_trial(trial_dir, protect, network=job.network,
                                                                        required=job.fs_guard == "require"),
         )
         outcome = oracle.evaluate(ctx)
@@ -150,7 +151,7 @@ class LocalExecutor:
             cancel = self._cancels.get(trial_id)
         if cancel is None:
             return False
-        cancel.set()  # the oracle's run_limited kills the trial's process tree; the outcome is aborted
+        cancel.set()  # the oracle's spawn kills the trial's process tree; the outcome is aborted
         return True
 
     def shutdown(self, cancel: bool = False) -> None:

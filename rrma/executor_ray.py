@@ -10,7 +10,7 @@ proposal go to the worker as plain data; the task's pristine workspace goes once
 through the object store (``ray.put``) so a worker can run the oracle's ``prepare`` on its
 node. On the worker each trial is materialized in a fresh temporary directory, evaluated by
 :func:`rrma.executor.evaluate_job` (the oracle runs untrusted work under
-:func:`rrma.sandbox.run_limited`, so the same wall-clock, memory and output limits and the
+:func:`rrma.contain.spawn.spawn`, so the same wall-clock, memory and output limits and the
 same labels apply), and the directory is deleted. Progress samples stream back as they happen
 (the task is a Ray generator), then the :class:`~rrma.trial.Outcome` with its log.
 
@@ -22,11 +22,11 @@ Invariants:
 * A trial is never silently re-run (``max_retries=0``). A worker that dies mid-trial (killed,
   OOM-killed by Ray, node lost) becomes a ``crash`` outcome whose feedback starts with
   ``ray worker died mid-trial:`` and names the node, the worker pid and Ray's reason.
-* A dead worker leaves no trial processes behind: run_limited puts each trial program in its
+* A dead worker leaves no trial processes behind: spawn puts each trial program in its
   own session, out of reach of Ray's own clean-up, so each worker process starts a small
   reaper (double-forked, outside Ray's process tree) that waits for the worker to exit, then
   SIGKILLs the process groups the worker last listed in its ledger (a daemon thread mirrors
-  run_limited's live groups to a file every 0.1 s) and every process carrying the worker's
+  spawn's live groups to a file every 0.1 s) and every process carrying the worker's
   ``RRMA_RAY_WORKER`` token in its environment, and deletes the worker's scratch directory.
 * ``shutdown(cancel=True)`` cancels every outstanding Ray task (queued ones are dropped, running
   ones are force-killed, which the reaper cleans up); they resolve as ``aborted``. The executor
@@ -63,8 +63,8 @@ import ray.exceptions
 from oracle import make_oracle
 from oracle.base import Oracle
 from rrma.executor import ProgressCallback, TrialJob, crash_outcome, evaluate_job
-from rrma.sandbox import materialize, read_tree
 from rrma.trial import Budget, Outcome, Proposal, Status
+from rrma.workspace import materialize, read_tree
 
 log = logging.getLogger(__name__)
 
@@ -236,8 +236,8 @@ LEDGER_INTERVAL_S = 0.1
 
 
 def _active_groups() -> list[int]:
-    """Process groups of the trial programs run_limited is running in this process."""
-    from rrma.sandbox import active_groups
+    """Process groups of the trial programs spawn is running in this process."""
+    from rrma.contain.spawn import active_groups
 
     return active_groups()
 
@@ -342,7 +342,7 @@ def _trial_task(payload: dict[str, Any], workspace_box: list[Any], workspace_dig
         outcome = result.get("outcome") or crash_outcome("the evaluation thread ended without an outcome", started)
         yield "outcome", outcome.model_dump(mode="json")
     finally:
-        cancel.set()  # a cancelled task stops its trial program (run_limited watches this)
+        cancel.set()  # a cancelled task stops its trial program (spawn watches this)
         thread.join(timeout=job.budget.seconds + 10)
         shutil.rmtree(trial_root, ignore_errors=True)
 

@@ -56,17 +56,18 @@ from agents.base import Agent, Context, TrialSummary
 from agents.context import build_context, clip_middle, summarize
 from oracle import make_oracle
 from oracle.base import Oracle
-from rrma import cgroups, fsguard
 from rrma.abort import make_monitor
 from rrma.cache import OutcomeCache, cache_key
+from rrma.contain import cgroups, sandbox
+from rrma.contain.spawn import stale_processes
 from rrma.executor import Executor, LocalExecutor, TrialJob, wait_outcome
 from rrma.promotion import Verdict, combine, judge
 from rrma.review import promote_if_approved
-from rrma.sandbox import EditRules, InvalidEdit, apply_edits, read_tree, stale_processes
 from rrma.state import RunState, write_views
 from rrma.store import DriverLock, RunLocked, RunStore
 from rrma.task import AgentConfig, TaskConfig, task_from_dict
 from rrma.trial import Budget, Outcome, Proposal, Status
+from rrma.workspace import EditRules, InvalidEdit, apply_edits, read_tree
 
 EventHook = Callable[[Any], None]
 BASELINE_AGENT = "baseline"
@@ -112,7 +113,7 @@ def new_run_id(task_name: str) -> str:
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "platform": platform.platform(),
-           "fs_guard": fsguard.describe(),  # whether trial programs run in the sandbox
+           "fs_guard": sandbox.describe(),  # whether trial programs run in the sandbox
            "limits": cgroups.describe()}  # cgroup limits on the whole trial, or polling
     for name in ("torch", "pydantic", "textual"):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
@@ -165,8 +166,8 @@ class ResearchLoop:
                                                   protect=(store.dir,))
         self.agents = agents if agents is not None else make_agents(task, seed)
         self.cache = cache or OutcomeCache(store.dir / "cache.sqlite")
-        self.fs_guard = fsguard.mode()  # shipped with every job, so remote workers follow this run's choice
-        self.trial_network = fsguard.network()  # likewise (default off: a worker's own setting never widens it)
+        self.fs_guard = sandbox.mode()  # shipped with every job, so remote workers follow this run's choice
+        self.trial_network = sandbox.network()  # likewise (default off: a worker's own setting never widens it)
         self.budget = Budget(
             seconds=task.budget.trial_seconds,
             memory_mb=task.budget.trial_memory_mb,

@@ -371,7 +371,7 @@ def task_path(base_dir: Path | None, value: str) -> Path:
 def check_workspace(ws: Path, *, source: str) -> None:
     """Read the workspace as the run will (text files only, no symlink out of it): a binary file or
     an escaping link is a TaskError here, before a run directory exists, not an error mid-run."""
-    from rrma.sandbox import InvalidEdit, read_tree  # lazy: the sandbox is not needed to parse a task
+    from rrma.workspace import InvalidEdit, read_tree
 
     try:
         read_tree(ws)

@@ -16,8 +16,8 @@ import pytest
 from oracle import make_oracle
 from oracle.autoresearch import AutoresearchOracle, parse_metrics, parse_progress, traceback_tail
 from oracle.base import EvalContext, OracleError
-from rrma import fsguard
-from rrma.fsguard import FsGuard
+from rrma.contain import sandbox
+from rrma.contain.sandbox import Policy
 from rrma.task import load_task
 from rrma.trial import Budget, Proposal, Status
 
@@ -283,7 +283,7 @@ def test_small_bench_runs_end_to_end(tmp_path: Path) -> None:
     assert run_json["oracle"]["prepare_py_sha256"]
 
 
-GUARD_REASON = fsguard.unavailable_reason()
+GUARD_REASON = sandbox.unavailable_reason()
 
 
 @pytest.mark.skipif(GUARD_REASON is not None, reason=f"file-system guard unavailable here: {GUARD_REASON}")
@@ -307,7 +307,7 @@ def test_guarded_train_py_cannot_rewrite_the_metric_or_the_data_nor_see_val(
     (d / "train.py").write_text(attack + (d / "train.py").read_text())
     metric_before = oracle.prepare_py.read_bytes()
     run_dir = oracle.prepare_py.parent.parent
-    ctx, _ = ctx_for(d, seed=1, guard=FsGuard.for_trial(d, protect=(run_dir,)))
+    ctx, _ = ctx_for(d, seed=1, guard=Policy.for_trial(d, protect=(run_dir,)))
     out = oracle.evaluate(ctx)
     assert out.status == Status.ok, out.feedback
     seen = [line.split()[1:] for line in out.log.splitlines() if line.startswith("ATTACK")]

@@ -23,17 +23,17 @@ from pathlib import Path
 import pytest
 from processes import processes_with
 
-from rrma import cgroups, fsguard
-from rrma.fsguard import FsGuard
+from rrma.contain import cgroups, sandbox
+from rrma.contain.sandbox import Policy
+from rrma.contain.spawn import spawn, stale_processes
 from rrma.loop import start_run
-from rrma.sandbox import run_limited, stale_processes
 from rrma.store import RunStore
 from rrma.task import load_task
 from rrma.trial import Budget, Status
 from rrma.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
-GUARD = fsguard.unavailable_reason()
+GUARD = sandbox.unavailable_reason()
 LIMITS = cgroups.unavailable_reason()
 needs_guard = pytest.mark.skipif(GUARD is not None, reason=f"trial sandbox unavailable here: {GUARD}")
 needs_cgroups = pytest.mark.skipif(LIMITS is not None, reason=f"trial cgroups unavailable here: {LIMITS}")
@@ -132,8 +132,8 @@ def test_four_gigabytes_in_a_setsid_child_ends_oom_within_budget(tmp_path: Path,
         pytest.skip(f"trial sandbox unavailable here: {GUARD}")
     marker = f"rrma-hog-{os.getpid()}-{time.monotonic_ns()}"
     budget = Budget(seconds=20, memory_mb=512)
-    guard = FsGuard.for_trial(tmp_path) if guarded else None
-    result = run_limited([sys.executable, "-c", hog(marker)], cwd=tmp_path, budget=budget, guard=guard)
+    guard = Policy.for_trial(tmp_path) if guarded else None
+    result = spawn([sys.executable, "-c", hog(marker)], cwd=tmp_path, budget=budget, guard=guard)
     assert result.status == Status.oom, (result.reason, result.output)
     assert result.seconds < budget.seconds + 5
     assert "512 MiB budget" in result.reason and result.limits.startswith("cgroup")
@@ -156,7 +156,7 @@ def test_a_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
             print("fork refused after", made, exc.strerror, flush=True)
         print("made", made, flush=True)
     """)
-    result = run_limited([sys.executable, "-c", program], cwd=tmp_path,
+    result = spawn([sys.executable, "-c", program], cwd=tmp_path,
                          budget=Budget(seconds=30, max_processes=64), guard=None)
     assert result.status == Status.ok, result.output
     assert "fork refused after" in result.output
@@ -169,7 +169,7 @@ def test_a_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
 def test_a_child_that_drops_its_environment_and_the_group_is_still_killed(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the sandbox (RRMA_FS_GUARD=off) the token kill cannot see such a child; the cgroup can."""
-    monkeypatch.setenv(fsguard.ENV_MODE, "off")
+    monkeypatch.setenv(sandbox.ENV_MODE, "off")
     marker = f"rrma-escapee-{os.getpid()}-{time.monotonic_ns()}"
     program = textwrap.dedent(f"""
         import os, sys
@@ -178,8 +178,8 @@ def test_a_child_that_drops_its_environment_and_the_group_is_still_killed(tmp_pa
             os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", "{marker}"], {{}})
         print("parent done", flush=True)
     """)
-    result = run_limited([sys.executable, "-c", program], cwd=tmp_path, budget=Budget(seconds=20),
-                         guard=FsGuard.for_trial(tmp_path))
+    result = spawn([sys.executable, "-c", program], cwd=tmp_path, budget=Budget(seconds=20),
+                         guard=Policy.for_trial(tmp_path))
     assert result.status == Status.ok and not result.guarded
     assert result.leftover_killed == 1
     assert not processes_with(marker)
@@ -265,7 +265,7 @@ def test_resume_refuses_while_a_trial_of_the_killed_harness_still_runs(tmp_path:
     """Unsandboxed (RRMA_FS_GUARD=off), a setsid child can outlive a killed harness: resume names it
     and exits 2 instead of running the trial again in the same directory; once it is gone, resume works."""
     marker = f"rrma-stale-{os.getpid()}-{time.monotonic_ns()}"
-    env = {**os.environ, fsguard.ENV_MODE: "off"}
+    env = {**os.environ, sandbox.ENV_MODE: "off"}
     run_dir, _ = start_and_kill_harness(tmp_path, marker, env)
     time.sleep(0.5)
     survivors = child_pids(marker)
@@ -300,12 +300,12 @@ def test_the_users_keys_are_hidden_from_a_trial(tmp_path: Path, monkeypatch: pyt
         key = home / "review-key"
         key.write_text("SIGNING KEY\n")
         monkeypatch.setenv("HOME", str(home))
-        monkeypatch.setenv(fsguard.ENV_SIGNING_KEY, str(key))
+        monkeypatch.setenv(sandbox.ENV_SIGNING_KEY, str(key))
         program = ("import os, sys\n"
                    "for p in sys.argv[1:]:\n"
                    "    print(p, os.listdir(p) if os.path.isdir(p) else repr(open(p).read()))\n")
-        result = run_limited([sys.executable, "-c", program, str(home / ".ssh"), str(key), str(home / "notes.txt")],
-                             cwd=tmp_path, budget=Budget(seconds=20), guard=FsGuard.for_trial(tmp_path))
+        result = spawn([sys.executable, "-c", program, str(home / ".ssh"), str(key), str(home / "notes.txt")],
+                             cwd=tmp_path, budget=Budget(seconds=20), guard=Policy.for_trial(tmp_path))
         assert result.status == Status.ok and result.guarded, result.output
         assert result.output.splitlines() == [f"{home / '.ssh'} []", f"{key} ''", f"{home / 'notes.txt'} 'readable\\n'"]
         assert (home / ".ssh" / "id_ed25519").read_text() == "PRIVATE KEY\n"
@@ -318,11 +318,11 @@ def test_cgroup_modes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     naming the reason; a bad value: a clear error."""
     monkeypatch.setenv(cgroups.ENV_MODE, "off")
     assert cgroups.describe().startswith("polling") and "RRMA_CGROUPS=off" in cgroups.describe()
-    result = run_limited(["true"], cwd=tmp_path, budget=Budget(seconds=5))
+    result = spawn(["true"], cwd=tmp_path, budget=Budget(seconds=5))
     assert result.status == Status.ok and result.limits == "polling"
     monkeypatch.setenv(cgroups.ENV_MODE, "require")
     monkeypatch.setattr(cgroups, "unavailable_reason", lambda: "no cgroup hierarchy in this test")
-    result = run_limited(["true"], cwd=tmp_path, budget=Budget(seconds=5))
+    result = spawn(["true"], cwd=tmp_path, budget=Budget(seconds=5))
     assert result.status == Status.crash
     assert "RRMA_CGROUPS=require" in result.reason and "no cgroup hierarchy in this test" in result.reason
     monkeypatch.setenv(cgroups.ENV_MODE, "sometimes")
@@ -332,7 +332,7 @@ def test_cgroup_modes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @needs_cgroups
 def test_a_trial_cgroup_is_removed_when_the_trial_ends(tmp_path: Path) -> None:
-    result = run_limited([sys.executable, "-c", "import os; os.fork(); import time; time.sleep(0.2)"], cwd=tmp_path,
+    result = spawn([sys.executable, "-c", "import os; os.fork(); import time; time.sleep(0.2)"], cwd=tmp_path,
                          budget=Budget(seconds=10))
     assert result.status == Status.ok and result.limits.startswith("cgroup")
     assert not list(cgroups._scope_dirs(cgroups.scope_tag(tmp_path)))  # nothing left behind

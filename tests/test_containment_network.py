@@ -30,10 +30,10 @@ from pathlib import Path
 
 import pytest
 
-from rrma import fsguard
-from rrma.fsguard import FsGuard
+from rrma.contain import sandbox
+from rrma.contain.sandbox import Policy
+from rrma.contain.spawn import spawn
 from rrma.loop import start_run
-from rrma.sandbox import run_limited
 from rrma.store import RunStore
 from rrma.task import load_task
 from rrma.trial import Budget, Status
@@ -41,7 +41,7 @@ from rrma.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
 
-GUARD = fsguard.unavailable_reason()
+GUARD = sandbox.unavailable_reason()
 needs_guard = pytest.mark.skipif(GUARD is not None, reason=f"trial sandbox unavailable here: {GUARD}")
 
 # what a hostile trial does: list the host's listening ports, then connect to the targets it is given
@@ -135,8 +135,8 @@ class Listener:
         self.sock.close()
 
 
-def probe(tmp_path: Path, targets: list[tuple[str, int]], guard: FsGuard) -> tuple[list[int], dict[str, str]]:
-    result = run_limited([sys.executable, "-c", PROBE, json.dumps(targets)], cwd=tmp_path,
+def probe(tmp_path: Path, targets: list[tuple[str, int]], guard: Policy) -> tuple[list[int], dict[str, str]]:
+    result = spawn([sys.executable, "-c", PROBE, json.dumps(targets)], cwd=tmp_path,
                          budget=Budget(seconds=30), guard=guard)
     assert result.status == Status.ok and result.guarded, result.output
     lines = result.output.splitlines()
@@ -148,21 +148,21 @@ def probe(tmp_path: Path, targets: list[tuple[str, int]], guard: FsGuard) -> tup
 @needs_guard
 def test_a_trial_has_no_network_by_default_and_cannot_reach_the_hosts_services(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(fsguard.ENV_NETWORK, raising=False)
-    assert "no network" in fsguard.describe()
+    monkeypatch.delenv(sandbox.ENV_NETWORK, raising=False)
+    assert "no network" in sandbox.describe()
     server = Listener()
     try:
         targets = [("127.0.0.1", server.port)] + ([(addr, server.port)] if (addr := host_address()) else [])
-        listening, verdicts = probe(tmp_path, targets, FsGuard.for_trial(tmp_path))
+        listening, verdicts = probe(tmp_path, targets, Policy.for_trial(tmp_path))
         assert server.port not in listening  # the host's listeners are not even visible
         assert set(verdicts.values()) == {"REFUSED"} and len(verdicts) == len(targets), verdicts
         assert server.received == []
         # the same program with the host's network (the run's choice, or RRMA_TRIAL_NETWORK=on) reaches it:
         # the refusal above is the namespace's doing, not a broken probe
-        listening, verdicts = probe(tmp_path, targets[:1], FsGuard.for_trial(tmp_path, network=True))
+        listening, verdicts = probe(tmp_path, targets[:1], Policy.for_trial(tmp_path, network=True))
         assert server.port in listening and verdicts == {f"127.0.0.1:{server.port}": "REACHED"}, verdicts
-        monkeypatch.setenv(fsguard.ENV_NETWORK, "on")
-        _, verdicts = probe(tmp_path, targets[:1], FsGuard.for_trial(tmp_path))
+        monkeypatch.setenv(sandbox.ENV_NETWORK, "on")
+        _, verdicts = probe(tmp_path, targets[:1], Policy.for_trial(tmp_path))
         assert verdicts == {f"127.0.0.1:{server.port}": "REACHED"}, verdicts
         deadline = time.monotonic() + 5
         while len(server.received) < 2 and time.monotonic() < deadline:
@@ -170,9 +170,9 @@ def test_a_trial_has_no_network_by_default_and_cannot_reach_the_hosts_services(
         assert server.received == [b"forged\n", b"forged\n"]
     finally:
         server.close()
-    monkeypatch.setenv(fsguard.ENV_NETWORK, "sometimes")
+    monkeypatch.setenv(sandbox.ENV_NETWORK, "sometimes")
     with pytest.raises(ValueError, match="RRMA_TRIAL_NETWORK='sometimes': expected on or off"):
-        fsguard.network()
+        sandbox.network()
 
 
 @needs_guard
@@ -191,9 +191,9 @@ def test_the_runs_network_choice_reaches_its_trials_through_the_loop(tmp_path: P
         seen = {}
         for setting in ("off", "on"):
             if setting == "on":
-                monkeypatch.setenv(fsguard.ENV_NETWORK, "on")
+                monkeypatch.setenv(sandbox.ENV_NETWORK, "on")
             else:
-                monkeypatch.delenv(fsguard.ENV_NETWORK, raising=False)  # the default
+                monkeypatch.delenv(sandbox.ENV_NETWORK, raising=False)  # the default
             result = start_run(task, tmp_path / setting)
             assert verify_run(result.run_dir).ok
             store = RunStore(result.run_dir)
@@ -288,8 +288,8 @@ def test_a_trial_cannot_run_code_through_a_ray_clusters_job_api(tmp_path: Path, 
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.setenv("HOME", str(home))  # the harness hides the keys of *this* home from its trials
-    monkeypatch.delenv(fsguard.ENV_NETWORK, raising=False)
-    monkeypatch.delenv(fsguard.ENV_RAY_TOKEN_PATH, raising=False)
+    monkeypatch.delenv(sandbox.ENV_NETWORK, raising=False)
+    monkeypatch.delenv(sandbox.ENV_RAY_TOKEN_PATH, raising=False)
     try:
         with ray_head(home) as api:
             assert (home / ".ray" / "auth_token").is_file()
@@ -299,17 +299,17 @@ def test_a_trial_cannot_run_code_through_a_ray_clusters_job_api(tmp_path: Path, 
             assert "TOKEN read" in control.stdout and "SUBMITTED" in control.stdout, control.stdout + control.stderr
             assert wait_for(out / "control", 60), "the unsandboxed job never ran: the attack is not demonstrated"
 
-            def attack(target: str, guard: FsGuard) -> str:
-                result = run_limited([sys.executable, "-c", JOB_ATTACK, api, str(out / target)], cwd=work,
+            def attack(target: str, guard: Policy) -> str:
+                result = spawn([sys.executable, "-c", JOB_ATTACK, api, str(out / target)], cwd=work,
                                      budget=Budget(seconds=120), guard=guard)
                 assert result.status == Status.ok and result.guarded, result.output
                 return result.output
 
             # a trial as the harness runs it: no network
-            output = attack("trial", FsGuard.for_trial(work))
+            output = attack("trial", Policy.for_trial(work))
             assert "REFUSED" in output and "SUBMITTED" not in output, output
             # a trial given the host's network still cannot read the token: the API turns it away
-            output = attack("trial-with-network", FsGuard.for_trial(work, network=True))
+            output = attack("trial-with-network", Policy.for_trial(work, network=True))
             assert "TOKEN none" in output and "REFUSED" in output and "SUBMITTED" not in output, output
             assert not wait_for(out / "trial", 3) and not (out / "trial-with-network").exists()
     finally:
@@ -355,11 +355,11 @@ def test_a_trial_cannot_reach_the_service_sockets_under_run(tmp_path: Path) -> N
     server = UnixListener(run_dir / "service.sock")
     try:
         argv = [sys.executable, "-c", UNIX_CLIENT, str(server.path), f"/var/run/{run_dir.name}/service.sock"]
-        guarded = run_limited(argv, cwd=tmp_path, budget=Budget(seconds=30), guard=FsGuard.for_trial(tmp_path))
+        guarded = spawn(argv, cwd=tmp_path, budget=Budget(seconds=30), guard=Policy.for_trial(tmp_path))
         assert guarded.status == Status.ok and guarded.guarded, guarded.output
         assert guarded.output.split().count("REFUSED") == 2 and "REACHED" not in guarded.output, guarded.output
         assert server.received == []
-        unguarded = run_limited(argv[:4], cwd=tmp_path, budget=Budget(seconds=30))
+        unguarded = spawn(argv[:4], cwd=tmp_path, budget=Budget(seconds=30))
         assert f"REACHED {server.path}" in unguarded.output, unguarded.output
         deadline = time.monotonic() + 5
         while not server.received and time.monotonic() < deadline:
@@ -380,12 +380,12 @@ def test_with_the_network_on_name_lookups_still_work_when_resolv_conf_lives_unde
         (run_dir / "other.txt").write_text("not shown\n")
         link = tmp_path / "resolv.conf"
         link.symlink_to(run_dir / "resolv.conf")
-        monkeypatch.setattr(fsguard, "RESOLV_CONF", link)
+        monkeypatch.setattr(sandbox, "RESOLV_CONF", link)
         program = ["cat", str(run_dir / "resolv.conf"), str(run_dir / "other.txt")]
-        shared = run_limited(program, cwd=tmp_path, budget=Budget(seconds=20),
-                             guard=FsGuard.for_trial(tmp_path, network=True))
+        shared = spawn(program, cwd=tmp_path, budget=Budget(seconds=20),
+                             guard=Policy.for_trial(tmp_path, network=True))
         assert shared.guarded and "nameserver 127.0.0.53" in shared.output and "not shown" not in shared.output
-        private = run_limited(program, cwd=tmp_path, budget=Budget(seconds=20), guard=FsGuard.for_trial(tmp_path))
+        private = spawn(program, cwd=tmp_path, budget=Budget(seconds=20), guard=Policy.for_trial(tmp_path))
         assert private.guarded and "nameserver" not in private.output, private.output
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -24,7 +24,7 @@ ray = pytest.importorskip("ray", reason="ray is not installed (the optional 'ray
 
 from agents.base import Agent, Context  # noqa: E402
 from oracle.base import EvalContext, Oracle  # noqa: E402
-from rrma import fsguard  # noqa: E402
+from rrma.contain import sandbox  # noqa: E402
 from rrma.executor import TrialJob, wait_outcome  # noqa: E402
 from rrma.executor_ray import (  # noqa: E402
     DIED_PREFIX,
@@ -187,7 +187,7 @@ print("loss: {loss}")
 
 def test_worker_killed_mid_trial_becomes_crash_and_the_run_goes_on(ray_instance: Any, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(fsguard.ENV_MODE, "off")  # the run ships it with each job: pids stay comparable
+    monkeypatch.setenv(sandbox.ENV_MODE, "off")  # the run ships it with each job: pids stay comparable
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "trial.py").write_text(TRIAL_PY.format(mode="base", loss=5.0))
@@ -228,7 +228,7 @@ def test_worker_killed_mid_trial_becomes_crash_and_the_run_goes_on(ray_instance:
     wait_for(lambda: not alive(trial_pid), 10, f"the reaper to kill the orphaned trial program {trial_pid}")
 
 
-GUARD_REASON = fsguard.unavailable_reason()
+GUARD_REASON = sandbox.unavailable_reason()
 
 
 @pytest.mark.skipif(GUARD_REASON is not None, reason=f"file-system guard unavailable here: {GUARD_REASON}")
@@ -255,13 +255,13 @@ def test_guarded_trial_on_a_worker(ray_instance: Any, tmp_path: Path) -> None:
 
 
 class CleanEnvOracle(Oracle):
-    """Runs a sleeper under run_limited with a minimal environment (as autoresearch and gsm8k do),
+    """Runs a sleeper under spawn with a minimal environment (as autoresearch and gsm8k do),
     so the worker's environment token does not reach it: only the group ledger can reap it."""
 
     kind = "clean-env-test"
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
-        from rrma.sandbox import run_limited
+        from rrma.contain.spawn import spawn
 
         code = ("import os, pathlib, time\n"
                 "d = pathlib.Path(os.environ['PIDDIR'])\n"
@@ -269,7 +269,7 @@ class CleanEnvOracle(Oracle):
                 "(d / 'clean.tmp').rename(d / 'clean.pid')\n"
                 "time.sleep(600)\n")
         env = {"PATH": os.environ.get("PATH", ""), "PIDDIR": str(self.params["piddir"])}
-        result = run_limited([sys.executable, "-c", code], cwd=ctx.trial_dir, budget=ctx.budget, env=env)
+        result = spawn([sys.executable, "-c", code], cwd=ctx.trial_dir, budget=ctx.budget, env=env)
         return Outcome(status=result.status, feedback=result.reason)
 
 

@@ -34,8 +34,8 @@ from oracle.gsm8k_data import (
     subset,
 )
 from oracle.gsm8k_tasks import CompletionsError, match_completions, read_completions
-from rrma import fsguard
-from rrma.fsguard import FsGuard
+from rrma.contain import sandbox
+from rrma.contain.sandbox import Policy
 from rrma.trial import Budget, Proposal, Status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -390,13 +390,13 @@ peek("train_file", a.train_data, "a")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(fsguard.unavailable_reason() is not None,
-                    reason=f"file-system guard unavailable here: {fsguard.unavailable_reason()}")
+@pytest.mark.skipif(sandbox.unavailable_reason() is not None,
+                    reason=f"file-system guard unavailable here: {sandbox.unavailable_reason()}")
 def test_guarded_recipe_cannot_read_held_out_data_or_rewrite_its_train_file(tmp_path: Path) -> None:
     oracle = _recipe_oracle()
     oracle.prepare(tmp_path, tmp_path)
     trial = _trial(tmp_path, "t1", PEEKING_RECIPE.replace("DATA", repr(str(FIXTURE))))
-    ctx = ctx_for(trial, seconds=EVAL_S + 60, guard=FsGuard.for_trial(trial, protect=(tmp_path / "gsm8k",)))
+    ctx = ctx_for(trial, seconds=EVAL_S + 60, guard=Policy.for_trial(trial, protect=(tmp_path / "gsm8k",)))
     out = oracle.evaluate(ctx)
     assert out.status == Status.ok, out.feedback
     seen = [line.split()[1:] for line in out.log.splitlines() if line.startswith("PEEK")]

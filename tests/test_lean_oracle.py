@@ -810,10 +810,10 @@ def test_hole2_sources_to_hide(tmp_path: Path) -> None:
 def test_hole2_lean_cannot_read_the_stripped_source(tiny, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The fake `lean` (a real process) reads the stripped file, as `include_str` would: in the
     sandbox it sees an empty file; without it, the original proofs (the control)."""
-    from rrma import fsguard
+    from rrma.contain import sandbox
 
-    if fsguard.unavailable_reason() is not None:
-        pytest.skip(f"the bubblewrap sandbox cannot run here: {fsguard.unavailable_reason()}")
+    if sandbox.unavailable_reason() is not None:
+        pytest.skip(f"the bubblewrap sandbox cannot run here: {sandbox.unavailable_reason()}")
     source = tmp_path / "Stripped.lean"
     source.write_text((FIXTURES / "Tiny.lean").read_text(encoding="utf-8"), encoding="utf-8")
     _install_fake_lake(tmp_path, monkeypatch, "cli_accept.jsonl")

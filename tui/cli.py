@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from rrma import fsguard
+from rrma.contain import sandbox
 
 BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
 COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema",
@@ -384,7 +384,7 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
         table.add_row("awaiting review", str(summary["awaiting_review"]))
     table.add_row("wall time", f"{summary.get('wall_seconds', 0):.1f} s")
     for label, key in (("fs guard", "fs_guard"), ("limits", "limits")):
-        value = fsguard.recorded(run_dir, key)
+        value = sandbox.recorded(run_dir, key)
         if value:
             table.add_row(label, value)
     head_seq, head_hash = RunStore(run_dir).head()
@@ -418,7 +418,7 @@ def run_interruptibly(work: Callable[[], Any], name: str, stop: threading.Event,
             err.print(stopping)
             stop.set()
             return
-        from rrma.sandbox import kill_active_groups
+        from rrma.contain.spawn import kill_active_groups
 
         killed = kill_active_groups()
         ray = sys.modules.get("ray")

@@ -8,7 +8,7 @@ trace, human approval). One proposal is one run of the agent's program:
    (``work/``, outside the run directory), next to a private ``home/`` (the tool's config and
    history), the prompt file and ``bin/`` with ``rrma-post`` and ``rrma-rebase``
    (:mod:`agents.coding.tools`).
-2. **The program runs sandboxed** under :func:`rrma.sandbox.run_limited`, like a trial: its own
+2. **The program runs sandboxed** under :func:`rrma.contain.spawn.spawn`, like a trial: its own
    process group and cgroup (memory and process limits), bubblewrap with no capabilities, where
    only the scratch directory is writable, and the run directory (log, blobs, other trials), the
    oracle's held-out data (``ctx.hidden``) and the user's key files are not there at all. The
@@ -66,11 +66,12 @@ from agents.llm_common import (
     context_text,
     price_for,
 )
-from rrma import fsguard
-from rrma.fsguard import FsGuard
-from rrma.sandbox import CREDENTIAL_SUFFIXES, EditRules, ProcessResult, materialize, run_limited
+from rrma.contain import sandbox
+from rrma.contain.sandbox import Policy
+from rrma.contain.spawn import CREDENTIAL_SUFFIXES, ProcessResult, spawn
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Budget, FileEdit, Proposal, Status
+from rrma.workspace import EditRules, materialize
 
 # variables never passed to the agent's program (beyond trial_env's credential suffixes)
 SECRET_SUFFIXES = (*CREDENTIAL_SUFFIXES, "_TOKEN", "_KEY", "_PASSWORD", "_CREDENTIALS")
@@ -106,7 +107,7 @@ PROOF_NOTE = """- This is a proof task: write the proof body only (the tactics, 
 
 
 class _StopWhen(threading.Event):
-    """An event that is also set while ``predicate()`` holds (run_limited polls ``is_set``)."""
+    """An event that is also set while ``predicate()`` holds (spawn polls ``is_set``)."""
 
     def __init__(self, predicate: Callable[[], bool]) -> None:
         super().__init__()
@@ -227,8 +228,8 @@ class CodingAgent(Agent):
         ctx.record_turn(step=self.step, role=role, **clean)
 
     def _record_system(self, ctx: Context) -> None:
-        reason = fsguard.unavailable_reason()
-        sandbox = ("bubblewrap: only its scratch directory writable; run dir, held-out data and key files hidden; "
+        reason = sandbox.unavailable_reason()
+        shown = ("bubblewrap: only its scratch directory writable; run dir, held-out data and key files hidden; "
                    "network shared") if reason is None else f"off: {reason}"
         key = (f"{self.key_target} (from {self.key_source}; the value is never recorded)" if self.key_target
                else "none")
@@ -239,11 +240,11 @@ class CodingAgent(Agent):
                      f"{self.model or '(default)'} has no price here (set params.price)")
         self.turn(ctx, "system", text=f"{self.backend} as a research agent: {self.executable} ({self.stream_format} "
                                       f"stream); turn cap {s.max_turns}, {s.seconds:g} s and {s.memory_mb} MiB per run, "
-                                      f"{s.attempts} runs per proposal; sandbox {sandbox}; key {key}{blind}",
+                                      f"{s.attempts} runs per proposal; sandbox {shown}; key {key}{blind}",
                   args={"backend": self.backend, "executable": self.executable, "stream": self.stream_format,
                         "max_turns": s.max_turns, "seconds": s.seconds, "memory_mb": s.memory_mb,
                         "attempts": s.attempts, "permissions": s.permissions, "key_env": self.key_target,
-                        "sandbox": sandbox})
+                        "sandbox": shown})
         self.system_recorded = True
 
     # ------------------------------------------------------------------ proposals
@@ -298,7 +299,7 @@ class CodingAgent(Agent):
         spec = LaunchSpec(
             executable=self.executable, prompt=prompt, prompt_file=prompt_file, workdir=work, home=home,
             model=self.model, max_turns=self.settings.max_turns, permissions=self.settings.permissions,
-            sandboxed=guard is not None and fsguard.unavailable_reason() is None,
+            sandboxed=guard is not None and sandbox.unavailable_reason() is None,
             files=[p for p in present if rules.is_editable(p)], other_files=[p for p in present if not rules.is_editable(p)],
             extra_args=list(self.settings.args), template=self.template)
         launch = self.preset.launch(spec)
@@ -323,7 +324,7 @@ class CodingAgent(Agent):
                         max_output_bytes=OUTPUT_LIMIT)
         secret = {self.key_target: self.key} if self.key_target and self.key else None
         try:
-            result = run_limited(launch.argv, cwd=work, budget=budget, env=env, on_line=on_line, guard=guard,
+            result = spawn(launch.argv, cwd=work, budget=budget, env=env, on_line=on_line, guard=guard,
                                  secret_env=secret, max_line_chars=LINE_LIMIT, cancel=_StopWhen(ctx.stopping))
         except FileNotFoundError as exc:
             self.stopped = f"{self.executable} cannot be started: {exc}"
@@ -540,16 +541,16 @@ class CodingAgent(Agent):
         env.update(extra)
         return env
 
-    def _guard(self, ctx: Context, root: Path) -> FsGuard | None:
-        mode = fsguard.mode()
+    def _guard(self, ctx: Context, root: Path) -> Policy | None:
+        mode = sandbox.mode()
         if mode == "off":
             return None
-        hidden = (*ctx.hidden, *fsguard.secret_paths())
+        hidden = (*ctx.hidden, *sandbox.secret_paths())
         shown = [p.resolve() for p in (*program_paths(self.executable),
                                        *(Path(x).expanduser() for x in self.settings.read_only))]
         # never re-expose part of a hidden tree (a program installed inside the run directory stays hidden)
         shown = [p for p in shown if not any(p == h.resolve() or h.resolve() in p.parents for h in hidden)]
-        return FsGuard(read_only=(*fsguard.harness_paths(), *shown), writable=(root,), hidden=hidden,
+        return Policy(read_only=(*sandbox.harness_paths(), *shown), writable=(root,), hidden=hidden,
                        required=mode == "require", network=True)
 
     # ------------------------------------------------------------------ memory (history runs)

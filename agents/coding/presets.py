@@ -63,7 +63,7 @@ class LaunchSpec:
 @dataclass(frozen=True)
 class Launch:
     argv: list[str]
-    env: dict[str, str]  # set for the program (never a key: that goes through run_limited's secret_env)
+    env: dict[str, str]  # set for the program (never a key: that goes through spawn's secret_env)
 
 
 class Preset:

@@ -5,7 +5,7 @@ needs a :class:`~rrma.trial.Proposal` the loop can validate and re-apply. :func:
 compares the copy with the parent's files without trusting anything in it:
 
 * only regular files are read (``lstat``: a symlink, FIFO or device is never followed or opened),
-  at most :data:`rrma.sandbox.MAX_FILE_BYTES` of one;
+  at most :data:`rrma.contain.spawn.MAX_FILE_BYTES` of one;
 * a change to an editable file is an edit; a change to, or the deletion of, any other file of the
   parent is an edit too, which the loop then refuses as today (the trial is ``invalid`` and the
   agent reads why); a *new* file outside ``workspace.editable`` is the agent's scratch (a test
@@ -24,8 +24,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rrma.sandbox import MAX_FILE_BYTES, EditRules
 from rrma.trial import FileEdit
+from rrma.workspace import MAX_FILE_BYTES, EditRules
 
 SKIP_DIRS = ("__pycache__",)
 MAX_CONTEXT_LINES = 3  # context lines added around a hunk to make its search text unique

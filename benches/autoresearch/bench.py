@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rrma import fsguard
+from rrma.contain import sandbox
 from rrma.task import TaskConfig, TaskError, load_task, task_from_dict
 
 HERE = Path(__file__).resolve().parent
@@ -161,7 +161,7 @@ def summary_table(result: Any, task: TaskConfig) -> Table:
         table.add_row("seconds per scored trial", f"{statistics.fmean(seconds):.1f}")
     table.add_row("wall time", f"{s.get('wall_seconds', 0):.1f} s")
     for label, key in (("fs guard", "fs_guard"), ("limits", "limits")):
-        value = fsguard.recorded(result.run_dir, key)
+        value = sandbox.recorded(result.run_dir, key)
         if value:
             table.add_row(label, value)
     table.add_row("run dir", str(result.run_dir))

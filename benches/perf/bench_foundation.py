@@ -8,7 +8,7 @@ Prints figures and ratios measured in the same run (machines are noisy; compare 
 * harness overhead per trial with the no-op oracle (ms per trial: proposal, validation,
   snapshot, cache lookup, events, promotion), also expressed in single-event appends;
 * SQLite export rate (events/s) of the log the overhead run wrote, padded to ``--events``;
-* the trial sandbox's cost: ``run_limited`` of ``python -c pass`` with no sandbox, with cgroup
+* the trial sandbox's cost: ``spawn`` of ``python -c pass`` with no sandbox, with cgroup
   limits only, and in bubblewrap with cgroup limits (median ms per process, ratio to no
   sandbox), plus a raw ``subprocess.run`` for reference; modes that cannot run here are left out.
 
@@ -24,11 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from rrma import cgroups, fsguard
+from rrma.contain import cgroups, sandbox
+from rrma.contain.sandbox import Policy
+from rrma.contain.spawn import spawn
 from rrma.export import export_runs
-from rrma.fsguard import FsGuard
 from rrma.loop import start_run
-from rrma.sandbox import run_limited
 from rrma.store import RunStore, verify_chain
 from rrma.task import task_from_dict
 from rrma.trial import Budget
@@ -116,7 +116,7 @@ def sandbox_cost(root: Path, runs: int) -> dict[str, float]:
     """ms per ``python -c pass`` trial process under each of SANDBOX_MODES that works here.
 
     The modes are interleaved run by run so that drift in the machine's speed hits all alike; the
-    figure is the median. ``raw subprocess`` (no run_limited at all) is the floor for reference.
+    figure is the median. ``raw subprocess`` (no spawn at all) is the floor for reference.
     """
     import os
     import statistics
@@ -124,10 +124,10 @@ def sandbox_cost(root: Path, runs: int) -> dict[str, float]:
 
     work = root / "guard" / "trials" / "t1" / "work"
     work.mkdir(parents=True)
-    guard = FsGuard.for_trial(work, protect=(root / "guard",))
+    guard = Policy.for_trial(work, protect=(root / "guard",))
     argv = [sys.executable, "-c", "pass"]
     modes = [m for m in SANDBOX_MODES
-             if (not m[1] or fsguard.unavailable_reason() is None) and (not m[2] or cgroups.unavailable_reason() is None)]
+             if (not m[1] or sandbox.unavailable_reason() is None) and (not m[2] or cgroups.unavailable_reason() is None)]
     samples: dict[str, list[float]] = {"raw subprocess": [], **{m[0]: [] for m in modes}}
     saved = os.environ.get(cgroups.ENV_MODE)
     try:
@@ -139,7 +139,7 @@ def sandbox_cost(root: Path, runs: int) -> dict[str, float]:
             for label, guarded, limited in modes:
                 os.environ[cgroups.ENV_MODE] = "auto" if limited else "off"
                 t0 = time.perf_counter()
-                result = run_limited(argv, cwd=work, budget=Budget(seconds=30), guard=guard if guarded else None,
+                result = spawn(argv, cwd=work, budget=Budget(seconds=30), guard=guard if guarded else None,
                                      poll_s=0.005)
                 if i:  # the first round warms caches
                     samples[label].append(time.perf_counter() - t0)
@@ -171,7 +171,7 @@ def main() -> None:
         with_head, without_head = head_record_cost(root, args.per_writer * 2)
         per_trial_ms, run_dir = harness_overhead(root, args.trials)
         rate, total = export_rate(run_dir, args.events, root)
-        sandbox = sandbox_cost(root, args.guard_runs)
+        costs = sandbox_cost(root, args.guard_runs)
     print(f"append, 1 writer:            {one:10.0f} events/s")
     print(f"append, 1 writer in-process: {with_head:10.0f} events/s  (without the head record {without_head:.0f}: "
           f"{with_head / without_head:.2f}x)")
@@ -179,13 +179,13 @@ def main() -> None:
     print(f"harness overhead, no-op oracle: {per_trial_ms:7.2f} ms/trial "
           f"(= {per_trial_ms / append_ms:.1f} single-event appends of {append_ms:.3f} ms)")
     print(f"export to SQLite:            {rate:10.0f} events/s  ({total} events)")
-    base = sandbox["no sandbox"]
-    for label, ms in sandbox.items():
+    base = costs["no sandbox"]
+    for label, ms in costs.items():
         print(f"trial process ({label + '):':<22} {ms:7.1f} ms  (ratio to no sandbox: {ms / base:.2f}x)")
-    if "bubblewrap + cgroup" in sandbox and "cgroup limits only" in sandbox:
-        print(f"bubblewrap on top of cgroup limits: {sandbox['bubblewrap + cgroup'] / sandbox['cgroup limits only']:.2f}x")
-    if len(sandbox) < len(SANDBOX_MODES) + 1:
-        print(f"sandbox here: {fsguard.describe()}; limits: {cgroups.describe()}")
+    if "bubblewrap + cgroup" in costs and "cgroup limits only" in costs:
+        print(f"bubblewrap on top of cgroup limits: {costs['bubblewrap + cgroup'] / costs['cgroup limits only']:.2f}x")
+    if len(costs) < len(SANDBOX_MODES) + 1:
+        print(f"sandbox here: {sandbox.describe()}; limits: {cgroups.describe()}")
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 
 Every run here is a real research loop on a real run directory: the backend starts the fake
 ``claude``/``codex``/``aider``/``fake-agent`` (tests/agents/fakes/, first on PATH) under
-``run_limited`` in the bubblewrap sandbox, in a copy of the parent's workspace, with the key in
+``spawn`` in the bubblewrap sandbox, in a copy of the parent's workspace, with the key in
 its environment; the fake prints a recorded stream while really reading, running and editing
 files; the oracle judges the proposal. What is asserted is what a person would see in the log.
 """
@@ -42,13 +42,13 @@ from specialists import specialist_task
 from agents import AgentError, make_agent
 from agents.base import Context
 from oracle.command import CommandOracle
-from rrma import fsguard
+from rrma.contain import sandbox
 from rrma.export import export_runs
 from rrma.loop import start_run
 from rrma.task import task_from_dict
 from rrma.verify import verify_run
 
-SANDBOX = fsguard.unavailable_reason()
+SANDBOX = sandbox.unavailable_reason()
 needs_sandbox = pytest.mark.skipif(SANDBOX is not None, reason=f"the bubblewrap sandbox is unavailable here: {SANDBOX}")
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agents.coding.workspace import diff_tree, file_edit, replacements
-from rrma.sandbox import EditRules, InvalidEdit, apply_edits, materialize
 from rrma.trial import FileEdit
+from rrma.workspace import EditRules, InvalidEdit, apply_edits, materialize
 
 BASE = {"train.py": "LR = 0.1\nDEPTH = 2\nprint('x')\n", "data.py": "N = 1\n", "notes/readme.md": "hello\n"}
 RULES = EditRules(["train.py", "*.cfg"], [])

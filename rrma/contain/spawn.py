@@ -1,21 +1,14 @@
-"""Per-trial workspaces and the process limits every untrusted program runs under.
+"""The one spawn function: every process that runs or reads agent-controlled content starts here.
 
-Two jobs live here because they are the two halves of "a trial cannot hurt the harness":
-
-* **Workspaces.** A trial's files are its parent's snapshot (a manifest of content-addressed
-  blobs) plus the proposed edit. :func:`apply_edits` is the only way an edit reaches a
-  workspace, and it refuses anything outside the task's editable files: absolute paths,
-  ``..`` traversal, symlink escapes, binary garbage, read-only files. Refusals raise
-  :class:`InvalidEdit` with a precise message; the trial becomes ``invalid``.
-* **Limits.** :func:`run_limited` runs a command in its own session (so its own process
-  group) and, where the kernel offers it, its own cgroup (:mod:`rrma.cgroups`): memory and
-  process-count limits on the whole tree, whatever it forks or detaches with ``setsid``,
-  enforced by the kernel. A watchdog in the harness enforces the wall clock and an output cap from outside, and
-  reads the cgroup's out-of-memory kills (or, without cgroups, polls the resident memory of the
-  process group). Whatever the program does (hang, fork, flood, allocate, segfault) it is killed
-  as a unit (cgroup, process group, never by name), and a labelled :class:`ProcessResult` comes
-  back. The harness goes on. Agent-written programs also run in the sandbox of
-  :mod:`rrma.fsguard` (bubblewrap), which dies with the harness.
+:func:`spawn` runs a command in its own session (so its own process group) and, where the kernel
+offers it, its own cgroup (:mod:`rrma.contain.cgroups`): memory and process-count limits on the
+whole tree, whatever it forks or detaches with ``setsid``, enforced by the kernel. A watchdog in
+the harness enforces the wall clock and an output cap from outside, and reads the cgroup's
+out-of-memory kills (or, without cgroups, polls the resident memory of the process group).
+Whatever the program does (hang, fork, flood, allocate, segfault) it is killed as a unit (cgroup,
+process group, never by name), and a labelled :class:`ProcessResult` comes back. The harness goes
+on. With a :class:`~rrma.contain.sandbox.Policy` the program also runs in the bubblewrap sandbox
+that policy declares (what it sees, writes and never sees), which dies with the harness.
 """
 
 from __future__ import annotations
@@ -24,9 +17,7 @@ import codecs
 import collections
 import contextlib
 import errno
-import fnmatch
 import os
-import posixpath
 import resource
 import secrets
 import shutil
@@ -35,19 +26,18 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rrma import cgroups, fsguard
-from rrma.cgroups import CgroupError, TrialCgroup
-from rrma.fsguard import FsGuard
-from rrma.trial import Budget, FileEdit, Status
+from rrma.contain import cgroups, sandbox
+from rrma.contain.cgroups import CgroupError, TrialCgroup
+from rrma.contain.sandbox import Policy
+from rrma.trial import Budget, Status
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 HEAD_BYTES = 32 * 1024  # captured output: first and last 32 KiB are kept
 TAIL_BYTES = 32 * 1024
-MAX_FILE_BYTES = 4 * 1024 * 1024  # one edited file may not exceed 4 MiB
 TERM_GRACE_S = 1.0  # SIGTERM, then SIGKILL after this many seconds
 # joins the cgroup(s) named in its arguments, then becomes the program: every process the program
 # starts is born inside. Arguments: N, N cgroup.procs files, then the command.
@@ -70,7 +60,7 @@ class ProcessResult:
     output_bytes: int  # total bytes the program wrote, including what was not kept
     signal_name: str | None = None
     leftover_killed: int = 0  # processes of the group still alive after the leader exited
-    guarded: bool = False  # ran in the bubblewrap sandbox of an FsGuard
+    guarded: bool = False  # ran in the bubblewrap sandbox of an Policy
     limits: str = "polling"  # how memory and processes were limited: "cgroup v1", "cgroup v2" or "polling"
 
     @property
@@ -177,7 +167,7 @@ def active_groups() -> list[int]:
 
 
 def kill_active_groups() -> int:
-    """SIGKILL every process group this process started through run_limited (a hard quit)."""
+    """SIGKILL every process group this process started through spawn (a hard quit)."""
     with _ACTIVE_LOCK:
         groups = list(_ACTIVE)
     for pgid in groups:
@@ -274,7 +264,7 @@ def _check_program(argv: list[str], cwd: Path | str) -> None:
         raise FileNotFoundError(errno.ENOENT, "no such program", prog)
 
 
-def run_limited(
+def spawn(
     argv: list[str],
     *,
     cwd: Path | str,
@@ -284,7 +274,7 @@ def run_limited(
     cancel: threading.Event | None = None,
     stdin_data: bytes | None = None,
     poll_s: float = 0.05,
-    guard: FsGuard | None = None,
+    guard: Policy | None = None,
     secret_env: Mapping[str, str] | None = None,
     max_line_chars: int = 65536,
 ) -> ProcessResult:
@@ -293,9 +283,9 @@ def run_limited(
 
     ``on_line`` sees each complete output line; returning a non-empty string aborts the run
     with that reason (status ``aborted``). ``cancel`` set from another thread aborts too.
-    ``guard`` runs the program in the bubblewrap sandbox (see :mod:`rrma.fsguard`) where that is
+    ``guard`` runs the program in the bubblewrap sandbox (see :mod:`rrma.contain.sandbox`) where that is
     possible here; ``RRMA_FS_GUARD=require`` makes an unguardable run a ``crash``. Memory and
-    process counts are limited by a cgroup where possible (``RRMA_CGROUPS``, :mod:`rrma.cgroups`).
+    process counts are limited by a cgroup where possible (``RRMA_CGROUPS``, :mod:`rrma.contain.cgroups`).
     ``secret_env`` is set after credentials are stripped from ``env`` (:func:`trial_env`): the one key
     a coding agent's process needs (agents/coding); trial programs never get one. ``max_line_chars``
     bounds the line ``on_line`` sees (a longer one is cut to its end).
@@ -304,13 +294,13 @@ def run_limited(
     guarded = False
     wrapped = list(argv)
     if guard is not None:
-        reason = fsguard.unavailable_reason()
+        reason = sandbox.unavailable_reason()
         if reason is None:
             _check_program(argv, cwd)
             wrapped = guard.wrap(argv, cwd)
             guarded = True
-        elif guard.required or fsguard.mode() == "require":
-            return _limits_refused(f"file-system guard required ({fsguard.ENV_MODE}=require) but unavailable: {reason}")
+        elif guard.required or sandbox.mode() == "require":
+            return _limits_refused(f"file-system guard required ({sandbox.ENV_MODE}=require) but unavailable: {reason}")
     group: TrialCgroup | None = None
     no_cgroup = cgroups.unavailable_reason()
     if no_cgroup is None:
@@ -536,132 +526,3 @@ OOM_MARKERS = ("MemoryError", "CUDA out of memory", "OutOfMemoryError", "std::ba
 def _looks_like_oom(output: str) -> bool:
     tail = output[-4000:]
     return any(marker in tail for marker in OOM_MARKERS)
-
-
-# ----------------------------------------------------------------------------- workspaces
-
-
-class InvalidEdit(ValueError):
-    """An edit that may not be applied: it names the file and says exactly why."""
-
-
-@dataclass
-class EditRules:
-    """Which workspace files an edit may touch (globs relative to the workspace root)."""
-
-    editable: list[str]
-    readonly: list[str] = field(default_factory=list)
-
-    def is_editable(self, path: str) -> bool:
-        if any(fnmatch.fnmatchcase(path, pat) for pat in self.readonly):
-            return False
-        return any(fnmatch.fnmatchcase(path, pat) for pat in self.editable)
-
-
-def normalize_path(raw: str) -> str:
-    """Return the canonical relative POSIX path of an edit target or raise InvalidEdit."""
-    if not isinstance(raw, str) or not raw.strip():
-        raise InvalidEdit("edit path is empty")
-    if "\x00" in raw:
-        raise InvalidEdit(f"edit path {raw!r} contains a NUL byte")
-    if "\\" in raw:
-        raise InvalidEdit(f"edit path {raw!r} contains a backslash; use forward slashes")
-    if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
-        raise InvalidEdit(f"edit path {raw!r} is absolute; paths are relative to the workspace")
-    parts = raw.split("/")
-    if ".." in parts:
-        raise InvalidEdit(f"edit path {raw!r} leaves the workspace ('..' is not allowed)")
-    norm = posixpath.normpath(raw)
-    if norm in (".", "") or norm.startswith("../"):
-        raise InvalidEdit(f"edit path {raw!r} does not name a file inside the workspace")
-    return norm
-
-
-def check_text(path: str, data: str | bytes) -> str:
-    """Refuse binary garbage: NUL bytes, undecodable UTF-8, control characters, huge files."""
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidEdit(f"{path}: not valid UTF-8 text (byte {exc.start})") from exc
-    if "\x00" in data:
-        raise InvalidEdit(f"{path}: contains NUL bytes (binary content is not allowed)")
-    if len(data.encode("utf-8")) > MAX_FILE_BYTES:
-        raise InvalidEdit(f"{path}: {len(data.encode())} bytes is over the {MAX_FILE_BYTES} byte limit")
-    bad = sum(1 for ch in data if ord(ch) < 32 and ch not in "\n\r\t\f")
-    if bad:
-        raise InvalidEdit(f"{path}: contains {bad} control characters (binary content is not allowed)")
-    return data
-
-
-def apply_edits(files: Mapping[str, str], edits: list[FileEdit], rules: EditRules) -> dict[str, str]:
-    """Apply ``edits`` to ``files`` (path -> text) and return the new mapping.
-
-    Raises InvalidEdit (naming the file and the reason) for anything not allowed. ``files`` is
-    not modified. Paths are checked lexically here; :func:`materialize` refuses symlink escapes
-    on disk.
-    """
-    if not edits:
-        raise InvalidEdit("the proposal contains no edits")
-    out = dict(files)
-    for edit in edits:
-        path = normalize_path(edit.path)
-        if not rules.is_editable(path):
-            if any(fnmatch.fnmatchcase(path, pat) for pat in rules.readonly):
-                raise InvalidEdit(f"{path}: read-only file (editable: {', '.join(rules.editable)})")
-            raise InvalidEdit(f"{path}: not an editable file of this task (editable: {', '.join(rules.editable)})")
-        if edit.delete:
-            if path not in out:
-                raise InvalidEdit(f"{path}: cannot delete a file that does not exist")
-            del out[path]
-            continue
-        if edit.content is not None and edit.replacements:
-            raise InvalidEdit(f"{path}: give either the whole content or replacements, not both")
-        if edit.content is not None:
-            out[path] = check_text(path, edit.content)
-            continue
-        if not edit.replacements:
-            raise InvalidEdit(f"{path}: edit has neither content nor replacements")
-        if path not in out:
-            raise InvalidEdit(f"{path}: search/replace on a file that does not exist")
-        text = out[path]
-        for i, (search, replace) in enumerate(edit.replacements):
-            count = text.count(search) if search else 0
-            if count != 1:
-                what = "is empty" if not search else ("was not found" if count == 0 else f"occurs {count} times")
-                raise InvalidEdit(f"{path}: replacement {i + 1}: the search text {what} (it must occur exactly once)")
-            text = text.replace(search, replace, 1)
-        out[path] = check_text(path, text)
-    return out
-
-
-def read_tree(root: Path) -> dict[str, str]:
-    """Read a workspace directory into path -> text; refuses symlinks that leave it."""
-    root = root.resolve()
-    files: dict[str, str] = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_symlink():
-            target = path.resolve()
-            if not target.is_relative_to(root):
-                raise InvalidEdit(f"{path.relative_to(root)}: symlink escapes the workspace (to {target})")
-        if not path.is_file():
-            continue
-        rel = path.relative_to(root).as_posix()
-        if "__pycache__" in rel.split("/"):
-            continue
-        files[rel] = check_text(rel, path.read_bytes())
-    return files
-
-
-def materialize(files: Mapping[str, str], dest: Path) -> None:
-    """Write ``files`` under ``dest`` (created fresh); refuses any path resolving outside it."""
-    dest.mkdir(parents=True, exist_ok=True)
-    root = dest.resolve()
-    for rel, text in files.items():
-        target = (root / normalize_path(rel)).resolve()
-        if not target.is_relative_to(root):
-            raise InvalidEdit(f"{rel}: resolves outside the trial workspace (symlink escape)")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink():
-            raise InvalidEdit(f"{rel}: is a symlink in the trial workspace")
-        target.write_text(text, encoding="utf-8")

@@ -1,6 +1,6 @@
 """Kernel-enforced limits for one trial: a control group per limited process tree.
 
-Polling the resident memory of a process group (the fallback in :mod:`rrma.sandbox`) misses
+Polling the resident memory of a process group (the fallback in :mod:`rrma.contain.spawn`) misses
 every process that leaves the group (``setsid()``), and a process that sheds its environment
 cannot be found by a token either. A cgroup has no such gap: the program is placed in it before
 it runs, every process it forks stays in it whatever it does (leaving needs privilege the

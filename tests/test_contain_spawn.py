@@ -9,17 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rrma.sandbox import (
-    EditRules,
-    InvalidEdit,
-    _group_members,
-    apply_edits,
-    materialize,
-    normalize_path,
-    read_tree,
-    run_limited,
-)
+from rrma.contain.spawn import _group_members, spawn
 from rrma.trial import Budget, FileEdit, Status
+from rrma.workspace import EditRules, InvalidEdit, apply_edits, materialize, normalize_path, read_tree
 
 RULES = EditRules(editable=["train.py", "src/*.py"], readonly=["prepare.py", "src/fixed.py"])
 FILES = {"train.py": "LR = 0.1\nSTEPS = 10\n", "prepare.py": "def evaluate(): ...\n", "src/model.py": "x = 1\n"}
@@ -80,7 +72,7 @@ BUDGET = Budget(seconds=2.0, memory_mb=300, max_output_bytes=4 * 1024 * 1024)
 
 
 def _run(code: str, budget: Budget = BUDGET, **kw):  # type: ignore[no-untyped-def]
-    return run_limited([sys.executable, "-c", code], cwd=".", budget=budget, **kw)
+    return spawn([sys.executable, "-c", code], cwd=".", budget=budget, **kw)
 
 
 def _alive(pid: int) -> bool:

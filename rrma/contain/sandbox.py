@@ -31,7 +31,7 @@ What it does not contain: the network when ``RRMA_TRIAL_NETWORK=on``; the host's
 files are readable (read-only) except the user's keys and tokens (:data:`SECRET_PATHS`), and the
 program runs as uid 0 mapped to the harness's user, so it reads what that user can read; disk
 space and CPU time are bounded only by the wall clock. Memory and process
-counts are limited by :mod:`rrma.cgroups`.
+counts are limited by :mod:`rrma.contain.cgroups`.
 
 ``RRMA_FS_GUARD`` chooses: ``auto`` (default: sandbox when bubblewrap works here), ``off``, or
 ``require`` (a guarded trial that cannot be sandboxed fails as ``crash`` with the reason). Where it
@@ -159,7 +159,7 @@ def harness_python() -> list[str]:
 
 
 @dataclass(frozen=True)
-class FsGuard:
+class Policy:
     """What an untrusted process may write (``writable``), see (``read_only``) and not see (``hidden``).
 
     Everything else on the host is visible read-only; ``/tmp`` is private scratch.
@@ -173,16 +173,16 @@ class FsGuard:
 
     @classmethod
     def for_trial(cls, trial_dir: Path, protect: Sequence[Path] = (), *, required: bool = False,
-                  network: bool | None = None) -> FsGuard:
+                  network: bool | None = None) -> Policy:
         """A trial's guard: its workspace writable; ``protect`` (the run dir) and the user's keys hidden;
         the harness read-only; the network as the run chose (``network``; None: ``RRMA_TRIAL_NETWORK`` here)."""
         return cls(read_only=harness_paths(), writable=(Path(trial_dir),),
                    hidden=(*(Path(p) for p in protect), *secret_paths()), required=required, network=network)
 
-    def hiding(self, *paths: Path | str) -> FsGuard:
+    def hiding(self, *paths: Path | str) -> Policy:
         return dataclasses.replace(self, hidden=(*self.hidden, *(Path(p) for p in paths)))
 
-    def protecting(self, *paths: Path | str) -> FsGuard:
+    def protecting(self, *paths: Path | str) -> Policy:
         """Also show ``paths`` read-only (even inside a hidden tree, e.g. the oracle's frozen files)."""
         return dataclasses.replace(self, read_only=(*self.read_only, *(Path(p) for p in paths)))
 
@@ -280,7 +280,7 @@ def _probe() -> str | None:
         (root / "ro" / "rw").mkdir(parents=True)
         (root / "ro" / "code.py").write_text("kept\n")
         (root / "secret.txt").write_text("secret\n")
-        guard = FsGuard(read_only=(root / "ro",), writable=(root / "ro" / "rw",), hidden=(root / "secret.txt",))
+        guard = Policy(read_only=(root / "ro",), writable=(root / "ro" / "rw",), hidden=(root / "secret.txt",))
         try:
             proc = subprocess.run(guard.wrap(["/bin/sh", "-c", PROBE], root), cwd=root, capture_output=True,
                                   text=True, timeout=20)

@@ -16,18 +16,18 @@ from pathlib import Path
 
 import pytest
 
-import rrma.sandbox
-from rrma import fsguard
-from rrma.fsguard import FsGuard
+import rrma.contain.spawn
+from rrma.contain import sandbox
+from rrma.contain.sandbox import Policy
+from rrma.contain.spawn import spawn
 from rrma.loop import start_run
-from rrma.sandbox import run_limited
 from rrma.store import RunStore
 from rrma.task import load_task
 from rrma.trial import Budget, Status
 from rrma.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
-REASON = fsguard.unavailable_reason()
+REASON = sandbox.unavailable_reason()
 needs_guard = pytest.mark.skipif(REASON is not None, reason=f"file-system guard unavailable here: {REASON}")
 
 
@@ -47,7 +47,7 @@ def layout(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
 @needs_guard
 def test_read_only_writable_and_hidden_paths_are_enforced(tmp_path: Path) -> None:
     protected, work, secret_dir, secret_file = layout(tmp_path)
-    guard = FsGuard.for_trial(work, protect=(protected,)).hiding(secret_dir, secret_file)
+    guard = Policy.for_trial(work, protect=(protected,)).hiding(secret_dir, secret_file)
     script = f"""
 import errno, os
 def attempt(what, fn):
@@ -59,7 +59,7 @@ def attempt(what, fn):
 attempt("append-log", lambda: open({str(protected / "events.jsonl")!r}, "a").write('{{"forged": 1}}\\n'))
 attempt("new-file-in-run", lambda: open({str(protected / "forged.txt")!r}, "w").close())
 attempt("other-trial", lambda: os.makedirs({str(protected / "trials" / "t0002")!r}))
-attempt("harness", lambda: open({rrma.sandbox.__file__!r}, "r+b").close())
+attempt("harness", lambda: open({rrma.contain.spawn.__file__!r}, "r+b").close())
 attempt("own-workspace", lambda: open("out.txt", "w").write("mine"))
 attempt("relative-path", lambda: open("../../../events.jsonl", "a").write("forged"))
 print("log-visible", os.path.exists({str(protected / "events.jsonl")!r}))
@@ -67,7 +67,7 @@ attempt("via-harness-proc", lambda: open("/proc/{os.getpid()}/root{protected}/ev
 print("hidden-dir", sorted(os.listdir({str(secret_dir)!r})))
 print("hidden-file", repr(open({str(secret_file)!r}, "rb").read()))
 """
-    result = run_limited([sys.executable, "-c", script], cwd=work, budget=Budget(seconds=30), guard=guard)
+    result = spawn([sys.executable, "-c", script], cwd=work, budget=Budget(seconds=30), guard=guard)
     assert result.status == Status.ok, result.output
     assert result.guarded
     lines = dict(line.split(" ", 1) for line in result.output.strip().splitlines())
@@ -75,7 +75,7 @@ print("hidden-file", repr(open({str(secret_file)!r}, "rb").read()))
                      "harness": "EROFS", "own-workspace": "ok", "relative-path": "EROFS",
                      "log-visible": "False", "via-harness-proc": "ENOENT", "hidden-dir": "[]", "hidden-file": "b''"}
     # a program started with its working directory inside a read-only tree (the scorer's case)
-    inside = run_limited(["/bin/sh", "-c", "echo forged >> events.jsonl"], cwd=protected, budget=Budget(seconds=30),
+    inside = spawn(["/bin/sh", "-c", "echo forged >> events.jsonl"], cwd=protected, budget=Budget(seconds=30),
                          guard=guard)
     assert inside.status == Status.crash and "Read-only file system" in inside.output
     # nothing changed outside the namespace, and the namespace is gone with the process
@@ -103,58 +103,58 @@ def processes_with(needle: bytes) -> list[int]:
 @needs_guard
 def test_limits_and_labels_are_unchanged_under_the_guard(tmp_path: Path) -> None:
     _, work, _, _ = layout(tmp_path)
-    guard = FsGuard.for_trial(work)
+    guard = Policy.for_trial(work)
     token = f"RRMA_TEST_TOKEN={os.getpid()}-{time.monotonic_ns()}"
     forks = "import os, time\nos.fork()\nos.setsid()\nprint('forked', flush=True)\ntime.sleep(600)\n"
-    hung = run_limited([sys.executable, "-c", forks], cwd=work, budget=Budget(seconds=1), guard=guard,
+    hung = spawn([sys.executable, "-c", forks], cwd=work, budget=Budget(seconds=1), guard=guard,
                        env={**os.environ, token.split("=")[0]: token.split("=")[1]})
     assert hung.status == Status.timeout and hung.guarded and hung.output.count("forked") == 2
     # both processes (one even left the process group with setsid) are gone: pids inside the
     # namespace mean nothing here, so look for the token in every live process's environment
     assert not processes_with(token.encode())
-    segv = run_limited([sys.executable, "-c", "import ctypes; ctypes.string_at(0)"], cwd=work,
+    segv = spawn([sys.executable, "-c", "import ctypes; ctypes.string_at(0)"], cwd=work,
                        budget=Budget(seconds=10), guard=guard)
     assert (segv.status, segv.signal_name) == (Status.crash, "SIGSEGV")
-    crashed = run_limited([sys.executable, "-c", "raise SystemExit(3)"], cwd=work, budget=Budget(seconds=10),
+    crashed = spawn([sys.executable, "-c", "raise SystemExit(3)"], cwd=work, budget=Budget(seconds=10),
                           guard=guard)
     assert (crashed.status, crashed.returncode) == (Status.crash, 3)
     with pytest.raises(FileNotFoundError):
-        run_limited(["no-such-program-rrma"], cwd=work, budget=Budget(seconds=5), guard=guard)
+        spawn(["no-such-program-rrma"], cwd=work, budget=Budget(seconds=5), guard=guard)
 
 
 def test_require_mode_turns_an_unguardable_trial_into_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(fsguard.ENV_MODE, "require")
-    monkeypatch.setattr(fsguard, "unavailable_reason", lambda: "no mount namespaces in this test")
-    result = run_limited(["true"], cwd=tmp_path, budget=Budget(seconds=5), guard=FsGuard.for_trial(tmp_path))
+    monkeypatch.setenv(sandbox.ENV_MODE, "require")
+    monkeypatch.setattr(sandbox, "unavailable_reason", lambda: "no mount namespaces in this test")
+    result = spawn(["true"], cwd=tmp_path, budget=Budget(seconds=5), guard=Policy.for_trial(tmp_path))
     assert result.status == Status.crash and not result.guarded
     assert "RRMA_FS_GUARD=require" in result.reason and "no mount namespaces in this test" in result.reason
     # auto: the same trial runs unguarded, and says so
-    monkeypatch.setenv(fsguard.ENV_MODE, "auto")
-    result = run_limited(["true"], cwd=tmp_path, budget=Budget(seconds=5), guard=FsGuard.for_trial(tmp_path))
+    monkeypatch.setenv(sandbox.ENV_MODE, "auto")
+    result = spawn(["true"], cwd=tmp_path, budget=Budget(seconds=5), guard=Policy.for_trial(tmp_path))
     assert result.status == Status.ok and not result.guarded
     # a job from a run started with require carries it to wherever it runs (a Ray worker's env may differ)
-    required = FsGuard.for_trial(tmp_path, required=True)
+    required = Policy.for_trial(tmp_path, required=True)
     assert required.hiding(tmp_path / "x").protecting(tmp_path / "y").required
-    result = run_limited(["true"], cwd=tmp_path, budget=Budget(seconds=5), guard=required)
+    result = spawn(["true"], cwd=tmp_path, budget=Budget(seconds=5), guard=required)
     assert result.status == Status.crash and "no mount namespaces in this test" in result.reason
 
 
 def test_off_mode_and_bad_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     try:
-        monkeypatch.setenv(fsguard.ENV_MODE, "off")
-        assert fsguard.unavailable_reason() == "turned off (RRMA_FS_GUARD=off)"
-        assert fsguard.describe().startswith("off: turned off")
-        monkeypatch.setenv(fsguard.ENV_MODE, "sometimes")
+        monkeypatch.setenv(sandbox.ENV_MODE, "off")
+        assert sandbox.unavailable_reason() == "turned off (RRMA_FS_GUARD=off)"
+        assert sandbox.describe().startswith("off: turned off")
+        monkeypatch.setenv(sandbox.ENV_MODE, "sometimes")
         with pytest.raises(ValueError, match="RRMA_FS_GUARD='sometimes': expected one of auto, off, require"):
-            fsguard.mode()
+            sandbox.mode()
     finally:
-        monkeypatch.delenv(fsguard.ENV_MODE)
-    assert fsguard.unavailable_reason() is REASON  # the probe's cached answer is back
+        monkeypatch.delenv(sandbox.ENV_MODE)
+    assert sandbox.unavailable_reason() is REASON  # the probe's cached answer is back
 
 
 def test_harness_paths_cover_the_code_and_the_interpreter() -> None:
-    paths = fsguard.harness_paths()
-    code = Path(rrma.sandbox.__file__).resolve()
+    paths = sandbox.harness_paths()
+    code = Path(rrma.contain.spawn.__file__).resolve()
     assert any(p in code.parents for p in paths)
     assert any(p in Path(sys.executable).resolve().parents for p in paths)
     assert Path("/") not in paths and Path.home().resolve() not in paths
@@ -188,7 +188,7 @@ def test_a_trial_that_attacks_the_run_changes_nothing(tmp_path: Path) -> None:
     """Through the whole loop: the command oracle's program tries to open the run log, run.json and
     the harness's code for writing and to forge a file in the run dir; every attempt fails."""
     task = load_task(REPO / "benches" / "demo" / "task.yaml", {
-        "oracle.params": {"command": ["{python}", "-c", ATTACK.replace("HARNESS_FILE", repr(rrma.sandbox.__file__))]},
+        "oracle.params": {"command": ["{python}", "-c", ATTACK.replace("HARNESS_FILE", repr(rrma.contain.spawn.__file__))]},
         "budget.max_trials": 2, "noise.baseline_repeats": 1, "budget.max_concurrent": 1,
     })
     result = start_run(task, tmp_path)
@@ -217,7 +217,7 @@ def test_oracle_children_ignore_a_user_site_a_trial_could_create(tmp_path: Path,
     Both settings are checked: an interpreter with the user site on (a system or pyenv Python), and
     one with it off (a venv, as the README installs into: include-system-site-packages = false)."""
     monkeypatch.setattr(site, "getusersitepackages", lambda: str(tmp_path / "absent"))
-    argv = fsguard.harness_python()
+    argv = sandbox.harness_python()
     assert argv == [sys.executable, "-s"]
     env = {**os.environ, "PYTHONUSERBASE": str(tmp_path / "userbase")}
     probe = [sys.executable, "-c", "import site; print(site.ENABLE_USER_SITE); print(site.getusersitepackages())"]
@@ -233,13 +233,13 @@ def test_oracle_children_ignore_a_user_site_a_trial_could_create(tmp_path: Path,
     if enabled == "True":
         assert site.ENABLE_USER_SITE
         assert "INJECTED" in plain.stdout  # the threat is real for a plain interpreter
-        assert fsguard.harness_python() == [sys.executable]  # an existing user site is kept (and read-only)
+        assert sandbox.harness_python() == [sys.executable]  # an existing user site is kept (and read-only)
     else:
         # a venv turns the user site off for every interpreter it starts: the planted .pth cannot
         # run even without -s, and an existing user site directory is nothing the harness uses
         assert not site.ENABLE_USER_SITE
         assert "INJECTED" not in plain.stdout
-        assert fsguard.harness_python() == [sys.executable, "-s"]
+        assert sandbox.harness_python() == [sys.executable, "-s"]
 
 
 @needs_guard
@@ -249,9 +249,9 @@ def test_nested_marks_apply_from_the_outside_in(tmp_path: Path) -> None:
     inner = outer / "work"
     data = inner / "data"
     data.mkdir(parents=True)
-    guard = FsGuard(read_only=(outer, data, outer / "work" / "data" / ".."), writable=(inner,))
+    guard = Policy(read_only=(outer, data, outer / "work" / "data" / ".."), writable=(inner,))
     script = f"for d in {outer} {inner} {data}; do touch $d/x 2>/dev/null && echo $d ok || echo $d ro; done"
-    result = run_limited(["/bin/sh", "-c", script], cwd=inner, budget=Budget(seconds=30), guard=guard)
+    result = spawn(["/bin/sh", "-c", script], cwd=inner, budget=Budget(seconds=30), guard=guard)
     assert result.output.split() == [str(outer), "ro", str(inner), "ok", str(data), "ro"], result.output
     # a path listed both read-only (here as data/..) and writable is writable; one mount per level
     mounts = guard.mounts()

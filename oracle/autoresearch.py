@@ -496,7 +496,10 @@ class AutoresearchOracle(Oracle):
             budget=Budget(seconds=min(self.settings.eval_seconds, ctx.budget.seconds), memory_mb=ctx.budget.memory_mb),
             env=self._env(ctx.seed),
             cancel=ctx.cancel,
-            guard=self._guard(ctx, hide_val=False),  # the saved model is the trial's artefact too
+            # the scorer reads the trial's files as data: read-only, no network, nothing writable
+            guard=None if ctx.guard is None else Policy.for_scorer(
+                (Path(ctx.trial_dir), self.data_dir or self.prepare_py.parent, self.prepare_py.parent),
+                required=ctx.guard.required),
         )
         log = train.output + "\n=== oracle evaluation ===\n" + ev.output
         scored = parse_metrics("---\n" + ev.output)

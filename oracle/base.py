@@ -48,9 +48,12 @@ class EvalContext:
     sigma: float | None = None  # noise floor of the baseline
     progress: ProgressFn = _ignore_progress  # sparse samples, e.g. {"step": 10, "loss": 2.3}
     cancel: threading.Event = field(default_factory=threading.Event)  # set on run stop
-    # pass to spawn(guard=...) for every program an agent wrote: the harness, the run dir and
-    # the other trials are read-only to it (the executor fills this in; None = no guard)
+    # pass to spawn(guard=...) for every program an agent wrote: the trial's workspace writable, the run
+    # dir, the other trials and the oracle's held_out() absent (the executor fills this in; None = no sandbox)
     guard: Policy | None = None
+    # a fresh directory only the harness writes (the trial's program never sees it): reports, evaluation
+    # inputs and outputs go here, never into trial_dir, where a planted link would redirect the write
+    oracle_dir: Path | None = None
 
 
 class OracleError(Exception):
@@ -85,10 +88,12 @@ class Oracle(ABC):
         return {}
 
     def held_out(self) -> tuple[Path, ...]:
-        """Files and directories no agent's own process may read (held-out data), once prepared.
+        """Files and directories no agent's own process may read, once prepared: the answers.
 
-        Trial programs are kept from them by the oracle's own guard; a coding agent's sandbox
-        (agents/coding) hides these and the run directory.
+        Held-out data, the sources and compiled forms of what agents must rediscover, the files a
+        validation set is built from. The executor hides them from every trial program
+        (``ctx.guard``) and the loop from every coding agent's sandbox; an oracle's own scoring
+        processes see them only where it shows them (:meth:`rrma.contain.sandbox.Policy.protecting`).
         """
         return ()
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from oracle.base import EvalContext, Oracle
+from rrma.contain.files import fresh_dir
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import stale_processes
 from rrma.trial import Budget, Outcome, Proposal, Status
@@ -75,8 +76,10 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
                  cancel: threading.Event, protect: Sequence[Path] = ()) -> Outcome:
     """Materialize the job's files in ``trial_dir`` and run the oracle; never raises.
 
-    The oracle gets a file-system guard (``ctx.guard``) for the programs the agent wrote: the
-    harness's code, the interpreter and ``protect`` (the run dir) read-only, ``trial_dir`` writable.
+    The oracle gets a sandbox policy (``ctx.guard``) for the programs the agent wrote: ``trial_dir``
+    writable, the harness's code and the interpreter read-only, ``protect`` (the run dir), the
+    oracle's :meth:`~oracle.base.Oracle.held_out` answers and the oracle's own directory
+    (``ctx.oracle_dir``, a fresh sibling of ``trial_dir``) absent.
     """
     started = time.monotonic()
     try:
@@ -87,6 +90,8 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
                                      f"in {trial_dir} (pids {', '.join(map(str, stale))}); kill them first", started)
             shutil.rmtree(trial_dir)
         materialize(job.files, trial_dir)
+        oracle_dir = fresh_dir(trial_dir.parent / "oracle")
+        hidden = (*protect, oracle_dir, *oracle.held_out())
         ctx = EvalContext(
             trial_id=job.trial_id,
             trial_dir=trial_dir,
@@ -99,8 +104,9 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
             sigma=job.sigma,
             progress=on_progress,
             cancel=cancel,
-            guard=None if job.fs_guard == "off" else Policy.for_trial(trial_dir, protect, network=job.network,
-                                                                       required=job.fs_guard == "require"),
+            guard=None if job.fs_guard == "off" else Policy.for_trial(trial_dir, hidden, network=job.network,
+                                                                      required=job.fs_guard == "require"),
+            oracle_dir=oracle_dir,
         )
         outcome = oracle.evaluate(ctx)
         if outcome.seconds == 0.0:

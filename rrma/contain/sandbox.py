@@ -179,6 +179,15 @@ class Policy:
         return cls(read_only=harness_paths(), writable=(Path(trial_dir),),
                    hidden=(*(Path(p) for p in protect), *secret_paths()), required=required, network=network)
 
+    @classmethod
+    def for_scorer(cls, readable: Sequence[Path], writable: Sequence[Path] = (), hidden: Sequence[Path] = (), *,
+                   required: bool = False) -> Policy:
+        """An oracle's scoring process that reads a trial's artifacts as data: the harness and
+        ``readable`` (the trial's files, the oracle's data) read-only, only ``writable`` (the oracle's
+        own scratch) writable, ``hidden`` and the user's keys absent, and no network, ever."""
+        return cls(read_only=(*harness_paths(), *(Path(p) for p in readable)), writable=tuple(Path(p) for p in writable),
+                   hidden=(*(Path(p) for p in hidden), *secret_paths()), required=required, network=False)
+
     def hiding(self, *paths: Path | str) -> Policy:
         return dataclasses.replace(self, hidden=(*self.hidden, *(Path(p) for p in paths)))
 

@@ -1,4 +1,15 @@
-"""Shared test helpers: paths to the repo, to ../shared, and small run builders."""
+"""Shared test helpers (paths to the repo and ../shared, small run builders) and two session rules.
+
+* The harness's own settings never leak in from the shell. Every ``RRMA_*`` variable except the
+  suite's own inputs (``RRMA_SHARED``, ``RRMA_LIVE_*``, ``RRMA_VLLM_*``) is removed from the
+  environment when this file is imported, before any test module reads it: a developer's
+  ``RRMA_FS_GUARD=off`` would otherwise turn every containment test into a silent skip. A test that
+  needs a setting sets it itself (``monkeypatch.setenv``). The header of the run names what was removed.
+* Under CI (``CI`` set to 1/true/yes/on; ``.ci/run`` sets it) the bubblewrap sandbox is part of the
+  machine, so a test that skips because the sandbox is unavailable FAILS instead, with the reason.
+  A test that skips for want of the sandbox must put ``sandbox.unavailable_reason()`` in its skip
+  reason (every such skip does): that text is how the skip is recognised.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +17,61 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+SUITE_INPUTS = ("RRMA_SHARED", "RRMA_LIVE_", "RRMA_VLLM_")  # where the test data is; opt-in live tests
+SCRUBBED = sorted(k for k in os.environ if k.startswith("RRMA_") and not k.startswith(SUITE_INPUTS))
+for _name in SCRUBBED:
+    del os.environ[_name]
 SHARED = Path(os.environ.get("RRMA_SHARED", REPO.parent / "shared")).resolve()
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from rrma.contain import sandbox  # noqa: E402  (after the scrub, which its mode() must not miss)
+
+IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes", "on")
+_SANDBOX_REASON: list[str | None] = []  # measured once at the session's start (CI only), before a test patches it
+
+
+@pytest.hookimpl(tryfirst=True)  # before the terminal's header, which shows it
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if IN_CI:
+        _SANDBOX_REASON.append(sandbox.unavailable_reason())
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = [f"removed from the environment for this session: {', '.join(SCRUBBED)}"] if SCRUBBED else []
+    if _SANDBOX_REASON:
+        reason = _SANDBOX_REASON[0]
+        lines.append("CI: a skip for want of the sandbox is a failure; sandbox: "
+                     + ("bubblewrap works" if reason is None else f"UNAVAILABLE: {reason}"))
+    return lines
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
+                                                                                         pytest.TestReport]:
+    """Under CI, turn a skip whose reason is the sandbox's unavailability into a failure that says so."""
+    report = yield
+    if not (IN_CI and report.skipped) or hasattr(report, "wasxfail"):
+        return report
+    reason = _SANDBOX_REASON[0]
+    said = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if reason is not None and reason in said:
+        report.outcome = "failed"
+        report.longrepr = (f"CI needs the bubblewrap sandbox, and it is unavailable here: {reason}\n"
+                           f"(outside CI this test skips: {said})")
+    return report
+
+
+@pytest.fixture(scope="session")
+def in_ci() -> bool:
+    """True under CI, where what the dev extra and .ci/run install must be present: a test fails without it."""
+    return IN_CI
 
 
 @pytest.fixture

@@ -80,7 +80,9 @@ def test_each_backend_proposes_and_leaves_a_full_trace(tmp_path: Path, backend: 
     assert trials[0].parent == "base-0" and trials[1].parent == trials[0].trial_id  # keep-revert
     trace = turns(result.run_dir, "coder")
     roles = [t.role for t in trace]
-    assert roles[0] == "system" and (SANDBOX is not None or "sandbox bubblewrap" in trace[0].text)
+    said = trace[0].args["sandbox"]  # what the reviewer is told about the sandbox: must be what it was here
+    assert roles[0] == "system" and f"sandbox {said};" in trace[0].text
+    assert said.startswith("bubblewrap: ") if SANDBOX is None else said == f"off: {SANDBOX}"
     prompts = [t for t in trace if t.role == "user"]
     assert len(prompts) == 2 and "changes to the editable files (objective.py)" in " ".join(prompts[0].text.split())
     assert prompts[0].args["argv"][0] == str(REPO / "tests" / "agents" / "fakes" / ("fake-agent" if backend == "command"

@@ -11,6 +11,8 @@ import dataclasses
 import json
 import os
 import stat
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -19,9 +21,12 @@ import pytest
 from make_run import make_run
 
 import tui.reader as reader
+from rrma.contain import sandbox
 from rrma.store import RunStore
 from rrma.verify import verify_run
 from tui.reader import CHECKPOINT_NAME, RunModel, RunReader, checkpoint_paths, summarize_run
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -371,15 +376,53 @@ def test_nowhere_to_write_still_opens(tmp_path: Path, monkeypatch: pytest.Monkey
     assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]  # no temporary file left behind
 
 
-@pytest.mark.skipif(os.getuid() == 0, reason="root writes into read-only directories")
-def test_read_only_run_dir_by_its_mode(tmp_path: Path) -> None:
+OPEN_ON_A_READ_ONLY_MOUNT = """
+import json, sys
+from pathlib import Path
+from tui.reader import RunReader
+run_dir = Path(sys.argv[1])
+try:
+    (run_dir / "probe").write_text("")
+    refused = ""
+except OSError as exc:
+    refused = str(exc)
+model = RunReader(run_dir, checkpoint_min_bytes=0).load()
+model.attach_index(model.index_turns())
+model.checkpoint.wait(30)
+written = model.checkpoint.written
+print(json.dumps({"refused": refused, "written": written and str(written), "error": model.checkpoint.error}))
+"""
+
+
+def test_read_only_run_dir_uses_the_cache_even_for_root(tmp_path: Path) -> None:
+    """A run directory that refuses every write: by its mode for a user; for root, whom modes do not stop,
+    by a read-only bind mount (bubblewrap, in a user namespace that keeps root's uid)."""
     run_dir = damaged_run(tmp_path)
-    run_dir.chmod(0o555)
-    try:
-        model = open_run(run_dir)
-        assert model.checkpoint.written == checkpoint_paths(run_dir)[1]
-    finally:
-        run_dir.chmod(0o755)
+    cached = checkpoint_paths(run_dir)[1]
+    before = sorted(os.listdir(run_dir))
+    if os.getuid() != 0:
+        run_dir.chmod(0o555)
+        try:
+            written = open_run(run_dir).checkpoint.written
+        finally:
+            run_dir.chmod(0o755)
+    else:
+        reason = sandbox.unavailable_reason()
+        if reason is not None:
+            pytest.skip(f"a read-only mount needs the bubblewrap sandbox, unavailable here: {reason}")
+        proc = subprocess.run([sandbox.BWRAP, "--unshare-user", "--dev-bind", "/", "/", "--ro-bind", str(run_dir),
+                               str(run_dir), "--", sys.executable, "-c", OPEN_ON_A_READ_ONLY_MOUNT, str(run_dir)],
+                              cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        seen = json.loads(proc.stdout.splitlines()[-1])
+        assert "Read-only file system" in seen["refused"], seen  # root itself cannot write there
+        written = seen["written"] and Path(seen["written"])
+    assert written == cached and cached.is_file()
+    assert sorted(os.listdir(run_dir)) == before  # no checkpoint, no temporary file in the run directory
+    again = RunReader(run_dir).load()
+    assert again.checkpoint.loaded == cached
+    again.attach_index(again.index_turns())
+    assert picture(again) == picture(full_fold(run_dir))
 
 
 def test_small_logs_are_not_checkpointed(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
-"""Ctrl-C on a headless run or experiment: once stops cleanly (the log verifies), twice quits at once (exit 130)."""
+"""Ctrl-C on a headless run or experiment: once stops cleanly (the log verifies) and `rrma-tui resume` finishes
+the run; twice quits at once (exit 130)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -70,6 +72,45 @@ def test_one_ctrl_c_stops_the_run_and_its_log_verifies(tmp_path: Path) -> None:
     assert check.returncode == 0, check.stdout + check.stderr
     finished = sum(1 for line in (run / "events.jsonl").read_text().splitlines() if '"trial.finished"' in line)
     assert 3 <= finished < 400  # the baselines and a few trials, not the whole budget
+
+
+def _events(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+
+
+def _agent_trials_finished(events: list[dict]) -> list[str]:
+    return [e["data"]["trial_id"] for e in events
+            if e["kind"] == "trial.finished" and not e["data"]["trial_id"].startswith("base-")]
+
+
+def test_resume_after_one_ctrl_c_finishes_the_run_and_its_log_verifies(tmp_path: Path) -> None:
+    budget = 40  # the demo's trials take tens of milliseconds: enough left after the press, a short resume
+    runs = tmp_path / "runs"
+    harness = Harness(["--headless", "bench", "demo", "--trials", str(budget), "--runs", str(runs)], tmp_path)
+    harness.wait_for("t0002")
+    harness.send(signal.SIGINT)
+    code, _out, err = harness.finish()
+    assert code == 0 and "stopping: no new trials" in err, err
+    run = next(runs.iterdir())
+    before = _events(run)
+    assert before[-1]["kind"] == "run.finished" and before[-1]["data"]["reason"] == "interrupted", before[-1]
+    done = _agent_trials_finished(before)
+    assert 2 <= len(done) < budget, done
+
+    resumed = subprocess.run([sys.executable, "-m", "tui.cli", "resume", str(run), "--quiet"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=180, check=False)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    after = _events(run)
+    assert after[:len(before)] == before  # append-only: the resume rewrote nothing
+    new = after[len(before):]
+    assert new and new[0]["kind"] == "run.resumed", resumed.stdout + resumed.stderr
+    later = _agent_trials_finished(new)
+    assert later and not set(later) & set(done)  # trials after the resume, none a repeat of a finished one
+    assert sorted(done + later) == [f"t{i:04d}" for i in range(1, budget + 1)]  # the whole budget, once each
+    assert new[-1]["kind"] == "run.finished" and new[-1]["data"]["reason"] == "max_trials", new[-1]
+    check = subprocess.run([sys.executable, "-m", "tui.cli", "verify", str(run)], capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def test_one_ctrl_c_stops_an_experiment_and_says_how_to_resume(tmp_path: Path) -> None:

@@ -47,16 +47,18 @@ def _strip(prover: str, path: Path) -> list[TheoremTask]:
     raise CheckInputError(f"unknown prover {prover!r}; expected lean or coq")
 
 
-def _checker(prover: str) -> Any:
+def _checker(prover: str, file: Path, contexts: list[str]) -> Any:
+    """The prover's checker, its processes sandboxed with ``file`` (every original proof) hidden."""
     if prover == "coq":
-        from oracle.coq import CoqChecker
+        from oracle.coq import CoqChecker, CoqSandbox, checker_hidden
 
-        return CoqChecker()
+        return CoqChecker(sandbox=CoqSandbox(hidden=checker_hidden([file])))
     try:
-        from oracle.lean import LeanChecker
+        from oracle.lean import DEFAULT_PROJECT, LeanChecker
+        from oracle.lean_audit import hidden_source_paths
     except ImportError as exc:
         raise CheckInputError(f"the Lean checker is not available: {exc}") from exc
-    return LeanChecker()
+    return LeanChecker(hidden=hidden_source_paths(DEFAULT_PROJECT, [file], contexts))
 
 
 def check_one(prover: str, file: Path, theorem: str, proof_file: Path, *, timeout_s: float = 60.0) -> dict[str, Any]:
@@ -80,7 +82,7 @@ def check_one(prover: str, file: Path, theorem: str, proof_file: Path, *, timeou
             known = ", ".join(sorted(tasks)) or "none"
             what = f"is ambiguous ({', '.join(matches)})" if matches else "names no theorem"
             raise CheckInputError(f"{file}: {theorem!r} {what} (theorems: {known})")
-    checker = _checker(prover)
+    checker = _checker(prover, file, [t.context for t in tasks.values()])
     try:
         verdict = checker.check(tasks[theorem], proof, timeout_s=timeout_s)
     finally:

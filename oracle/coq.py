@@ -44,6 +44,7 @@ remaining goals (goals before the failing sentence, or the goals left at ``Qed``
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import queue
 import re
@@ -56,6 +57,7 @@ import tempfile
 import threading
 import time
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -70,6 +72,8 @@ from oracle.strip_coq import (
     split_sentences,
     strip_coq_file,
 )
+from rrma.contain import sandbox
+from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import signal_own_group, spawn
 from rrma.trial import Budget, Outcome, Status
 
@@ -82,6 +86,128 @@ class CoqNotFound(OracleError):
 
 class CoqSessionError(RuntimeError):
     """A warm ``coqtop`` session died or lost synchronisation; it is restarted."""
+
+
+# ----------------------------------------------------------------------------- what Coq may read
+
+# what coqc makes next to a .v file: the proofs (.vo; .vos/.vok are their quick-compile forms) and
+# the names and positions of everything in it (.glob); coq_makefile adds a hidden .NAME.aux
+COMPILED_SUFFIXES = (".vo", ".vos", ".vok", ".glob")
+OBJECT_SUFFIXES = (".vo", ".vos", ".vok")  # what a `Require` loads
+
+
+def compiled_forms(source: Path | str) -> list[Path]:
+    """The files coqc and coq_makefile make from ``source`` (existing or not)."""
+    path = Path(source)
+    stem = path.with_suffix("")
+    return [*(stem.with_suffix(s) for s in COMPILED_SUFFIXES), path.parent / f".{stem.name}.aux"]
+
+
+def answer_paths(sources: Iterable[Path | str]) -> tuple[Path, ...]:
+    """The answers of a Coq strip-and-rediscover task: each stripped ``.v`` (every original proof)
+    and its compiled forms, those that exist. No agent's process may read them (``held_out``)."""
+    found: list[Path] = []
+    for source in sources:
+        path = Path(source).resolve()
+        for candidate in (path, *compiled_forms(path)):
+            if candidate.exists() and candidate not in found:
+                found.append(candidate)
+    return tuple(found)
+
+
+@functools.cache
+def coq_installation(coqc: str = "coqc") -> tuple[Path, ...]:
+    """Where Coq lives: the standard library (``coqc -where``), the core plugins (``COQCORELIB``)
+    and the folders of the ``coqc``/``coqtop`` binaries. A checker's sandbox shows them read-only."""
+    found: list[Path] = []
+    exe = shutil.which(coqc)
+    if exe is None:
+        return ()
+    for name in (coqc, "coqtop"):
+        binary = shutil.which(name)
+        if binary:
+            found += [Path(binary).parent, Path(binary).resolve().parent]
+    try:
+        where = subprocess.run([exe, "-where"], capture_output=True, text=True, timeout=30).stdout.strip()
+        config = subprocess.run([exe, "-config"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        where, config = "", ""
+    if where:
+        found.append(Path(where))
+    for line in config.splitlines():
+        key, _, value = line.partition("=")
+        if key in ("COQLIB", "COQCORELIB") and value.strip():
+            found.append(Path(value.strip()))
+    return tuple(dict.fromkeys(p.resolve() for p in found if p.exists()))
+
+
+def load_path_dirs(coq_args: Sequence[str]) -> tuple[Path, ...]:
+    """The folders that ``-Q DIR LP``, ``-R DIR LP`` and ``-I DIR`` in ``coq_args`` give Coq."""
+    dirs: list[Path] = []
+    args = list(coq_args)
+    for i, arg in enumerate(args):
+        if arg in ("-Q", "-R", "-I") and i + 1 < len(args):
+            dirs.append(Path(args[i + 1]).resolve())
+    return tuple(dirs)
+
+
+def checker_hidden(sources: Iterable[Path | str], coq_args: Sequence[str] = ()) -> tuple[Path, ...]:
+    """What a Coq *checker* must not read: each stripped ``.v`` and its ``.glob``/``.aux`` always; its
+    ``.vo``/``.vos``/``.vok`` too unless the file lies under a load path the checker gives Coq (the
+    standard library, a ``-Q``/``-R``/``-I`` folder), where a context's ``Require`` may need them.
+
+    The tension: a stripped standard-library file's ``.vo`` stays readable to the checker (other
+    modules load it), and agents' sandboxes hide it (:func:`answer_paths`)."""
+    loadable = (*coq_installation(), *load_path_dirs(coq_args))
+    hidden: list[Path] = []
+    for path in answer_paths(sources):
+        if path.suffix in OBJECT_SUFFIXES and any(d == path.parent or d in path.parents for d in loadable):
+            continue
+        hidden.append(path)
+    return tuple(hidden)
+
+
+class SandboxUnavailable(OracleError):
+    """The checker's sandbox was required (``RRMA_FS_GUARD=require``) but cannot run here."""
+
+
+@dataclass(frozen=True)
+class CoqSandbox:
+    """The sandbox every ``coqc``/``coqtop`` process of a checker runs in.
+
+    A process that runs an agent's proof text sees the Coq installation and its load paths
+    read-only, its own scratch directory (harness-owned, never a trial's workspace) read-write,
+    nothing of ``hidden`` (the stripped sources: every original proof) nor the user's keys, and no
+    network. ``RRMA_FS_GUARD=off`` turns it off; ``require`` (or ``required``) makes a checker that
+    cannot be sandboxed refuse to run rather than run bare.
+    """
+
+    hidden: tuple[Path, ...] = ()
+    coq_args: tuple[str, ...] = ()
+    required: bool = False
+
+    def policy(self, scratch: Path | str) -> Policy | None:
+        """The policy of one process whose scratch is ``scratch``; None when the sandbox is off."""
+        if sandbox.mode() == "off":
+            return None
+        scratch = Path(scratch)
+        return Policy(read_only=(*coq_installation(), *load_path_dirs(self.coq_args), scratch),
+                      writable=(scratch,), hidden=(*self.hidden, *sandbox.secret_paths()),
+                      required=self.required, network=False)
+
+    def wrap(self, argv: list[str], cwd: Path | str) -> list[str]:
+        """``argv`` wrapped in the sandbox, for a long-lived process started without spawn (the warm
+        ``coqtop``); unchanged where the sandbox is off or (mode ``auto``) unavailable here."""
+        policy = self.policy(cwd)
+        if policy is None:
+            return argv
+        reason = sandbox.unavailable_reason()
+        if reason is None:
+            return policy.wrap(argv, cwd)
+        if self.required or sandbox.mode() == "require":
+            raise SandboxUnavailable(f"the Coq checker's sandbox is required ({sandbox.ENV_MODE}=require) "
+                                     f"but unavailable: {reason}")
+        return argv
 
 
 # ----------------------------------------------------------------------------- the lexical screen
@@ -373,6 +499,7 @@ class CoqChecker:
     allowed_axioms: tuple[str, ...] = ()
     memory_mb: int = 2048
     coq_args: tuple[str, ...] = ()  # load paths for the user's libraries, e.g. ("-Q", "/src", "Lib")
+    sandbox: CoqSandbox = field(default_factory=CoqSandbox)  # what each coqc process sees
     prover: Prover = field(default="coq", init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -410,16 +537,20 @@ class CoqChecker:
             return Verdict(False, f"the oracle cannot restate the statement of {task.name}",
                            seconds=time.monotonic() - started)
         text, body_line, qed_line, guard_line = self.build_script(task, script, token)
+        # a fresh harness-owned scratch per check: the file is written before any process can touch it
         with tempfile.TemporaryDirectory(prefix="rrma-coq-") as tmp:
             Path(tmp, "Check.v").write_text(text, encoding="utf-8")
             result = spawn(
                 [self.coqc, "-q", *self.coq_args, "Check.v"],
                 cwd=tmp,
                 budget=Budget(seconds=timeout_s, memory_mb=self.memory_mb, max_output_bytes=4 * 2**20),
+                guard=self.sandbox.policy(tmp),
             )
         seconds = time.monotonic() - started
         if result.status in (Status.timeout, Status.oom):
             return Verdict(False, f"{result.status.value}: {result.reason}", seconds=seconds)
+        if result.returncode is None:  # never started (a required sandbox or cgroup unavailable)
+            return Verdict(False, f"coqc did not run: {result.reason}", seconds=seconds)
         out = result.output.replace("\r\n", "\n")
         errors = [(int(m.group(1)), int(m.group(2)), m.group(4).strip()) for m in _COQC_ERROR.finditer(out)]
         context_lines = task.context.count("\n") + 1
@@ -537,9 +668,20 @@ class CoqSession:
     MAX_BUFFER = 8 * 2**20
 
     def __init__(self, coqtop: str, *, memory_mb: int = 2048, start_timeout_s: float = 30.0,
-                 args: tuple[str, ...] = ()) -> None:
+                 args: tuple[str, ...] = (), cwd: Path | str | None = None,
+                 sandbox: CoqSandbox | None = None) -> None:
+        # long-lived, so not under spawn: the sandbox wraps it (`sandbox`, with `cwd` its scratch)
+        argv = [coqtop, "-emacs", "-q", *args]
+        if sandbox is not None:
+            if cwd is None:
+                raise ValueError("a sandboxed coqtop session needs its scratch directory (cwd)")
+            try:
+                argv = sandbox.wrap(argv, cwd)
+            except SandboxUnavailable as exc:
+                raise CoqSessionError(str(exc)) from exc
         self.proc = subprocess.Popen(
-            [coqtop, "-emacs", "-q", *args],
+            argv,
+            cwd=None if cwd is None else str(cwd),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -698,6 +840,7 @@ class WarmCoqPool:
     memory_mb: int = 2048
     max_checks: int = 200  # restart a session after this many checks (bounded memory growth)
     coq_args: tuple[str, ...] = ()  # load paths for the user's libraries (as for coqc)
+    sandbox: CoqSandbox = field(default_factory=CoqSandbox)  # what each coqtop process sees
     prover: Prover = field(default="coq", init=False, repr=False)
     restarts: int = 0
     _idle: queue.LifoQueue[CoqSession | None] = field(default_factory=queue.LifoQueue, repr=False)
@@ -708,6 +851,8 @@ class WarmCoqPool:
             self._idle.put(None)  # sessions start lazily
         self._lock = threading.Lock()
         self._closed = False
+        # the sessions' scratch: harness-owned, shared by this pool's sessions only (coqtop writes nothing)
+        self.scratch = Path(tempfile.mkdtemp(prefix="rrma-coqtop-"))
 
     def _acquire(self) -> CoqSession | None:
         return self._idle.get()
@@ -721,14 +866,18 @@ class WarmCoqPool:
             try:
                 session = self._idle.get_nowait()
             except queue.Empty:
-                return
+                break
             if session is not None:
                 session.kill()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def _fresh(self) -> CoqSession:
         with self._lock:
             self.restarts += 1
-        return CoqSession(self.coqtop, memory_mb=self.memory_mb, args=self.coq_args)
+        if self.scratch.is_symlink() or not self.scratch.is_dir():  # removed by close(): a new one
+            self.scratch = Path(tempfile.mkdtemp(prefix="rrma-coqtop-"))
+        return CoqSession(self.coqtop, memory_mb=self.memory_mb, args=self.coq_args, cwd=self.scratch,
+                          sandbox=self.sandbox)
 
     def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict:
         started = time.monotonic()
@@ -860,6 +1009,7 @@ class CoqOracle(Oracle):
         super().__init__(params, metric=metric, direction=direction)
         self.tasks: dict[str, TheoremTask] = {}
         self.checker: CoqChecker | WarmCoqPool | None = None
+        self.answers: tuple[Path, ...] = ()
 
     def prepare(self, run_dir: Path, workspace: Path) -> dict[str, Any]:
         source = self.params.get("source")
@@ -871,13 +1021,22 @@ class CoqOracle(Oracle):
         except CoqSyntaxError as exc:
             raise OracleError(f"coq oracle: {exc}") from exc
         self.tasks = {t.name: t for t in tasks}
+        coq_args = tuple(str(a) for a in self.params.get("coq_args", ()))
+        self.answers = answer_paths([path])
         self.checker = make_coq_checker(
             warm=bool(self.params.get("warm", True)),
             pool_size=int(self.params.get("pool_size", 1)),
             allowed_axioms=tuple(self.params.get("allowed_axioms", ())),
-            coq_args=tuple(str(a) for a in self.params.get("coq_args", ())),
+            coq_args=coq_args,
+            sandbox=CoqSandbox(hidden=checker_hidden([path], coq_args), coq_args=coq_args,
+                               required=sandbox.mode() == "require"),
         )
         return {"coq": coq_version(), "theorems": len(tasks)}
+
+    def held_out(self) -> tuple[Path, ...]:
+        """The stripped file (every original proof) and its compiled forms. (Keep the file outside
+        the task's workspace: a workspace file is copied into every trial and shown to agents.)"""
+        return self.answers
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         started = time.monotonic()
@@ -909,9 +1068,14 @@ def verdict_outcome(verdict: Verdict, seconds: float) -> Outcome:
 
 
 def make_coq_checker(*, warm: bool = True, pool_size: int = 1, allowed_axioms: tuple[str, ...] = (),
-                     memory_mb: int = 2048, coq_args: tuple[str, ...] = ()) -> CoqChecker | WarmCoqPool:
-    """The checker a bench or oracle should use; raises CoqNotFound when Coq is missing."""
+                     memory_mb: int = 2048, coq_args: tuple[str, ...] = (),
+                     sandbox: CoqSandbox | None = None) -> CoqChecker | WarmCoqPool:
+    """The checker a bench or oracle should use; raises CoqNotFound when Coq is missing.
+
+    ``sandbox``: what its Coq processes see (default: the installation, their scratch, no network)."""
     find_coq_binary("coqc")
+    box = sandbox if sandbox is not None else CoqSandbox(coq_args=coq_args)
     if warm:
-        return WarmCoqPool(size=pool_size, allowed_axioms=allowed_axioms, memory_mb=memory_mb, coq_args=coq_args)
-    return CoqChecker(allowed_axioms=allowed_axioms, memory_mb=memory_mb, coq_args=coq_args)
+        return WarmCoqPool(size=pool_size, allowed_axioms=allowed_axioms, memory_mb=memory_mb, coq_args=coq_args,
+                           sandbox=box)
+    return CoqChecker(allowed_axioms=allowed_axioms, memory_mb=memory_mb, coq_args=coq_args, sandbox=box)

@@ -62,6 +62,7 @@ from oracle.lean_audit import (
     REPLAY_EXE,
     REPLAY_MODES,
     ReplayError,
+    answer_paths,
     audit_file_text,
     hidden_source_paths,
     judge_replay,
@@ -79,6 +80,7 @@ from oracle.strip_lean import (
     strip_lean_file,
     strip_project,
 )
+from rrma.contain import files, sandbox
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import signal_own_group, spawn
 from rrma.trial import Budget, Outcome, Status
@@ -474,8 +476,17 @@ class PipeReplTransport:
     def __init__(self, argv: Sequence[str] = ("lake", "exe", "repl"), *, cwd: Path | str = DEFAULT_PROJECT,
                  env: dict[str, str] | None = None, memory_mb: int | None = 4096,
                  poll_s: float = 0.05, guard: Policy | None = None) -> None:
-        # in the sandbox (``guard``) the REPL cannot read the stripped sources (their original proofs)
-        self.argv = guard.wrap(list(argv), cwd) if guard is not None else list(argv)
+        # in the sandbox (``guard``) the REPL cannot read the stripped sources (their original proofs),
+        # write outside its project's .lake, nor reach the network. Long-lived, so not under spawn:
+        # where bubblewrap cannot run, mode auto runs it bare and require refuses
+        self.argv = list(argv)
+        if guard is not None:
+            reason = sandbox.unavailable_reason()
+            if reason is None:
+                self.argv = guard.wrap(list(argv), cwd)
+            elif guard.required or sandbox.mode() == "require":
+                raise ReplError(f"the Lean REPL's sandbox is required ({sandbox.ENV_MODE}=require) but "
+                                f"unavailable: {reason}")
         self.memory_mb = memory_mb
         self.poll_s = poll_s
         self._stderr = tempfile.TemporaryFile()
@@ -864,6 +875,7 @@ class LeanChecker:
         self.hidden = tuple(Path(h) for h in hidden)
         self._replay_refs: dict[tuple[str, str, str], Path] = {}
         self._replay_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._replay_count = 0
         self.project_dir = Path(project_dir)
         self.mode = mode
         self.memory_mb = memory_mb
@@ -924,19 +936,25 @@ class LeanChecker:
     # -- the kernel replay (oracle/lean_audit.py)
 
     def cli_runner(self, argv: list[str], cwd: Path, timeout_s: float, memory_mb: int,
-                   writable: Sequence[Path] = ()) -> tuple[str, int | None, str]:
+                   writable: Sequence[Path] = (), readable: Sequence[Path] = ()) -> tuple[str, int | None, str]:
         """Run one Lean command: the injected runner (tests), or under spawn in the sandbox that
-        hides the stripped sources (``writable``: where it writes, e.g. its temporary directory)."""
+        hides the stripped sources (``writable``: where it writes, e.g. its scratch directory;
+        ``readable``: what else it reads, e.g. the compiled modules it replays)."""
         if self._custom_runner is not None:
             return self._custom_runner(argv, cwd, timeout_s, memory_mb)
-        return _run_cli(argv, cwd, timeout_s, memory_mb, guard=lean_guard(self.project_dir, self.hidden, writable))
+        guard = lean_guard(self.project_dir, self.hidden, writable)
+        if guard is not None and readable:
+            guard = guard.protecting(*readable)
+        return _run_cli(argv, cwd, timeout_s, memory_mb, guard=guard)
 
     def _replay_enabled(self) -> bool:
         return self.replay == "require" or (self.replay == "auto" and self.replay_exe.exists())
 
     def _compile(self, text: str, workdir: Path, stem: str, timeout_s: float) -> tuple[Path | None, str]:
+        """Compile ``text`` to ``workdir/STEM.olean``. ``workdir`` is a fresh harness-owned folder that
+        only this one Lean process may write: the harness writes the source first, never through a link."""
+        files.write_bytes(workdir, f"{stem}.lean", text.encode("utf-8"))
         source = workdir / f"{stem}.lean"
-        source.write_text(text, encoding="utf-8")
         olean = workdir / f"{stem}.olean"
         status, code, out = self.cli_runner(["lake", "env", "lean", "-o", str(olean), str(source)],
                                             self.project_dir, timeout_s, self.memory_mb, (workdir,))
@@ -959,27 +977,37 @@ class LeanChecker:
         with self._lock:
             if self._replay_dir is None:
                 self._replay_dir = tempfile.TemporaryDirectory(prefix="rrma-lean-replay-")
-        workdir = Path(self._replay_dir.name)
+        # the replay's scratch (harness-owned): refs/<digest>/ per reference and checks/<digest>-<n>/
+        # per checked proof, each a fresh folder only its own compilation may write, so no Lean process
+        # can plant a link where the harness writes next, nor touch a cached reference
+        root = Path(self._replay_dir.name)
         limit = max(60.0, timeout_s * 4)  # whole-file compilations, outside the proof's own budget
         context = task.context if not task.context or task.context.endswith("\n") else task.context + "\n"
         key = (context, task.statement, task.name)
         reference = self._replay_refs.get(key)
         if reference is None:
             digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:16]
-            reference, why = self._compile(context + reference_declaration(task.statement) + "\n", workdir,
+            refdir = files.fresh_dir(root / "refs" / digest)
+            reference, why = self._compile(context + reference_declaration(task.statement) + "\n", refdir,
                                            f"RrmaRef_{digest}", limit)
             if reference is None:
                 return done(False, f"not audited: the reference did not compile for the kernel replay ({why})")
             self._replay_refs[key] = reference
         digest = hashlib.sha256(f"{key}\0{proof}".encode()).hexdigest()[:16]
-        checked, why = self._compile(context + assemble(task.statement, proof) + "\n", workdir,
-                                     f"RrmaCheck_{digest}", limit)
-        if checked is None:
-            return done(False, f"not audited: the proof did not compile apart for the kernel replay ({why})")
-        status, _code, out = self.cli_runner(["lake", "exe", REPLAY_EXE, str(checked), str(reference), task.name],
-                                             self.project_dir, limit, self.memory_mb, (workdir,))
-        for leftover in (checked, checked.with_suffix(".lean")):
-            leftover.unlink(missing_ok=True)
+        with self._lock:
+            self._replay_count += 1
+            checkdir = files.fresh_dir(root / "checks" / f"{digest}-{self._replay_count}")
+        try:
+            checked, why = self._compile(context + assemble(task.statement, proof) + "\n", checkdir,
+                                         f"RrmaCheck_{digest}", limit)
+            if checked is None:
+                return done(False, f"not audited: the proof did not compile apart for the kernel replay ({why})")
+            # the replay tool writes nothing: it reads both modules
+            status, _code, out = self.cli_runner(["lake", "exe", REPLAY_EXE, str(checked), str(reference), task.name],
+                                                 self.project_dir, limit, self.memory_mb, (),
+                                                 (checkdir, reference.parent))
+        finally:
+            shutil.rmtree(checkdir, ignore_errors=True)  # never follows a link inside the tree
         if status not in ("ok", "crash"):
             return done(False, f"not audited: the kernel replay ran over its limit ({status})")
         try:
@@ -1053,10 +1081,11 @@ class LeanChecker:
                      started=started)
 
     def _cli_file(self, text: str, workdir: Path) -> Path:
+        """Write ``text`` into the check's folder; Lean processes of this check write there too, so
+        never through a link one of them planted (:func:`rrma.contain.files.write_bytes`)."""
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-        path = workdir / f"RrmaCheck_{digest}.lean"
-        path.write_text(text, encoding="utf-8")
-        return path
+        files.write_bytes(workdir, f"RrmaCheck_{digest}.lean", text.encode("utf-8"))
+        return workdir / f"RrmaCheck_{digest}.lean"
 
     def _check_cli(self, task: TheoremTask, proof: str, timeout_s: float, started: float) -> Verdict:
         """``lake env lean --json`` per check: the reference file (ours only) gives the expected
@@ -1112,7 +1141,8 @@ class LeanChecker:
             clean = not any(m.severity == "error" for m in decl_msgs) and not any(is_sorry_warning(m) for m in decl_msgs)
             if clean and olean.exists():
                 audit_file = workdir / f"Audit_{checked.stem}.lean"
-                audit_file.write_text(audit_file_text(checked.stem, task.name), encoding="utf-8")
+                # written after the proof's own compilation ran in this folder: never through its links
+                files.write_bytes(workdir, audit_file.name, audit_file_text(checked.stem, task.name).encode("utf-8"))
                 status, _code, audit_out = self.cli_runner(
                     ["env", f"LEAN_PATH={workdir}{os.pathsep}{os.environ.get('LEAN_PATH', '')}".rstrip(os.pathsep),
                      "lake", "env", "lean", "--json", str(audit_file)],
@@ -1190,6 +1220,7 @@ class LeanOracle(Oracle):
                                    memory_mb=int(params.get("memory_mb", 4096)))
         self._tasks: dict[str, TheoremTask] | None = None
         self._tasks_lock = threading.Lock()
+        self.answers: tuple[Path, ...] = ()
 
     @property
     def tasks(self) -> dict[str, TheoremTask]:
@@ -1206,11 +1237,17 @@ class LeanOracle(Oracle):
             tasks = self.tasks
         except (OSError, LeanSyntaxError) as exc:
             raise OracleError(f"lean oracle: cannot strip theorems: {exc}") from exc
-        # Lean must not read the stripped files (their original proofs) while it checks
-        self.checker.hidden = tuple(hidden_source_paths(
-            self.project_dir, {t.source_file for t in tasks.values()}, [t.context for t in tasks.values()]))
+        # Lean must not read the stripped files (their original proofs) while it checks; agents'
+        # processes see neither them nor their compiled forms (held_out)
+        sources = {t.source_file for t in tasks.values()}
+        self.checker.hidden = tuple(hidden_source_paths(self.project_dir, sources, [t.context for t in tasks.values()]))
+        self.answers = answer_paths(self.project_dir, sources)
         return {"lean_toolchain": toolchain_of(self.project_dir), "theorems": len(tasks),
                 "lean_project": str(self.project_dir)}
+
+    def held_out(self) -> tuple[Path, ...]:
+        """The stripped sources (every original proof) and all their compiled forms."""
+        return self.answers
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         proposal = ctx.proposal

@@ -28,6 +28,7 @@ stripped files hold the original proofs, so Lean runs in the bubblewrap sandbox
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Iterable, Sequence
@@ -114,6 +115,21 @@ def replay_binary(project_dir: Path | str) -> Path:
     return Path(project_dir) / ".lake" / "build" / "bin" / REPLAY_EXE
 
 
+BUILD_SUFFIXES = (".olean", ".ilean", ".c", ".trace", ".hash", ".olean.hash", ".ilean.hash")
+
+
+def _compiled_forms(project: Path, path: Path) -> tuple[str, list[Path]]:
+    """(module name, the existing build files of ``path`` in ``project``'s Lake build tree)."""
+    try:
+        relative = path.relative_to(project).with_suffix("")
+    except ValueError:
+        return "", []
+    found = [build / relative.with_suffix(suffix)
+             for build in (project / ".lake" / "build" / "lib" / "lean", project / ".lake" / "build" / "ir")
+             for suffix in BUILD_SUFFIXES]
+    return ".".join(relative.parts), [p for p in found if p.exists()]
+
+
 def hidden_source_paths(project_dir: Path | str, source_files: Iterable[str | Path],
                         contexts: Sequence[str] = ()) -> list[Path]:
     """The files Lean must not read while checking: each stripped source, and its compiled module
@@ -126,33 +142,49 @@ def hidden_source_paths(project_dir: Path | str, source_files: Iterable[str | Pa
         if not path.is_file():
             continue
         hidden.append(path)
-        try:
-            relative = path.relative_to(project).with_suffix("")
-        except ValueError:
-            continue
-        module = ".".join(relative.parts)
-        if module in imports:
-            continue
-        for build in (project / ".lake" / "build" / "lib" / "lean", project / ".lake" / "build" / "ir"):
-            for suffix in (".olean", ".ilean", ".c", ".trace", ".hash", ".olean.hash", ".ilean.hash"):
-                candidate = build / relative.with_suffix(suffix)
-                if candidate.exists():
-                    hidden.append(candidate)
+        module, compiled = _compiled_forms(project, path)
+        if module not in imports:
+            hidden += compiled
     return hidden
 
 
+def answer_paths(project_dir: Path | str, source_files: Iterable[str | Path]) -> tuple[Path, ...]:
+    """What no agent's process may read: each stripped source and *all* its compiled forms, even a
+    module some context imports (the checker's sandbox shows that one to Lean; agents' do not)."""
+    project = Path(project_dir).resolve()
+    found: list[Path] = []
+    for source in source_files:
+        path = Path(source).resolve()
+        if path.is_file():
+            found += [path, *_compiled_forms(project, path)[1]]
+    return tuple(dict.fromkeys(found))
+
+
+def elan_home() -> Path:
+    """Where elan keeps the toolchains (``$ELAN_HOME``, default ``~/.elan``): ``lake``/``lean`` on PATH
+    are elan's proxies, which run the project's pinned toolchain from there."""
+    return Path(os.environ.get("ELAN_HOME") or Path.home() / ".elan")
+
+
 def lean_guard(project_dir: Path | str, hidden: Sequence[Path], writable: Sequence[Path] = ()) -> sandbox.Policy | None:
-    """The sandbox Lean's processes run in: the host read-only, ``hidden`` absent, the project's
-    ``.lake`` and ``writable`` writable, the user's keys absent. None when there is nothing to hide
-    or the sandbox cannot run here (``RRMA_FS_GUARD=off``, no bubblewrap)."""
-    if not hidden or sandbox.unavailable_reason() is not None:
+    """The sandbox every Lean process of a checker (REPL, ``lake env lean``, the replay) runs in:
+    the toolchain, the harness and the project read-only, the project's ``.lake`` and ``writable``
+    (the checker's own scratch) writable, ``hidden`` and the user's keys absent, no network. None
+    only when the sandbox is turned off (``RRMA_FS_GUARD=off``); where it cannot run here, spawn
+    (and :class:`oracle.lean.PipeReplTransport`) run bare in mode ``auto`` and refuse in ``require``."""
+    if sandbox.mode() == "off":
         return None
-    lake = Path(project_dir).resolve() / ".lake"
-    # the toolchain (elan's `lake`/`lean`) stays visible even where it lives under the private /tmp
+    project = Path(project_dir).resolve()
+    lake = project / ".lake"
+    # the toolchain (elan's `lake`/`lean` proxies and what they run) stays visible even where it lives
+    # under the private /tmp
     tools = tuple(Path(exe).resolve().parent for exe in (shutil.which("lake"), shutil.which("lean")) if exe)
-    return sandbox.Policy(read_only=(*sandbox.harness_paths(), *tools),
-                           writable=(*((lake,) if lake.is_dir() else ()), *writable),
-                           hidden=(*hidden, *sandbox.secret_paths()), network=True)
+    home = elan_home()
+    return sandbox.Policy(read_only=(*sandbox.harness_paths(), *tools, *((home,) if home.is_dir() else ()), project,
+                                     *writable),
+                          writable=(*((lake,) if lake.is_dir() else ()), *writable),
+                          hidden=(*hidden, *sandbox.secret_paths()), required=sandbox.mode() == "require",
+                          network=False)
 
 
 __all__ = [
@@ -160,7 +192,9 @@ __all__ = [
     "REPLAY_MODES",
     "ReplayError",
     "ReplayReport",
+    "answer_paths",
     "audit_file_text",
+    "elan_home",
     "hidden_source_paths",
     "judge_replay",
     "lean_guard",

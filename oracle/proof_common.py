@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 Prover = Literal["lean", "coq"]
+# fields of a TheoremTask an agent never sees: the answer, and the file that holds every answer
+PRIVATE_FIELDS = ("original_proof", "source_file")
 
 
 @dataclass
@@ -23,13 +25,19 @@ class TheoremTask:
     original_proof: str  # hidden: never shown to agents
     difficulty: str = "unknown"  # easy | medium | hard (from a tag comment) or unknown
     prover: Prover = "lean"
-    source_file: str = ""
+    source_file: str = ""  # the stripped file (it holds every original proof): never shown to agents
     line: int = 0  # 1-based line of the declaration in the source file
 
     def public(self) -> dict[str, Any]:
-        """What an agent may see: everything but the original proof."""
+        """What an agent may see: the theorem, never its original proof nor where that proof lives.
+
+        The source file is left out on purpose: it holds every original proof, and a name in a
+        prompt is an invitation to read it (agents' processes cannot: the benches declare it held
+        out). The line number stays (it says nothing an agent could open).
+        """
         data = asdict(self)
-        data.pop("original_proof")
+        for private in PRIVATE_FIELDS:
+            data.pop(private)
         return data
 
 

@@ -3,6 +3,7 @@ genuine proofs accepted, cold and warm checkers agreeing, warm-pool isolation an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from collections.abc import Iterator
@@ -452,18 +453,30 @@ def test_hole5_reference_statement_is_parsed_before_the_proof(request: pytest.Fi
 
 @needs_coq
 @pytest.mark.parametrize("mode", ["cold", "warm"])
-def test_hole5_reference_guard_alone_catches_a_changed_statement(mode: str, holes: dict[str, TheoremTask]) -> None:
-    # the guard compares kernel terms: a checked constant whose type differs from the reference fails it
+def test_hole5_reference_guard_alone_catches_a_changed_statement(monkeypatch: pytest.MonkeyPatch, mode: str,
+                                                                  holes: dict[str, TheoremTask]) -> None:
+    """The guard compares kernel terms: a checked constant whose type differs from the reference
+    fails it. A changed statement really goes through the checker: the theorem is checked as
+    ``two : True`` while the reference restates the original ``True /\\ True``. Every other rule
+    passes (``exact I.`` proves ``True``), so the guard alone must refuse it."""
+    original = holes["two"]
+    changed = dataclasses.replace(original, statement="Theorem two : True.")
+    restate = coq_module.reference_declaration
+    monkeypatch.setattr(coq_module, "reference_declaration", lambda task, name: restate(original, name))
     checker: CoqChecker | WarmCoqPool = CoqChecker() if mode == "cold" else WarmCoqPool()
     try:
-        good = checker.check(holes["two"], "split; exact I.", timeout_s=60)
+        verdict = checker.check(changed, "exact I.", timeout_s=60)
+        assert not verdict.accepted and verdict.cheat, verdict.reason
+        assert verdict.reason == "two no longer proves its original statement: commands were injected around the proof"
+        assert [m["source"] for m in verdict.messages] == ["guard"]
+        # the same checker accepts a genuine proof of the original statement (the guard passes)
+        good = checker.check(original, "split; exact I.", timeout_s=60)
         assert good.accepted, good.reason
     finally:
         checker.close()
-    task = holes["two"]
     script = coq_module.guard_command("two", "rrma_ref_x")
     assert "constr_eq" in script and "@two" in script and "@rrma_ref_x" in script
-    assert coq_module.reference_declaration(task, "rrma_ref_x").startswith("Lemma rrma_ref_x : True /\\ True.")
+    assert restate(original, "rrma_ref_x").startswith("Lemma rrma_ref_x : True /\\ True.")
 
 
 @pytest.mark.parametrize(
@@ -554,13 +567,15 @@ def test_unchecked_cast_refused_by_the_kernel_is_a_cheat(request: pytest.Fixture
 def test_bench_red_team_cheats_are_all_rejected_as_cheats(request: pytest.FixtureRequest,
                                                          holes: dict[str, TheoremTask], mode: str) -> None:
     """hole 9: the bench's red team includes cheats that pass the lexical screen and reach Coq's
-    own checks (the kernel at Qed); every one is rejected and counted as a cheat."""
+    own checks (the kernel at Qed); every one is rejected, counted as a cheat, and the verdict names
+    that very cheat (a rejection for another reason would say nothing about the defence)."""
     from benches.proofs import RED_TEAM
 
     checker = request.getfixturevalue(mode)
+    wrong = []
     for cheat in RED_TEAM["coq"]:
-        verdict = checker.check(holes["t_bad"], cheat, timeout_s=60)
-        assert not verdict.accepted and verdict.cheat, (cheat, verdict.reason)
-    kernel = [c for c in RED_TEAM["coq"] if "_no_check" in c]
-    assert kernel and all(checker.check(holes["t_bad"], c, timeout_s=60).reason.startswith("the kernel refused")
-                          for c in kernel)
+        verdict = checker.check(holes["t_bad"], cheat.proof, timeout_s=60)
+        if verdict.accepted or not verdict.cheat or cheat.names not in verdict.reason:
+            wrong.append((cheat.proof, cheat.names, verdict.accepted, verdict.cheat, verdict.reason))
+    assert wrong == []
+    assert any("_no_check" in c.proof and c.names.startswith("the kernel refused") for c in RED_TEAM["coq"])

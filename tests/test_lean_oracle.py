@@ -151,6 +151,22 @@ def test_cheating_proof_texts_are_rejected(proof: str, rule: str | None) -> None
         assert violation is not None and violation.rule == rule, violation
 
 
+def test_bench_red_team_cheats_are_rejected_for_their_own_reason(tiny) -> None:
+    """Every cheat the Lean bench's red team submits is rejected as a cheat by the checker, and the
+    verdict names that cheat (not merely exit code or `accepted` false)."""
+    from benches.proofs import RED_TEAM
+
+    checker = recorded_checker("tiny_session")
+    wrong = []
+    for cheat in RED_TEAM["lean"]:
+        verdict = checker.check(tiny["Tiny.double_two"], cheat.proof, timeout_s=20)
+        if verdict.accepted or not verdict.cheat or cheat.names not in verdict.reason:
+            wrong.append((cheat.proof, cheat.names, verdict.reason))
+    checker.close()
+    assert wrong == []
+    assert len({c.names for c in RED_TEAM["lean"]}) >= 5  # more than one kind of cheat
+
+
 GENUINE_TEXTS = [
     "by\n  -- this theorem is easy: no sorry, no axiom\n  decide",  # keywords inside comments
     "by exact my_theorem_helper",  # identifier containing a keyword
@@ -520,9 +536,12 @@ def test_repl_that_dies_is_reported(tiny) -> None:
 
 
 def _install_fake_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check_fixture: str) -> None:
+    """`lake`/`lean` stand-ins first on PATH. The fake and its fixtures are copied next to them: the
+    checker's sandbox shows the toolchain's folder, not the repository's tests."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    for exe, script in (("lake", FIXTURES / "fake_lake.py"), ("lean", None)):
+    shutil.copytree(FIXTURES, bindir / "fixtures")
+    for exe, script in (("lake", bindir / "fixtures" / "fake_lake.py"), ("lean", None)):
         target = bindir / exe
         body = f'exec "{sys.executable}" "{script}" "$@"\n' if script else "exit 0\n"
         target.write_text("#!/bin/sh\n" + body, encoding="utf-8")
@@ -814,14 +833,16 @@ def test_hole2_lean_cannot_read_the_stripped_source(tiny, tmp_path: Path, monkey
 
     if sandbox.unavailable_reason() is not None:
         pytest.skip(f"the bubblewrap sandbox cannot run here: {sandbox.unavailable_reason()}")
-    source = tmp_path / "Stripped.lean"
+    project = tmp_path / "proj"  # the checker's sandbox shows its project: the stripped file lives there
+    shutil.copytree(REPO / "lean_project", project)
+    source = project / "Theorems" / "Stripped.lean"
     source.write_text((FIXTURES / "Tiny.lean").read_text(encoding="utf-8"), encoding="utf-8")
     _install_fake_lake(tmp_path, monkeypatch, "cli_accept.jsonl")
     monkeypatch.setenv("FAKE_LAKE_PROBE", str(source))
     original = "by native_decide"  # a proof only the stripped source holds
 
     def probe(hidden: list[Path]) -> str:
-        checker = LeanChecker(REPO / "lean_project", mode="cli", hidden=hidden, replay="off")
+        checker = LeanChecker(project, mode="cli", hidden=hidden, replay="off")
         verdict = checker.check(tiny["Tiny.double_two"], "by\n  decide", timeout_s=60)
         assert verdict.accepted, verdict.reason
         return json.dumps(verdict.to_json())

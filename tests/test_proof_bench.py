@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from benches.proofs import run_proof_bench
+from benches.proofs import RED_TEAM, run_proof_bench
+from oracle.coq import ProofRejected, screen_proof
 from oracle.proof_common import Prover, TheoremTask, Verdict
 from rrma.state import RunState, render_blackboard, render_results
 from rrma.store import RunStore, verify_chain
@@ -23,7 +24,8 @@ needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None or shutil.which("c
 
 
 class ScriptedChecker:
-    """Accepts exactly the listed proofs per theorem; flags 'admit' as a cheat; records calls."""
+    """Accepts exactly the listed proofs per theorem; cheats are judged by the Coq oracle's real
+    lexical screen (pure Python, no Coq); records calls."""
 
     prover: Prover = "coq"
 
@@ -34,8 +36,10 @@ class ScriptedChecker:
 
     def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict:
         self.calls.append((task.name, proof))
-        if "admit" in proof.lower() or "Axiom" in proof or "Qed." in proof:
-            return Verdict(False, "uses admit", cheat=True)
+        try:
+            screen_proof(proof)
+        except ProofRejected as exc:
+            return Verdict(False, exc.reason, cheat=exc.cheat)
         if proof in self.accepted.get(task.name, set()):
             return Verdict(True, "accepted", seconds=0.001)
         return Verdict(False, "incomplete proof: 1 goal(s) remain", goals=["|- False"], seconds=0.001)
@@ -103,6 +107,26 @@ def test_driver_records_a_verifiable_run(tmp_path: Path, capsys: pytest.CaptureF
     assert report["originals"]["t_easy"] == "(hidden) auto."
     # the hidden proof never reached an agent: no proposal or turn mentions it
     assert "(hidden)" not in (run_dir / "events.jsonl").read_text()
+
+
+def test_red_team_counts_a_cheat_only_when_the_verdict_names_it(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A checker that rejects every cheat as a cheat but for the wrong reason (here: a timeout-like
+    message) catches nothing the red team tests: the bench says so instead of counting it."""
+    class Vague(ScriptedChecker):
+        def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict:
+            if any(proof == c.proof for c in RED_TEAM["coq"]):
+                return Verdict(False, "rejected: something went wrong", cheat=True)
+            return super().check(task, proof, timeout_s=timeout_s)
+
+    tasks = [_task("t1", "Theorem t1 : True."), _task("t2", "Theorem t2 : True.")]
+    assert run_proof_bench(_args(tmp_path, attempts=1, red_team=True), Vague({}), tasks, "unit") == 0
+    out = capsys.readouterr().out
+    assert "cheating_attempts_rejected: 0" in out
+    assert out.count("red_team_rejected_for_another_reason: ") == 2
+    assert "t1: 'admit.' -> rejected: something went wrong" in out
+    report = json.loads((_only_run(tmp_path) / "bench_report.json").read_text())
+    assert report["cheats_rejected"] == 0 and len(report["red_team_misjudged"]) == 2
 
 
 def test_time_budget_stops_a_theorem(tmp_path: Path) -> None:

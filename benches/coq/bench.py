@@ -18,9 +18,10 @@ from rich.console import Console
 
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
 from oracle.base import OracleError
-from oracle.coq import make_coq_checker
+from oracle.coq import CoqSandbox, answer_paths, checker_hidden, make_coq_checker
 from oracle.proof_common import TheoremTask
 from oracle.strip_coq import CoqSyntaxError, strip_coq_file
+from rrma.contain import sandbox
 
 HERE = Path(__file__).resolve().parent
 SUITE = ("arith.v", "lists.v", "logic.v", "induction.v")
@@ -57,14 +58,18 @@ def run(args: argparse.Namespace) -> int:
             # the oracle rebuilds each file from the context, so it loads the same tactics it checks with
             tasks = [replace(t, context=HAMMER_PRELOAD + t.context) for t in tasks]
             args.agent_params = {**(getattr(args, "agent_params", None) or {}), "hammer": True}
-        checker = make_coq_checker(warm=not getattr(args, "cold", False))
+        sources = sorted({t.source_file for t in tasks})
+        # Coq's processes never read the stripped files (every original proof); agents' processes
+        # do not see them nor any compiled form (held_out), even where the checker needs a .vo
+        box = CoqSandbox(hidden=checker_hidden(sources), required=sandbox.mode() == "require")
+        checker = make_coq_checker(warm=not getattr(args, "cold", False), sandbox=box)
     except (CoqSyntaxError, OracleError) as exc:
         console.print(f"bench coq: {exc}", markup=False, highlight=False)
         return 2
     if getattr(args, "red_team", None) is None:
         args.red_team = True  # the Coq bench always shows that known cheats are rejected
     try:
-        return run_proof_bench(args, checker, tasks, "coq")
+        return run_proof_bench(args, checker, tasks, "coq", held_out=answer_paths(sources))
     finally:
         checker.close()
 

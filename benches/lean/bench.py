@@ -20,7 +20,7 @@ from rich.console import Console
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
 from oracle.base import OracleError
 from oracle.lean import DEFAULT_PROJECT, LeanChecker
-from oracle.lean_audit import hidden_source_paths
+from oracle.lean_audit import answer_paths, hidden_source_paths
 from oracle.proof_common import TheoremTask
 from oracle.strip_lean import LeanSyntaxError, strip_lean_file, strip_project
 
@@ -59,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
     if not tasks:
         console.print("bench lean: no named theorem or lemma found to strip", markup=False, highlight=False)
         return 2
-    # Lean runs with the stripped files (their original proofs) hidden from it
-    hidden = hidden_source_paths(project, {t.source_file for t in tasks}, [t.context for t in tasks])
+    # Lean runs with the stripped files (their original proofs) hidden from it; agents' processes see
+    # neither them nor any compiled form (held_out), even a module a context imports
+    sources = {t.source_file for t in tasks}
+    hidden = hidden_source_paths(project, sources, [t.context for t in tasks])
     checker = LeanChecker(project, mode=getattr(args, "mode", None) or "auto",
                           pool_size=getattr(args, "pool_size", None) or 1, hidden=hidden)
     try:
@@ -72,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         checker.close()
         return 2
     try:
-        return run_proof_bench(args, checker, tasks, "lean")
+        return run_proof_bench(args, checker, tasks, "lean", held_out=answer_paths(project, sources))
     finally:
         checker.close()
 

@@ -30,6 +30,7 @@ from oracle.lean import (
     LeanOracle,
     PipeReplTransport,
     RecordedTransport,
+    ReplError,
     ReplSession,
     TranscriptMismatch,
     feedback_text,
@@ -751,6 +752,7 @@ def test_hole4_cli_audit_runs_in_its_own_file(tiny, tmp_path: Path, monkeypatch:
 
 
 def _replay_checker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: str, **kwargs) -> LeanChecker:
+    tmp_path.mkdir(exist_ok=True)
     _install_fake_lake(tmp_path, monkeypatch, "cli_accept.jsonl")
     monkeypatch.setenv("FAKE_REPLAY", report)
     built = tmp_path / "rrma_replay"
@@ -850,3 +852,76 @@ def test_hole2_lean_cannot_read_the_stripped_source(tiny, tmp_path: Path, monkey
     assert original in probe([])  # control: readable when nothing is hidden
     seen = probe([source])
     assert "probe: " in seen and original not in seen
+
+
+# ----------------------------------------------------------------------------- where Lean writes
+# fake_lake.py with $FAKE_LAKE_PLANT acts as a hostile checked file: while it compiles it plants a
+# link where the harness writes next, and overwrites every cached reference module it can reach.
+
+
+def test_a_link_planted_in_the_check_folder_is_replaced_not_followed(tiny, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """CLI fallback: the harness writes the audit file into the folder where the checked file was
+    just compiled; the link planted there (Audit_<stem>.lean -> victim) is replaced, never followed."""
+    import oracle.lean as lean_module
+
+    _install_fake_lake(tmp_path, monkeypatch, "cli_accept.jsonl")
+    victim = tmp_path / "victim.txt"
+    monkeypatch.setenv("FAKE_LAKE_PLANT", str(victim))
+
+    def check() -> tuple[str, str]:
+        victim.write_text("untouched\n")
+        verdict = LeanChecker(REPO / "lean_project", mode="cli", replay="off").check(
+            tiny["Tiny.double_two"], "by\n  decide", timeout_s=30)
+        return verdict.reason, victim.read_text()
+
+    assert check() == ("accepted", "untouched\n")
+    # control: a harness that writes with a plain open() follows the link into the victim
+    monkeypatch.setattr(lean_module.files, "write_bytes", lambda root, rel, data: Path(root, rel).write_bytes(data))
+    assert check()[1].startswith("import RrmaCheck_")
+
+
+def test_the_checked_compilation_cannot_touch_the_cached_reference(tiny, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernel replay: the reference module is compiled once and cached; the checked file's own
+    compilation (a hostile one overwrites every RrmaRef_*.olean it reaches with `forged`, which makes
+    the fake replay tool accept any statement) writes only its own folder, so the replay still
+    finds the changed statement."""
+    from rrma.contain import sandbox
+
+    if sandbox.unavailable_reason() is not None:
+        pytest.skip(f"the bubblewrap sandbox cannot run here: {sandbox.unavailable_reason()}")
+    monkeypatch.setenv("FAKE_LAKE_PLANT", str(tmp_path / "victim.txt"))
+
+    def check() -> str:
+        checker = _replay_checker(tmp_path / sandbox.mode(), monkeypatch, "replay_type.json")
+        try:
+            return checker.check(tiny["Tiny.double_two"], "by\n  decide", timeout_s=30).reason
+        finally:
+            checker.close()
+
+    assert check() == "kernel replay: Tiny.double_two does not have the original statement's type"
+    monkeypatch.setenv("RRMA_FS_GUARD", "off")  # control: unsandboxed, the checked compilation forges the reference
+    assert check() == "accepted"
+
+
+def test_lean_processes_are_always_sandboxed_and_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Lean process of a checker gets the guard (not only when something is hidden): no network,
+    the project read-only; off only with RRMA_FS_GUARD=off; a long-lived REPL that cannot be sandboxed
+    refuses to start under require instead of running bare."""
+    from oracle.lean_audit import lean_guard
+    from rrma.contain import sandbox
+
+    project = REPO / "lean_project"
+    monkeypatch.setenv("RRMA_FS_GUARD", "auto")
+    guard = lean_guard(project, [])
+    assert guard is not None and guard.network is False and project.resolve() in guard.read_only
+    assert guard.writable == ((project / ".lake").resolve(),) or not (project / ".lake").is_dir()
+    monkeypatch.setenv("RRMA_FS_GUARD", "off")
+    assert lean_guard(project, []) is None
+    monkeypatch.setenv("RRMA_FS_GUARD", "require")
+    monkeypatch.setattr(sandbox, "unavailable_reason", lambda: "bubblewrap is not installed (test)")
+    required = lean_guard(project, [])
+    assert required is not None and required.required
+    with pytest.raises(ReplError, match="sandbox is required"):
+        PipeReplTransport([sys.executable, "-c", "pass"], cwd=project, guard=required)

@@ -11,9 +11,14 @@ that proves). With ``loop.require_signed_approval`` only an approval whose signa
 against ``loop.allowed_signers`` promotes; any other approval is kept in the log but promotes
 nothing, and the run says why in a ``note`` event (once per review).
 
+An approval promotes only an outcome that verifies: the fold already leaves out an outcome no run
+writes (:func:`rrma.state.refused_outcome`), and :func:`promote_if_approved` also refuses, with a
+note, when the trial's blobs are missing or altered or the log fails its chain and head checks.
+
 Reviews are never edited: a new review of a trial supersedes its latest one (``supersedes`` names
-that review's seq; the latest decision is the one in force) and ``withdraw`` undoes it, leaving
-the trial unreviewed again. Both keep the old review in the log. A promotion is a fact of the
+that review's seq; the latest counted decision is the one in force; a review naming no earlier
+review of its trial, or replaying a signed one, does not count: :func:`rrma.state.ignored_review`)
+and ``withdraw`` undoes it, leaving the trial unreviewed again. Both keep the old review in the log. A promotion is a fact of the
 log too: withdrawing or rejecting an approval after it promoted a trial does not demote it (the
 dashboard then shows the best as not approved).
 """
@@ -21,6 +26,7 @@ dashboard then shows the best as not approved).
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,6 +35,7 @@ from typing import Any
 
 from rrma.promotion import judge
 from rrma.signing import (
+    BadSignature,
     SigningError,
     message_for_review,
     review_message,
@@ -36,8 +43,8 @@ from rrma.signing import (
     signature_fingerprint,
     verify_review,
 )
-from rrma.state import RunState
-from rrma.store import RunStore
+from rrma.state import RunState, TrialRecord
+from rrma.store import RunStore, verify_chain
 from rrma.task import TaskConfig, task_path
 
 DECISIONS = ("approve", "reject", "flag", "withdraw")
@@ -77,21 +84,22 @@ def promote_if_approved(store: RunStore, state: RunState, task: TaskConfig | Non
             return False  # the same rule as the loop's (rrma/promotion.py)
     else:
         delta = None
+    review = rec.reviews[-1]
+    marker = f"review seq {review['seq']}:"
+    if any(note.startswith(marker) for note in state.notes):
+        return False  # this approval was refused already (and said so)
     required, allowed_signers = signed_approval_policy(state, task)
-    if required:
-        review = rec.reviews[-1]
-        marker = f"review seq {review['seq']}:"
-        if any(note.startswith(marker) for note in state.notes):
-            return False  # this approval was refused already (and said so)
+    why = _unverified_outcome(store, rec)
+    if why is None and required:
         why = _unverified_approval(state, review, allowed_signers)
-        if why is not None:
-            text = (f"{marker} {review['reviewer']}'s approval of {trial_id} does not promote it: {why} "
-                    "(loop.require_signed_approval)")
-            if emit is not None:
-                emit("note", "harness", {"text": text})
-            else:
-                state.apply(store.append("note", "harness", {"text": text}))
-            return False
+        why = f"{why} (loop.require_signed_approval)" if why is not None else None
+    if why is not None:
+        text = f"{marker} {review['reviewer']}'s approval of {trial_id} does not promote it: {why}"
+        if emit is not None:
+            emit("note", "harness", {"text": text})
+        else:
+            state.apply(store.append("note", "harness", {"text": text}))
+        return False
     sigma = state.sigma or 0.0
     approver = rec.reviews[-1]["reviewer"]
     data = {"trial_id": trial_id, "score": score, "previous_best": state.best_id, "previous_score": best_score,
@@ -112,6 +120,29 @@ def signed_approval_policy(state: RunState, task: TaskConfig | None) -> tuple[bo
     value = loop.get("allowed_signers")
     base = state.task.get("base_dir")
     return bool(loop.get("require_signed_approval")), (task_path(Path(base) if base else None, value) if value else None)
+
+
+def _unverified_outcome(store: RunStore, rec: TrialRecord) -> str | None:
+    """Why the outcome an approval would promote does not verify; None when it does.
+
+    The fold already refuses a ``trial.finished`` that no run writes (:func:`rrma.state.refused_outcome`).
+    What it cannot see is checked here, as ``rrma-tui verify`` checks it: the log's hash chain and head
+    record (a line edited in place still folds), and the blobs the trial's events name (its proposal,
+    workspace manifest, edits and oracle log) exist and hash to their names.
+    """
+    blobs = [rec.proposal_blob, rec.manifest_blob, rec.log_blob, *(e.get("blob") for e in rec.edits)]
+    for digest in (b for b in blobs if b):
+        path = store.blob_dir / digest
+        try:
+            intact = hashlib.sha256(path.read_bytes()).hexdigest() == digest
+        except OSError:
+            return f"blob {digest[:12]}… named by its events is missing (`rrma-tui verify` fails)"
+        if not intact:
+            return f"blob {digest[:12]}… named by its events does not match its content hash (`rrma-tui verify` fails)"
+    chain = verify_chain(store)
+    if chain.errors:
+        return f"the run's log fails verify: {chain.errors[0]}"
+    return None
 
 
 def _unverified_approval(state: RunState, review: dict[str, Any], allowed_signers: Path | None) -> str | None:
@@ -190,13 +221,15 @@ class ReviewSignatures:
 
 def check_review_signatures(state: RunState, events: Iterable[Any], allowed_signers: Path | None,
                             run_dir: Path | None = None) -> ReviewSignatures:
-    """Check every signed review of a folded run against ``allowed_signers`` (for ``verify``).
+    """Check every signed review of a folded run (for ``verify``), against ``allowed_signers`` when given.
 
-    A signature that does not verify for its reviewer over the review as the log has it now
-    (run id, trial, decision, reviewer, note, and the trial's ``trial.finished`` hash at that
-    point of the chain) is an error, and so is an allowed_signers file inside the run directory
-    (whatever can write the run could write it). Signed reviews with no file to check them
-    against are a warning; unsigned reviews are only counted.
+    Errors: a signature that does not verify over the review as the log has it now (run id, trial,
+    decision, reviewer, note, supersedes, and the trial's ``trial.finished`` hash at that point of the
+    chain): without ``allowed_signers`` against the public key the signature carries, with it for the
+    reviewer's key in the file; a review signed over another ``trial.finished`` than the log's; and an
+    allowed_signers file inside the run directory (whatever can write the run could write it) or
+    missing. Without a file, an intact signature is a warning (its signer is unknown); so is one
+    that cannot be checked at all (no ssh-keygen). Unsigned reviews are only counted.
     """
     out = ReviewSignatures()
     signed = [r for r in state.reviews if r.get("signed")]
@@ -207,19 +240,16 @@ def check_review_signatures(state: RunState, events: Iterable[Any], allowed_sign
         return out
     claimed = {e.seq: e.data.trial_finished for e in events if e.kind == "review"}
     problem = None
-    if allowed_signers is None:
-        out.warnings.append(f"{len(signed)} signed review(s) not checked: no allowed_signers file "
-                            "(--allowed-signers FILE or $RRMA_ALLOWED_SIGNERS)")
-    elif run_dir is not None and allowed_signers.resolve().is_relative_to(run_dir.resolve()):
-        problem = (f"allowed_signers {allowed_signers} is inside the run directory: whatever can write the run "
-                   "can write it, so it vouches for nobody; keep it outside")
-    elif not allowed_signers.is_file():
-        problem = f"allowed_signers {allowed_signers}: no such file"
+    if allowed_signers is not None:
+        if run_dir is not None and allowed_signers.resolve().is_relative_to(run_dir.resolve()):
+            problem = (f"allowed_signers {allowed_signers} is inside the run directory: whatever can write the run "
+                       "can write it, so it vouches for nobody; keep it outside")
+        elif not allowed_signers.is_file():
+            problem = f"allowed_signers {allowed_signers}: no such file"
     if problem is not None:
         out.errors.append(problem)
-    if allowed_signers is None or problem is not None:
-        out.unchecked = len(signed)
-        return out
+    trusted = allowed_signers if allowed_signers is not None and problem is None else None
+    intact = 0  # signatures that verify against the key they carry (no allowed_signers to name the signer)
     for review in signed:
         what = f"review seq {review['seq']} ({review['decision']} {review['trial_id']} by {review['reviewer']})"
         bound = claimed.get(review["seq"])
@@ -227,22 +257,37 @@ def check_review_signatures(state: RunState, events: Iterable[Any], allowed_sign
             out.errors.append(f"{what}: signed over trial.finished {str(bound)[:12]}… but the log's is "
                               f"{str(review.get('trial_finished'))[:12]}… (the outcome changed after it was signed)")
             continue
+        message = message_for_review(state.run_id, review)
+        fingerprint = review.get("key_fingerprint")
         try:
-            ok, detail = verify_review(allowed_signers, review["reviewer"], message_for_review(state.run_id, review),
-                                       review["signature"])
+            if trusted is not None:
+                ok, detail = verify_review(trusted, review["reviewer"], message, review["signature"])
+            else:
+                detail = signature_fingerprint(message, review["signature"])
+                ok = True
+        except BadSignature as exc:
+            out.errors.append(f"{what}: bad signature: it does not verify against the key it names ({exc})")
+            continue
         except SigningError as exc:
-            out.errors.append(f"cannot check review signatures: {exc}")
-            out.unchecked = len(signed) - out.verified
-            return out
+            (out.errors if trusted is not None else out.warnings).append(f"cannot check review signatures: {exc}")
+            out.unchecked = len(signed) - out.verified - intact
+            break
         if not ok:
             out.errors.append(f"{what}: bad signature: it does not verify for {review['reviewer']} against "
-                              f"{allowed_signers} ({detail})")
+                              f"{trusted} ({detail})")
             continue
-        out.verified += 1
-        fingerprint = review.get("key_fingerprint")
+        if trusted is not None:
+            out.verified += 1
+        else:
+            intact += 1
         if fingerprint and fingerprint not in detail:
             out.warnings.append(f"{what}: the signature verifies but its key_fingerprint field ({fingerprint}) "
                                 "names another key (the field is not signed)")
+    if trusted is None and intact:
+        out.unchecked = intact
+        out.warnings.append(f"{intact} signed review(s) not checked against an allowed_signers file "
+                            "(--allowed-signers FILE or $RRMA_ALLOWED_SIGNERS): each signature is intact for the key "
+                            "it carries, but whose key that is was not checked")
     if out.verified:
         out.checked.append(f"{out.verified} signed review{'s' if out.verified != 1 else ''} verified")
     return out

@@ -5,7 +5,8 @@ write it can append a review naming any reviewer, or edit one and recompute ever
 the chain still verifies. A signed review also carries an SSH signature made with the reviewer's
 own key, the way git signs commits with SSH keys (``ssh-keygen -Y sign`` / ``-Y verify``, in the
 namespace :data:`NAMESPACE`), over :func:`review_message`: canonical JSON of the run id, the trial
-id, the decision, the reviewer, the note and the hash of the trial's ``trial.finished`` event.
+id, the decision, the reviewer, the note, the hash of the trial's ``trial.finished`` event and, for a
+review that replaces another, the seq of the review it ``supersedes``.
 
 What a signature that verifies (:func:`verify_review`, against an ``allowed_signers`` file the
 checker trusts, never one inside the run directory) guarantees: the holder of a key listed for
@@ -15,6 +16,14 @@ to that event and every event before it, so editing the review, moving the signa
 trial or run, or changing (or re-running) the outcome makes the check fail. What it does not
 guarantee: that the person looked carefully, that the key was not stolen, when the signature was
 made (the event's ``ts`` is not signed), or that no review was deleted from the log.
+
+Two checks need no allowed_signers file. A signature verifies, or not, against the public key it
+carries (:func:`signature_fingerprint`): one that does not is bad whoever holds that key, so
+``verify`` fails on it; one that does only says that some key signed these bytes (a warning: the
+signer is unknown). And the signed bytes never legitimately recur: a real second review of a trial
+names the review it supersedes, which is signed. So the same signed review appended again (a replay,
+to put an approval back in force after a rejection) is an error, and the fold does not count it
+(:func:`rrma.state.ignored_review`).
 """
 
 from __future__ import annotations
@@ -48,6 +57,10 @@ class SshKeygenMissing(SigningError):
 
 class KeyNeedsPassphrase(SigningError):
     """The signing key is passphrase-protected and not in ssh-agent; nothing here can prompt for it."""
+
+
+class BadSignature(SigningError):
+    """The signature does not verify over the message against the public key it names (forged, edited, moved)."""
 
 
 def default_signing_key() -> Path | None:
@@ -133,17 +146,22 @@ def sign_review(key_path: Path | str, message: bytes) -> str:
 def signature_fingerprint(message: bytes, signature: str) -> str:
     """The fingerprint (``SHA256:...``) of the key that made ``signature`` over ``message``.
 
-    Checks the signature itself (``ssh-keygen -Y check-novalidate``) but not who may sign: that is
-    :func:`verify_review`'s job.
+    Checks the signature itself (``ssh-keygen -Y check-novalidate``: it verifies over ``message``
+    with the public key the signature carries, in this namespace) but not who may sign: that is
+    :func:`verify_review`'s job. A signature that does not verify raises :class:`BadSignature`;
+    one that cannot be checked (no ssh-keygen, timeout) raises :class:`SigningError`.
     """
     with tempfile.TemporaryDirectory(prefix="rrma-sig-") as tmp:
         sig = Path(tmp) / "review.sig"
-        sig.write_text(signature, encoding="ascii")
+        try:
+            sig.write_text(signature, encoding="ascii")
+        except UnicodeEncodeError:
+            raise BadSignature("the signature is not an armored SSH signature") from None
         proc = _run(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig)], stdin=message)
     out = _one_line(proc.stdout + proc.stderr)
     found = _FINGERPRINT.search(out)
     if proc.returncode != 0 or found is None:
-        raise SigningError(f"the signature does not check out: {out}")
+        raise BadSignature(f"the signature does not check out: {out}")
     return found.group(1)
 
 

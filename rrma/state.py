@@ -6,15 +6,29 @@ the loop, ``verify`` and the export all read state through here, so they agree.
 
 ``blackboard.md`` and ``results.tsv`` are *derived views*: :func:`render_blackboard` and
 :func:`render_results` regenerate them from state; they are never read back as a source.
+
+The fold does not count every event it is given. It refuses (``RunState.refused``, and ``verify``
+reports each as an error) what no run of rrma writes: a ``trial.finished`` for a trial never
+proposed or already finished (and not started again), by an actor other than the oracle or the
+harness, with a status that is not a trial status or a score that is not finite
+(:func:`refused_outcome`); a ``trial.started`` of a finished trial (only a stopped, ``aborted``
+trial is run again); a ``trial.promoted`` of a trial without a counted outcome. A ``review`` stays
+in the history (``RunState.reviews``, with ``ignored`` saying why) but is not part of its trial's
+decision in force when its ``supersedes`` names no earlier counted review of that trial, or when it
+repeats an earlier signed review (the same signed bytes, or the same signature: a replay)
+(:func:`ignored_review`). So what is decided from the fold (the best, what awaits review, the
+decision in force, a promotion) rests only on events that verify accepts.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rrma.store import write_atomic
+from rrma.trial import Status
 
 REVIEW_STATUS = {  # review decision -> the review state it puts a trial in (the latest decision wins)
     "approve": "approved", "reject": "rejected", "flag": "flagged", "withdraw": "unreviewed"}
@@ -120,7 +134,8 @@ class RunState:
     baseline_ids: list[str] = field(default_factory=list)
     blackboard: list[dict[str, Any]] = field(default_factory=list)
     agents: dict[str, AgentRecord] = field(default_factory=dict)
-    reviews: list[dict[str, Any]] = field(default_factory=list)
+    reviews: list[dict[str, Any]] = field(default_factory=list)  # every review event, counted or ignored
+    refused: list[dict[str, Any]] = field(default_factory=list)  # events the fold did not count: {seq, kind, why}
     notes: list[str] = field(default_factory=list)
     # run control (run.control): what the current driver must obey; both reset by run.started/run.resumed
     driver_seq: int = -1  # seq of the run.started / run.resumed that began the current driver's session
@@ -236,14 +251,22 @@ class RunState:
                 agent.last_activity = f"proposed {d.trial_id}: {d.hypothesis[:70]}"
                 agent.last_ts = ev.ts
         elif kind == "trial.started":
-            if d.trial_id in self.trials:
-                self.trials[d.trial_id].status = "running"
+            rec = self.trials.get(d.trial_id)
+            if rec is not None and rec.finished and rec.status != "aborted":
+                # only a stopped confirmation repeat is run again (rrma/loop.py _confirm, on resume)
+                self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id,
+                                     "why": f"starts {d.trial_id} again, which already finished ({rec.status})"})
+            elif rec is not None:
+                rec.status = "running"
         elif kind == "trial.progress":
             if d.trial_id in self.trials:
                 self.trials[d.trial_id].progress.append(d.sample)
         elif kind == "trial.finished":
+            why = refused_outcome(self, ev)
             rec = self.trials.get(d.trial_id)
-            if rec is None:
+            if why is not None or rec is None:
+                self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id,
+                                     "why": why or f"names trial {d.trial_id!r}, which was never proposed"})
                 return
             rec.status, rec.score, rec.metrics, rec.feedback = d.status, d.score, d.metrics, d.feedback
             rec.seconds, rec.cached, rec.cached_from, rec.log_blob = d.seconds, d.cached, d.cached_from, d.log_blob
@@ -254,8 +277,11 @@ class RunState:
             rec.finished_hash = getattr(ev, "hash", None)  # the TUI's light reader folds events without it
         elif kind == "trial.promoted":
             rec = self.trials.get(d.trial_id)
-            if rec is not None:
-                rec.promoted = True
+            if rec is None or not rec.finished:
+                self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id,
+                                     "why": f"promotes {d.trial_id}, which has no counted trial.finished"})
+                return
+            rec.promoted = True
             self.best_id = d.trial_id
             self.best_history.append((d.trial_id, d.score))
         elif kind == "trial.confirmed":
@@ -279,9 +305,12 @@ class RunState:
             target = self.trials.get(d.trial_id)
             review.update(signed=d.signature is not None, signature=d.signature, key_fingerprint=d.key_fingerprint,
                           trial_finished=target.finished_hash if target is not None else None)
+            review["ignored"] = ignored_review(self, review)
             self.reviews.append(review)
-            if d.trial_id in self.trials:
-                self.trials[d.trial_id].reviews.append(review)
+            if review["ignored"] is not None:
+                self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id, "why": review["ignored"]})
+            elif target is not None:
+                target.reviews.append(review)
         elif kind == "note":
             self.notes.append(d.text)
         elif kind == "run.control":
@@ -346,6 +375,55 @@ class RunState:
             return (first, sign * (t.score if t.score is not None else float("inf") * sign))
 
         return sorted(items, key=key)
+
+
+OUTCOME_ACTORS = ("oracle", "harness")  # who writes trial.finished (rrma/loop.py: the oracle, or the harness for
+# a refused edit or a cached outcome); anything else wrote a score the oracle did not give
+TRIAL_STATUSES = frozenset(s.value for s in Status)
+
+
+def refused_outcome(state: RunState, ev: Any) -> str | None:
+    """Why the fold does not count this ``trial.finished`` (verify reports it as an error); None: it counts.
+
+    Each reason is something no run of rrma writes, so a log that has one was written by something else.
+    """
+    d = ev.data
+    rec = state.trials.get(d.trial_id)
+    if rec is None:
+        return f"names trial {d.trial_id!r}, which was never proposed"
+    if rec.finished:  # the loop evaluates a finished trial again only after a new trial.started
+        return f"a second outcome for {d.trial_id}, which already finished ({rec.status}) and was not started again"
+    if ev.actor not in OUTCOME_ACTORS:
+        return f"the outcome of {d.trial_id} is written by {ev.actor!r}, not by the oracle or the harness"
+    if d.status not in TRIAL_STATUSES:
+        return f"the outcome of {d.trial_id} has status {d.status!r}, which is not a trial status"
+    if isinstance(d.score, float) and not math.isfinite(d.score):
+        return f"the outcome of {d.trial_id} has score {d.score}, which is not a finite number"
+    return None
+
+
+def ignored_review(state: RunState, review: dict[str, Any]) -> str | None:
+    """Why a folded review is not part of its trial's decision in force (verify reports it); None: it counts.
+
+    ``supersedes`` must name an earlier counted review of the same trial. A signed review must not repeat an
+    earlier one: the same signature, or the same signed bytes (rrma.signing.review_message: run, trial,
+    decision, reviewer, note, trial.finished and supersedes), which a real second review never has (it
+    names the review it supersedes). Comparing the signed bytes, not only the signature's text, also catches
+    a replay whose signature was re-armored or re-made (ECDSA signatures can be altered and still verify).
+    """
+    trial_id, supersedes = review["trial_id"], review["supersedes"]
+    rec = state.trials.get(trial_id)
+    if supersedes is not None and (rec is None or not any(r["seq"] == supersedes for r in rec.reviews)):
+        return f"review seq {review['seq']} supersedes seq {supersedes}, which is not an earlier review of {trial_id}"
+    if review["signed"]:
+        signed = ("trial_id", "decision", "reviewer", "note", "trial_finished", "supersedes")
+        for earlier in state.reviews:
+            if not earlier["signed"]:
+                continue
+            if earlier["signature"] == review["signature"] or all(earlier[k] == review[k] for k in signed):
+                return (f"review seq {review['seq']} repeats the signed review seq {earlier['seq']} ({earlier['decision']} "
+                        f"{earlier['trial_id']} by {earlier['reviewer']}): a replayed signature")
+    return None
 
 
 # ----------------------------------------------------------------------------- views

@@ -8,8 +8,12 @@ blob an event names exists and hashes to its name, and that the derived views
 (``results.tsv``, ``blackboard.md``) equal what the events produce. With ``expect_head``, the
 log's last event must also have that hash (a prefix of at least 8 hex digits).
 
-With an ``allowed_signers`` file, every signed review's SSH signature is checked too
-(:func:`rrma.review.check_review_signatures`; what that proves: :mod:`rrma.signing`).
+Every event the fold does not count is an error (``RunState.refused``; :mod:`rrma.state` says which:
+an outcome no run writes, a promotion without a counted outcome, a review whose ``supersedes`` names
+no earlier review of its trial, a replayed signed review). Every signed review's SSH signature is
+checked against the key it carries, and with an ``allowed_signers`` file against the reviewer's key
+(:func:`rrma.review.check_review_signatures`; what that proves: :mod:`rrma.signing`): a bad
+signature is an error either way, an unknown signer (no file) a warning.
 
 Errors fail the check; warnings describe what a crash or an older rrma leaves and hide nothing.
 """
@@ -83,6 +87,10 @@ def verify_run(run_dir: Path, expect_head: str | None = None, *, allowed_signers
         report.checked.append("derived views match")
     if state.finish_reason is None and state.started_ts:
         report.warnings.append("the run has no run.finished event: it is running or it crashed (`rrma-tui resume`)")
+    for refused in state.refused:
+        report.errors.append(f"seq {refused['seq']} ({refused['kind']}): {refused['why']}; not counted")
+    if scan.events and not state.refused:
+        report.checked.append("every event counts")
     signatures = check_review_signatures(state, scan.events, allowed_signers, run_dir=run_dir)
     report.errors += signatures.errors
     report.warnings += signatures.warnings

@@ -182,10 +182,14 @@ def test_an_edited_note_in_a_rechained_log_is_a_bad_signature(run: Path, keys: d
             obj["data"]["note"] = "ok as is; also ship the other one"
 
     rewrite_and_rechain(run, edit)
-    assert verify(run, None).returncode == 0  # the chain holds: only the signature can tell
+    assert store.verify_chain(RunStore(run)).ok  # the chain and the head record hold: only the signature can tell
     proc = verify(run, keys["allowed"])
     assert proc.returncode == 1
     assert "approve t0001 by alice): bad signature" in proc.stdout
+    # no allowed_signers file is needed to see it: the signature does not verify against the key it carries
+    bare = verify(run, None)
+    assert bare.returncode == 1, bare.stdout
+    assert "approve t0001 by alice): bad signature: it does not verify against the key it names" in bare.stdout
 
 
 def test_an_edited_outcome_breaks_the_signature_bound_to_it(run: Path, keys: dict[str, Path]) -> None:

@@ -92,6 +92,42 @@ def test_garbage_last_line_is_an_error(run: Path) -> None:
     assert "head record says the log ends at seq" in proc.stdout
 
 
+def test_a_same_length_replaced_last_line_is_an_error(run: Path) -> None:
+    """The last line, bob's rejection of t0001, becomes an approval of the same byte length, validly
+    re-chained (its prev is the previous event's hash, its hash recomputed): the chain, the seqs and
+    the file size all hold, so only the head record's hash can tell."""
+    from rrma.events import canonical, compute_hash
+    from rrma.review import record_review
+    from rrma.store import encode_head
+
+    reject = record_review(RunStore(run), "t0001", "reject", "bob", "overfits!")
+    assert cli("verify", str(run)).returncode == 0
+    lines = lines_of(run)
+    obj = json.loads(lines[-1])
+    assert obj["seq"] == reject.seq and obj["data"]["decision"] == "reject"
+    obj["data"].update(decision="approve", note="overfits")  # one letter more, one less
+    obj["hash"] = compute_hash(obj)
+    forged = canonical(obj).encode() + b"\n"
+    assert len(forged) == len(lines[-1]) and forged != lines[-1]
+    (run / "events.jsonl").write_bytes(b"".join(lines[:-1]) + forged)
+    assert RunState.fold(RunStore(run).scan().events).trials["t0001"].review_status == "approved"
+    head = read_head(run)
+    assert head is not None and head.offset == (run / "events.jsonl").stat().st_size  # the size still matches
+
+    proc = cli("verify", str(run))
+    assert proc.returncode == 1, proc.stdout
+    assert f"event seq {reject.seq} has hash {obj['hash'][:16]}, but the head record says seq {reject.seq}" in proc.stdout
+    assert "the end of the log was replaced" in proc.stdout
+    assert len([line for line in proc.stdout.splitlines() if line.startswith("error")]) == 1  # nothing else sees it
+    with pytest.raises(LogDamaged, match="replaced"):  # and nothing may be appended over it
+        RunStore(run).append("note", "harness", {"text": "this would rewrite the head record"})
+    # the control: the head record rewritten for the forged line (as the attacker would have to) and verify
+    # passes: what found the forgery was the head record, not the chain
+    (run / "head.json").write_bytes(encode_head(reject.seq, obj["hash"], head.offset, head.ts))
+    proc = cli("verify", str(run))
+    assert proc.returncode == 0, proc.stdout
+
+
 def test_a_torn_fragment_after_the_head_is_only_a_warning(run: Path) -> None:
     with open(run / "events.jsonl", "ab") as fh:
         fh.write(b'{"v":1,"seq":99,"ts":"2026')  # a crash in the middle of the next write

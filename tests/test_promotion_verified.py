@@ -162,6 +162,19 @@ def test_the_honest_outcome_still_promotes(tmp_path: Path) -> None:
     assert state.best_id == "t0001" and state.trials["t0001"].promoted and not state.refused
 
 
+def test_a_json_infinity_in_a_line_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    """JSON's ``Infinity`` parses (json and pydantic both take it) but has no canonical form to hash:
+    verify_chain used to raise ValueError on it; now it is a hash mismatch, and the fold refuses the score."""
+    store = gated_run(tmp_path, lambda s: _finish(s, HONEST))
+    log = store.events_path
+    text = log.read_text()
+    assert text.count('"score":0.51') == 1
+    log.write_text(text.replace('"score":0.51', '"score":Infinity'))
+    report = verify_run(store.dir)
+    assert any("hash mismatch" in e for e in report.errors), report.errors
+    assert any("score inf, which is not a finite number" in e for e in report.errors), report.errors
+
+
 # ----------------------------------------------------------------------------- the live loop
 
 

@@ -51,6 +51,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agents.base import Agent, AgentError, Context, TrialSummary
@@ -694,14 +695,15 @@ class ProofSearchAgent(Agent):
         self._llm: LLMTactics | None = None
         self.searches: list[SearchResult] = []
 
-    def _backend(self, prover: str) -> ProofStates:
+    def _backend(self, prover: str, hidden: tuple[Path, ...] = ()) -> ProofStates:
+        """The prover session of this agent; its processes never see ``hidden`` (``Context.hidden``)."""
         states = self._states.get(prover)
         if states is not None:
             return states
         if prover == "coq":
             from oracle.proof_state_coq import CoqProofStates
 
-            states = CoqProofStates(coq_args=self.coq_args, preload=self.preload)
+            states = CoqProofStates(coq_args=self.coq_args, preload=self.preload, hidden=hidden)
         elif self.lean_backend == "dojo":
             from oracle.proof_state_lean import LeanDojoProofStates
 
@@ -709,7 +711,7 @@ class ProofSearchAgent(Agent):
         else:
             from oracle.proof_state_lean import LeanReplProofStates
 
-            states = LeanReplProofStates(self.lean_project)
+            states = LeanReplProofStates(self.lean_project, hidden=hidden)
         self._states[prover] = states
         return states
 
@@ -734,9 +736,9 @@ class ProofSearchAgent(Agent):
         prover = str(th.get("prover", "coq"))
         task = TheoremTask(name=name, statement=str(th.get("statement", "")), context=str(th.get("context", "")),
                            original_proof="", difficulty=str(th.get("difficulty", "unknown")),
-                           prover="lean" if prover == "lean" else "coq", source_file=str(th.get("source_file", "")))
+                           prover="lean" if prover == "lean" else "coq")  # the view names no source file
         try:
-            states = self._backend(prover)
+            states = self._backend(prover, ctx.hidden)
         except Exception as exc:  # the prover is missing here: say so in the trace, propose nothing
             ctx.record_turn(role="error", tool="proof-search", text=f"no proof-state backend: {exc}"[:500])
             return None

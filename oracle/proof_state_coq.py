@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from oracle.base import OracleError
 from oracle.coq import (
+    CoqSandbox,
     CoqSession,
     CoqSessionError,
     ProofRejected,
@@ -39,6 +43,7 @@ from oracle.coq import (
 from oracle.proof_common import Prover, TheoremTask
 from oracle.proof_state import Premise, ProofState, ProofStateError, TacticResult
 from oracle.strip_coq import split_sentences
+from rrma.contain import sandbox
 
 _PROMPT = re.compile(r"<prompt>.*?</prompt>", re.S)
 _GOALS_HEAD = re.compile(r"^(\d+) goals?(?: \(ID \d+\))?\s*$")
@@ -159,14 +164,19 @@ class CoqProofStates:
     ``preload``: sentences run before every context (e.g. ``Require Hammer.Tactics.Tactics.``); the
     oracle that re-checks the proofs must load the same. ``memory_mb`` caps the session
     (``RLIMIT_AS``); a session that dies or times out is replaced on the next :meth:`start`.
+    ``hidden``: what the agent's own process must never see (``Context.hidden``: the run, the
+    stripped files and their compiled forms); coqtop runs in the checker's sandbox with those hidden.
     """
 
     prover: Prover = "coq"
 
     def __init__(self, *, coqtop: str = "coqtop", coq_args: Sequence[str] = (), memory_mb: int = 2048,
-                 preload: str = "") -> None:
+                 preload: str = "", hidden: Sequence[Path] = ()) -> None:
         self.coqtop = find_coq_binary(coqtop)
         self.coq_args = tuple(coq_args)
+        self.sandbox = CoqSandbox(hidden=tuple(Path(h) for h in hidden), coq_args=self.coq_args,
+                                  required=sandbox.mode() == "require")
+        self.scratch: Path | None = None  # the session's working folder (harness-owned, made on first use)
         self.memory_mb = memory_mb
         self.preload = preload
         self.session: CoqSession | None = None
@@ -182,7 +192,10 @@ class CoqProofStates:
         if self.session is None or not self.session.alive:
             if self.session is not None:
                 self.session.kill()
-            self.session = CoqSession(self.coqtop, memory_mb=self.memory_mb, args=self.coq_args)
+            if self.scratch is None or not self.scratch.is_dir() or self.scratch.is_symlink():
+                self.scratch = Path(tempfile.mkdtemp(prefix="rrma-proof-states-"))
+            self.session = CoqSession(self.coqtop, memory_mb=self.memory_mb, args=self.coq_args, cwd=self.scratch,
+                                      sandbox=self.sandbox)
             self.restarts += 1
         return self.session
 
@@ -194,6 +207,9 @@ class CoqProofStates:
 
     def close(self) -> None:
         self._drop_session()
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
     # ------------------------------------------------------------------ protocol
 

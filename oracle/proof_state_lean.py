@@ -42,6 +42,7 @@ from oracle.lean import (
     parse_repl_response,
     proof_violation,
 )
+from oracle.lean_audit import lean_guard
 from oracle.proof_common import Prover, TheoremTask
 from oracle.proof_state import Outcome, ProofState, ProofStateError, TacticResult
 
@@ -95,9 +96,11 @@ class LeanReplProofStates:
 
     def __init__(self, project_dir: Path | str | None = None, *,
                  transport_factory: Callable[[], ReplTransport] | None = None, memory_mb: int = 4096,
-                 header_timeout_s: float = 600.0) -> None:
+                 header_timeout_s: float = 600.0, hidden: Sequence[Path] = ()) -> None:
         self.project_dir = Path(project_dir) if project_dir else DEFAULT_PROJECT
-        self.factory = transport_factory or (lambda: PipeReplTransport(cwd=self.project_dir, memory_mb=memory_mb))
+        # the agent's own REPL: sandboxed, with what the agent must never see (Context.hidden) hidden
+        self.factory = transport_factory or (lambda: PipeReplTransport(
+            cwd=self.project_dir, memory_mb=memory_mb, guard=lean_guard(self.project_dir, tuple(hidden))))
         self.header_timeout_s = header_timeout_s
         self.session: ReplSession | None = None
         self.tactic_runs = 0
@@ -211,6 +214,9 @@ class LeanDojoProofStates:
         self.close()
         if self.repo is None:
             raise ProofStateError("the LeanDojo backend needs params.lean_project = a traced repository")
+        if not task.source_file:  # a bench's theorem view names no file: it holds every original proof
+            raise ProofStateError(f"LeanDojo needs the file of {task.name}, which an agent is not told (the "
+                                  "file holds the original proofs; LeanDojo's traced repository does too)")
         theorem = self.lean_dojo.Theorem(self.repo, task.source_file, task.name)
         try:
             self._context = self.lean_dojo.Dojo(theorem, timeout=self.timeout_s)

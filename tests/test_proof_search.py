@@ -128,8 +128,8 @@ def test_search_agent_proposes_once_per_theorem_with_the_tree_in_meta(tmp_path: 
     task = coq_task("mul_1", "Theorem mul_1 : forall n : nat, n * 1 = n.")
     turns: list[dict[str, Any]] = []
     ctx = SimpleNamespace(theorem={"name": task.name, "statement": task.statement, "context": task.context,
-                                   "prover": "coq", "difficulty": "easy", "source_file": "t.v"},
-                          tried=set(), record_turn=lambda **kw: turns.append(kw))
+                                   "prover": "coq", "difficulty": "easy", "line": 1},
+                          tried=set(), record_turn=lambda **kw: turns.append(kw), hidden=())
     try:
         proposal = agent.propose(ctx)  # type: ignore[arg-type]
         assert proposal is not None and proposal.proof
@@ -138,6 +138,38 @@ def test_search_agent_proposes_once_per_theorem_with_the_tree_in_meta(tmp_path: 
         assert agent.propose(ctx) is None  # its budget for this theorem is spent  # type: ignore[arg-type]
     finally:
         agent.close()
+
+
+@needs_coq
+def test_the_search_agents_coqtop_never_sees_what_is_hidden_from_agents(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proof-search agent's own coqtop runs in the checker's sandbox with Context.hidden hidden:
+    a file in a library folder it is shown reads empty (the context's Load stands in for any read)."""
+    from oracle.proof_state import ProofStateError
+    from oracle.proof_state_coq import CoqProofStates
+    from rrma.contain import sandbox
+
+    if sandbox.unavailable_reason() is not None:
+        pytest.skip(f"bubblewrap cannot run here: {sandbox.unavailable_reason()}")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    answer = lib / "Answers.v"
+    answer.write_text("Definition leaked := 42.\n")
+    task = coq_task("t", "Theorem t : leaked = 42.", context=f'Load "{answer}".\n')
+
+    def start(hidden: tuple[Path, ...]) -> str:
+        states = CoqProofStates(coq_args=("-Q", str(lib), "Lib"), hidden=hidden)
+        try:
+            return " ".join(states.start(task).goals)
+        except ProofStateError as exc:
+            return f"refused: {exc}"
+        finally:
+            states.close()
+
+    assert "leaked = 42" in start(())  # control: readable when nothing is hidden
+    assert start((answer,)).startswith("refused: ")
+    monkeypatch.setenv("RRMA_FS_GUARD", "off")  # control: no sandbox, nothing hidden
+    assert "leaked = 42" in start((answer,))
 
 
 # ----------------------------------------------------------------------------- Lean REPL tactic mode

@@ -26,11 +26,45 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
+class ScorerConfig(_Section):
+    """The command oracle's own scorer: the metric comes from it, never from what a trial's program prints.
+
+    Its files live in the task's workspace (read-only to agents); the oracle copies them at prepare
+    time and restores them from that copy into its own directory before each scoring (never from a
+    trial). The scorer runs in a process of its own, with the trial's workspace read-only and no
+    network, and reads the agent's files as data (oracle/command.py).
+    """
+
+    files: list[str] = Field(default_factory=list)
+    """The scorer's files, relative to workspace.source; agents may read them, never edit them."""
+    command: list[str] = Field(default_factory=list)
+    """The scorer's argv, run in the oracle's directory ({python}: the harness's interpreter, {trial_dir}: the trial's workspace); its `name: value` output is the metric. Empty: no scorer."""
+    reads: Literal["proposal", "outputs"] = "proposal"
+    """proposal: score the workspace as proposed, before the trial's program runs (the program cannot rewrite it); outputs: after the program, reading what it wrote."""
+    seconds: float = Field(60.0, gt=0, le=86400)
+    """Wall-clock limit of one scoring process (seconds); its memory limit is the trial's."""
+
+
 class OracleConfig(_Section):
     kind: str = "command"
     """Oracle kind: command, autoresearch, lean, coq, gsm8k-recipe, gsm8k-prompt (or module:Class)."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Oracle-specific parameters (see the oracle's docs), part of the cache key."""
+    scorer: ScorerConfig = Field(default_factory=ScorerConfig)
+    """command oracle: an oracle-owned scorer that computes the metric from the trial's files."""
+
+    @model_validator(mode="after")
+    def _scorer_in_params(self) -> OracleConfig:
+        """The scorer reaches the oracle as ``params["scorer"]`` (so it is part of the cache key and
+        travels with every job, Ray's included); a hand-written ``params.scorer`` would bypass the
+        task's checks and is refused (a run.json snapshot carries both, equal)."""
+        folded = self.scorer.model_dump(mode="json") if self.scorer.command else None
+        given = self.params.get("scorer")
+        if given is not None and given != folded:
+            raise ValueError("params.scorer is set from oracle.scorer; write the scorer there")
+        if folded is not None:
+            self.params = {**self.params, "scorer": folded}
+        return self
 
 
 class WorkspaceConfig(_Section):
@@ -49,6 +83,8 @@ class MetricConfig(_Section):
     """Whether lower or higher is better."""
     target: float | None = None
     """Stop the run once the best score reaches this value (None: never)."""
+    source: Literal["oracle", "self-reported"] = "oracle"
+    """oracle: computed by oracle code apart from what agents edit; self-reported: printed by a program agents edit (the command oracle without oracle.scorer), and every result is marked so."""
 
 
 class BudgetConfig(_Section):
@@ -274,6 +310,15 @@ class TaskConfig(_Section):
         return value
 
     @model_validator(mode="after")
+    def _metric_source(self) -> TaskConfig:
+        """A command oracle without a scorer takes the metric from the trial's own program: where the
+        task does not say where its metric comes from, it is self-reported (a task file must say so
+        explicitly: :func:`load_task`)."""
+        if program_prints_metric(self.oracle) and "source" not in self.metric.model_fields_set:
+            self.metric.source = "self-reported"
+        return self
+
+    @model_validator(mode="after")
     def _agents_unique(self) -> TaskConfig:
         names = [a.name for a in self.agents]
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -300,6 +345,60 @@ class TaskConfig(_Section):
         return (b - a) if self.metric.direction == "minimize" else (a - b)
 
 
+def program_prints_metric(oracle: OracleConfig) -> bool:
+    """Whether the metric is what the trial's own program prints: the command oracle running a
+    program (``params.command``) with no scorer. (With neither, the oracle refuses to start.)"""
+    return oracle.kind == "command" and not oracle.scorer.command and oracle.params.get("command") is not None
+
+
+def is_self_reported(snapshot: dict[str, Any] | None) -> bool:
+    """Whether a run's recorded task (run.json, run.started) says its metric is self-reported.
+
+    Read from the recorded ``metric.source``: runs recorded before the field existed are not marked."""
+    metric = (snapshot or {}).get("metric")
+    return isinstance(metric, dict) and metric.get("source") == "self-reported"
+
+
+def check_metric_source(task: TaskConfig, *, source: str) -> None:
+    """The scorer and metric.source agree with the oracle and the workspace rules (TaskError naming
+    the file and the field): a self-reported metric is never labelled ``oracle``, a scorer is never
+    editable, and one that computes the metric is never labelled ``self-reported``."""
+    from rrma.workspace import EditRules, InvalidEdit, normalize_path
+
+    scorer = task.oracle.scorer
+    if scorer.files and not scorer.command:
+        raise TaskError(f"{source}: oracle.scorer.command: empty, but oracle.scorer.files names files; "
+                        "give the command that runs the scorer")
+    if program_prints_metric(task.oracle):
+        if task.metric.source != "self-reported":
+            raise TaskError(f"{source}: metric.source: the command oracle without oracle.scorer reads "
+                            f"`{task.metric.name}` from what the trial's own program prints (a program agents "
+                            "edit); say `metric.source: self-reported`, or add an oracle.scorer that computes it")
+        return
+    if not scorer.command:
+        return
+    if task.oracle.kind != "command" and ":" not in task.oracle.kind:  # module:Class may extend the command oracle
+        raise TaskError(f"{source}: oracle.scorer: only the command oracle runs a scorer "
+                        f"(the {task.oracle.kind} oracle computes its metric itself)")
+    if task.metric.source == "self-reported":
+        raise TaskError(f"{source}: metric.source: self-reported, but oracle.scorer computes "
+                        f"`{task.metric.name}`; remove the line (the default is oracle)")
+    rules = [("workspace.editable", EditRules(task.workspace.editable, task.workspace.readonly))]
+    rules += [(f"agents[{a.name}].editable", EditRules(a.editable, task.workspace.readonly))
+              for a in task.agents if a.editable]
+    for name in scorer.files:
+        try:
+            path = normalize_path(name)
+        except InvalidEdit as exc:
+            raise TaskError(f"{source}: oracle.scorer.files: {exc}") from None
+        if any(ch in path for ch in "*?["):
+            raise TaskError(f"{source}: oracle.scorer.files: {path!r} is a pattern; name each file")
+        for field, rule in rules:
+            if rule.is_editable(path):
+                raise TaskError(f"{source}: oracle.scorer.files: {path} is editable by agents ({field}); "
+                                "a scorer must be read-only (list it in workspace.readonly)")
+
+
 def _format_error(source: str, exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
@@ -322,6 +421,7 @@ def task_from_dict(data: Any, *, source: str = "<task>", base_dir: Path | None =
     except ValidationError as exc:
         raise TaskError(_format_error(source, exc)) from None
     task.base_dir = base_dir
+    check_metric_source(task, source=source)
     return task
 
 
@@ -357,6 +457,14 @@ def load_task(path: Path | str, overrides: dict[str, Any] | None = None) -> Task
         raise TaskError(f"{path}: workspace.source: directory {ws} does not exist")
     if ws.is_dir():
         check_workspace(ws, source=str(path))
+    for name in task.oracle.scorer.files:
+        if not (ws / name).is_file() or (ws / name).is_symlink():
+            raise TaskError(f"{path}: oracle.scorer.files: {name} is not a file in {ws}")
+    metric = data.get("metric")
+    if program_prints_metric(task.oracle) and not (isinstance(metric, dict) and "source" in metric):
+        raise TaskError(f"{path}: metric.source: missing; the command oracle without oracle.scorer reads "
+                        f"`{task.metric.name}` from what the trial's own program prints (a program agents edit): "
+                        "say `metric.source: self-reported`, or add an oracle.scorer that computes it")
     signers = task.allowed_signers_path()
     if signers is not None and not signers.is_file():
         raise TaskError(f"{path}: loop.allowed_signers: file {signers} does not exist")

@@ -131,7 +131,7 @@ oracle:
 workspace:
   source: workspace
   editable: ["objective.py"]
-metric: {name: loss, direction: minimize}
+metric: {name: loss, direction: minimize, source: self-reported}
 budget: {trial_seconds: 120, max_trials: 4, max_concurrent: 1}
 noise: {baseline_repeats: 1}
 agents: [{name: rs, backend: random-search}]

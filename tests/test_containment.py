@@ -206,7 +206,7 @@ def hanging_task(tmp_path: Path, marker: str) -> Path:
         "oracle": {"kind": "command", "params": {"command": ["{python}", "-c", HANG_FIRST.format(
             parent=f"parent-{marker}", half=marker[:8], rest=marker[8:])]}},
         "workspace": {"source": str(REPO / "benches" / "demo" / "workspace"), "editable": ["objective.py"]},
-        "metric": {"name": "loss", "direction": "minimize"},
+        "metric": {"name": "loss", "direction": "minimize", "source": "self-reported"},
         "budget": {"trial_seconds": 120, "max_trials": 0, "max_concurrent": 1},
         "noise": {"baseline_repeats": 1}, "agents": [{"name": "rs", "backend": "random-search"}],
     }))

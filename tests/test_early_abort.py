@@ -74,7 +74,7 @@ def task_yaml(tmp_path: Path) -> Path:
 name: stream
 oracle: {{kind: command, params: {{command: ["{{python}}", "score.py"]}}}}
 workspace: {{source: {ws}, editable: [score.py]}}
-metric: {{name: accuracy, direction: maximize}}
+metric: {{name: accuracy, direction: maximize, source: self-reported}}
 budget: {{trial_seconds: 20, max_trials: 8, max_concurrent: 1}}
 noise: {{baseline_repeats: 1}}
 agents: [{{name: rs, backend: random-search}}]

@@ -105,7 +105,8 @@ def test_crashing_and_hanging_trials_are_labelled(tmp_path: Path) -> None:
         Proposal(hypothesis="hang", edits=[FileEdit(path="objective.py", replacements=[("import math\n", "import math, time\ntime.sleep(100)\n")])]),
         Proposal(hypothesis="no metric", edits=[FileEdit(path="objective.py", replacements=[('print(f"loss: {loss:.6f}")', "print('nothing')")])]),
     ])
-    task = demo_task(**{"budget.trial_seconds": 2})
+    # the program's own printed metric (no scorer): a program that prints none is a crash
+    task = demo_task(**{"budget.trial_seconds": 2, "oracle.scorer": {}, "metric.source": "self-reported"})
     result = start_run(task, tmp_path, agents=[agent])
     trials = result.state.trials
     assert trials["t0001"].status == "crash" and "SyntaxError" in trials["t0001"].feedback

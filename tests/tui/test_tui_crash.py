@@ -181,7 +181,7 @@ def write_task(folder: Path, agents: str) -> Path:
     task = folder / "task.yaml"
     task.write_text("name: tiny\nworkspace: {source: workspace}\n"
                     "oracle: {kind: command, params: {command: [python, train.py]}}\n"
-                    "metric: {name: val_loss}\n" + agents)
+                    "metric: {name: val_loss, source: self-reported}\n" + agents)
     return task
 
 

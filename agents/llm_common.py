@@ -607,7 +607,7 @@ ROLE_HINTS = {
 SYSTEM_PROMPT = """You are {agent}, a research agent in a loop of trials judged by a fixed oracle.
 Each trial is your hypothesis plus an edit of the workspace; the oracle runs it and reports the
 metric `{metric}` ({direction}; lower is better when minimizing). Only improvements larger than the
-noise floor count. You cannot change how the metric is computed.
+noise floor count. {metric_note}
 
 How to work:
 - Read what you need with read_file (the files are also in the first message).
@@ -626,6 +626,15 @@ TASK_PROMPT = """# Task: {name}
 """
 
 
+def metric_note(task: TaskConfig) -> str:
+    """The prompt's sentence on where the metric comes from: true for the task (``metric.source``)."""
+    if task.metric.source == "self-reported":
+        return (f"The metric is self-reported: it is the `{task.metric.name}: <number>` line printed by the program "
+                "you edit, not computed by the oracle; every result is shown to the reviewer marked self-reported, "
+                "and only a real improvement of the task counts.")
+    return "You cannot change how the metric is computed."
+
+
 def system_text(task: TaskConfig, ctx: Context, agent: str, max_steps: int, role_prompt: str | None,
                 edit_lines: list[re.Pattern[str]] | None = None) -> tuple[str, str]:
     """(instructions, task text): both static over a run, so both are cached."""
@@ -641,7 +650,7 @@ def system_text(task: TaskConfig, ctx: Context, agent: str, max_steps: int, role
             "editing; by default you build on the current best.\n") if task.loop.policy == "tree" else ""
     instructions = SYSTEM_PROMPT.format(
         agent=agent, metric=task.metric.name, direction=task.metric.direction, max_steps=max_steps,
-        tree=tree, role=role, editable=", ".join(ctx.editable) or "(none)",
+        tree=tree, role=role, editable=", ".join(ctx.editable) or "(none)", metric_note=metric_note(task),
     )
     return instructions, TASK_PROMPT.format(name=task.name, description=task.description.strip())
 

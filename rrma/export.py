@@ -9,6 +9,10 @@ something). ``meta`` holds the schema version. Confirmation repeats are trials w
 set; the trial they confirm carries ``confirmed`` and ``confirmed_score``; a trial the loop
 stopped early carries ``early_abort`` (the rule).
 
+``runs.metric_source`` says where a run's scores came from: ``oracle``, or ``self-reported``
+(printed by the trial's own, agent-edited program; rrma/task.py ``metric.source``); empty for logs
+recorded before the field existed.
+
 Idempotence: a run whose last event hash is already recorded in ``runs`` is skipped entirely, so
 re-exporting an unchanged run changes nothing (not a byte of the tables); a run that grew is
 replaced row for row (its rows deleted, then inserted again). Several runs share one file.
@@ -62,7 +66,7 @@ RUN_COLUMNS: dict[str, Any] = {
     "seed": int, "baseline": float, "sigma": float, "best_trial": str, "best_score": float,
     "delta_sigma": float, "trials": int, "events": int, "last_seq": int, "last_hash": str, "task_json": str,
     "experiment_id": str, "arm": str, "tokens_in": int, "tokens_out": int, "cost_usd": float,
-    "compute_seconds": float, "confirmation_repeats": int, "early_aborts": int,
+    "compute_seconds": float, "confirmation_repeats": int, "early_aborts": int, "metric_source": str,
 }
 TABLES: dict[str, tuple[dict[str, Any], tuple[str, ...], list[str]]] = {
     "trials": ({
@@ -138,6 +142,13 @@ def _add_missing(table: Any, columns: dict[str, Any]) -> None:
     for column, kind in columns.items():
         if column not in have:
             table.add_column(column, kind)
+
+
+def _metric_source(task: dict[str, Any]) -> str | None:
+    """The run's recorded ``metric.source`` (oracle, self-reported; None in logs older than the field)."""
+    metric = task.get("metric")
+    source = metric.get("source") if isinstance(metric, dict) else None
+    return source if isinstance(source, str) else None
 
 
 def _j(value: Any) -> str | None:
@@ -273,6 +284,7 @@ def export_run(db: sqlite_utils.Database, run_dir: Path) -> ExportResult:
             "arm": experiment.get("arm"), "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost,
             "compute_seconds": compute, "confirmation_repeats": len(state.confirmation_trials()),
             "early_aborts": sum(1 for t in state.agent_trials() if t.early_abort is not None),
+            "metric_source": _metric_source(state.task),
         }])
         trials = [{
             "run_id": run_id, "trial_id": t.trial_id, "parent": t.parent, "agent": t.agent, "status": t.status,

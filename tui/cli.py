@@ -358,9 +358,16 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
     table.add_row("finished", plain(reason))
     if summary.get("error"):
         table.add_row("error", plain(summary["error"]))
+    from rrma.task import is_self_reported
+
+    self_reported = is_self_reported(state.task)  # results an agent-editable program printed itself
+    mark = " · self-reported" if self_reported else ""
     table.add_row("metric", plain(f"{summary.get('metric', '')} ({summary.get('direction', '')})"))
+    if self_reported:
+        table.add_row("metric source", Text("self-reported: printed by the trial's own program, which agents edit; "
+                                            "no oracle computed it", style="bold yellow"))
     table.add_row("baseline ± σ", f"{fmt(summary.get('baseline'))} ± {fmt(summary.get('sigma'), '.3g')}")
-    table.add_row("best", plain(f"{fmt(summary.get('best_score'))} ({summary.get('best_trial') or '-'})"))
+    table.add_row("best", plain(f"{fmt(summary.get('best_score'))} ({summary.get('best_trial') or '-'}){mark}"))
     table.add_row("delta", f"{fmt(summary.get('delta'))} ({fmt(summary.get('delta_sigma'), '+.2f')} σ)")
     by_status = summary.get("by_status", {})
     table.add_row("trials", f"{summary.get('trials', 0)}: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
@@ -817,19 +824,22 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from rrma.store import RunStore
+    from rrma.task import is_self_reported
 
     run_dir = resolve_run(args.run, args.runs)
     state = _load_state(run_dir)
     if state.summary:
         print_summary(run_dir, state, state.finish_reason or "running")
     else:
-        console.print(f"{run_dir.name}: {state.status}, {len(state.agent_trials())} trials so far")
+        console.print(f"{run_dir.name}: {state.status}, {len(state.agent_trials())} trials so far"
+                      + (" (self-reported metric)" if is_self_reported(state.task) else ""))
     head_seq, head_hash = RunStore(run_dir).head()
     console.print(f"head: seq {head_seq} {head_hash}  (rrma-tui verify RUN --expect-head HASH checks it later)",
                   soft_wrap=True)
     checks = any(t.confirms or t.confirmation or t.early_abort or t.metrics.get("awaiting_confirmation")
                  for t in state.trials.values())
-    columns = ["trial", "parent", "agent", "status", "score", "Δσ", "review", *(["checks"] if checks else []),
+    score = "score (self-reported)" if is_self_reported(state.task) else "score"
+    columns = ["trial", "parent", "agent", "status", score, "Δσ", "review", *(["checks"] if checks else []),
                "hypothesis"]
     table = Table(*columns)
     for tid in state.order:

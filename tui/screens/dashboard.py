@@ -35,6 +35,7 @@ from rrma.control import (
     send_steer,
 )
 from rrma.store import EVENTS, read_head
+from rrma.task import is_self_reported
 from tui.reader import RawEvent, RunModel, Torn, TrialTally, TurnIndex, age, human_duration, parse_ts
 from tui.screens.base import RunScreen, RunSession
 from tui.screens.orders import OrderInput, OrderScreen
@@ -56,7 +57,8 @@ TRIAL_COLUMNS = [  # drop: which columns a narrow terminal leaves out first (80x
 
 
 def header_text(session: RunSession, width: int | None = None) -> Text:
-    """Three lines: the run and its status; the best against the baseline; the trial counts.
+    """Three lines: the run and its status; the best against the baseline (marked ``self-reported``
+    where the task's metric is printed by the trial's own program); the trial counts.
 
     With ``width`` (the header's cells) each line keeps to one row at any terminal size: less
     important parts (the run id, the head, per-status counts...) are dropped before the counts and
@@ -114,6 +116,8 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
                                "yellow"), 0))
     else:
         line2.append((Text("no best yet", "dim"), 0))
+    if is_self_reported(state.task):  # the metric is what an agent-editable program printed: never dropped
+        line2.insert(1, (Text("  self-reported", "bold yellow"), 0))
     # kept by the model as it folds (only changed trials are recounted): this runs on every live redraw
     tally = session.model.trial_tally(is_claim) if session.model is not None else TrialTally()
     counts, to_review, claims = tally.counts, tally.to_review, tally.claims

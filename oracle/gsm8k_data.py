@@ -21,10 +21,16 @@ Where data comes from, in order: an explicit ``data`` path (a jsonl file, or a d
 ``train.jsonl``/``test.jsonl``); ``$RRMA_SHARED/gsm8k`` or ``<repo>/../shared/gsm8k``; the user
 cache ``~/.cache/rrma/gsm8k``; then, only when ``download=True``, the public files of OpenAI's
 grade-school-math repository (or the HF ``openai/gsm8k`` dataset when that URL fails).
+
+Every one of those places, and the caches a download leaves (:func:`download_caches`), is named by
+:func:`held_out_paths`: the GSM8K oracles declare them as their ``held_out()`` answers, so no
+agent's process (a recipe, a coding agent) can read the test split or rebuild dev from the full
+train split.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -103,16 +109,21 @@ def iter_json_objects(path: Path, error: type[Exception], what: str) -> Iterator
     if not path.is_file():
         raise error(f"{path}: no such {what} file")
     with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise error(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise error(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            yield lineno, row
+        yield from iter_json_lines(fh, str(path), error)
+
+
+def iter_json_lines(lines: Iterable[str], source: str, error: type[Exception]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of jsonl text; ``error`` names ``source`` and the line."""
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise error(f"{source}:{lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise error(f"{source}:{lineno}: expected a JSON object, got {type(row).__name__}")
+        yield lineno, row
 
 
 def load_jsonl(path: Path, split: str = "test") -> list[Problem]:
@@ -140,9 +151,61 @@ def _candidates(split: str, data: Path | None) -> list[Path]:
 
 
 def data_locations(data: Path | str | None = None) -> list[Path]:
-    """Every place GSM8K files may be read from (for hiding them from a recipe's process)."""
-    places = [Path(data)] if data is not None else []
-    return [*places, shared_dir(), cache_dir()]
+    """Every place GSM8K files may be read from, as absolute paths (what a recipe must never see).
+
+    ``data`` itself; for a ``data`` file, the jsonl files beside it (``train.jsonl`` next to a
+    ``test.jsonl`` is the full train split, dev included); the shared copy and the user cache both
+    where the environment puts them now and at their defaults (a child process with another
+    environment would look at the defaults).
+    """
+    places: list[Path] = []
+    if data is not None:
+        given = Path(data).absolute()
+        places.append(given)
+        if given.suffix == ".jsonl":  # a split file: the other splits usually lie beside it
+            places += [given.parent / f"{split}.jsonl" for split in FILE_SPLITS]
+            with contextlib.suppress(OSError):
+                places += sorted(given.parent.glob("*.jsonl"))
+    home = Path.home()
+    places += [shared_dir(), (REPO_ROOT.parent / "shared" / "gsm8k").absolute(), cache_dir().absolute(),
+               home / ".cache" / "rrma" / "gsm8k"]
+    return _unique(places)
+
+
+def download_caches() -> list[Path]:
+    """Where a download of GSM8K through the HF ``datasets`` fallback leaves copies of every split.
+
+    The datasets cache (``$HF_DATASETS_CACHE``, ``$HF_HOME/datasets``, ``~/.cache/huggingface/datasets``)
+    and the hub cache (``$HF_HUB_CACHE``, ``$HUGGINGFACE_HUB_CACHE``, ``$HF_HOME/hub``,
+    ``~/.cache/huggingface/hub``), each only the folder of ``openai/gsm8k``.
+    """
+    owner, name = HF_DATASET[0].split("/", 1)
+    default_home = Path.home() / ".cache" / "huggingface"
+    hf_home = Path(os.environ["HF_HOME"]) if os.environ.get("HF_HOME") else default_home
+    dataset_roots = [hf_home / "datasets", default_home / "datasets"]
+    hub_roots = [hf_home / "hub", default_home / "hub"]
+    if os.environ.get("HF_DATASETS_CACHE"):
+        dataset_roots.insert(0, Path(os.environ["HF_DATASETS_CACHE"]))
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(var):
+            hub_roots.insert(0, Path(os.environ[var]))
+    places = [root / f"{owner}___{name}" for root in dataset_roots]
+    places += [root / f"datasets--{owner}--{name}" for root in hub_roots]
+    return _unique(p.absolute() for p in places)
+
+
+def held_out_paths(data: Path | str | None = None) -> tuple[Path, ...]:
+    """Every GSM8K split file and cache the project reads or writes: the data locations and the
+    download caches (what a GSM8K oracle's ``held_out()`` declares)."""
+    return tuple(_unique([*data_locations(data), *download_caches()]))
+
+
+def _unique(paths: Iterable[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        if p not in out:
+            out.append(p)
+    return out
 
 
 def locate(split: str, data: Path | str | None = None, *, download: bool = False) -> Path:
@@ -268,11 +331,18 @@ def remove_overlap(train: Sequence[Problem], heldout: Iterable[Problem]) -> list
     return [p for p in train if question_key(p.question) not in held]
 
 
+def jsonl_bytes(problems: Iterable[Problem]) -> bytes:
+    """The jsonl text of ``problems`` (one ``{"idx", "question", "answer"}`` object a line)."""
+    return "".join(json.dumps(p.to_json(), ensure_ascii=False) + "\n" for p in problems).encode("utf-8")
+
+
 def write_jsonl(problems: Iterable[Problem], path: Path) -> Path:
+    """Write ``problems`` to ``path`` as a new file, never through a link planted at its name."""
+    from rrma.contain.files import write_bytes
+
+    path = Path(path).absolute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
-        for p in problems:
-            fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
+    write_bytes(path.parent, path.name, jsonl_bytes(problems))
     return path
 
 
@@ -283,9 +353,13 @@ __all__ = [
     "Problem",
     "SplitLeak",
     "assert_disjoint",
+    "data_locations",
     "dev_indices",
+    "download_caches",
     "fetch",
     "file_sha256",
+    "held_out_paths",
+    "jsonl_bytes",
     "load_jsonl",
     "load_split",
     "locate",

@@ -13,7 +13,10 @@ with a byte-level tokenizer made locally (no hub download): tests and CPU smoke 
 
 Invariant: generation settings come from :class:`GenConfig` (owned by the oracle), never from
 the model directory's ``generation_config.json``: a recipe cannot change how its model is
-decoded at evaluation time. Generation stops at :data:`oracle.gsm8k.STOP_SEQUENCES` (lm-eval's
+decoded at evaluation time. A model directory is data, never code: :func:`check_model_dir` refuses
+pickle weight files (unpickling runs whatever the pickle names), ``auto_map`` entries (custom model
+or tokenizer code) and, for a directory an agent wrote, any symbolic link; both backends load with
+``trust_remote_code=False`` and safetensors only. Generation stops at :data:`oracle.gsm8k.STOP_SEQUENCES` (lm-eval's
 GSM8K stop sequences: a new ``Question:`` line, ``</s>``, ``<|im_end|>``...), and each completion
 is cut at the first of them, so a base model that goes on with a made-up question is never graded
 on that question's answer (both backends end at the same text).
@@ -27,6 +30,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -41,6 +46,73 @@ BACKENDS = ("auto", "transformers", "vllm")
 
 class GenerationError(RuntimeError):
     """A model cannot be loaded or run by the chosen backend (the message says which and why)."""
+
+
+class UnsafeModel(GenerationError):
+    """A model directory the oracle will not load: pickle weights, custom code, or (written by an
+    agent) a symbolic link."""
+
+
+# weight and state files that are pickles (torch.save, pickle, joblib): loading one runs the code it names
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib")
+# configuration files that may name custom code through "auto_map" (only read with trust_remote_code)
+CODE_CONFIGS = ("config.json", "tokenizer_config.json", "processor_config.json", "preprocessor_config.json")
+CONFIG_LIMIT = 16 << 20  # bytes read of one configuration file (a chat template can be long)
+
+
+def check_model_dir(path: str | Path, *, follow_links: bool = False) -> list[str]:
+    """Refuse a model directory that is not plain data; return its files (relative paths).
+
+    Raises :class:`UnsafeModel` for a pickle weight file (:data:`PICKLE_SUFFIXES`), a configuration
+    with ``auto_map`` (custom code), no ``*.safetensors`` weights, or a file that is neither a
+    regular file nor a directory. Without ``follow_links`` (a directory an agent's program wrote)
+    a symbolic link anywhere, the directory itself included, is refused and nothing is read
+    through one (:mod:`rrma.contain.files`); with it (a person's own model, e.g. a hub cache
+    snapshot made of links) links are read as the files they point to.
+    """
+    from rrma.contain import files
+
+    root = Path(path)
+    listing: list[tuple[str, int]] = []
+    try:
+        if follow_links:
+            for dirpath, _dirs, names in os.walk(root, followlinks=True):
+                for name in names:
+                    full = Path(dirpath) / name
+                    listing.append((full.relative_to(root).as_posix(), stat.S_IFMT(full.stat().st_mode)))
+        else:
+            listing = list(files.walk_files(root))
+    except files.LinkRefused:
+        raise UnsafeModel(f"model directory {root.name}/ is a symbolic link; the oracle reads no model "
+                          "through a link") from None
+    except OSError as exc:
+        raise GenerationError(f"cannot list the model directory {root.name}/: {exc.strerror or exc}") from None
+    names = []
+    for rel, kind in sorted(listing):
+        if kind == stat.S_IFLNK:
+            raise UnsafeModel(f"model file {rel} is a symbolic link; the oracle reads no model file through a link "
+                              "(save real files)")
+        if kind != stat.S_IFREG:
+            raise UnsafeModel(f"model file {rel} is not a regular file")
+        if rel.lower().endswith(PICKLE_SUFFIXES):
+            raise UnsafeModel(f"model file {rel} is a pickle (loading it would run the code it names); save the "
+                              "weights as safetensors (save_pretrained(..., safe_serialization=True)) and no "
+                              f"{'/'.join(PICKLE_SUFFIXES)} files")
+        names.append(rel)
+    if not any(n.endswith(".safetensors") for n in names):
+        raise UnsafeModel("the model directory holds no *.safetensors weights (the oracle loads safetensors only)")
+    for rel in names:
+        if Path(rel).name not in CODE_CONFIGS:
+            continue
+        try:
+            raw = (root / rel).read_bytes() if follow_links else files.read_bytes(root, rel, limit=CONFIG_LIMIT)
+            config = json.loads(raw)
+        except (OSError, ValueError) as exc:
+            raise GenerationError(f"model file {rel} is not readable JSON: {exc}") from None
+        if isinstance(config, dict) and "auto_map" in config:
+            raise UnsafeModel(f"model file {rel} has 'auto_map' (custom model or tokenizer code); the oracle "
+                              "loads built-in architectures only (trust_remote_code=False)")
+    return names
 
 
 @dataclass
@@ -127,7 +199,7 @@ class TransformersGenerator:
         self.torch = torch
         path = str(model_path)
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         except (OSError, ValueError) as exc:
             raise GenerationError(f"cannot load a tokenizer from {path}: {exc}") from exc
         device = config.device
@@ -140,7 +212,8 @@ class TransformersGenerator:
         if dtype == "auto" and device == "cpu":
             dtype = torch.float32
         try:
-            self.model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+            self.model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False,
+                                                                   use_safetensors=True)
         except (OSError, ValueError) as exc:
             raise GenerationError(f"cannot load a causal LM from {path}: {exc}") from exc
         self.model.to(device)  # type: ignore[arg-type]  # the stubs of .to on a model are wrong
@@ -202,7 +275,7 @@ class VLLMGenerator:
             ) from exc
         self.config = config
         self.llm = LLM(model=str(model_path), seed=config.seed, gpu_memory_utilization=config.gpu_memory_utilization,
-                       dtype=config.dtype, trust_remote_code=False)
+                       dtype=config.dtype, trust_remote_code=False, load_format="safetensors")
         self.params = SamplingParams(
             n=config.num_samples,
             temperature=config.temperature,
@@ -230,6 +303,7 @@ def make_generator(backend: str, model_path: str | Path, config: GenConfig) -> G
         raise GenerationError(f"unknown generation backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     if not Path(model_path).exists():
         raise GenerationError(f"model directory {model_path} does not exist")
+    check_model_dir(model_path, follow_links=True)  # pickles and custom code are refused for every model
     if backend == "auto":
         backend = "vllm" if vllm_available() else "transformers"
     if backend == "vllm":

@@ -4,7 +4,9 @@ Called by the gsm8k-recipe oracle as
 
     python recipe.py --base-model B --train-data TRAIN.jsonl --output-dir OUT --seed S
 
-It must write a causal LM (config, weights, tokenizer) to OUT. The oracle then evaluates OUT
+It must write a causal LM (config, safetensors weights, tokenizer) to OUT: the oracle refuses a
+model directory holding a pickle (*.bin, *.pt, *.pth, *.pkl), custom code (auto_map) or a
+symbolic link. The oracle then evaluates OUT
 on held-out questions with its own prompt, decoding and verifier: nothing in this file can
 change how the model is scored. TRAIN.jsonl holds only training problems
 ({"idx", "question", "answer"}); the held-out questions are never given to this script.
@@ -128,6 +130,8 @@ def main() -> None:
     trainer.train()
     trainer.save_model(str(args.output_dir))
     tokenizer.save_pretrained(str(args.output_dir))
+    # save_model also pickles the training arguments there; the oracle refuses any pickle in OUT
+    (Path(args.output_dir) / "training_args.bin").unlink(missing_ok=True)
     shutil.rmtree(config.output_dir, ignore_errors=True)
 
 

@@ -173,6 +173,7 @@ class ResearchLoop:
             memory_mb=task.budget.trial_memory_mb,
             max_processes=task.budget.trial_max_processes,
             max_output_bytes=task.budget.max_output_bytes,
+            disk_mb=task.budget.trial_disk_mb,
             num_cpus=task.budget.num_cpus,
             num_gpus=task.budget.num_gpus,
         )

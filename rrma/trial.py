@@ -25,6 +25,7 @@ class Status(StrEnum):
     crash = "crash"  # the program failed: non-zero exit, signal, no metric, output flood
     timeout = "timeout"  # wall-clock budget exceeded; killed from outside
     oom = "oom"  # memory budget exceeded; killed from outside (or MemoryError)
+    disk = "disk"  # disk budget exceeded: the trial wrote more than it may into its writable directories
     aborted = "aborted"  # stopped early by the oracle (e.g. a predicted loss that cannot win)
 
 
@@ -84,5 +85,6 @@ class Budget(BaseModel):
     memory_mb: int = 2048  # memory of the whole trial (its cgroup; else resident memory of its process group)
     max_processes: int = 1024  # processes and threads of the whole trial at once (its cgroup's pids.max)
     max_output_bytes: int = 8 * 1024 * 1024  # more output than this is a crash (flood)
+    disk_mb: int = 4096  # bytes the trial may hold in its writable directories (its workspace), in MiB
     num_cpus: float = 1.0
     num_gpus: float = 0.0

@@ -290,24 +290,33 @@ def test_resume_refuses_while_a_trial_of_the_killed_harness_still_runs(tmp_path:
 
 
 @needs_guard
-def test_the_users_keys_are_hidden_from_a_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A reviewer's SSH key signs approvals: a trial that could read it could sign one."""
+def test_the_users_home_and_keys_are_hidden_from_a_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reviewer's SSH key signs approvals: a trial that could read it could sign one. A trial's home
+    is empty and private; where a policy shows part of home (a coding agent's tool), keys stay hidden."""
     home = Path(tempfile.mkdtemp(prefix="rrma-home-", dir="/var/tmp"))  # outside /tmp, which is private anyway
     try:
         (home / ".ssh").mkdir()
         (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
-        (home / "notes.txt").write_text("readable\n")
+        (home / "notes.txt").write_text("private notes\n")
         key = home / "review-key"
         key.write_text("SIGNING KEY\n")
         monkeypatch.setenv("HOME", str(home))
         monkeypatch.setenv(sandbox.ENV_SIGNING_KEY, str(key))
         program = ("import os, sys\n"
                    "for p in sys.argv[1:]:\n"
-                   "    print(p, os.listdir(p) if os.path.isdir(p) else repr(open(p).read()))\n")
-        result = spawn([sys.executable, "-c", program, str(home / ".ssh"), str(key), str(home / "notes.txt")],
-                             cwd=tmp_path, budget=Budget(seconds=20), guard=Policy.for_trial(tmp_path))
+                   "    print(p, 'absent' if not os.path.exists(p) else\n"
+                   "          os.listdir(p) if os.path.isdir(p) else repr(open(p).read()))\n")
+        argv = [sys.executable, "-c", program, str(home / ".ssh"), str(key), str(home / "notes.txt")]
+        result = spawn(argv, cwd=tmp_path, budget=Budget(seconds=20), guard=Policy.for_trial(tmp_path))
         assert result.status == Status.ok and result.guarded, result.output
-        assert result.output.splitlines() == [f"{home / '.ssh'} []", f"{key} ''", f"{home / 'notes.txt'} 'readable\\n'"]
+        assert result.output.splitlines() == [f"{home / '.ssh'} []", f"{key} ''", f"{home / 'notes.txt'} absent"]
+        # a policy that shows the whole home read-only still hides the keys in it
+        shown = spawn(argv, cwd=tmp_path, budget=Budget(seconds=20), guard=Policy.for_trial(tmp_path).protecting(home))
+        assert shown.status == Status.ok and shown.guarded, shown.output
+        assert shown.output.splitlines() == [f"{home / '.ssh'} []", f"{key} ''", f"{home / 'notes.txt'} 'private notes\\n'"]
+        # the control: the same program unsandboxed reads them all
+        bare = spawn(argv, cwd=tmp_path, budget=Budget(seconds=20))
+        assert "['id_ed25519']" in bare.output and "SIGNING KEY" in bare.output and "private notes" in bare.output
         assert (home / ".ssh" / "id_ed25519").read_text() == "PRIVATE KEY\n"
     finally:
         shutil.rmtree(home)

@@ -285,7 +285,7 @@ def make_executor_factory(args: argparse.Namespace) -> Any:
 class Progress:
     """Prints one line per finished trial (unless quiet) while a headless run goes on."""
 
-    GLYPH = {"ok": "✓", "rejected": "✗", "invalid": "!", "crash": "☠", "timeout": "⏱", "oom": "M", "aborted": "⏹"}
+    GLYPH = {"ok": "✓", "rejected": "✗", "invalid": "!", "crash": "☠", "timeout": "⏱", "oom": "M", "disk": "D", "aborted": "⏹"}
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet

@@ -67,14 +67,14 @@ from agents.llm_common import (
     price_for,
 )
 from rrma.contain import sandbox
+from rrma.contain.env import is_credential
 from rrma.contain.sandbox import Policy
-from rrma.contain.spawn import CREDENTIAL_SUFFIXES, ProcessResult, spawn
+from rrma.contain.spawn import ProcessResult, spawn
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Budget, FileEdit, Proposal, Status
 from rrma.workspace import EditRules, materialize
 
-# variables never passed to the agent's program (beyond trial_env's credential suffixes)
-SECRET_SUFFIXES = (*CREDENTIAL_SUFFIXES, "_TOKEN", "_KEY", "_PASSWORD", "_CREDENTIALS")
+READ_ONLY_ENV = "RRMA_CODING_READ_ONLY"  # more paths shown read-only to every coding agent (os.pathsep-separated)
 OUTPUT_LIMIT = 256 * 2**20  # bytes of output before the program counts as flooding
 LINE_LIMIT = 4 * 2**20  # one stream line (a tool result can hold a whole file)
 MAX_PROCESSES = 2048  # the tool, its shell commands and their threads
@@ -156,10 +156,6 @@ def _remove(root: Path) -> None:
                 with contextlib.suppress(OSError):
                     os.chmod(path, 0o700)
     shutil.rmtree(root, ignore_errors=True)
-
-
-def _secret_name(name: str) -> bool:
-    return name.upper().endswith(SECRET_SUFFIXES)
 
 
 def _shebang() -> str:
@@ -523,7 +519,7 @@ class CodingAgent(Agent):
 
     def _env(self, ctx: Context, root: Path, extra: dict[str, str]) -> dict[str, str]:
         home = root / "home"
-        env = {k: v for k, v in os.environ.items() if not _secret_name(k)}
+        env = {k: v for k, v in os.environ.items() if not is_credential(k, v)}  # spawn applies the same rule
         env.update({
             "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
             "XDG_DATA_HOME": str(home / ".local/share"), "XDG_STATE_HOME": str(home / ".local/state"),
@@ -546,8 +542,9 @@ class CodingAgent(Agent):
         if mode == "off":
             return None
         hidden = (*ctx.hidden, *sandbox.secret_paths())
+        extra = [x for x in os.environ.get(READ_ONLY_ENV, "").split(os.pathsep) if x.strip()]
         shown = [p.resolve() for p in (*program_paths(self.executable),
-                                       *(Path(x).expanduser() for x in self.settings.read_only))]
+                                       *(Path(x).expanduser() for x in (*self.settings.read_only, *extra)))]
         # never re-expose part of a hidden tree (a program installed inside the run directory stays hidden)
         shown = [p for p in shown if not any(p == h.resolve() or h.resolve() in p.parents for h in hidden)]
         return Policy(read_only=(*sandbox.harness_paths(), *shown), writable=(root,), hidden=hidden,

@@ -4,8 +4,9 @@ Why it exists: a coding agent edits real files in a copy of its parent's workspa
 needs a :class:`~rrma.trial.Proposal` the loop can validate and re-apply. :func:`diff_tree`
 compares the copy with the parent's files without trusting anything in it:
 
-* only regular files are read (``lstat``: a symlink, FIFO or device is never followed or opened),
-  at most :data:`rrma.contain.spawn.MAX_FILE_BYTES` of one;
+* only regular files are read, never through a link (:mod:`rrma.contain.files`: a symlink, FIFO or
+  device is never followed or opened, and a working root replaced by a link is refused), at most
+  :data:`rrma.workspace.MAX_FILE_BYTES` of one;
 * a change to an editable file is an edit; a change to, or the deletion of, any other file of the
   parent is an edit too, which the loop then refuses as today (the trial is ``invalid`` and the
   agent reads why); a *new* file outside ``workspace.editable`` is the agent's scratch (a test
@@ -19,11 +20,11 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rrma.contain import files
 from rrma.trial import FileEdit
 from rrma.workspace import MAX_FILE_BYTES, EditRules
 
@@ -45,36 +46,25 @@ class TreeDiff:
 
 
 def scan(root: Path) -> dict[str, Entry]:
-    """Every entry under ``root`` (relative POSIX path -> what it is), without following links."""
+    """Every entry under ``root`` (relative POSIX path -> what it is), without following any link.
+
+    The walk goes one component at a time with ``O_NOFOLLOW`` (:mod:`rrma.contain.files`): a link,
+    a FIFO or a device is listed, never opened or entered, and a root that is itself a link (an agent
+    that ran ``mv work work.orig; ln -s ~/.ssh work``) raises LinkRefused instead of being read.
+    """
     out: dict[str, Entry] = {}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        base = Path(dirpath)
-        keep = []
-        for name in dirnames:
-            if name in SKIP_DIRS:
-                continue
-            if (base / name).is_symlink():
-                out[(base / name).relative_to(root).as_posix()] = Entry("symlink")
-                continue
-            keep.append(name)
-        dirnames[:] = keep
-        for name in filenames:
-            path = base / name
-            rel = path.relative_to(root).as_posix()
+    for rel, kind in files.walk_files(root, skip_dirs=frozenset(SKIP_DIRS)):
+        if kind == stat.S_IFLNK:
+            out[rel] = Entry("symlink")
+        elif kind != stat.S_IFREG:
+            out[rel] = Entry("special")
+        else:
             try:
-                info = path.lstat()
-            except OSError:
-                continue
-            if stat.S_ISLNK(info.st_mode):
-                out[rel] = Entry("symlink")
-            elif not stat.S_ISREG(info.st_mode):
-                out[rel] = Entry("special")
-            elif info.st_size > MAX_FILE_BYTES:
+                out[rel] = Entry("file", files.read_bytes(root, rel, limit=MAX_FILE_BYTES))
+            except ValueError:
                 out[rel] = Entry("large")
-            else:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-                with os.fdopen(fd, "rb") as fh:
-                    out[rel] = Entry("file", fh.read(MAX_FILE_BYTES + 1))
+            except files.LinkRefused:  # replaced by a link between the listing and the read
+                out[rel] = Entry("symlink")
     return out
 
 
@@ -84,8 +74,12 @@ def _ignored(path: str, patterns: list[str]) -> bool:
 
 def diff_tree(base: dict[str, str], root: Path, rules: EditRules, ignore: list[str]) -> TreeDiff:
     """The edits that turn ``base`` (the parent's files) into the working copy at ``root``."""
-    current = scan(root)
     out = TreeDiff()
+    try:
+        current = scan(root)
+    except files.LinkRefused as exc:
+        out.problems.append(f"the working copy is not a plain directory any more ({exc}); nothing was read from it")
+        return out
     for path in sorted(set(base) | set(current)):
         if _ignored(path, ignore):
             continue

@@ -1,42 +1,47 @@
-"""The trial sandbox: bubblewrap, with no privilege over its own mounts.
+"""The sandbox policy: what a contained process sees, writes and never sees, and its bubblewrap form.
 
-An agent's program (``train.py``, a GSM8K recipe, a command task's script) is untrusted: left
-alone it could rewrite the oracle's scoring code, the oracle's copy of the metric, the run log or
-the outcome cache, or read held-out data, and fool the judge without improving anything. The
-harness often runs as root, so a private mount namespace alone is no defence: a root program
-keeps ``CAP_SYS_ADMIN`` there and can ``umount`` or ``mount -o remount,rw`` whatever was made
-read-only. Every agent-written program therefore runs under bubblewrap (``bwrap``, the tool
-Flatpak uses) with:
+An agent's program (``train.py``, a GSM8K recipe, a command task's script), a coding agent and an
+oracle's scoring process that reads an agent's artifact are untrusted: left alone they could
+rewrite the oracle's scoring code, the run log or the outcome cache, read the answers they must
+rediscover, or reach a credential. The harness often runs as root, so a private mount namespace
+alone is no defence: a root program keeps ``CAP_SYS_ADMIN`` there and can ``umount`` or
+``mount -o remount,rw`` whatever was made read-only. A :class:`Policy` declares what one process
+may see (``read_only``), write (``writable``) and never see (``hidden``), and whether it shares
+the host's network; :meth:`Policy.wrap` turns it into a bubblewrap (``bwrap``, the tool Flatpak
+uses) command with:
 
 - **no capabilities** (``--cap-drop ALL``) in a new **user namespace** that may not create
   another (``--disable-userns``): it cannot mount, unmount or remount anything, and the mounts it
   inherits are locked;
 - new **PID, IPC and UTS namespaces** with their own ``/proc``: the harness and other trials are
   invisible (no ``/proc/<harness>/root``, no ``kill`` of the harness), and when the program's
-  tree ends, everything it left behind ends with it;
-- ``--die-with-parent``: if the harness dies (even ``kill -9``), the sandbox is killed;
-- a file system that **binds only what the program needs**: the whole host read-only, a private
-  empty ``/tmp``, a minimal ``/dev``; the trial's workspace (``writable``) read-write; the
-  harness's code and interpreter (``read_only``) visible read-only even where they live under a
-  hidden tree; the run directory, the other trials and held-out data (``hidden``) replaced by
-  empty read-only directories or empty files;
-- **no network** but a loopback of its own (``--unshare-net``) unless ``RRMA_TRIAL_NETWORK=on``: a
-  program that shares the host's network can reach this host's services, and some of those run
-  code for whoever asks (a Ray cluster's job API runs a shell command outside any sandbox, with
-  the token in ``~/.ray`` or with none; the attack is a test in ``tests/test_containment_network.py``);
-- a private, empty ``/run``: the Unix sockets of the host's services (Docker, D-Bus, agents) live
-  there, and connecting to a socket needs neither the network nor write access to its mount.
+  tree ends, everything it left behind ends with it; ``--die-with-parent``: if the harness dies
+  (even ``kill -9``), the sandbox is killed;
+- **an allow-list view of the file system**: an empty root with only the system directories
+  (``/usr``, ``/etc`` less its secrets, the ``/lib*`` links, Flatpak's subset of ``/sys``), the
+  interpreter and the harness's own packages read-only (:func:`harness_paths`), and what the
+  policy names; a private empty ``/tmp``, ``/run`` and home directory; a minimal ``/dev``; the
+  ``hidden`` paths (the run directory, the other trials, the oracle's answers, the user's keys)
+  replaced by empty read-only directories or empty files wherever a visible tree contains them.
+  The rest of the host (``/home``, ``/root``, ``/srv``, ``/opt``, ``/var``, ``/work``, ...) is not
+  there at all. ``/proc/keys`` reads empty;
+- **a seccomp filter** (:mod:`rrma.contain.seccomp`): key, ptrace and kernel-wide calls refused;
+- **no network** but a loopback of its own (``--unshare-net``) unless the policy shares it
+  (``RRMA_TRIAL_NETWORK=on`` for trials; a coding agent must reach its API): a program that shares
+  the host's network can reach this host's services, and some of those run code for whoever asks
+  (a Ray cluster's job API runs a shell command outside any sandbox; tests/test_containment_network.py).
 
-What it does not contain: the network when ``RRMA_TRIAL_NETWORK=on``; the host's
-files are readable (read-only) except the user's keys and tokens (:data:`SECRET_PATHS`), and the
-program runs as uid 0 mapped to the harness's user, so it reads what that user can read; disk
-space and CPU time are bounded only by the wall clock. Memory and process
-counts are limited by :mod:`rrma.contain.cgroups`.
+:func:`rrma.contain.spawn.spawn` adds the rest: limits (cgroups), a fresh session keyring
+(:mod:`rrma.contain.keyring`) and the credential rule for the environment (:mod:`rrma.contain.env`).
+
+What it does not contain: the network where shared; what the system directories hold (the
+program runs as uid 0 mapped to the harness's user and reads what that user can read there);
+CPU time beyond the wall clock.
 
 ``RRMA_FS_GUARD`` chooses: ``auto`` (default: sandbox when bubblewrap works here), ``off``, or
 ``require`` (a guarded trial that cannot be sandboxed fails as ``crash`` with the reason). Where it
 cannot run (no ``bwrap``, user namespaces disabled) :func:`unavailable_reason` says why, and
-``run.json`` and the run summary say the guard was off.
+``run.json`` and the run summary say the sandbox was off.
 """
 
 from __future__ import annotations
@@ -67,6 +72,20 @@ SERVICE_SOCKETS = Path("/run")
 RESOLV_CONF = Path("/etc/resolv.conf")  # with the network on, its target is shown even under /run
 # device nodes a GPU program needs; bound only where they exist (everything else in /dev is new)
 GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri", "/dev/kfd")
+# the system: programs, libraries and configuration, read-only (top-level links such as /bin ->
+# usr/bin are recreated as links)
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+# the parts of /sys a program (and a GPU library) reads, as Flatpak shows them
+SYSTEM_SYS = ("/sys/block", "/sys/bus", "/sys/class", "/sys/dev", "/sys/devices")
+# secrets of the host under /etc: password hashes, host keys, private TLS keys, stored credentials
+ETC_SECRETS = ("shadow", "shadow-", "gshadow", "gshadow-", "ssh", "ssl/private", "sudoers", "sudoers.d",
+               "security/opasswd", "krb5.keytab", "NetworkManager/system-connections", "wireguard", "openvpn",
+               "docker", "containers/auth.json", "rrma")
+# kernel tables in /proc that name other keys and key users of the host: read empty
+PROC_HIDDEN = ("/proc/keys", "/proc/key-users")
+# the harness's own top-level packages: visible read-only (and nothing else of its checkout: not .git,
+# not tests, not a ./runs directory inside it)
+HARNESS_PACKAGES = ("rrma", "oracle", "agents", "benches", "tui")
 
 
 def mode() -> str:
@@ -108,10 +127,15 @@ def _outermost(paths: list[Path]) -> list[Path]:
 
 @functools.cache
 def harness_paths() -> tuple[Path, ...]:
-    """Where the harness's code and the interpreter live: visible to trials, never writable."""
-    import rrma
+    """Where the harness's packages and the interpreter live: visible to contained processes, never
+    writable. Only the packages themselves (not the checkout around them: no ``.git``, no tests)."""
+    import importlib.util
 
-    roots: list[Path | str] = [Path(rrma.__file__).resolve().parent.parent, sys.prefix, sys.base_prefix]
+    roots: list[Path | str] = [sys.prefix, sys.base_prefix]
+    for name in HARNESS_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None:
+            roots += list(spec.submodule_search_locations or [])
     paths = sysconfig.get_paths()
     roots += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
     roots.append(Path(sys.executable).resolve().parent)
@@ -122,7 +146,8 @@ def harness_paths() -> tuple[Path, ...]:
     return tuple(p for p in _outermost(_existing(roots)) if p != Path("/") and p != home)
 
 
-# where keys and tokens live in a home directory: hidden from trials (the rest of home stays readable)
+# where keys and tokens live in a home directory: hidden wherever home is shown (a contained process's
+# home is an empty private directory; these matter where a policy shows part of it)
 SECRET_PATHS = (".ssh", ".gnupg", ".aws", ".azure", ".netrc", ".git-credentials", ".docker/config.json",
                 ".config/gcloud", ".config/gh", ".config/rrma", ".cache/huggingface/token", ".kube",
                 ".ray")  # ~/.ray/auth_token: Ray's cluster token (its job API runs any command)
@@ -160,9 +185,11 @@ def harness_python() -> list[str]:
 
 @dataclass(frozen=True)
 class Policy:
-    """What an untrusted process may write (``writable``), see (``read_only``) and not see (``hidden``).
+    """What a contained process may write (``writable``), see (``read_only``) and never see (``hidden``).
 
-    Everything else on the host is visible read-only; ``/tmp`` is private scratch.
+    On top of the system directories and the harness's packages (:func:`harness_paths`), which every
+    policy shows read-only; nothing else of the host is there. ``/tmp``, ``/run`` and the home
+    directory are private and empty. A path in ``hidden`` wins over one in ``read_only``.
     """
 
     read_only: tuple[Path, ...] = ()
@@ -197,19 +224,31 @@ class Policy:
 
     def mounts(self) -> list[str]:
         """bwrap's file-system arguments, outermost first, so nested marks hold at every level."""
-        writable = _existing(self.writable)
-        hidden = _existing(self.hidden)
         marks: dict[Path, str] = {}
-        for p in _existing(self.read_only):
+        links: list[str] = []
+        for name in SYSTEM_DIRS:
+            path = Path(name)
+            if path.is_symlink():  # merged /usr: /bin -> usr/bin stays a link to the bound /usr
+                links += ["--symlink", os.readlink(path), name]
+            elif path.is_dir():
+                marks[path] = "ro"
+        for p in _existing(SYSTEM_SYS):
+            marks.setdefault(p, "ro")
+        for p in _existing([*harness_paths(), *self.read_only]):
             marks[p] = "ro"
-        for p in writable:
+        for p in _existing(self.writable):
             marks[p] = "rw"
-        for p in hidden:
+        for p in _existing([*(Path("/etc") / rel for rel in ETC_SECRETS), *self.hidden]):
             marks[p] = "hide"
         marks.setdefault(SCRATCH, "scratch")
         if SERVICE_SOCKETS.is_dir() and not SERVICE_SOCKETS.is_symlink():
             marks.setdefault(SERVICE_SOCKETS, "scratch")
-        args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        home = Path.home().resolve()
+        if home != Path("/") and home.is_dir():
+            marks.setdefault(home, "scratch")  # an empty private home: ~/.cache and friends work, show nothing
+        args = [*links, "--dev", "/dev", "--proc", "/proc"]
+        for name in PROC_HIDDEN:
+            args += ["--dev-bind", "/dev/null", name]
         for pattern in GPU_DEVICES:
             for dev in sorted(glob.glob(pattern)):
                 args += ["--dev-bind", dev, dev]
@@ -217,7 +256,8 @@ class Policy:
         remount: list[str] = []
         for path, kind in sorted(marks.items(), key=lambda m: (len(m[0].parts), str(m[0]))):
             above = [(q, k) for q, k in applied if q in path.parents]
-            current = max(above, key=lambda a: len(a[0].parts))[1] if above else "ro"
+            # what the path is before this mark: as its nearest marked ancestor left it, else absent
+            current = max(above, key=lambda a: len(a[0].parts))[1] if above else "absent"
             q = str(path)
             if kind == "ro":
                 if current == "ro":
@@ -229,18 +269,19 @@ class Policy:
                 args += ["--bind", q, q]
             elif kind == "scratch":
                 args += ["--tmpfs", q]
-            elif current == "hide":
-                continue  # already invisible (and read-only)
+            elif current in ("hide", "absent"):
+                continue  # not there to begin with (the root is read-only: so are the directories made in it)
             elif path.is_dir():  # hide a directory: an empty one, made read-only once all binds are in
                 args += ["--tmpfs", q]
                 remount += ["--remount-ro", q]
             else:
                 args += ["--dev-bind", "/dev/null", q]  # reads empty, writes vanish (a plain bind is nodev)
             applied.append((path, kind))
-        return args + remount
+        return [*args, *remount, "--remount-ro", "/"]
 
-    def wrap(self, argv: Sequence[str], cwd: Path | str) -> list[str]:
-        """``argv`` run in the sandbox, in ``cwd``."""
+    def wrap(self, argv: Sequence[str], cwd: Path | str, *, seccomp_fd: int | None = None) -> list[str]:
+        """``argv`` run in the sandbox, in ``cwd``; with ``seccomp_fd`` (:func:`rrma.contain.seccomp.program_fd`,
+        inherited by the child) under the seccomp filter. :func:`rrma.contain.spawn.spawn` passes one."""
         ns = ["--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
               "--unshare-cgroup-try"]
         guard = self
@@ -250,7 +291,8 @@ class Policy:
             resolv = RESOLV_CONF.resolve()
             if SERVICE_SOCKETS in resolv.parents:
                 guard = self.protecting(resolv)
-        return [BWRAP, "--die-with-parent", *ns, "--cap-drop", "ALL", *guard.mounts(),
+        seccomp = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
+        return [BWRAP, "--die-with-parent", *ns, "--cap-drop", "ALL", *guard.mounts(), *seccomp,
                 "--chdir", str(Path(cwd).resolve()), "--", *argv]
 
 

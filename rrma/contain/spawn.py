@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rrma.contain import cgroups, sandbox
+from rrma.contain import cgroups, keyring, sandbox, seccomp
+from rrma.contain import env as env_rule
 from rrma.contain.cgroups import CgroupError, TrialCgroup
 from rrma.contain.sandbox import Policy
 from rrma.trial import Budget, Status
@@ -39,6 +40,7 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 HEAD_BYTES = 32 * 1024  # captured output: first and last 32 KiB are kept
 TAIL_BYTES = 32 * 1024
 TERM_GRACE_S = 1.0  # SIGTERM, then SIGKILL after this many seconds
+DISK_POLL_S = 0.5  # how often the disk use of a running trial's writable directories is measured
 # joins the cgroup(s) named in its arguments, then becomes the program: every process the program
 # starts is born inside. Arguments: N, N cgroup.procs files, then the command.
 CGROUP_JOIN = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
@@ -239,19 +241,6 @@ class _Capture:
         return (head + tail).decode("utf-8", errors="replace")
 
 
-CREDENTIAL_SUFFIXES = ("_API_KEY", "_AUTH_TOKEN", "_SECRET", "_SECRET_KEY", "_ACCESS_KEY")
-
-
-def trial_env(env: Mapping[str, str] | None) -> dict[str, str]:
-    """A trial's environment: the given one (or the harness's) without credentials.
-
-    A trial program is untrusted: it could print an API key into its log, which lands in the run
-    directory and the export. Variables named like credentials never reach it.
-    """
-    source = os.environ if env is None else env
-    return {k: v for k, v in source.items() if not k.upper().endswith(CREDENTIAL_SUFFIXES)}
-
-
 def _limits_refused(reason: str) -> ProcessResult:
     return ProcessResult(status=Status.crash, returncode=None, reason=reason, seconds=0.0, peak_rss_mb=0.0,
                          output=reason, output_bytes=0)
@@ -277,6 +266,7 @@ def spawn(
     guard: Policy | None = None,
     secret_env: Mapping[str, str] | None = None,
     max_line_chars: int = 65536,
+    pass_env: Iterable[str] = (),
 ) -> ProcessResult:
     """Run ``argv`` in its own session under ``budget``; always returns, never raises for the
     program's behaviour (only for a command that cannot be started: FileNotFoundError).
@@ -286,18 +276,28 @@ def spawn(
     ``guard`` runs the program in the bubblewrap sandbox (see :mod:`rrma.contain.sandbox`) where that is
     possible here; ``RRMA_FS_GUARD=require`` makes an unguardable run a ``crash``. Memory and
     process counts are limited by a cgroup where possible (``RRMA_CGROUPS``, :mod:`rrma.contain.cgroups`).
-    ``secret_env`` is set after credentials are stripped from ``env`` (:func:`trial_env`): the one key
-    a coding agent's process needs (agents/coding); trial programs never get one. ``max_line_chars``
-    bounds the line ``on_line`` sees (a longer one is cut to its end).
+    The environment is ``env`` (default: the harness's) under the one credential rule
+    (:mod:`rrma.contain.env`): credential-named variables and URLs with passwords are removed, except the
+    names in ``pass_env`` (a task passes them by name). ``secret_env`` is set after that: the one key
+    a coding agent's process needs (agents/coding); trial programs never get one. The process starts
+    with a fresh session keyring (:mod:`rrma.contain.keyring`) and, sandboxed, under the seccomp filter
+    (:mod:`rrma.contain.seccomp`). ``max_line_chars`` bounds the line ``on_line`` sees (a longer one is
+    cut to its end).
     """
     started = time.monotonic()
     guarded = False
     wrapped = list(argv)
+    filter_fd: int | None = None
     if guard is not None:
         reason = sandbox.unavailable_reason()
+        no_filter = seccomp.unavailable_reason() if reason is None else None
+        if no_filter is not None and (guard.required or sandbox.mode() == "require"):
+            return _limits_refused(f"sandbox required ({sandbox.ENV_MODE}=require) but its seccomp filter is "
+                                   f"unavailable: {no_filter}")
         if reason is None:
             _check_program(argv, cwd)
-            wrapped = guard.wrap(argv, cwd)
+            filter_fd = seccomp.program_fd() if no_filter is None else None
+            wrapped = guard.wrap(argv, cwd, seccomp_fd=filter_fd)
             guarded = True
         elif guard.required or sandbox.mode() == "require":
             return _limits_refused(f"file-system guard required ({sandbox.ENV_MODE}=require) but unavailable: {reason}")
@@ -312,6 +312,8 @@ def spawn(
         except CgroupError as exc:
             no_cgroup = str(exc)
     if group is None and cgroups.mode() == "require":
+        if filter_fd is not None:
+            os.close(filter_fd)
         return _limits_refused(f"cgroup limits required ({cgroups.ENV_MODE}=require) but unavailable: {no_cgroup}")
     if not guarded and shutil.which("setpriv") is not None:
         # without the sandbox's --die-with-parent: the program at least dies with this thread
@@ -322,35 +324,94 @@ def spawn(
         files = group.procs_files()
         wrapped = ["/bin/sh", "-c", CGROUP_JOIN, "rrma-cgroup", str(len(files)), *files, *wrapped]
     token = secrets.token_hex(8)
-    try:
-        proc = subprocess.Popen(
+    child_env = {**env_rule.scrub(env, pass_env), **(secret_env or {}), TRIAL_TOKEN_ENV: token}
+    parent = keyring.ParentThread(lambda: subprocess.Popen(
             wrapped,
             cwd=str(cwd),
-            env={**trial_env(env), **(secret_env or {}), TRIAL_TOKEN_ENV: token},
+            env=child_env,
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # own session => own process group, pgid == pid
             close_fds=True,
-        )
+            pass_fds=(filter_fd,) if filter_fd is not None else (),
+        ))
+    try:
+        proc = parent.begin()
     except BaseException:
+        parent.release()
         if group is not None:
             group.remove()
         raise
+    finally:
+        if filter_fd is not None:
+            os.close(filter_fd)
     pgid = proc.pid
     with _ACTIVE_LOCK:
         _ACTIVE.add(pgid)
     try:
+        disk_paths = tuple(guard.writable) if guard is not None and guarded else (Path(cwd),)
         result = _supervise(proc, pgid, token, started, budget, on_line, cancel, stdin_data, poll_s, group, guarded,
-                            max_line_chars)
+                            max_line_chars, disk_paths)
         result.guarded = guarded
         result.limits = group.layout.describe().split(" (")[0] if group is not None else "polling"
         return result
     finally:
+        parent.release()  # the child is gone: its parent thread may end (with its parent-death signal)
         with _ACTIVE_LOCK:
             _ACTIVE.discard(pgid)
         if group is not None:
             group.remove()
+
+
+class _DiskWatch:
+    """How much a running program holds in its writable directories, measured now and then.
+
+    A trial could fill the disk the run log lives on. Its writable directories are walked (no
+    link followed, allocated blocks counted, hard links once) at most every :data:`DISK_POLL_S`
+    seconds, and never more than a tenth of the time; past ``limit`` bytes the trial is killed with
+    status ``disk``. (``/tmp`` inside the sandbox is memory, counted by the memory limit.)
+    """
+
+    def __init__(self, paths: tuple[Path, ...], limit: int) -> None:
+        self.paths = paths
+        self.limit = limit
+        self.next = 0.0
+
+    def usage(self) -> int:
+        total = 0
+        seen: set[tuple[int, int]] = set()
+        stack = [str(p) for p in self.paths]
+        while stack:
+            top = stack.pop()
+            try:
+                entries = list(os.scandir(top))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_blocks * 512
+                if total > self.limit:
+                    return total
+        return total
+
+    def check(self, now: float) -> str | None:
+        if not self.paths or now < self.next:
+            return None
+        t0 = time.monotonic()
+        used = self.usage()
+        self.next = now + max(DISK_POLL_S, 10 * (time.monotonic() - t0))
+        if used > self.limit:
+            return (f"killed: more than {self.limit / 2**20:.0f} MiB written to the trial's directories "
+                    f"(disk budget; {used / 2**20:.0f} MiB found)")
+        return None
 
 
 def _supervise(
@@ -366,6 +427,7 @@ def _supervise(
     group: TrialCgroup | None = None,
     guarded: bool = False,
     max_line_chars: int = 65536,
+    disk_paths: tuple[Path, ...] = (),
 ) -> ProcessResult:
     with contextlib.suppress(OSError, ValueError):
         resource.prlimit(proc.pid, resource.RLIMIT_CORE, (0, 0))  # no core dumps on segfault
@@ -422,6 +484,7 @@ def _supervise(
     limit_bytes = budget.memory_mb * 1024 * 1024
     peak = 0
     next_rss = 0.0
+    disk = _DiskWatch(disk_paths, budget.disk_mb * 2**20)
 
     def oom_reason() -> str:
         return (f"killed: memory over the {budget.memory_mb} MiB budget (the kernel's out-of-memory killer "
@@ -448,6 +511,10 @@ def _supervise(
             next_rss = now + (poll_s if elapsed < 2 else 0.1)
         if cancel is not None and cancel.is_set() and not kill_status:
             request_kill(Status.aborted, "cancelled: the run is stopping")
+        if not kill_status:
+            over = disk.check(now)
+            if over is not None:
+                request_kill(Status.disk, over)
         # SIGKILL only from this loop, while the leader is unreaped and so still holds the pgid: a
         # delayed kill from a timer could hit a recycled pid (pid_max is often 32768)
         if term_sent and now - term_sent[0] >= TERM_GRACE_S:

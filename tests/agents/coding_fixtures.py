@@ -45,6 +45,9 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> None:
 def coding_agent(backend: str, name: str = "coder", **fields: Any) -> dict[str, Any]:
     """One agent of ``backend`` with test-sized budgets (fields override; ``coding`` merges)."""
     coding = {"seconds": 30, "attempts": 1, **fields.pop("coding", {})}
+    # the fakes play recorded streams from tests/fixtures, which the sandbox does not show unless asked
+    # (a real tool brings its own install, found from its executable)
+    coding.setdefault("read_only", [str(FIXTURES)])
     if backend == "command":
         coding.setdefault("command", [str(FAKES / "fake-agent"), "{prompt_file}"])
         coding.setdefault("key_env", "ANTHROPIC_API_KEY")

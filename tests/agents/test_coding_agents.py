@@ -26,6 +26,7 @@ from coding_fixtures import (
     BACKEND_KEYS,
     CODEX_SENTINEL,
     FAKE_COMMAND,
+    FIXTURES,
     OTHER_SENTINEL,
     REPO,
     clean,
@@ -420,6 +421,7 @@ def test_cli_bench_demo_with_each_backend(tmp_path: Path, backend: str) -> None:
     """`rrma-tui --headless bench demo --backend X` against the fakes; then the export; no key anywhere."""
     env = {k: v for k, v in os.environ.items()}
     env["RRMA_AGENT_COMMAND"] = FAKE_COMMAND
+    env["RRMA_CODING_READ_ONLY"] = str(FIXTURES)  # the recorded streams the fakes play
     cli = [sys.executable, "-m", "tui.cli"]
     run = subprocess.run([*cli, "--headless", "bench", "demo", "--backend", backend, "--trials", "2", "--runs",
                           str(tmp_path / "runs"), "--quiet"], capture_output=True, text=True, env=env, cwd=tmp_path,

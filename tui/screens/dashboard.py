@@ -46,7 +46,7 @@ from tui.widgets.trial_text import BEST, CLAIM, STATUS_GLYPH, Part, fit_line, fm
 
 SORTS = ["order", "score", "delta", "seconds", "agent", "status"]
 REDRAW_INTERVAL = 0.1  # seconds between live redraws (updates in between are coalesced); the tail polls as often
-STATUSES = [None, "ok", "rejected", "invalid", "crash", "timeout", "oom", "aborted", "running", "proposed"]
+STATUSES = [None, "ok", "rejected", "invalid", "crash", "timeout", "oom", "disk", "aborted", "running", "proposed"]
 
 TRIAL_COLUMNS = [  # drop: which columns a narrow terminal leaves out first (80x24 keeps id, st, score, Δσ, review)
     Column("id", "id", 7), Column("parent", "parent", 6, drop=6), Column("agent", "agent", 8, drop=4),

@@ -26,6 +26,7 @@ STATUS_GLYPH: dict[str, tuple[str, str]] = {
     "crash": ("✖", "red"),
     "timeout": ("◷", "yellow"),
     "oom": ("≋", "red"),
+    "disk": ("▤", "red"),
     "aborted": ("■", "dim"),
 }
 

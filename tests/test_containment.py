@@ -72,6 +72,7 @@ except OSError:
 os.setsid()
 sys.path.insert(0, HARNESS_ROOT)
 from rrma.events import build_line
+print("log-visible", os.path.exists(log))
 try:
     lines = [l for l in log.read_text().splitlines() if l.strip()]
     last = json.loads(lines[-1])
@@ -86,31 +87,75 @@ print("loss: 1")
 """
 
 
-@needs_guard
-@needs_root
-def test_a_root_trial_that_unmounts_and_remounts_cannot_touch_the_record(tmp_path: Path) -> None:
+def _escape_task(tmp_path: Path, program: str) -> Path:
+    """A command task whose trial program is ``program`` (its metric is what it prints: self-reported)."""
+    (tmp_path / "task" / "workspace").mkdir(parents=True)
+    (tmp_path / "task" / "workspace" / "escape.py").write_text(program)
+    (tmp_path / "task" / "workspace" / "knob.py").write_text("X = 1\n")
+    (tmp_path / "task" / "task.yaml").write_text(json.dumps({
+        "name": "escape", "oracle": {"kind": "command", "params": {"command": ["{python}", "escape.py"]}},
+        "workspace": {"source": "workspace", "editable": ["knob.py"]},
+        "metric": {"name": "loss", "direction": "minimize", "source": "self-reported"},
+        "budget": {"max_trials": 1, "trial_seconds": 60}, "noise": {"baseline_repeats": 1},
+        "agents": [{"name": "rs", "backend": "random-search"}],
+        "search_space": {"knob.py:X": {"kind": "int", "low": 2, "high": 9}}}))
+    return tmp_path / "task" / "task.yaml"
+
+
+def _escape_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, hide_run: bool) -> tuple[Path, list[dict[str, str]]]:
+    """The escape program as a demo trial, with the run directory inside a tree the sandbox shows
+    read-only (as ``--runs`` inside a shown folder would be): only the policy's hiding keeps the log
+    out of the trial's view. ``hide_run=False`` is the control: the run dir is not hidden."""
+    shown = tmp_path / "shown"
+    shown.mkdir()
+    paths = sandbox.harness_paths()
+    monkeypatch.setattr(sandbox, "harness_paths", lambda: (*paths, shown))
+    if not hide_run:
+        original = Policy.for_trial.__func__  # type: ignore[attr-defined]
+        monkeypatch.setattr(Policy, "for_trial", classmethod(
+            lambda cls, trial_dir, protect=(), **kw: original(cls, trial_dir, (), **kw)))
     program = ESCAPE.replace("HARNESS_PID", repr(str(os.getpid()))).replace("HARNESS_ROOT", repr(str(REPO)))
-    task = load_task(REPO / "benches" / "demo" / "task.yaml", {
-        "oracle.params": {"command": ["{python}", "-c", program]},
-        "budget.max_trials": 1, "noise.baseline_repeats": 1, "budget.max_concurrent": 1,
-    })
-    result = start_run(task, tmp_path)
+    task = load_task(_escape_task(tmp_path, program))
+    result = start_run(task, shown / "runs")
     store = RunStore(result.run_dir)
     events = store.events()
     assert not [e for e in events if e.kind == "review"], "a trial forged a review"
     report = verify_run(result.run_dir)
     assert report.ok, report.errors
     finished = [e for e in events if e.kind == "trial.finished"]
-    assert len(finished) == 2 and {e.data.status for e in finished} == {"ok"}
+    assert len(finished) == 2 and {e.data.status for e in finished} == {"ok"}, [e.data.feedback for e in finished]
+    attempts = []
     for event in finished:
         log = store.blob_text(event.data.log_blob)
-        attempts = dict(line.split(" ", 1) for line in log.splitlines() if " " in line and not line.startswith("loss"))
-        assert set(attempts) >= {"umount-run", "umount-root", "remount-run-rw", "remount-root-rw", "new-userns",
-                                 "nsenter-init", "chroot", "unshare-syscall", "capabilities", "harness-visible",
-                                 "signal-harness", "forge-review"}, log
+        attempts.append(dict(line.split(" ", 1) for line in log.splitlines() if " " in line and not line.startswith("loss")))
         assert "ESCAPED" not in log, log
-        assert attempts["capabilities"] == "none"
     assert not (result.run_dir / "x").exists()
+    return result.run_dir, attempts
+
+
+@needs_guard
+@needs_root
+def test_a_root_trial_that_unmounts_and_remounts_cannot_touch_the_record(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    _, attempts = _escape_run(tmp_path, monkeypatch, hide_run=True)
+    for found in attempts:
+        assert set(found) >= {"umount-run", "umount-root", "remount-run-rw", "remount-root-rw", "new-userns",
+                              "nsenter-init", "chroot", "unshare-syscall", "capabilities", "harness-visible",
+                              "signal-harness", "log-visible", "forge-review"}, found
+        assert found["capabilities"] == "none"
+        # the log is not there at all (not merely read-only): the hiding did it, the run dir lies in a shown tree
+        assert (found["log-visible"], found["forge-review"]) == ("False", "refused ENOENT"), found
+
+
+@needs_guard
+@needs_root
+def test_the_escape_test_reaches_the_log_when_the_run_is_not_hidden(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The control of the test above: without the hiding the trial sees the real log (and only the
+    read-only mount and the dropped capabilities stop the forged review)."""
+    _, attempts = _escape_run(tmp_path, monkeypatch, hide_run=False)
+    for found in attempts:
+        assert (found["log-visible"], found["forge-review"]) == ("True", "refused EROFS"), found
 
 
 def hog(marker: str) -> str:

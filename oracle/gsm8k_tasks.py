@@ -10,10 +10,21 @@ Invariants (what keeps the score honest):
   decoding settings and the verifier. An agent edits only its surface (``recipe.py`` or
   ``system_prompt.txt``); nothing it edits is imported or read by the scoring code.
 * ``gsm8k-recipe`` gives the recipe only the ``train-pool`` split (train minus dev, minus any
-  held-out question: :func:`oracle.gsm8k_data.assert_disjoint` is checked). The recipe runs
-  in its own process group under the trial budget; the oracle then evaluates the model
-  directory it wrote in a *separate* child process with the oracle's own generation code,
-  on held-out questions written to a temporary directory outside the trial workspace.
+  held-out question: :func:`oracle.gsm8k_data.assert_disjoint` is checked), read-only. The recipe
+  runs in its own process group under the trial budget; the oracle then evaluates the model
+  directory it wrote in a *separate* child process with the oracle's own generation code, on
+  held-out questions written to the oracle's own directory (``ctx.oracle_dir``).
+* Held out means unreadable: every oracle's ``held_out()`` names every place GSM8K split files
+  and download caches live (:func:`oracle.gsm8k_data.held_out_paths`); the executor hides them
+  from trial programs and the loop from coding agents.
+* What an agent's program wrote is data, read without following links. The harness never writes
+  into a trial's directory (a planted ``oracle_eval.json -> ../../../events.jsonl`` would turn
+  the write into one on the run log): what the oracle writes goes to ``ctx.oracle_dir`` (or, for
+  a caller without one, a private temporary directory) through :mod:`rrma.contain.files`; what it
+  reads there (completions, system prompt, the model directory) is refused when it is or goes
+  through a symbolic link. The trained model is loaded by the scorer child under
+  ``Policy.for_scorer`` (model read-only, only its own scratch writable, no network) and only as
+  safetensors with built-in code (:func:`oracle.gsm8k_gen.check_model_dir`).
 * Scores are pass@1 on a fixed, index-determined subset; metrics carry the standard error,
   the strict-final-line and trailing-text rates and the failure taxonomy, plus what the loop's
   promotion rule reads (rrma/promotion.py): ``score_se`` and the per-question ``item_scores``
@@ -35,10 +46,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from oracle.base import EvalContext, Oracle, OracleError
@@ -48,17 +60,20 @@ from oracle.gsm8k_data import (
     DataError,
     Problem,
     assert_disjoint,
-    data_locations,
     file_sha256,
+    held_out_paths,
+    iter_json_lines,
     iter_json_objects,
+    jsonl_bytes,
     load_split,
     locate,
     question_key,
     remove_overlap,
     subset,
-    write_jsonl,
 )
-from rrma.contain.sandbox import harness_python
+from rrma.contain import files
+from rrma.contain.files import LinkRefused
+from rrma.contain.sandbox import Policy, harness_python
 from rrma.contain.spawn import ProcessResult, spawn
 from rrma.stats import Estimate, mean_pass_at_k, pass_at_1, taxonomy_counts
 from rrma.trial import Budget, Outcome, Status
@@ -203,10 +218,20 @@ def grade_pairs(
 
 
 def read_completions(path: Path) -> list[dict[str, Any]]:
-    """Rows of a completions jsonl file: ``completion`` plus ``idx`` or ``question``."""
+    """Rows of a completions jsonl file (a person's file: the bench): ``completion`` plus ``idx`` or ``question``."""
     path = Path(path)
+    return _completion_rows(iter_json_objects(path, CompletionsError, "completions"), str(path))
+
+
+def parse_completions(text: str, source: str) -> list[dict[str, Any]]:
+    """Rows of completions jsonl text read by the oracle itself (see :func:`read_completions`)."""
+    return _completion_rows(iter_json_lines(text.splitlines(), source, CompletionsError), source)
+
+
+def _completion_rows(objects: Iterable[tuple[int, dict[str, Any]]], source: str) -> list[dict[str, Any]]:
+    path = source
     rows = []
-    for lineno, row in iter_json_objects(path, CompletionsError, "completions"):
+    for lineno, row in objects:
         if not isinstance(row.get("completion"), str):
             raise CompletionsError(f"{path}:{lineno}: field 'completion' is missing or not a string")
         has_idx = isinstance(row.get("idx"), int) and not isinstance(row.get("idx"), bool)
@@ -302,6 +327,16 @@ def _child_env(extra: dict[str, str] | None = None, *, threads: int = 1) -> dict
     return env
 
 
+COMPLETIONS_LIMIT = 1 << 30  # bytes of completions the oracle reads back from its generation child
+
+
+def _scratch_env(scratch: Path) -> dict[str, str]:
+    """Caches of the libraries a scorer loads, inside its own writable scratch (offline: the model is local)."""
+    return {"HF_HOME": str(scratch / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1", "XDG_CACHE_HOME": str(scratch / "cache"),
+            "TRITON_CACHE_DIR": str(scratch / "triton"), "VLLM_CACHE_ROOT": str(scratch / "vllm")}
+
+
 def generate_in_child(
     model_dir: Path,
     problems: Sequence[Problem],
@@ -310,27 +345,36 @@ def generate_in_child(
     gen: dict[str, Any],
     answer_format: str,
     budget: Budget,
+    workdir: Path | None = None,
+    trial_guard: Policy | None = None,
+    hidden: Sequence[Path] = (),
+    readable: Sequence[Path] = (),
     progress: Callable[[dict[str, Any]], None] | None = None,
     cancel: threading.Event | None = None,
     system_prompt: str | None = None,
 ) -> tuple[ProcessResult, list[tuple[Problem, str]]]:
     """Run the oracle's own generation code on ``model_dir`` in a limited child process.
 
-    The questions go to a private temporary directory (never the trial workspace); the
-    answers never leave this process.
+    The questions (never the answers) and the child's output live in a fresh ``generation/``
+    directory under ``workdir`` (the oracle's own directory: ``ctx.oracle_dir``), or in a private
+    temporary directory when there is none; never in the trial's workspace. With ``trial_guard``
+    (the trial's ``ctx.guard``: the sandbox is on) the child runs under ``Policy.for_scorer``: the
+    model directory (and ``readable``) read-only, only its scratch writable, the trial's hidden
+    paths and ``hidden`` absent, no network.
     """
-    with tempfile.TemporaryDirectory(prefix="rrma-gsm8k-eval-") as tmp:
-        tmpdir = Path(tmp)
-        qfile = tmpdir / "questions.jsonl"
-        with qfile.open("w", encoding="utf-8") as fh:
-            for p in problems:
-                fh.write(json.dumps({"idx": p.idx, "question": p.question}) + "\n")
-        out = tmpdir / "completions.jsonl"
-        argv = [*harness_python(), "-m", "oracle.gsm8k_gen", "--model", str(model_dir), "--questions", str(qfile),
-                "--out", str(out), "--backend", backend, *_gen_args(gen, answer_format)]
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rrma-gsm8k-eval-")))
+        scratch = files.fresh_dir(Path(workdir).absolute() / "generation")
+        files.write_bytes(scratch, "questions.jsonl", "".join(
+            json.dumps({"idx": p.idx, "question": p.question}) + "\n" for p in problems).encode("utf-8"))
+        out = scratch / "completions.jsonl"
+        model = Path(model_dir).absolute()
+        argv = [*harness_python(), "-m", "oracle.gsm8k_gen", "--model", str(model), "--questions",
+                str(scratch / "questions.jsonl"), "--out", str(out), "--backend", backend, *_gen_args(gen, answer_format)]
         if system_prompt is not None:
-            (tmpdir / "system.txt").write_text(system_prompt, encoding="utf-8")
-            argv += ["--system-prompt-file", str(tmpdir / "system.txt")]
+            files.write_bytes(scratch, "system.txt", system_prompt.encode("utf-8"))
+            argv += ["--system-prompt-file", str(scratch / "system.txt")]
 
         def on_line(line: str) -> str | None:
             m = re.match(r"generated: (\d+)/(\d+)", line)
@@ -338,12 +382,79 @@ def generate_in_child(
                 progress({"phase": "eval", "generated": int(m.group(1)), "of": int(m.group(2))})
             return None
 
-        result = spawn(argv, cwd=tmpdir, budget=budget, env=_child_env(threads=int(budget.num_cpus)),
-                             on_line=on_line, cancel=cancel)
-        if result.status != Status.ok or not out.is_file():
+        guard = None
+        if trial_guard is not None:
+            guard = Policy.for_scorer((model, *readable), writable=(scratch,), hidden=(*trial_guard.hidden, *hidden),
+                                      required=trial_guard.required)
+        env = _child_env(_scratch_env(scratch), threads=int(budget.num_cpus))
+        result = spawn(argv, cwd=scratch, budget=budget, env=env, on_line=on_line, cancel=cancel, guard=guard)
+        if result.status != Status.ok:
             return result, []
-        rows = read_completions(out)
+        try:
+            text = files.read_bytes(scratch, "completions.jsonl", limit=COMPLETIONS_LIMIT).decode("utf-8")
+        except (OSError, ValueError):
+            return result, []
+        rows = parse_completions(text, "generated completions")
         return result, match_completions(rows, problems, source="generated completions")
+
+
+def _inside(root: Path, rel: str) -> Path:
+    """``root/rel`` for a relative path an agent's program may have built with links: every
+    component is checked with ``lstat`` (nothing of the trial runs while the oracle reads), and
+    a link, an absolute path or ``..`` is refused with :class:`LinkRefused`."""
+    pure = PurePosixPath(rel)
+    if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+        raise LinkRefused(f"{rel}: not a plain relative path inside the workspace")
+    path = Path(root)
+    for i, part in enumerate(pure.parts):
+        path = path / part
+        if path.is_symlink():
+            where = rel if i == len(pure.parts) - 1 else f"{rel}: {part}"
+            raise LinkRefused(f"{where} is a symbolic link; the oracle reads nothing through a link")
+    return path
+
+
+def _link_targets(model: Path) -> list[Path]:
+    """Directories the links of a person's model directory point into (a hub cache snapshot's blobs)."""
+    targets: list[Path] = []
+    with contextlib.suppress(OSError):
+        for path in model.rglob("*"):
+            if path.is_symlink():
+                parent = path.resolve().parent
+                if parent not in targets:
+                    targets.append(parent)
+    return targets
+
+
+@contextlib.contextmanager
+def _oracle_home(ctx: EvalContext) -> Iterator[Path]:
+    """Where the oracle writes for one evaluation: ``ctx.oracle_dir`` (harness-only, never seen by
+    the trial), or for a caller without one a private temporary directory, removed afterwards."""
+    if ctx.oracle_dir is not None:
+        yield Path(ctx.oracle_dir).absolute()
+        return
+    with tempfile.TemporaryDirectory(prefix="rrma-gsm8k-oracle-") as tmp:
+        yield Path(tmp)
+
+
+def _check_model(root: Path, rel: str, *, follow_links: bool = False) -> tuple[Path | None, Outcome | None]:
+    """The model directory ``root/rel`` an agent's program wrote (or, ``follow_links``, a person's
+    model at the absolute path ``rel``), or the outcome that refuses it."""
+    from oracle.gsm8k_gen import GenerationError, UnsafeModel, check_model_dir
+
+    try:
+        model = Path(rel) if follow_links else _inside(root, rel)
+        if not os.path.lexists(model):
+            where = rel if follow_links else f"{rel}/ in the workspace"
+            return None, Outcome(status=Status.crash, feedback=f"no model directory {where}")
+        names = check_model_dir(model, follow_links=follow_links)
+    except (LinkRefused, UnsafeModel) as exc:
+        return None, Outcome(status=Status.rejected, feedback=f"model rejected: {exc}")
+    except GenerationError as exc:
+        return None, Outcome(status=Status.invalid, feedback=f"model not readable: {exc}")
+    if "config.json" not in names:
+        return None, Outcome(status=Status.crash, feedback=f"no model in {rel}/ (no config.json)")
+    return model, None
 
 
 def _data_facts(path: Path) -> dict[str, Any]:
@@ -395,9 +506,28 @@ class Gsm8kEvalOracle(Oracle):
             facts["data"] = _data_facts(path)
         return facts
 
+    def held_out(self) -> tuple[Path, ...]:
+        """Every GSM8K split file and download cache (:func:`oracle.gsm8k_data.held_out_paths`)."""
+        return held_out_paths(self.params.get("data"))
+
     def report_for(self, completions: Path) -> EvalReport:
         rows = read_completions(completions)
         pairs = match_completions(rows, self.problems(), source=str(completions))
+        return grade_pairs(pairs, mode=self.mode, answer_format=self.answer_format)
+
+    def _trial_completions(self, trial_dir: Path, rel: str) -> EvalReport:
+        """Grade the completions file the trial holds, read without following a link."""
+        try:
+            data = files.read_bytes(trial_dir, rel, limit=COMPLETIONS_LIMIT)
+        except FileNotFoundError:
+            raise CompletionsError(f"{rel}: no such completions file in the workspace") from None
+        except ValueError as exc:
+            raise CompletionsError(str(exc)) from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CompletionsError(f"{rel}: not UTF-8 text") from None
+        pairs = match_completions(parse_completions(text, rel), self.problems(), source=rel)
         return grade_pairs(pairs, mode=self.mode, answer_format=self.answer_format)
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
@@ -406,22 +536,39 @@ class Gsm8kEvalOracle(Oracle):
         model = self.params.get("model")
         if comp is None and model is None:
             comp = "completions.jsonl"
+        trial_dir = Path(ctx.trial_dir).absolute()
         try:
             if comp is not None:
-                report = self.report_for(ctx.trial_dir / comp)
+                # a person's absolute path is read as given; the trial's own file never through a link
+                report = (self.report_for(Path(comp)) if Path(str(comp)).is_absolute()
+                          else self._trial_completions(trial_dir, str(comp)))
                 log = ""
             else:
-                model_dir = ctx.trial_dir / str(model)
-                result, pairs = generate_in_child(
-                    model_dir, self.problems(), backend=_param(self.params, "backend", "auto", str),
-                    gen=dict(self.params.get("gen") or {}), answer_format=self.answer_format, budget=ctx.budget,
-                    progress=ctx.progress, cancel=ctx.cancel, system_prompt=self.params.get("system_prompt"),
-                )
-                if result.status != Status.ok:
-                    return Outcome(status=result.status, feedback=f"generation failed: {result.reason}\n{result.tail}",
+                readable: list[Path] = []
+                if Path(str(model)).is_absolute():  # a person's model (links allowed: a hub cache snapshot)
+                    model_dir, refused = _check_model(Path("/"), str(model), follow_links=True)
+                    readable = _link_targets(Path(str(model)))
+                else:
+                    model_dir, refused = _check_model(trial_dir, str(model))
+                if refused is not None:
+                    refused.seconds = time.monotonic() - started
+                    return refused
+                assert model_dir is not None
+                with _oracle_home(ctx) as home:
+                    result, pairs = generate_in_child(
+                        model_dir, self.problems(), backend=_param(self.params, "backend", "auto", str),
+                        gen=dict(self.params.get("gen") or {}), answer_format=self.answer_format, budget=ctx.budget,
+                        workdir=home, trial_guard=ctx.guard, hidden=self.held_out(), readable=readable,
+                        progress=ctx.progress, cancel=ctx.cancel, system_prompt=self.params.get("system_prompt"),
+                    )
+                if result.status != Status.ok or not pairs:
+                    status = Status.crash if result.status == Status.ok else result.status
+                    return Outcome(status=status, feedback=f"generation failed: {result.reason}\n{result.tail}",
                                    log=result.output, seconds=time.monotonic() - started)
                 report = grade_pairs(pairs, mode=self.mode, answer_format=self.answer_format)
                 log = result.output
+        except LinkRefused as exc:
+            return Outcome(status=Status.rejected, feedback=f"refused: {exc}", seconds=time.monotonic() - started)
         except (CompletionsError, DataError) as exc:
             return Outcome(status=Status.invalid, feedback=str(exc), seconds=time.monotonic() - started)
         metrics = report.metrics()
@@ -474,20 +621,48 @@ class Gsm8kRecipeOracle(Oracle):
         self.eval_seconds = float(_param(self.params, "eval_seconds", 1800.0, (int, float)))
         self.eval_memory_mb = int(_param(self.params, "eval_memory_mb", 8192, int))
         self._state: _RecipeState | None = None
+        self._private_home: Path | None = None  # prepared without a run dir: a temporary directory of ours
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.pop("_lock", None)  # locks do not pickle; a copy in another process gets its own
+        state["_private_home"] = None  # the original removes its private home; a copy never does
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
+    def held_out(self) -> tuple[Path, ...]:
+        """Every GSM8K split file and download cache (:func:`oracle.gsm8k_data.held_out_paths`).
+
+        The oracle's own state (``<run>/gsm8k``: the recipe's train file and the base model) holds no
+        held-out question: the dev and test questions stay in memory, and the copy the scorer reads
+        is written to ``ctx.oracle_dir``, which the executor hides already.
+        """
+        return held_out_paths(self.params.get("data"))
+
     def prepare(self, run_dir: Path, workspace: Path) -> dict[str, Any]:
         with self._lock:
-            return self._prepare(Path(run_dir) / "gsm8k").facts
+            # absolute: the recipe runs in its workspace, where a relative --runs path means something else
+            return self._prepare(Path(run_dir).absolute() / "gsm8k").facts
+
+    def _prepared(self) -> _RecipeState:
+        """The prepared state; a caller that never called :meth:`prepare` gets one in a private
+        temporary directory (removed by :meth:`close`), never next to a trial's workspace."""
+        with self._lock:
+            if self._state is None:
+                self._private_home = home = Path(tempfile.mkdtemp(prefix="rrma-gsm8k-recipe-"))
+                weakref.finalize(self, shutil.rmtree, home, True)  # also without close()
+                return self._prepare(home)
+            return self._state
+
+    def close(self) -> None:
+        home, self._private_home = self._private_home, None
+        if home is not None:
+            shutil.rmtree(home, ignore_errors=True)
+            self._state = None
 
     def _prepare(self, home: Path) -> _RecipeState:
         if self._state is not None:
@@ -508,14 +683,17 @@ class Gsm8kRecipeOracle(Oracle):
             raise OracleError("no training problems are left once the held-out questions are removed; "
                               "give data with a train split (a directory with train.jsonl, or a train jsonl file)")
         assert_disjoint(train, [*heldout_all, *test])
+        home = home.absolute()
         home.mkdir(parents=True, exist_ok=True)
         with (home / ".lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             train_file = home / "train.jsonl"
-            if not train_file.exists():
-                write_jsonl(train, home / "train.jsonl.part").replace(train_file)
-                train_file.chmod(0o444)
+            # written afresh each prepare (a new file renamed over the name: whatever was there, a link
+            # included, is replaced, never written through); read-only to the recipe
+            files.write_bytes(home, "train.jsonl", jsonl_bytes(train), mode=0o444)
             base = str(self.params.get("base_model", "tiny-random"))
+            if base != "tiny-random" and Path(base).exists():
+                base = str(Path(base).absolute())  # a local model directory, named the same from any cwd
             if base == "tiny-random":
                 model_dir = home / "tiny-random-model"
                 if not (model_dir / "config.json").exists():
@@ -547,12 +725,15 @@ class Gsm8kRecipeOracle(Oracle):
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         started = time.monotonic()
-        with self._lock:
-            state = self._prepare(ctx.trial_dir.parent / ".gsm8k-recipe")
-        recipe = ctx.trial_dir / self.recipe
-        if not recipe.is_file():
+        state = self._prepared()
+        trial_dir = Path(ctx.trial_dir).absolute()  # the recipe's cwd: every path it is given is absolute
+        recipe = trial_dir / self.recipe
+        if recipe.is_symlink() or not recipe.is_file():
             return Outcome(status=Status.invalid, feedback=f"{self.recipe} is missing from the workspace")
-        out_dir = ctx.trial_dir / self.output_dir
+        try:
+            out_dir = _inside(trial_dir, self.output_dir)
+        except LinkRefused as exc:
+            raise OracleError(f"oracle param 'output_dir' must be a plain relative path: {exc}") from None
         shutil.rmtree(out_dir, ignore_errors=True)
         argv = [sys.executable, str(recipe), "--base-model", state.base_model, "--train-data", str(state.train_file),
                 "--output-dir", str(out_dir), "--seed", str(ctx.seed), *self.recipe_args]
@@ -573,39 +754,50 @@ class Gsm8kRecipeOracle(Oracle):
             raise OracleError(f"budget.trial_seconds ({ctx.budget.seconds:g}) must exceed the oracle's eval_seconds "
                               f"({self.eval_seconds:g}): the evaluation is part of the trial budget")
         train_budget = ctx.budget.model_copy(update={"seconds": train_seconds})
-        # the recipe reads its train file and base model (shown read-only, though they live in the run
-        # dir that is hidden from it); every GSM8K source is hidden from it
+        # the recipe reads its train file (train minus dev) and base model, shown read-only though they live
+        # in the run dir that is hidden from it; every GSM8K split file and cache is absent (held_out(): the
+        # executor hides them already, hidden again here for a caller whose guard did not)
         guard = None
         if ctx.guard is not None:
             given = [p for p in (state.train_file, Path(state.base_model)) if p.exists()]
-            guard = ctx.guard.protecting(*given).hiding(*data_locations(self.params.get("data")))
-        train = spawn(argv, cwd=ctx.trial_dir, budget=train_budget, env=env, on_line=on_line, cancel=ctx.cancel,
-                            guard=guard)
+            guard = ctx.guard.hiding(*self.held_out()).protecting(*given)
+        train = spawn(argv, cwd=trial_dir, budget=train_budget, env=env, on_line=on_line, cancel=ctx.cancel,
+                      guard=guard)
         if train.status != Status.ok:
             return Outcome(status=train.status, feedback=f"recipe: {train.reason}\n{train.tail}", log=train.output,
                            seconds=time.monotonic() - started, metrics={"train_seconds": round(train.seconds, 2)})
-        if not (out_dir / "config.json").is_file():
-            return Outcome(status=Status.crash, log=train.output, seconds=time.monotonic() - started,
-                           feedback=f"recipe exited 0 but wrote no model (no config.json) to {self.output_dir}/\n{train.tail}")
+        # the recipe's processes are gone: what it left is read as data, refused when it holds a link,
+        # pickle weights or custom code
+        model_dir, refused = _check_model(trial_dir, self.output_dir)
+        if refused is not None:
+            if refused.status == Status.crash:
+                refused.feedback = (f"recipe exited 0 but wrote no model (no config.json) to {self.output_dir}/"
+                                    f"\n{train.tail}")
+            refused.log, refused.seconds = train.output, time.monotonic() - started
+            return refused
+        assert model_dir is not None
         remaining = ctx.budget.seconds - (time.monotonic() - started)
         eval_budget = Budget(seconds=max(1.0, min(self.eval_seconds, remaining)), memory_mb=self.eval_memory_mb,
                              num_cpus=ctx.budget.num_cpus, num_gpus=ctx.budget.num_gpus)
-        gen_result, pairs = generate_in_child(
-            out_dir, state.heldout, backend=_param(self.params, "backend", "auto", str),
-            gen=dict(self.params.get("gen") or {}), answer_format=self.answer_format, budget=eval_budget,
-            progress=ctx.progress, cancel=ctx.cancel,
-        )
-        log = train.output + "\n--- oracle evaluation ---\n" + gen_result.output
-        if gen_result.status != Status.ok or not pairs:
-            status = Status.crash if gen_result.status == Status.ok else gen_result.status
-            return Outcome(status=status, log=log, seconds=time.monotonic() - started,
-                           feedback=f"evaluation of the trained model failed: {gen_result.reason}\n{gen_result.tail}")
-        report = grade_pairs(pairs, mode=self.mode, answer_format=self.answer_format)
-        metrics = report.metrics()
-        metrics.update(train_seconds=round(train.seconds, 2), eval_seconds=round(gen_result.seconds, 2),
-                       train_peak_rss_mb=round(train.peak_rss_mb, 1), eval_split=self.eval_split)
-        (ctx.trial_dir / "oracle_eval.json").write_text(json.dumps(
-            {"metrics": metrics, "correct": report.correct_flags(), "idx": [q.idx for q in report.questions]}))
+        with _oracle_home(ctx) as home:
+            gen_result, pairs = generate_in_child(
+                model_dir, state.heldout, backend=_param(self.params, "backend", "auto", str),
+                gen=dict(self.params.get("gen") or {}), answer_format=self.answer_format, budget=eval_budget,
+                workdir=home, trial_guard=ctx.guard, hidden=self.held_out(), progress=ctx.progress, cancel=ctx.cancel,
+            )
+            log = train.output + "\n--- oracle evaluation ---\n" + gen_result.output
+            if gen_result.status != Status.ok or not pairs:
+                status = Status.crash if gen_result.status == Status.ok else gen_result.status
+                return Outcome(status=status, log=log, seconds=time.monotonic() - started,
+                               feedback=f"evaluation of the trained model failed: {gen_result.reason}\n{gen_result.tail}")
+            report = grade_pairs(pairs, mode=self.mode, answer_format=self.answer_format)
+            metrics = report.metrics()
+            metrics.update(train_seconds=round(train.seconds, 2), eval_seconds=round(gen_result.seconds, 2),
+                           train_peak_rss_mb=round(train.peak_rss_mb, 1), eval_split=self.eval_split)
+            # the oracle's record, in its own directory (never the trial's: a link planted there is not followed)
+            files.write_bytes(home, "oracle_eval.json", json.dumps(
+                {"metrics": metrics, "correct": report.correct_flags(), "idx": [q.idx for q in report.questions]}
+            ).encode("utf-8"))
         feedback = "\n".join([*report.lines(), f"train_seconds: {train.seconds:.1f}",
                               f"eval_seconds: {gen_result.seconds:.1f}"])
         return Outcome(status=Status.ok, score=metrics["pass_at_1"], metrics=metrics, feedback=feedback, log=log,
@@ -704,6 +896,11 @@ class Gsm8kPromptOracle(Oracle):
             self._problems = subset(problems, self.limit, _param(self.params, "subset_seed", None, int))
         return self._problems
 
+    def held_out(self) -> tuple[Path, ...]:
+        """Every GSM8K split file and download cache: a coding agent writing the prompt must not read
+        the dev answers it is scored on (:func:`oracle.gsm8k_data.held_out_paths`)."""
+        return held_out_paths(self.params.get("data"))
+
     def prepare(self, run_dir: Path, workspace: Path) -> dict[str, Any]:
         ep = self.endpoint()
         problems = self.problems()
@@ -749,10 +946,19 @@ class Gsm8kPromptOracle(Oracle):
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         started = time.monotonic()
-        path = ctx.trial_dir / self.prompt_file
-        if not path.is_file():
+        try:  # the trial's file, never read through a link (4 bytes a character at most in UTF-8)
+            raw = files.read_bytes(Path(ctx.trial_dir).absolute(), self.prompt_file, limit=4 * self.max_prompt_chars)
+            system_prompt = raw.decode("utf-8")
+        except FileNotFoundError:
             return Outcome(status=Status.invalid, feedback=f"{self.prompt_file} is missing from the workspace")
-        system_prompt = path.read_text(encoding="utf-8")
+        except LinkRefused as exc:
+            return Outcome(status=Status.rejected, feedback=f"refused: {exc}")
+        except UnicodeDecodeError:
+            return Outcome(status=Status.invalid, feedback=f"{self.prompt_file} is not UTF-8 text")
+        except ValueError:
+            return Outcome(status=Status.invalid, feedback=(
+                f"{self.prompt_file} has more than {4 * self.max_prompt_chars} bytes; the limit is "
+                f"{self.max_prompt_chars} characters"))
         if len(system_prompt) > self.max_prompt_chars:
             return Outcome(status=Status.invalid, feedback=(
                 f"{self.prompt_file} has {len(system_prompt)} characters; the limit is {self.max_prompt_chars}"))

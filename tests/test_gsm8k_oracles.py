@@ -367,12 +367,19 @@ def test_recipe_oracle_owns_the_evaluation(tmp_path: Path) -> None:
     held = {question_key(p.question) for p in [*load_split("dev", FIXTURE), *load_split("test", FIXTURE)]}
     assert given and not any(question_key(r["question"]) in held for r in given)  # the split guard
     seen: list[dict[str, Any]] = []
-    out = oracle.evaluate(ctx_for(_trial(tmp_path, "t1", COPY_RECIPE), seconds=EVAL_S + 60, progress=seen.append))
+    oracle_dir = tmp_path / "oracle-t1"
+    oracle_dir.mkdir()
+    out = oracle.evaluate(ctx_for(_trial(tmp_path, "t1", COPY_RECIPE), seconds=EVAL_S + 60, progress=seen.append,
+                                  oracle_dir=oracle_dir))
     assert out.status == Status.ok, out.feedback
     # the untrained random model gets nothing right whatever the recipe printed or wrote
     assert out.score == 0.0 and out.metrics["completions"] == 5
     assert {"phase": "train", "step": 1, "loss": 0.5, "train_rows": len(given)} in seen
-    assert json.loads((tmp_path / "trials" / "t1" / "oracle_eval.json").read_text())["metrics"]["pass_at_1"] == 0.0
+    # the oracle's record is in its own directory; the recipe's forged one is left as it wrote it
+    assert json.loads((oracle_dir / "oracle_eval.json").read_text())["metrics"]["pass_at_1"] == 0.0
+    assert json.loads((tmp_path / "trials" / "t1" / "oracle_eval.json").read_text())["metrics"]["pass_at_1"] == 1.0
+    # the questions the scorer read and the completions it wrote: in the oracle's directory too
+    assert {"completions.jsonl", "questions.jsonl"} <= {p.name for p in (oracle_dir / "generation").iterdir()}
 
 
 PEEKING_RECIPE = COPY_RECIPE + """
@@ -383,7 +390,10 @@ def peek(name, path, mode):
             print("PEEK", name, len(fh.read()) if "r" == mode else "writable", flush=True)
     except OSError as exc:
         print("PEEK", name, errno.errorcode[exc.errno], flush=True)
-print("PEEK data_dir", len(os.listdir(DATA)), flush=True)
+try:
+    print("PEEK data_dir", len(os.listdir(DATA)), flush=True)
+except OSError as exc:
+    print("PEEK data_dir", errno.errorcode[exc.errno], flush=True)
 peek("test_split", os.path.join(DATA, "test.jsonl"), "r")
 peek("train_file", a.train_data, "a")
 """
@@ -400,9 +410,10 @@ def test_guarded_recipe_cannot_read_held_out_data_or_rewrite_its_train_file(tmp_
     out = oracle.evaluate(ctx)
     assert out.status == Status.ok, out.feedback
     seen = [line.split()[1:] for line in out.log.splitlines() if line.startswith("PEEK")]
-    # the data directory is an empty tmpfs to the recipe; the train file it was given is read-only
-    # (mode 0444, and with no capability root cannot override that: EACCES before EROFS)
-    assert seen[:2] == [["data_dir", "0"], ["test_split", "ENOENT"]]
+    # the data directory is an empty tmpfs to the recipe (or, where the sandbox shows only what it names,
+    # not there at all); the train file it was given is read-only (mode 0444, and with no capability
+    # root cannot override that: EACCES before EROFS)
+    assert seen[0] in (["data_dir", "0"], ["data_dir", "ENOENT"]) and seen[1] == ["test_split", "ENOENT"]
     assert seen[2][0] == "train_file" and seen[2][1] in ("EACCES", "EROFS")
     assert (FIXTURE / "test.jsonl").is_file() and out.score == 0.0  # the oracle still evaluated on it
 

@@ -26,10 +26,13 @@ accepted, metrics ``accepted, reason, cheat, difficulty, goals``); agents' ``age
 ``--isolated`` is the control arm: agents see neither the blackboard nor each other's trials
 (compare attempts per solved theorem with and without sharing).
 
-Invariants: an agent never sees a theorem's original proof (only ``TheoremTask.public()``);
+Invariants: an agent never sees a theorem's original proof nor the file that holds it (only
+``TheoremTask.public()``), and its own processes never read the answers (``Context.hidden``: the
+run, the runs around it, every stripped file and its compiled forms, :func:`agent_hidden`);
 cheating attempts are counted from the checker's ``Verdict.cheat`` (with ``--red-team`` a
-red-team pseudo-agent submits one known cheat per theorem, which must be rejected); the exit
-code is 0 when the bench ran (whatever it solved), 1 when a checker failed, 2 on bad input.
+red-team pseudo-agent submits one known cheat per theorem, which must be rejected for the reason
+that names it); the exit code is 0 when the bench ran (whatever it solved), 1 when a checker
+failed, 2 on bad input.
 """
 
 from __future__ import annotations

@@ -18,9 +18,11 @@ changed, and then:
    bytecode VM is part of Coq's standard trusted base and the kernel re-checks the cast);
    ``native_compute``/``native_cast_no_check`` are forbidden (they trust code compiled by an
    external OCaml toolchain outside the kernel).
-2. **Runs Coq**: cold with ``coqc`` on a temporary file under :func:`rrma.contain.spawn.spawn`
+2. **Runs Coq**, always sandboxed (:class:`CoqSandbox`: the Coq installation and its load paths
+   read-only, only a harness-owned scratch folder writable, the stripped sources hidden, no
+   network): cold with ``coqc`` on a temporary file under :func:`rrma.contain.spawn.spawn`
    (wall clock and memory enforced from outside), or warm in a pool of ``coqtop -emacs``
-   sessions (:class:`WarmCoqPool`) driven sentence by sentence. The sessions use plain pipes
+   sessions (:class:`WarmCoqPool`, each wrapped by the same policy) driven sentence by sentence. The sessions use plain pipes
    and a reader thread rather than pexpect's pty: a pty truncates input lines at 4096 bytes
    and echoes input, both of which would corrupt long contexts; each chunk is followed by a
    sentinel command carrying a random token, whose echo marks the end of the chunk's output.

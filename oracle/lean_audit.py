@@ -20,9 +20,11 @@ So an accepted proof is audited again elsewhere:
   ever read as the audit's answer.
 
 And what the checking processes may read (:func:`hidden_source_paths`, :func:`lean_guard`): the
-stripped files hold the original proofs, so Lean runs in the bubblewrap sandbox
-(:mod:`rrma.contain.sandbox`) with those sources, and the compiled modules no context imports, hidden
-(an ``include_str`` that slipped past the rules would read an empty file).
+stripped files hold the original proofs, so every Lean process of a checker runs in the bubblewrap
+sandbox (:mod:`rrma.contain.sandbox`) with no network, writing only the project's ``.lake`` and its
+own scratch, with those sources, and the compiled modules no context imports, hidden (an
+``include_str`` that slipped past the rules would read an empty file). Agents' own processes see
+none of them, imported or not (:func:`answer_paths`, the oracle's ``held_out``).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Strips every theorem of ``benches/coq/*.v`` (or of the user's files given with ``--source``),
 then runs :func:`benches.proofs.run_proof_bench` with the warm Coq checker
 (:class:`oracle.coq.WarmCoqPool`; ``--cold`` uses one ``coqc`` per check) and the offline
-tactic-portfolio agents sharing one blackboard. Exit 2 when Coq is missing or a file cannot be
-parsed. Also runnable alone: ``python -m benches.coq.bench --help``.
+tactic-portfolio agents sharing one blackboard. Coq's processes run sandboxed without the stripped
+files; agents' processes see neither those nor their compiled forms. Exit 2 when Coq is missing
+or a file cannot be parsed. Also runnable alone: ``python -m benches.coq.bench --help``.
 """
 
 from __future__ import annotations

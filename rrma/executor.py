@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from oracle.base import EvalContext, Oracle
+from rrma.contain import cgroups
 from rrma.contain.files import fresh_dir
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import stale_processes
@@ -89,6 +90,7 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
                 return crash_outcome(f"not run: {len(stale)} process(es) of an earlier run of this trial still run "
                                      f"in {trial_dir} (pids {', '.join(map(str, stale))}); kill them first", started)
             shutil.rmtree(trial_dir)
+            cgroups.remove_empty_scopes(trial_dir)  # what a killed harness left for this trial
         materialize(job.files, trial_dir)
         oracle_dir = fresh_dir(trial_dir.parent / "oracle")
         hidden = (*protect, oracle_dir, *oracle.held_out())

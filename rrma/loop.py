@@ -868,6 +868,7 @@ def start_run(
 
 def _drive(store: RunStore, task: TaskConfig, seed: int, oracle: Oracle, executor: Any, stop: threading.Event | None,
            on_event: EventHook | None, agents: list[Agent] | None, agent_count: int | None) -> RunResult:
+    cgroups.sweep_empty()  # the empty trial cgroups a killed harness left behind (any run's)
     try:
         if callable(executor) and not hasattr(executor, "submit"):
             executor = executor(oracle, store, task)

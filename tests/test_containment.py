@@ -298,11 +298,43 @@ def test_kill_9_of_the_harness_takes_its_sandboxed_trials_with_it(tmp_path: Path
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [p for p in pids if alive(p)], "trial processes outlived the harness"
+    # the killed harness could not remove its trial's cgroups: empty directories stay behind
+    leftovers = [d for d in cgroups._scope_dirs(cgroups.scope_tag(run_dir / "trials" / "base-0" / "work"))]
+    assert leftovers or cgroups.unavailable_reason() is not None
     # nothing of the trial runs any more, so resume may start it again (it finishes this time)
     proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "resume", str(run_dir), "--quiet"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert RunStore(run_dir).events()[-1].kind == "run.finished"
+    assert not [d for d in leftovers if d.exists()], "resume left the killed harness's empty cgroups behind"
+
+
+@needs_cgroups
+def test_empty_trial_cgroups_a_minute_old_are_swept_and_no_other(tmp_path: Path) -> None:
+    """A run's start removes the empty trial cgroups a killed harness left (a minute old or more), never a
+    young one (a live harness's, about to be joined) nor one with a process in it."""
+    layout, _ = cgroups.detect()
+    assert layout is not None
+    old = cgroups.TrialCgroup.create(layout, memory_bytes=64 * 2**20, max_pids=16, label="sweep-old")
+    young = cgroups.TrialCgroup.create(layout, memory_bytes=64 * 2**20, max_pids=16, label="sweep-young")
+    busy = cgroups.TrialCgroup.create(layout, memory_bytes=64 * 2**20, max_pids=16, label="sweep-busy")
+    sleeper = subprocess.Popen(["/bin/sh", "-c", f'echo $$ > {busy.procs_files()[0]}; '
+                                f'for f in {" ".join(busy.procs_files()[1:])}; do echo $$ > "$f"; done; exec sleep 60'])
+    try:
+        deadline = time.monotonic() + 5
+        while not busy.members() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        past = time.time() - 2 * cgroups.SWEEP_MIN_AGE_S
+        for d in (*old.dirs, *busy.dirs):
+            os.utime(d, (past, past))
+        cgroups.sweep_empty()
+        assert not any(d.exists() for d in old.dirs)
+        assert all(d.exists() for d in (*young.dirs, *busy.dirs))
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for group in (old, young, busy):
+            group.remove()
 
 
 @needs_cgroups

@@ -302,8 +302,41 @@ def scope_members(workdir: Path | str) -> list[int]:
     return sorted(pids)
 
 
-def remove_empty_scopes(workdir: Path | str) -> None:
-    """Remove cgroups an earlier harness left for ``workdir`` once they are empty."""
+def remove_empty_scopes(workdir: Path | str) -> int:
+    """Remove the cgroups an earlier harness left for ``workdir`` once they are empty; how many went."""
+    removed = 0
     for d in _scope_dirs(scope_tag(workdir)):
         with contextlib.suppress(OSError):
             d.rmdir()
+            removed += 1
+    return removed
+
+
+SWEEP_MIN_AGE_S = 60.0  # an empty trial cgroup this old belongs to no live harness (one lives empty for ms)
+
+
+def sweep_empty(min_age_s: float = SWEEP_MIN_AGE_S) -> int:
+    """Remove every empty trial cgroup (``rrma-*``) older than ``min_age_s`` seconds; how many went.
+
+    A harness killed with SIGKILL cannot remove the cgroups of its running trials; the kernel empties
+    them when the trials die (with their harness), and they stay behind as empty directories. A live
+    harness's cgroup is empty only between its creation and the trial joining it, or between the
+    trial's end and its removal (milliseconds), so an empty one a minute old is a leftover. The
+    kernel refuses to remove a cgroup that has members (EBUSY), whatever this function believes.
+    """
+    layout, _ = detect()
+    if layout is None or mode() == "off":
+        return 0
+    removed = 0
+    now = time.time()
+    for _, parent in layout.parents:
+        with contextlib.suppress(OSError):
+            for d in parent.glob(f"{PREFIX}*"):
+                try:
+                    if now - d.stat().st_mtime < min_age_s or (d / "cgroup.procs").read_text().strip():
+                        continue
+                    d.rmdir()
+                    removed += 1
+                except OSError:
+                    continue
+    return removed

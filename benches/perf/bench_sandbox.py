@@ -1,0 +1,104 @@
+"""What one contained trial process costs now, against the sandbox at an earlier revision.
+
+Issue 20 made every contained process start with more: an allow-list view (many binds instead of
+one), a seccomp filter passed to bubblewrap, a fresh session keyring from a parent thread, the
+credential rule. This bench measures a ``python -c pass`` trial under bubblewrap + cgroup limits
+with the code of this checkout and with the code at ``--against`` (default: the commit before that
+work), in the same run: each side is a worker process of its own (``rrma`` imported from its own
+tree; the old one is ``git archive``'d into a temporary folder), and the two are interleaved block
+by block so that drift in the machine's speed hits both alike. It prints the median milliseconds per
+trial process of each, the ratio new/old, and a raw ``subprocess.run`` for reference.
+
+    python benches/perf/bench_sandbox.py [--against REV] [--blocks 8] [--per-block 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BEFORE_ISSUE_20 = "797823b"
+
+WORKER = r"""
+import json, sys, time, subprocess
+from pathlib import Path
+root, runs = Path(sys.argv[1]), int(sys.argv[2])
+work = root / "run" / "trials" / "t1" / "work"
+work.mkdir(parents=True, exist_ok=True)
+try:  # the old layout first: an editable install would find the new room's modules from the old tree too
+    from rrma.fsguard import FsGuard as Guard, unavailable_reason
+    from rrma.sandbox import run_limited as run
+except ImportError:
+    from rrma.contain.sandbox import Policy as Guard, unavailable_reason
+    from rrma.contain.spawn import spawn as run
+from rrma.trial import Budget
+assert unavailable_reason() is None, unavailable_reason()
+guard = Guard.for_trial(work, (root / "run",))
+argv = [sys.executable, "-c", "pass"]
+out = {"sandbox": [], "raw": []}
+for i in range(runs + 1):
+    t0 = time.perf_counter()
+    result = run(argv, cwd=work, budget=Budget(seconds=30), guard=guard, poll_s=0.005)
+    spent = time.perf_counter() - t0
+    assert result.guarded and result.status == "ok", result
+    t0 = time.perf_counter()
+    subprocess.run(argv, cwd=work, check=True)
+    raw = time.perf_counter() - t0
+    if i:  # the first round warms caches
+        out["sandbox"].append(spent * 1000)
+        out["raw"].append(raw * 1000)
+print(json.dumps(out))
+"""
+
+
+def extract(rev: str, dest: Path) -> Path:
+    """The ``rrma`` package as it was at ``rev``, under ``dest``."""
+    archive = subprocess.run(["git", "archive", "--format=tar", rev, "rrma"], cwd=ROOT, capture_output=True,
+                             check=True).stdout
+    tar_path = dest / "old.tar"
+    tar_path.write_bytes(archive)
+    with tarfile.open(tar_path) as tar:
+        tar.extractall(dest / "tree", filter="data")
+    return dest / "tree"
+
+
+def block(tree: Path, scratch: Path, runs: int) -> dict[str, list[float]]:
+    proc = subprocess.run([sys.executable, "-c", WORKER, str(scratch), str(runs)], cwd=tree,
+                          env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                          timeout=600)
+    if proc.returncode != 0:
+        raise SystemExit(f"worker in {tree} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--against", default=BEFORE_ISSUE_20, help="the revision to compare with")
+    parser.add_argument("--blocks", type=int, default=8, help="alternating blocks per side")
+    parser.add_argument("--per-block", type=int, default=10, help="trial processes per block")
+    args = parser.parse_args()
+    samples: dict[str, list[float]] = {"now": [], "before": [], "raw": []}
+    with tempfile.TemporaryDirectory(prefix="rrma-bench-sandbox-") as tmp:
+        root = Path(tmp)
+        old_tree = extract(args.against, root)
+        for i in range(args.blocks):
+            for label, tree in (("now", ROOT), ("before", old_tree))[:: 1 if i % 2 == 0 else -1]:
+                got = block(tree, root / f"{label}-{i}", args.per_block)
+                samples[label] += got["sandbox"]
+                samples["raw"] += got["raw"]
+    now, before, raw = (statistics.median(samples[k]) for k in ("now", "before", "raw"))
+    print(f"trial process, bubblewrap + cgroup, this checkout: {now:7.1f} ms (median of {len(samples['now'])})")
+    print(f"trial process, bubblewrap + cgroup, at {args.against}:  {before:7.1f} ms (median of {len(samples['before'])})")
+    print(f"raw subprocess.run (reference):                  {raw:7.1f} ms")
+    print(f"sandbox cost ratio now / {args.against}: {now / before:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -54,7 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rrma.state import RunState
 from rrma.stats import bootstrap_mean_ci, paired_bootstrap, sign_flip_test
 from rrma.store import RunStore
-from rrma.task import TaskConfig, TaskError, load_task
+from rrma.task import TaskConfig, TaskError, load_task, read_yaml
 
 EXPERIMENT_JSON = "experiment.json"
 BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
@@ -132,7 +132,7 @@ def load_spec(path: Path | str) -> tuple[ExperimentSpec, Path]:
     if not path.is_file():
         raise ExperimentError(f"{path}: no such experiment file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = read_yaml(path.read_text(encoding="utf-8"))  # refuses an alias bomb
     except (OSError, UnicodeDecodeError) as exc:
         raise ExperimentError(f"{path}: cannot read it: {exc}") from None
     except yaml.YAMLError as exc:

@@ -237,7 +237,7 @@ def read_log(store: RunStore) -> _Log:
                 continue
         try:
             event = parse_line(line)
-        except LogFormatError:
+        except (LogFormatError, UnicodeDecodeError):  # bytes that are not UTF-8: skipped as scan skips them
             continue
         payload = event.data.model_dump(mode="json")
         if event.kind == "agent.turn":  # a turn line pydantic accepted after coercing it

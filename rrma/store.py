@@ -18,6 +18,12 @@ The log (``events.jsonl``) is the only source of truth. Invariants this module k
   fixed-size ``pwrite``: the last event written and the byte size of the log after it.
   ``verify`` compares the end of the log with it, so a cut tail or a replaced last line is an
   error, not an unnoticed shorter run.
+* **A line that is not UTF-8 is corruption, not a tear.** rrma writes UTF-8 and a crash only
+  cuts a line short, so bytes that do not decode before a line's end were changed afterwards:
+  :meth:`RunStore.scan` skips such a line like a torn one but marks it ``corrupt`` (with its line
+  number), :func:`verify_chain` reports it as an error, and :func:`check_readable` (the CLI's gate
+  before it reads, exports or extends a run) refuses the run with :class:`RunUnreadable`, as it
+  does a run whose ``events.jsonl``, ``run.json`` or ``head.json`` is not a regular file.
 * **One driver per run** (:class:`DriverLock`): the process that runs the loop holds an
   exclusive ``flock`` on ``.driver.lock`` for its whole life and names itself in
   ``driver.json``; a second driver fails at once with :class:`RunLocked`. The kernel drops the
@@ -66,6 +72,10 @@ class RunLocked(Exception):
     """Another live process is driving this run (it holds the run's driver lock)."""
 
 
+class RunUnreadable(Exception):
+    """The run cannot be read as one: a file of it is not a regular file, or its log holds bytes that are not UTF-8."""
+
+
 @dataclass
 class HeadRecord:
     """``head.json``: the last event an append wrote, and the log's size just after it."""
@@ -102,6 +112,8 @@ def read_head(run_dir: Path | str) -> HeadRecord | None:
             raw = path.read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as exc:  # a directory, unreadable: a damaged record, for verify to report
+            raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
         try:
             obj = json.loads(raw)
             record = HeadRecord(seq=int(obj["seq"]), hash=str(obj["hash"]), offset=int(obj["offset"]),
@@ -123,6 +135,29 @@ class TornLine:
     length: int  # bytes, without the newline
     sealed: bool  # True when a newline follows (a later append sealed it)
     error: str
+    line: int = 0  # 1-based line number in the log (0: not counted)
+    corrupt: bool = False  # bytes that are not UTF-8 before the line's end: changed after it was written, not torn
+
+
+def utf8_damage(line: bytes) -> tuple[int, str] | None:
+    """(index, reason) of the first byte of ``line`` that is not UTF-8, unless the only problem is a
+    character cut short at the line's end (what a torn write leaves); None when the line decodes."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.end == len(line) and exc.reason == "unexpected end of data":
+            return None
+        return exc.start, f"byte 0x{line[exc.start]:02x} is not UTF-8 ({exc.reason})"
+    return None
+
+
+def _unreadable_line(line: bytes, offset: int, number: int, sealed: bool, error: str) -> TornLine:
+    """A line that does not parse, as a TornLine: ``corrupt`` (saying where) when it is not UTF-8."""
+    damage = utf8_damage(line)
+    if damage is None:
+        return TornLine(offset, len(line), sealed, error, number)
+    at, why = damage
+    return TornLine(offset, len(line), sealed, f"{why} at byte {offset + at}", number, corrupt=True)
 
 
 @dataclass
@@ -130,6 +165,11 @@ class ScanResult:
     events: list[Any] = field(default_factory=list)
     torn: list[TornLine] = field(default_factory=list)
     end_offset: int = 0  # offset just past the last complete line
+
+    @property
+    def corrupt(self) -> list[TornLine]:
+        """The skipped lines that are not UTF-8 (changed after they were written; see :func:`utf8_damage`)."""
+        return [t for t in self.torn if t.corrupt]
 
 
 def _lock_file(path: Path) -> int:
@@ -152,6 +192,8 @@ class RunStore:
             self.events_path.touch(exist_ok=True)
         elif not self.events_path.exists():
             raise RunNotFound(f"{self.dir}: not a run directory (no {EVENTS})")
+        elif not self.events_path.is_file():
+            raise RunUnreadable(f"{self.events_path}: {_not_a_file(self.events_path)}: the run directory is damaged")
         self._tlock = threading.Lock()
         self._fd: int | None = None
         self._lock_fd: int | None = None
@@ -322,17 +364,19 @@ class RunStore:
         with open(self.events_path, "rb") as fh:
             fh.seek(start)
             offset = start
+            number = 0 if start else 1  # line numbers only when reading from the start
             for raw in fh:
                 if not raw.endswith(b"\n"):
-                    result.torn.append(TornLine(offset, len(raw), False, "unterminated final line"))
+                    result.torn.append(_unreadable_line(raw, offset, number, False, "unterminated final line"))
                     break
                 line = raw[:-1]
                 if line.strip():
                     try:
                         result.events.append(parse_line(line))
-                    except LogFormatError as exc:
-                        result.torn.append(TornLine(offset, len(line), True, str(exc)))
+                    except (LogFormatError, UnicodeDecodeError) as exc:  # json.loads of bytes that are not UTF-8
+                        result.torn.append(_unreadable_line(line, offset, number, True, str(exc)))
                 offset += len(raw)
+                number += 1 if number else 0
                 result.end_offset = offset
         return result
 
@@ -511,8 +555,8 @@ class LogTail:
             if line.strip():
                 try:
                     events.append(parse_line(line))
-                except LogFormatError as exc:
-                    self.torn.append(TornLine(pos, len(line), True, str(exc)))
+                except (LogFormatError, UnicodeDecodeError) as exc:
+                    self.torn.append(_unreadable_line(line, pos, 0, True, str(exc)))
             pos += len(line) + 1
         self.offset += end + 1
         return events
@@ -559,13 +603,20 @@ def verify_chain(store: RunStore) -> VerifyReport:
     marker = False  # run.started says the run keeps a head record
     at_head: tuple[str, int] | None = None  # (hash, end offset) of the event with the head record's seq
     offset = 0
+    number = 0
     with open(store.events_path, "rb") as fh:
         for raw in fh:
             line = raw.rstrip(b"\n")
             terminated = raw.endswith(b"\n")
             here = offset
             offset += len(raw)
+            number += 1
             if not line.strip():
+                continue
+            damage = utf8_damage(line)
+            if damage is not None:  # not a tear: these bytes were changed after rrma wrote the line
+                errors.append(f"line {number} (byte {here + damage[0]}): {damage[1]}: the log is corrupt (the line "
+                              "was changed after it was written); it is skipped and the check goes on")
                 continue
             try:
                 obj = json.loads(line)
@@ -641,6 +692,51 @@ def verify_chain(store: RunStore) -> VerifyReport:
                         "the log cannot be detected")
     report.ok = not errors
     return report
+
+
+def _not_a_file(path: Path) -> str:
+    return "a directory, not a file" if path.is_dir() else "not a regular file"
+
+
+def check_readable(run_dir: Path | str, *, log: bool = True) -> None:
+    """Raise :class:`RunUnreadable` unless the run can be read as one: ``events.jsonl`` a regular file,
+    ``run.json`` and ``head.json`` regular files where they exist, and (with ``log``) every line of the
+    log UTF-8 (the first corrupt line is named by line number and byte offset; ``verify_chain`` reports
+    every one as an error, so ``rrma-tui verify`` checks with ``log=False``).
+
+    Costs one read of the log at memory speed (1 MiB blocks decoded whole; a block that fails is
+    looked at line by line), not a parse.
+    """
+    run_dir = Path(run_dir)
+    for name in (EVENTS, RUN_JSON, HEAD):
+        path = run_dir / name
+        if (path.exists() or name == EVENTS) and not path.is_file():
+            what = _not_a_file(path) if path.exists() else "missing"
+            raise RunUnreadable(f"{path}: {what}: the run directory is damaged")
+    path = run_dir / EVENTS
+    if not log:
+        return
+    try:
+        with open(path, "rb") as fh:
+            offset, number = 0, 1
+            while block := fh.read(1 << 20):
+                if not block.endswith(b"\n"):
+                    block += fh.readline()  # whole lines only (or the file's unterminated end)
+                try:
+                    block.decode("utf-8")
+                except UnicodeDecodeError:
+                    at = offset
+                    for i, line in enumerate(block.split(b"\n")):
+                        damage = utf8_damage(line)
+                        if damage is not None:
+                            raise RunUnreadable(
+                                f"{path}: line {number + i} (byte {at + damage[0]}): {damage[1]}: the log is corrupt "
+                                "(changed after it was written); `rrma-tui verify` lists every problem") from None
+                        at += len(line) + 1
+                offset += len(block)
+                number += block.count(b"\n")
+    except OSError as exc:
+        raise RunUnreadable(f"{path}: cannot read the log ({exc.strerror or exc})") from None
 
 
 def iter_event_lines(path: Path) -> Iterator[tuple[int, bytes]]:

@@ -5,7 +5,10 @@ one-line docstring (``rrma-tui task-schema`` prints the table from these). :func
 turns any problem into a :class:`TaskError` that names the file, the field path and what was
 expected, e.g. ``task.yaml: budget.trial_seconds: Input should be greater than 0 (got -5)``.
 
-Paths inside a task (``workspace.source``) are relative to the YAML file's directory.
+Paths inside a task (``workspace.source``) are relative to the YAML file's directory. Every float
+field is finite (``1e400`` reads as infinity: refused, not an overflow mid-run), and a YAML file whose
+aliases expand to more than :data:`MAX_YAML_NODES` values (an alias bomb) is refused before it is
+built (:func:`read_yaml`, also used for experiment files and ``--set`` values).
 """
 
 from __future__ import annotations
@@ -23,7 +26,70 @@ class TaskError(ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
+
+
+MAX_YAML_NODES = 100_000  # values a YAML document may expand to through its aliases
+MAX_SECONDS = 1e9  # about 31 years: a wall-clock limit past this overflows the waits that enforce it
+
+
+class YAMLTooLarge(yaml.YAMLError):
+    """A YAML document whose aliases expand to more than MAX_YAML_NODES values (or refer to themselves)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem  # read as the other YAML errors' ``problem`` by the callers' messages
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """How many values the node graph becomes once every alias is copied out (memoized per node, so
+    linear in the graph); YAMLTooLarge past MAX_YAML_NODES or on an alias inside its own anchor."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_: set[int] = set()
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        else:
+            sizes[id(node)] = 1
+            continue
+        if children_done:
+            open_.discard(id(node))
+            sizes[id(node)] = total = 1 + sum(sizes[id(c)] for c in children)
+            if total > MAX_YAML_NODES:
+                raise YAMLTooLarge(f"its aliases expand to more than {MAX_YAML_NODES} values (a YAML alias bomb?); "
+                                   "refused")
+            continue
+        if id(node) in open_:
+            raise YAMLTooLarge("an alias refers to the value that contains it (a recursive alias); refused")
+        open_.add(id(node))
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_:
+                raise YAMLTooLarge("an alias refers to the value that contains it (a recursive alias); refused")
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes[id(root)]
+
+
+def read_yaml(text: str) -> Any:
+    """``yaml.safe_load`` of ``text``, refusing (YAMLTooLarge, a yaml.YAMLError) a document whose
+    aliases would expand past MAX_YAML_NODES values: the loader shares an aliased value, but
+    everything after it (validation, error messages, run.json) walks the copies."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 class ScorerConfig(_Section):
@@ -88,7 +154,7 @@ class MetricConfig(_Section):
 
 
 class BudgetConfig(_Section):
-    trial_seconds: float = Field(60.0, gt=0)
+    trial_seconds: float = Field(60.0, gt=0, le=MAX_SECONDS)
     """Wall-clock limit of one evaluation, enforced from outside (seconds)."""
     trial_memory_mb: int = Field(2048, gt=0)
     """Memory limit of one evaluation (MiB): its whole process tree by cgroup, else its process group's RSS."""
@@ -100,7 +166,7 @@ class BudgetConfig(_Section):
     """Disk one evaluation may fill in its writable directories (MiB); past it the trial is killed and labelled disk."""
     max_trials: int = Field(20, ge=0)
     """Number of agent trials (baseline repeats not counted)."""
-    max_wall_seconds: float = Field(3600.0, gt=0)
+    max_wall_seconds: float = Field(3600.0, gt=0, le=MAX_SECONDS)
     """Stop proposing after this many seconds of run time; running trials finish."""
     max_concurrent: int = Field(1, ge=1)
     """Trials evaluated at the same time."""
@@ -191,7 +257,7 @@ class CodingAgentConfig(_Section):
     """Extra arguments appended to the preset's command line."""
     stream: Literal["claude-code", "codex", "aider", "text"] | None = None
     """How the program's output becomes the trace (default: the preset's own format; text for command)."""
-    seconds: float = Field(900.0, gt=0)
+    seconds: float = Field(900.0, gt=0, le=MAX_SECONDS)
     """Wall-clock limit of one run of the agent's program (seconds); a hung agent is killed and the run goes on."""
     max_turns: int = Field(40, ge=1)
     """Turn cap of one run: passed to the tool where it has one (claude --max-turns), counted by the harness otherwise."""
@@ -437,7 +503,7 @@ def load_task(path: Path | str, overrides: dict[str, Any] | None = None) -> Task
     if not path.is_file():
         raise TaskError(f"{path}: not a regular file (a task is a YAML file)")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = read_yaml(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise TaskError(f"{path}: cannot read the task file: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:

@@ -2,8 +2,18 @@
 
 Each command calls one library function and turns its named exceptions into a one-line message
 and an exit code: 0 done, 1 the run (or check) failed, 2 bad input or a missing requirement.
+Bad input is refused before anything is made: a ``--runs`` that is not a directory, a bad value of
+``RRMA_FS_GUARD``, ``RRMA_TRIAL_NETWORK`` or ``RRMA_CGROUPS`` (checked before a command that runs
+trials starts), a run whose files are not regular files or whose log is not UTF-8
+(:func:`rrma.store.check_readable`; ``verify`` reports the bytes as an error instead).
 Headless paths never import textual: the TUI is imported only when no ``--headless`` command
 is given.
+
+Nothing a run's agents, trials or task file wrote reaches the terminal as it is: :func:`plain` (one
+line) and :func:`plain_lines` (where the output is multi-line by design) apply :mod:`rrma.text`, and
+both consoles pass every segment they render through the same rule (:class:`SafeConsole`), so an
+escape sequence or a bidi override in a hypothesis, a note, a trial log, a task name or an error
+message that quotes them is printed inert, never obeyed.
 """
 
 from __future__ import annotations
@@ -11,20 +21,22 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from rrma.contain import sandbox
+from rrma.text import printable, without_controls
 
 BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
 COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema",
@@ -34,13 +46,46 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 # piped output (logs, CI) gets a wide console so tables do not wrap their first column. No emoji
 # codes anywhere: `prog.py:x: low` in a message must not print as an emoji. Markup is only ever in
 # this file's own literals; text from users, agents and oracles goes in as Text (see `plain`).
-console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False, markup=False)
+class SafeConsole(Console):
+    """A Console whose printed text never drives the terminal: every segment it renders (messages,
+    table cells, titles) passes through :func:`rrma.text.printable`. Rich's own styles are not in a
+    segment's text (they are written from its style), and its control segments are left alone.
+
+    The backstop: call sites clean a run's text themselves (:func:`plain`), which also keeps it on one
+    line where the output is one line; this catches whatever a call site missed.
+    """
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if not segment.control and segment.text:
+                clean = printable(segment.text)
+                if clean is not segment.text:  # printable returns its argument when there is nothing to drop
+                    segment = Segment(clean, segment.style, segment.control)
+            yield segment
+
+
+console = SafeConsole(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False, markup=False)
+_LINE_BREAKS = re.compile(r"[\r\n]+")
+
+
+def one_line(value: Any) -> str:
+    """``value`` as one line of terminal-safe text: line breaks become spaces and every other control
+    character (escape introducers, C1, bidi overrides) is removed (:func:`rrma.text.without_controls`)."""
+    text = "" if value is None else str(value)
+    return without_controls(_LINE_BREAKS.sub(" ", text))
 
 
 def plain(value: Any) -> Text:
-    """``value`` as literal text: no Rich markup (``[red]``) and no emoji codes (``:x:``)."""
-    return Text("" if value is None else str(value))
+    """``value`` as literal, one-line, terminal-safe text: no Rich markup (``[red]``), no emoji codes
+    (``:x:``), no control characters (:func:`one_line`). For anything a run or a task file wrote."""
+    return Text(one_line(value))
+
+
+def plain_lines(value: Any) -> Text:
+    """Like :func:`plain` for text that is multi-line by design (a trial's output tail): newlines and
+    tabs stay, every other control character goes (:func:`rrma.text.printable`)."""
+    return Text(printable("" if value is None else str(value)))
 
 
 class CliError(Exception):
@@ -205,12 +250,39 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
 # ----------------------------------------------------------------------------- helpers
 
 
-def resolve_run(path: Path, runs: Path) -> Path:
-    """Accept a run directory path or a run id under --runs."""
+def resolve_run(path: Path, runs: Path, *, read_log: bool = True, check: bool = True) -> Path:
+    """Accept a run directory path or a run id under --runs; RunUnreadable (exit 2) for a damaged one:
+    a file of it that is not a regular file or, with ``read_log``, a log line that is not UTF-8.
+    Without ``check`` (the TUI, whose reader shows a damaged run and says what is wrong) neither."""
+    from rrma.store import check_readable
+
     for candidate in (path, runs / path):
         if (candidate / "events.jsonl").exists():
+            if check:
+                check_readable(candidate, log=read_log)
             return candidate
     raise CliError(f"{path}: not a run directory (no events.jsonl here or under {runs})")
+
+
+TRIAL_COMMANDS = {None, "bench", "run", "resume", "check", "experiment"}  # they start trials or proof checks
+
+
+def check_environment(args: argparse.Namespace) -> None:
+    """Refuse, before anything is made, a --runs that is not a directory and (for the commands that
+    run trials) a bad RRMA_FS_GUARD, RRMA_TRIAL_NETWORK or RRMA_CGROUPS, which the containment
+    functions would only raise once a run directory exists."""
+    runs = getattr(args, "runs", None)
+    if runs is not None and runs.exists() and not runs.is_dir():
+        raise CliError(f"--runs {runs}: not a directory (the directory that holds the run directories)")
+    if args.command not in TRIAL_COMMANDS:
+        return
+    from rrma.contain import cgroups
+
+    for check in (sandbox.mode, sandbox.network, cgroups.mode):
+        try:
+            check()
+        except ValueError as exc:
+            raise CliError(f"{exc} (environment)") from None
 
 
 def _bench_arguments(name: str, parser: argparse.ArgumentParser) -> None:
@@ -303,32 +375,36 @@ class Progress:
             score = "" if data.score is None else f"{data.score:.6g}"
             ds = "" if data.delta_sigma is None else f" ({data.delta_sigma:+.2f}σ)"
             cached = " [cached]" if data.cached else ""
-            first = data.feedback.strip().splitlines()[0][:90] if data.feedback.strip() and data.status != "ok" else ""
-            # the feedback is oracle/agent text: literal, never markup or emoji codes
-            console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), f" {data.trial_id:>8} "
-                                        f"{self.GLYPH.get(data.status, '?')} {data.status:<8} {score}{ds}{cached} {first}"),
+            feedback = printable(data.feedback).strip()
+            first = one_line(feedback.splitlines()[0])[:90] if feedback and data.status != "ok" else ""
+            # the feedback is oracle/agent text: one line, literal, never markup, emoji codes or escapes
+            console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), f" {one_line(data.trial_id):>8} "
+                                        f"{self.GLYPH.get(data.status, '?')} {one_line(data.status):<8} "
+                                        f"{score}{ds}{cached} {first}"),
                           soft_wrap=True)
         elif kind == "trial.promoted" and data.previous_best is not None:
             console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), " ",
-                                        (f"new best {data.trial_id}: {data.score:.6g}", "bold green")))
+                                        (f"new best {one_line(data.trial_id)}: {data.score:.6g}", "bold green")))
         elif kind == "run.control":  # an order from another process (rrma-tui stop|pause|continue, the TUI)
-            why = f" ({data.reason})" if data.reason else ""
+            why = f" ({one_line(data.reason)})" if data.reason else ""
             console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), " ",
-                                        (f"{data.action} by {data.by}{why}", "bold yellow")), soft_wrap=True)
+                                        (f"{one_line(data.action)} by {one_line(data.by)}{why}", "bold yellow")),
+                          soft_wrap=True)
         elif kind == "agent.steer":
-            to = ", ".join(data.to) or "every agent"
-            console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), f" steer note from {data.by} to {to}: ",
-                                        data.text.splitlines()[0][:90] if data.text else ""), soft_wrap=True)
+            to = one_line(", ".join(data.to)) or "every agent"
+            text = printable(data.text).strip()
+            console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), f" steer note from {one_line(data.by)} to {to}: ",
+                                        one_line(text.splitlines()[0])[:90] if text else ""), soft_wrap=True)
         elif kind == "baseline.measured":
             console.print(f"[dim]{elapsed:7.1f}s[/] baseline {data.mean:.6g} ± {data.sigma:.3g} (σ, n={len(data.scores)})"
                           f"; promotion needs {data.floor:.3g}")
         elif kind == "run.started":
             console.print(plain(f"run {data.run_id} ({data.task_name})"))
-            guard = data.versions.get("fs_guard", "")
+            guard = one_line(data.versions.get("fs_guard", ""))
             if guard.startswith("off"):
                 console.print(Text(f"trial sandbox {guard}: trial programs can write outside their "
                                    "workspace (docs/foundation.md)", style="yellow"), soft_wrap=True)
-            limits = data.versions.get("limits", "")
+            limits = one_line(data.versions.get("limits", ""))
             if limits.startswith("polling"):
                 console.print(Text(f"trial limits by {limits}: a process that leaves the group and drops its "
                                    "environment escapes them (docs/foundation.md)", style="yellow"), soft_wrap=True)
@@ -386,14 +462,14 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
     for agent in state.agents_info:
         if agent.get("endpoint") or agent.get("model"):
             where = f" at {agent['endpoint']} (from {agent.get('endpoint_from')})" if agent.get("endpoint") else ""
-            table.add_row(f"agent {agent.get('name')}", plain(f"{agent.get('backend')} {agent.get('model') or ''}{where}"))
+            table.add_row(plain(f"agent {agent.get('name')}"), plain(f"{agent.get('backend')} {agent.get('model') or ''}{where}"))
     if summary.get("awaiting_review"):
         table.add_row("awaiting review", str(summary["awaiting_review"]))
     table.add_row("wall time", f"{summary.get('wall_seconds', 0):.1f} s")
     for label, key in (("fs guard", "fs_guard"), ("limits", "limits")):
         value = sandbox.recorded(run_dir, key)
         if value:
-            table.add_row(label, value)
+            table.add_row(label, plain(value))
     head_seq, head_hash = RunStore(run_dir).head()
     table.add_row("head", f"seq {head_seq} {head_hash[:16]}")
     table.add_row("run dir", plain(run_dir))
@@ -462,19 +538,25 @@ def run_loop_headless(task: Any, args: argparse.Namespace, *, resume_dir: Path |
         args.runs.mkdir(parents=True, exist_ok=True)
         return start_run(task, args.runs, stop=stop, on_event=progress, executor=executor)
 
+    if resume_dir is None:
+        try:  # before the thread: a --runs that cannot be made is bad input, not an error mid-run
+            args.runs.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CliError(f"--runs {args.runs}: cannot make the directory ({exc.strerror or exc})") from None
     res = run_interruptibly(
         work, "research-loop", stop,
         stopping="stopping: no new trials; running trials finish within their budget (Ctrl-C again to quit now)",
         quitting="quitting now: killed {killed} running trial(s); the run log is intact (`rrma-tui resume` continues it)")
     if res.reason.startswith("already_finished"):
-        console.print(f"{res.run_dir}: {res.reason.split(':', 1)[1]} already; nothing to resume")
+        console.print(plain(f"{res.run_dir}: {res.reason.split(':', 1)[1]} already; nothing to resume"))
         return EXIT_OK
     print_summary(res.run_dir, res.state, res.reason)
     if res.reason == "baseline_failed":
-        err.print(f"the baseline failed: {res.state.notes[-1] if res.state.notes else ''}")
+        # the note quotes the baseline's output tail: multi-line by design, each line made inert
+        err.print(plain_lines(f"the baseline failed: {res.state.notes[-1] if res.state.notes else ''}"))
         return EXIT_FAILED
     if res.reason == "error":
-        err.print(f"rrma-tui: the run ended with an error: {getattr(res, 'error', None) or 'see the run notes'}")
+        err.print(plain(f"rrma-tui: the run ended with an error: {getattr(res, 'error', None) or 'see the run notes'}"))
         return EXIT_FAILED
     return EXIT_OK
 
@@ -486,7 +568,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.list or not args.name:
         table = Table("bench", "what it is")
         for name, desc in list_benches():
-            table.add_row(name, desc)
+            table.add_row(plain(name), plain(desc))
         console.print(table)
         return EXIT_OK if args.list else EXIT_BAD_INPUT
     folder = bench_dir(args.name)
@@ -602,7 +684,8 @@ def _run_experiment(exp: Any, args: argparse.Namespace) -> int:
 
     def on_cell(cell: Any, what: str) -> None:
         if not quiet or what.startswith("failed"):
-            console.print(Text.assemble((f"{time.monotonic() - t0:7.1f}s", "dim"), f" {cell.run_id:<24} {what}"),
+            console.print(Text.assemble((f"{time.monotonic() - t0:7.1f}s", "dim"),
+                                        f" {one_line(cell.run_id):<24} {one_line(what)}"),
                           soft_wrap=True)
 
     def work() -> Any:
@@ -626,9 +709,10 @@ def _run_experiment(exp: Any, args: argparse.Namespace) -> int:
     failed = [r for r in results if r.reason.startswith("failed") or r.reason in ("error", "baseline_failed")]
     print_experiment(exp)
     if stop.is_set():
-        err.print(f"stopped; `rrma-tui experiment resume {exp.dir}` continues the cells that did not end")
+        err.print(plain(f"stopped; `rrma-tui experiment resume {exp.dir}` continues the cells that did not end"))
     if failed:
-        err.print(f"rrma-tui: {len(failed)} cell(s) failed: " + "; ".join(f"{r.cell.run_id}: {r.reason}" for r in failed[:3]))
+        err.print(plain(f"rrma-tui: {len(failed)} cell(s) failed: "
+                        + "; ".join(f"{r.cell.run_id}: {r.reason}" for r in failed[:3])))
         return EXIT_FAILED
     return EXIT_OK
 
@@ -697,7 +781,9 @@ def print_comparisons(exp: Any, pair: tuple[str, str] | None, rep: Any = None) -
     console.print(table)
     if pair is not None:
         a, b = pair
-        per_seed = Table("seed", f"{a} final", f"{b} final", "B - A (better > 0)")
+        per_seed = Table("seed")
+        for header in (plain(f"{a} final"), plain(f"{b} final"), "B - A (better > 0)"):
+            per_seed.add_column(header)
         finals = {(c.cell.arm, c.cell.seed): c.final_best for arm in (a, b) for c in rep.arm(arm).cells}
         for seed in exp.spec.seed_list():
             fa, fb = finals.get((a, seed)), finals.get((b, seed))
@@ -711,13 +797,15 @@ def set_overrides(items: list[str]) -> dict[str, Any]:
     """``--set KEY=VALUE`` options as task overrides (each VALUE read as YAML); CliError names a bad one."""
     import yaml
 
+    from rrma.task import read_yaml
+
     overrides = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
             raise CliError(f"--set {item!r}: expected KEY=VALUE")
         try:
-            overrides[key] = yaml.safe_load(value)
+            overrides[key] = read_yaml(value)
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise CliError(f"--set {item!r}: the value is not valid YAML ({problem})") from None
@@ -751,7 +839,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from rrma.verify import normalize_head, verify_run
 
-    run_dir = resolve_run(args.run, args.runs)
+    run_dir = resolve_run(args.run, args.runs, read_log=False)  # bytes that are not UTF-8: reported below
     if args.expect_head is not None:
         try:
             normalize_head(args.expect_head)
@@ -763,13 +851,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if allowed_signers is not None and not allowed_signers.is_file():
         raise CliError(f"--allowed-signers {allowed_signers}: no such file")
     report = verify_run(run_dir, expect_head=args.expect_head, allowed_signers=allowed_signers)
-    for line in report.warnings:
-        console.print(f"[yellow]warning[/]: {escape(line)}", soft_wrap=True)
+    for line in report.warnings:  # they can quote the log (a seq, a kind, a reviewer): one line each, inert
+        console.print(Text.assemble(("warning", "yellow"), ": ", plain(line)), soft_wrap=True)
     for line in report.errors:
-        console.print(f"[red]error[/]: {escape(line)}", soft_wrap=True)
+        console.print(Text.assemble(("error", "red"), ": ", plain(line)), soft_wrap=True)
     if report.ok:
-        console.print(f"[green]ok[/]: {report.events} events, {', '.join(report.checked)}", soft_wrap=True)
-        console.print(f"head: seq {report.head_seq} {report.head_hash}", soft_wrap=True)
+        console.print(Text.assemble(("ok", "green"), ": ", plain(f"{report.events} events, {', '.join(report.checked)}")),
+                      soft_wrap=True)
+        console.print(plain(f"head: seq {report.head_seq} {report.head_hash}"), soft_wrap=True)
         return EXIT_OK
     console.print(f"[red]FAILED[/]: {len(report.errors)} problem(s) in {report.events} events")
     return EXIT_FAILED
@@ -777,12 +866,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from rrma.export import ExportError, export_runs
+    from rrma.store import check_readable
 
     dirs: list[Path] = []
     for p in args.run_dirs:  # an experiment directory stands for its cells' runs
         if (p / "experiment.json").is_file():
             exp = _experiment(argparse.Namespace(exp_dir=p))
-            dirs += [exp.run_dir(c) for c in exp.cells if (exp.run_dir(c) / "events.jsonl").exists()]
+            cells = [exp.run_dir(c) for c in exp.cells if (exp.run_dir(c) / "events.jsonl").exists()]
+            for cell in cells:
+                check_readable(cell)
+            dirs += cells
         else:
             dirs.append(resolve_run(p, args.runs))
     started = time.monotonic()
@@ -792,7 +885,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     for res in results:
         what = "unchanged, skipped" if res.skipped else f"{res.events} events, {res.trials} trials"
-        console.print(f"{res.run_id}: {what}")
+        console.print(plain(f"{res.run_id}: {what}"))
     console.print(plain(f"wrote {args.sqlite} in {time.monotonic() - started:.2f} s"))
     return EXIT_OK
 
@@ -805,21 +898,33 @@ def _load_state(run_dir: Path) -> Any:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    """List the runs under --runs. A run that cannot be read (rrma.store.check_readable) is listed as
+    unreadable, named with its reason on stderr, and makes the exit code 2; the others are listed."""
+    from rrma.store import RunUnreadable, check_readable
+
     runs: Path = args.runs
     if not runs.is_dir():
-        console.print(f"no runs under {runs}")
-        return EXIT_OK
+        raise CliError(f"--runs {runs}: no such directory")
     table = Table("run", "task", "status", "trials", "baseline", "best", "Δσ")
+    unreadable: list[str] = []
     for run_dir in sorted(p for p in runs.iterdir() if (p / "events.jsonl").exists()):
-        state = _load_state(run_dir)
+        try:
+            check_readable(run_dir)
+            state = _load_state(run_dir)
+        except (RunUnreadable, OSError) as exc:
+            unreadable.append(f"rrma-tui: {exc}")
+            table.add_row(plain(run_dir.name), "-", Text("unreadable", style="red"), "-", "-", "-", "-")
+            continue
         best = state.best_history[-1][1] if state.best_history else None
         ds = state.delta_sigma_of(best)
-        table.add_row(plain(run_dir.name), plain(state.task_name), state.finish_reason or state.status,
+        table.add_row(plain(run_dir.name), plain(state.task_name), plain(state.finish_reason or state.status),
                       str(len(state.agent_trials())),
                       "-" if state.baseline_mean is None else f"{state.baseline_mean:.6g}",
                       "-" if best is None else f"{best:.6g}", "-" if ds is None else f"{ds:+.2f}")
     console.print(table)
-    return EXIT_OK
+    for line in unreadable:
+        err.print(plain(line))
+    return EXIT_BAD_INPUT if unreadable else EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -831,8 +936,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if state.summary:
         print_summary(run_dir, state, state.finish_reason or "running")
     else:
-        console.print(f"{run_dir.name}: {state.status}, {len(state.agent_trials())} trials so far"
-                      + (" (self-reported metric)" if is_self_reported(state.task) else ""))
+        console.print(plain(f"{run_dir.name}: {state.status}, {len(state.agent_trials())} trials so far"
+                            + (" (self-reported metric)" if is_self_reported(state.task) else "")))
     head_seq, head_hash = RunStore(run_dir).head()
     console.print(f"head: seq {head_seq} {head_hash}  (rrma-tui verify RUN --expect-head HASH checks it later)",
                   soft_wrap=True)
@@ -848,9 +953,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         mark = (" ★" if t.review_status == "approved" or t.baseline else " ☆") if tid == state.best_id else (
             " ↑" if t.promoted else "")  # the TUI's marks: best (approved), claim (not approved), former best
         extra = [plain(trial_checks(t))] if checks else []
-        table.add_row(tid + mark, plain(t.parent), plain(t.agent), t.status,
+        table.add_row(plain(tid + mark), plain(t.parent), plain(t.agent), plain(t.status),
                       "" if t.score is None else f"{t.score:.6g}",
-                      "" if t.delta_sigma is None else f"{t.delta_sigma:+.2f}", t.review_status + signed, *extra,
+                      "" if t.delta_sigma is None else f"{t.delta_sigma:+.2f}", plain(t.review_status + signed), *extra,
                       plain(t.hypothesis[:70]))  # agent text: literal, never markup
     console.print(table)
     return EXIT_OK
@@ -896,8 +1001,8 @@ def cmd_review(args: argparse.Namespace) -> int:
         raise CliError(f"review not recorded: {exc}") from exc
     signed = f", signed with {event.data.key_fingerprint}" if event.data.signature else ""
     replaced = f", superseding seq {event.data.supersedes}" if event.data.supersedes is not None else ""
-    console.print(f"review recorded: seq {event.seq}, {args.decision} {args.trial} by {event.data.reviewer}"
-                  f"{signed}{replaced}")
+    console.print(plain(f"review recorded: seq {event.seq}, {args.decision} {args.trial} by {event.data.reviewer}"
+                        f"{signed}{replaced}"))
     return EXIT_OK
 
 
@@ -982,30 +1087,34 @@ def main(argv: list[str] | None = None) -> int:
     from rrma.experiment import ExperimentError
     from rrma.loop import RunFailed, error_line
     from rrma.review import ReviewError
-    from rrma.store import LogDamaged, RunLocked, RunNotFound
+    from rrma.store import LogDamaged, RunLocked, RunNotFound, RunUnreadable
     from rrma.task import TaskError
 
     try:
+        check_environment(args)
         if args.command is None:
             if args.headless:
                 parser.print_help()
                 return EXIT_BAD_INPUT
             from tui.app import run_app
 
-            run_dir = resolve_run(open_run, args.runs) if open_run is not None else None
+            run_dir = resolve_run(open_run, args.runs, check=False) if open_run is not None else None
             return int(run_app(args.runs, run_dir, reviewer=args.reviewer))
         if open_run is not None:
             raise CliError(f"unexpected argument {open_run}")
         return HANDLERS[args.command](args)
-    except (CliError, TaskError, OracleError, AgentError, RunNotFound, ReviewError, RunLocked, ControlError,
-            RunNotLive, ExperimentError) as exc:
-        err.print(f"rrma-tui: {exc}", markup=False)
+    except TaskError as exc:  # one line per problem found in the task file, by design
+        err.print(Text("\n".join(one_line(line) for line in f"rrma-tui: {exc}".splitlines())))
         return EXIT_BAD_INPUT
-    except RunFailed as exc:
-        err.print(f"rrma-tui: run failed: {exc}", markup=False)
+    except (CliError, OracleError, AgentError, RunNotFound, ReviewError, RunLocked, ControlError,
+            RunNotLive, ExperimentError, RunUnreadable) as exc:
+        err.print(plain(f"rrma-tui: {exc}"))
+        return EXIT_BAD_INPUT
+    except RunFailed as exc:  # it can quote a trial's output tail: multi-line by design, made inert
+        err.print(plain_lines(f"rrma-tui: run failed: {exc}"))
         return EXIT_FAILED
     except LogDamaged as exc:
-        err.print(f"rrma-tui: {exc}", markup=False)
+        err.print(plain(f"rrma-tui: {exc}"))
         return EXIT_FAILED
     except BrokenPipeError:
         return EXIT_OK
@@ -1014,7 +1123,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug or an environment failure: one line, not a traceback
         if os.environ.get("RRMA_DEBUG"):
             raise
-        err.print(f"rrma-tui: unexpected error: {error_line(exc)} (set RRMA_DEBUG=1 for the traceback)")
+        err.print(plain(f"rrma-tui: unexpected error: {error_line(exc)} (set RRMA_DEBUG=1 for the traceback)"))
         return EXIT_FAILED
 
 

@@ -357,7 +357,8 @@ def generate_in_child(
 
     The questions (never the answers) and the child's output live in a fresh ``generation/``
     directory under ``workdir`` (the oracle's own directory: ``ctx.oracle_dir``), or in a private
-    temporary directory when there is none; never in the trial's workspace. With ``trial_guard``
+    temporary directory when there is none; never in the trial's workspace. That directory is
+    removed once the completions are read back: no copy of held-out questions stays on disk. With ``trial_guard``
     (the trial's ``ctx.guard``: the sandbox is on) the child runs under ``Policy.for_scorer``: the
     model directory (and ``readable``) read-only, only its scratch writable, the trial's hidden
     paths and ``hidden`` absent, no network.
@@ -366,6 +367,7 @@ def generate_in_child(
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rrma-gsm8k-eval-")))
         scratch = files.fresh_dir(Path(workdir).absolute() / "generation")
+        stack.callback(shutil.rmtree, scratch, True)  # rmtree never follows a link the child left
         files.write_bytes(scratch, "questions.jsonl", "".join(
             json.dumps({"idx": p.idx, "question": p.question}) + "\n" for p in problems).encode("utf-8"))
         out = scratch / "completions.jsonl"

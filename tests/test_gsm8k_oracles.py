@@ -378,8 +378,8 @@ def test_recipe_oracle_owns_the_evaluation(tmp_path: Path) -> None:
     # the oracle's record is in its own directory; the recipe's forged one is left as it wrote it
     assert json.loads((oracle_dir / "oracle_eval.json").read_text())["metrics"]["pass_at_1"] == 0.0
     assert json.loads((tmp_path / "trials" / "t1" / "oracle_eval.json").read_text())["metrics"]["pass_at_1"] == 1.0
-    # the questions the scorer read and the completions it wrote: in the oracle's directory too
-    assert {"completions.jsonl", "questions.jsonl"} <= {p.name for p in (oracle_dir / "generation").iterdir()}
+    # the questions the scorer read and the completions it wrote were in the oracle's directory, and are gone
+    assert sorted(p.name for p in oracle_dir.iterdir()) == ["oracle_eval.json"]
 
 
 PEEKING_RECIPE = COPY_RECIPE + """

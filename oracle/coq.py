@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from oracle.base import EvalContext, Oracle, OracleError
-from oracle.proof_common import Prover, TheoremTask, Verdict
+from oracle.proof_common import Prover, SandboxRequired, TheoremTask, Verdict, start_prover
 from oracle.strip_coq import (
     CoqSyntaxError,
     Sentence,
@@ -169,10 +169,6 @@ def checker_hidden(sources: Iterable[Path | str], coq_args: Sequence[str] = ()) 
     return tuple(hidden)
 
 
-class SandboxUnavailable(OracleError):
-    """The checker's sandbox was required (``RRMA_FS_GUARD=require``) but cannot run here."""
-
-
 @dataclass(frozen=True)
 class CoqSandbox:
     """The sandbox every ``coqc``/``coqtop`` process of a checker runs in.
@@ -181,7 +177,8 @@ class CoqSandbox:
     read-only, its own scratch directory (harness-owned, never a trial's workspace) read-write,
     nothing of ``hidden`` (the stripped sources: every original proof) nor the user's keys, and no
     network. ``RRMA_FS_GUARD=off`` turns it off; ``require`` (or ``required``) makes a checker that
-    cannot be sandboxed refuse to run rather than run bare.
+    cannot be sandboxed refuse to run rather than run bare. ``coqc`` runs under spawn with
+    :meth:`policy`; a warm ``coqtop`` is started with it by :func:`oracle.proof_common.start_prover`.
     """
 
     hidden: tuple[Path, ...] = ()
@@ -196,20 +193,6 @@ class CoqSandbox:
         return Policy(read_only=(*coq_installation(), *load_path_dirs(self.coq_args), scratch),
                       writable=(scratch,), hidden=(*self.hidden, *sandbox.secret_paths()),
                       required=self.required, network=False)
-
-    def wrap(self, argv: list[str], cwd: Path | str) -> list[str]:
-        """``argv`` wrapped in the sandbox, for a long-lived process started without spawn (the warm
-        ``coqtop``); unchanged where the sandbox is off or (mode ``auto``) unavailable here."""
-        policy = self.policy(cwd)
-        if policy is None:
-            return argv
-        reason = sandbox.unavailable_reason()
-        if reason is None:
-            return policy.wrap(argv, cwd)
-        if self.required or sandbox.mode() == "require":
-            raise SandboxUnavailable(f"the Coq checker's sandbox is required ({sandbox.ENV_MODE}=require) "
-                                     f"but unavailable: {reason}")
-        return argv
 
 
 # ----------------------------------------------------------------------------- the lexical screen
@@ -672,24 +655,22 @@ class CoqSession:
     def __init__(self, coqtop: str, *, memory_mb: int = 2048, start_timeout_s: float = 30.0,
                  args: tuple[str, ...] = (), cwd: Path | str | None = None,
                  sandbox: CoqSandbox | None = None) -> None:
-        # long-lived, so not under spawn: the sandbox wraps it (`sandbox`, with `cwd` its scratch)
-        argv = [coqtop, "-emacs", "-q", *args]
-        if sandbox is not None:
-            if cwd is None:
-                raise ValueError("a sandboxed coqtop session needs its scratch directory (cwd)")
-            try:
-                argv = sandbox.wrap(argv, cwd)
-            except SandboxUnavailable as exc:
-                raise CoqSessionError(str(exc)) from exc
-        self.proc = subprocess.Popen(
-            argv,
-            cwd=None if cwd is None else str(cwd),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_limit_memory(memory_mb),
-        )
+        # long-lived, so not under spawn: started contained (`sandbox`'s policy, `cwd` its scratch)
+        if sandbox is not None and cwd is None:
+            raise ValueError("a sandboxed coqtop session needs its scratch directory (cwd)")
+        try:
+            self.proc = start_prover(
+                [coqtop, "-emacs", "-q", *args],
+                cwd=cwd if cwd is not None else os.getcwd(),
+                policy=sandbox.policy(cwd) if sandbox is not None and cwd is not None else None,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_limit_memory(memory_mb),
+            )
+        except SandboxRequired as exc:
+            raise CoqSessionError(f"the Coq checker's {exc}") from exc
         self.buf = bytearray()
         self.cond = threading.Condition()
         self.eof = False

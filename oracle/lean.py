@@ -70,7 +70,7 @@ from oracle.lean_audit import (
     parse_replay_output,
     replay_binary,
 )
-from oracle.proof_common import Prover, TheoremTask, Verdict
+from oracle.proof_common import Prover, SandboxRequired, TheoremTask, Verdict, start_prover
 from oracle.strip_lean import (
     IDENT_RE,
     LeanSyntaxError,
@@ -80,7 +80,7 @@ from oracle.strip_lean import (
     strip_lean_file,
     strip_project,
 )
-from rrma.contain import files, sandbox
+from rrma.contain import files
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import signal_own_group, spawn
 from rrma.trial import Budget, Outcome, Status
@@ -478,23 +478,20 @@ class PipeReplTransport:
                  poll_s: float = 0.05, guard: Policy | None = None) -> None:
         # in the sandbox (``guard``) the REPL cannot read the stripped sources (their original proofs),
         # write outside its project's .lake, nor reach the network. Long-lived, so not under spawn:
-        # where bubblewrap cannot run, mode auto runs it bare and require refuses
+        # start_prover contains it the same way (mode auto runs it bare where bubblewrap cannot run,
+        # require refuses); its environment holds no credential
         self.argv = list(argv)
-        if guard is not None:
-            reason = sandbox.unavailable_reason()
-            if reason is None:
-                self.argv = guard.wrap(list(argv), cwd)
-            elif guard.required or sandbox.mode() == "require":
-                raise ReplError(f"the Lean REPL's sandbox is required ({sandbox.ENV_MODE}=require) but "
-                                f"unavailable: {reason}")
         self.memory_mb = memory_mb
         self.poll_s = poll_s
         self._stderr = tempfile.TemporaryFile()
         try:
-            self.proc = subprocess.Popen(
-                self.argv, cwd=str(cwd), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self.proc = start_prover(
+                self.argv, cwd=cwd, policy=guard, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=self._stderr, start_new_session=True, bufsize=0,
             )
+        except SandboxRequired as exc:
+            self._stderr.close()
+            raise ReplError(f"the Lean REPL's {exc}") from exc
         except OSError as exc:
             self._stderr.close()
             raise ReplError(f"cannot start {' '.join(self.argv)} in {cwd}: {exc}") from exc

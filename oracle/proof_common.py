@@ -9,8 +9,16 @@ the statement, and anything it tries to inject is caught by the checker's rules.
 
 from __future__ import annotations
 
+import os
+import subprocess
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
+
+from rrma.contain import env as env_rule
+from rrma.contain import sandbox, seccomp
+from rrma.contain.sandbox import Policy
 
 Prover = Literal["lean", "coq"]
 # fields of a TheoremTask an agent never sees: the answer, and the file that holds every answer
@@ -85,3 +93,42 @@ class ProofChecker(Protocol):
     def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict: ...
 
     def close(self) -> None: ...
+
+
+class SandboxRequired(RuntimeError):
+    """A prover process's sandbox was required (``RRMA_FS_GUARD=require``) but cannot run here."""
+
+
+def start_prover(argv: Sequence[str], *, cwd: Path | str, policy: Policy | None,
+                 env: dict[str, str] | None = None, **popen: Any) -> subprocess.Popen[bytes]:
+    """Start a long-lived prover process (a warm ``coqtop``, a Lean REPL) on pipes, contained.
+
+    Such a process answers many checks, so it cannot run under :func:`rrma.contain.spawn.spawn`
+    (which waits for its end); it gets spawn's containment instead: ``policy`` wrapped around it
+    (bubblewrap, under the seccomp filter where that can be built), its environment without
+    credentials (:func:`rrma.contain.env.scrub`). ``policy`` None (``RRMA_FS_GUARD=off``): bare.
+    Where bubblewrap cannot run, mode ``auto`` starts it bare and ``require`` (or
+    ``policy.required``) raises :class:`SandboxRequired`. ``popen``: more ``subprocess.Popen``
+    arguments (pipes, ``start_new_session``, ``preexec_fn``).
+    """
+    wrapped = list(argv)
+    filter_fd: int | None = None
+    if policy is not None:
+        reason = sandbox.unavailable_reason()
+        required = policy.required or sandbox.mode() == "require"
+        if reason is not None:
+            if required:
+                raise SandboxRequired(f"sandbox required ({sandbox.ENV_MODE}=require) but unavailable: {reason}")
+        else:
+            no_filter = seccomp.unavailable_reason()
+            if no_filter is not None and required:
+                raise SandboxRequired(f"sandbox required ({sandbox.ENV_MODE}=require) but its seccomp filter is "
+                                      f"unavailable: {no_filter}")
+            filter_fd = seccomp.program_fd() if no_filter is None else None
+            wrapped = policy.wrap(list(argv), cwd, seccomp_fd=filter_fd)
+    try:
+        return subprocess.Popen(wrapped, cwd=str(cwd), env=env_rule.scrub(env),
+                                pass_fds=(filter_fd,) if filter_fd is not None else (), **popen)
+    finally:
+        if filter_fd is not None:
+            os.close(filter_fd)

@@ -29,6 +29,7 @@ from oracle.coq import (
 )
 from oracle.proof_common import TheoremTask
 from oracle.strip_coq import Sentence, split_sentences, strip_coq_file, strip_coq_text
+from rrma.contain import seccomp
 from rrma.trial import Budget, Outcome, Proposal, Status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -662,7 +663,11 @@ def _descendants(pid: int) -> list[int]:
 
 @needs_coq
 @needs_sandbox
-def test_warm_coqtop_runs_in_the_sandbox_without_network(holes: dict[str, TheoremTask]) -> None:
+def test_warm_coqtop_runs_in_the_sandbox_without_network(holes: dict[str, TheoremTask],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The long-lived coqtop gets spawn's containment: its own network namespace, the seccomp filter
+    (where it can be built), no credential in its environment, the pool's scratch as its folder."""
+    monkeypatch.setenv("RRMA_TEST_API_KEY", "sk-not-for-coqtop")
     pool = WarmCoqPool()
     try:
         assert pool.check(holes["two"], "split; exact I.", timeout_s=60).accepted
@@ -675,6 +680,10 @@ def test_warm_coqtop_runs_in_the_sandbox_without_network(holes: dict[str, Theore
         own = os.readlink("/proc/self/ns/net")
         assert all(os.readlink(f"/proc/{p}/ns/net") != own for p in coqtops)  # a network namespace of its own
         assert Path(f"/proc/{coqtops[0]}/cwd").resolve() == pool.scratch.resolve()
+        environ = Path(f"/proc/{coqtops[0]}/environ").read_bytes()
+        assert b"PATH=" in environ and b"sk-not-for-coqtop" not in environ
+        if seccomp.unavailable_reason() is None:
+            assert "Seccomp:\t2" in Path(f"/proc/{coqtops[0]}/status").read_text()
         policy = pool.sandbox.policy(pool.scratch)
         assert policy is not None and policy.network is False and policy.writable == (pool.scratch,)
     finally:

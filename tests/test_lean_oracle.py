@@ -923,5 +923,5 @@ def test_lean_processes_are_always_sandboxed_and_offline(monkeypatch: pytest.Mon
     monkeypatch.setattr(sandbox, "unavailable_reason", lambda: "bubblewrap is not installed (test)")
     required = lean_guard(project, [])
     assert required is not None and required.required
-    with pytest.raises(ReplError, match="sandbox is required"):
+    with pytest.raises(ReplError, match="sandbox required"):
         PipeReplTransport([sys.executable, "-c", "pass"], cwd=project, guard=required)

@@ -326,8 +326,8 @@ def test_the_tui_header_marks_a_self_reported_run(runs: dict[str, RunResult]) ->
     for name, marked in (("self-reported", True), ("scorer", False)):
         session = RunSession(runs[name].run_dir, reviewer="r", clock=utcnow)
         session.model = session.reader.load()
-        for width in (None, 80):  # never dropped on a narrow terminal
-            assert ("self-reported" in header_text(session, width).plain) == marked
+        for width in (None, 80, 40):  # never dropped on a narrow terminal
+            assert ("self-reported best " in header_text(session, width).plain) == marked
 
 
 def test_the_prompt_says_where_the_metric_comes_from() -> None:
@@ -346,18 +346,24 @@ def test_the_prompt_says_where_the_metric_comes_from() -> None:
 # ----------------------------------------------------------------------------- progress lines
 
 
-@pytest.mark.parametrize(("line", "accepted"), [
-    ('progress: {"frac": 0.5, "score_est": 1.25}', True),  # what the early abort reads
-    ('progress: {"items": 10, "hits": 7, "of": 100, "phase": "eval"}', True),  # an item stream, a short label
-    ("progress: " + "[" * 100_000, False),  # deeply nested: json.loads would raise RecursionError
-    ('progress: {"a": ' * 200 + "1" + "}" * 200, False),  # nested objects under the length cap
-    ('progress: {"curve": [1, 2, 3]}', False),  # any nested value
-    ('progress: {"loss": NaN}', False),  # not finite: not JSON for the log
-    ('progress: {"note": "' + "x" * 65 + '"}', False),  # a long string
-    ('progress: {"pad": "' + "x" * 600 + '"}', False),  # a long sample
-    ("progress: [1, 2]", False),  # not an object
-    ("progress: {not json", False),
-])
+DEEP = 'progress: {"a": ' + "[" * 100_000  # an object whose one value nests 100,000 deep
+PROGRESS_LINES = [  # (what it is, the line, accepted)
+    ("a curve sample (the early abort reads it)", 'progress: {"frac": 0.5, "score_est": 1.25}', True),
+    ("an item stream with a short label", 'progress: {"items": 10, "hits": 7, "of": 100, "phase": "eval"}', True),
+    ("deeply nested: json.loads raises RecursionError", DEEP, False),
+    ("deeply nested, not an object", "progress: " + "[" * 100_000, False),
+    ("nested objects under the length cap", "progress: " + '{"a": ' * 60 + "1" + "}" * 60, False),
+    ("any nested value", 'progress: {"curve": [1, 2, 3]}', False),
+    ("not finite (not JSON for the log)", 'progress: {"loss": NaN}', False),
+    ("a long string value", 'progress: {"note": "' + "x" * 65 + '"}', False),
+    ("a long sample", 'progress: {"pad": "' + "x" * 600 + '"}', False),
+    ("not an object", "progress: [1, 2]", False),
+    ("not JSON", "progress: {not json", False),
+]
+
+
+@pytest.mark.parametrize(("line", "accepted"), [(line, ok) for _, line, ok in PROGRESS_LINES],
+                         ids=[what for what, _, _ in PROGRESS_LINES])
 def test_progress_samples_are_flat_and_small(line: str, accepted: bool) -> None:
     assert (parse_progress(line) is not None) == accepted
 
@@ -365,8 +371,8 @@ def test_progress_samples_are_flat_and_small(line: str, accepted: bool) -> None:
 def test_the_deep_line_is_what_killed_the_output_reader() -> None:
     """The control: the old on_line caught only JSONDecodeError, and this line raises RecursionError."""
     with pytest.raises(RecursionError):
-        json.loads("[" * 100_000)
-    assert parse_progress("progress: " + "[" * 100_000) is None
+        json.loads(DEEP[len("progress:"):])
+    assert parse_progress(DEEP) is None
 
 
 def test_the_progress_gate_bounds_a_flood() -> None:
@@ -381,7 +387,7 @@ def test_the_progress_gate_bounds_a_flood() -> None:
 
 
 FLOOD = '''import json, sys
-print("progress: " + "[" * 60000, flush=True)  # under spawn's line cap: the whole line reaches on_line
+print('progress: {"a": ' + "[" * 60000, flush=True)  # under spawn's line cap: the whole line reaches on_line
 for i in range(40000):
     sys.stdout.write("progress: " + json.dumps({"frac": i / 40000, "score_est": 9.0, "pad": "x" * 60}) + "\\n")
 sys.stdout.flush()

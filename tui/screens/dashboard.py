@@ -117,7 +117,8 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
     else:
         line2.append((Text("no best yet", "dim"), 0))
     if is_self_reported(state.task):  # the metric is what an agent-editable program printed: never dropped
-        line2.insert(1, (Text("  self-reported", "bold yellow"), 0))
+        first, priority = line2[0]
+        line2[0] = (Text.assemble(("self-reported ", "bold yellow"), first), priority)
     # kept by the model as it folds (only changed trials are recounted): this runs on every live redraw
     tally = session.model.trial_tally(is_claim) if session.model is not None else TrialTally()
     counts, to_review, claims = tally.counts, tally.to_review, tally.claims

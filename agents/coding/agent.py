@@ -44,7 +44,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import sys
 import tempfile
 import threading
@@ -66,7 +65,7 @@ from agents.llm_common import (
     context_text,
     price_for,
 )
-from rrma.contain import sandbox
+from rrma.contain import files, sandbox
 from rrma.contain.env import is_credential
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import ProcessResult, spawn
@@ -457,15 +456,13 @@ class CodingAgent(Agent):
 
     @staticmethod
     def _read_text(path: Path, limit: int = 1_000_000) -> str:
-        """A file the agent may have written: read only if it is a regular file (never through a link, never a FIFO)."""
+        """A file the agent may have written: read only if it is a regular file, never through a link
+        anywhere on its path (the working copy itself may have been replaced by one), never a FIFO."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
+            data = files.read_bytes(path.parent, path.name)
+        except (OSError, ValueError):
             return ""
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                return ""
-            return fh.read(limit).decode("utf-8", errors="replace")
+        return data[:limit].decode("utf-8", errors="replace")
 
     # ------------------------------------------------------------------ the run's surroundings
 

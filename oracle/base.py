@@ -54,6 +54,9 @@ class EvalContext:
     # a fresh directory only the harness writes (the trial's program never sees it): reports, evaluation
     # inputs and outputs go here, never into trial_dir, where a planted link would redirect the write
     oracle_dir: Path | None = None
+    # credential-named variables the task passes to its programs by name (oracle.pass_env); ctx.guard carries
+    # them too: an oracle that runs a program with guard=None passes spawn(pass_env=ctx.pass_env)
+    pass_env: tuple[str, ...] = ()
 
 
 class OracleError(Exception):

@@ -247,7 +247,7 @@ class CommandOracle(Oracle):
 
         try:
             return spawn(argv, cwd=ctx.trial_dir, budget=ctx.budget, env=self._env(ctx), cancel=ctx.cancel,
-                         guard=ctx.guard, on_line=on_line)
+                         guard=ctx.guard, on_line=on_line, pass_env=ctx.pass_env)
         except FileNotFoundError as exc:
             reason = f"command not found: {exc.filename}"
             return ProcessResult(status=Status.crash, returncode=None, reason=reason, seconds=0.0, peak_rss_mb=0.0,

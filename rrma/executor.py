@@ -55,6 +55,7 @@ class TrialJob:
     direction: str = "minimize"
     fs_guard: str = "auto"  # RRMA_FS_GUARD where the run was started (auto | off | require)
     network: bool = False  # RRMA_TRIAL_NETWORK=on where the run was started: trials share the host's network
+    pass_env: tuple[str, ...] = ()  # credential-named variables the task passes to its programs by name (oracle.pass_env)
 
 
 class Executor(Protocol):
@@ -107,8 +108,10 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
             progress=on_progress,
             cancel=cancel,
             guard=None if job.fs_guard == "off" else Policy.for_trial(trial_dir, hidden, network=job.network,
-                                                                      required=job.fs_guard == "require"),
+                                                                      required=job.fs_guard == "require",
+                                                                      pass_env=job.pass_env),
             oracle_dir=oracle_dir,
+            pass_env=tuple(job.pass_env),
         )
         outcome = oracle.evaluate(ctx)
         if outcome.seconds == 0.0:

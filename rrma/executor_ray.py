@@ -97,6 +97,7 @@ def encode_job(job: TrialJob) -> dict[str, Any]:
         "sigma": job.sigma,
         "fs_guard": job.fs_guard,
         "network": job.network,
+        "pass_env": list(job.pass_env),
         "oracle_kind": job.oracle_kind,
         "oracle_params": job.oracle_params,
         "metric": job.metric,
@@ -107,6 +108,7 @@ def encode_job(job: TrialJob) -> dict[str, Any]:
 def decode_job(payload: dict[str, Any]) -> TrialJob:
     files = json.loads(zlib.decompress(payload["files_z"]).decode("utf-8"))
     rest = {k: v for k, v in payload.items() if k not in ("files_z", "proposal", "budget")}
+    rest["pass_env"] = tuple(rest.get("pass_env", ()))
     return TrialJob(files=files, proposal=Proposal.model_validate(payload["proposal"]),
                     budget=Budget.model_validate(payload["budget"]), **rest)
 

@@ -604,7 +604,7 @@ class ResearchLoop:
                     is_baseline=baseline, best_score=best, baseline_score=self.state.baseline_mean,
                     sigma=self.state.sigma, oracle_kind=self.task.oracle.kind, oracle_params=self.task.oracle.params,
                     metric=self.task.metric.name, direction=self.task.metric.direction, fs_guard=self.fs_guard,
-                    network=self.trial_network,
+                    network=self.trial_network, pass_env=tuple(self.task.oracle.pass_env),
                 )
                 repeat = self.state.trials[trial_id].confirms is not None
             # baseline and confirmation repeats are never stopped early: they measure, they do not compete

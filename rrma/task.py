@@ -118,6 +118,16 @@ class OracleConfig(_Section):
     """Oracle-specific parameters (see the oracle's docs), part of the cache key."""
     scorer: ScorerConfig = Field(default_factory=ScorerConfig)
     """command oracle: an oracle-owned scorer that computes the metric from the trial's files."""
+    pass_env: list[str] = Field(default_factory=list)
+    """Credential-named environment variables the task's programs still receive, by name (every other credential is removed)."""
+
+    @field_validator("pass_env")
+    @classmethod
+    def _variable_names(cls, names: list[str]) -> list[str]:
+        bad = [n for n in names if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)]
+        if bad:
+            raise ValueError(f"not environment variable names: {', '.join(map(repr, bad))}")
+        return names
 
     @model_validator(mode="after")
     def _scorer_in_params(self) -> OracleConfig:

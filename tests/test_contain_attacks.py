@@ -240,3 +240,32 @@ def test_a_trial_that_fills_the_disk_is_killed_with_status_disk(tmp_path: Path, 
     assert "wrote 64 MiB" not in small.output
     large = spawn([sys.executable, "-c", program], cwd=work, budget=Budget(seconds=60, disk_mb=256), guard=guard)
     assert large.status == Status.ok and "wrote 64 MiB" in large.output, large.output
+
+
+def test_a_task_passes_a_credential_to_its_trials_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """oracle.pass_env names the one credential a task's programs need; the others are still removed.
+    Through the real loop (with and without the sandbox), the program prints what it received."""
+    import json
+
+    from rrma.loop import start_run
+    from rrma.store import RunStore
+    from rrma.task import load_task
+
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "show.py").write_text(
+        "import os\nprint('seen', sorted(k for k in os.environ if k in %r))\nprint('loss: 1')\n" % sorted(CREDENTIALS))
+    task_file = tmp_path / "task.yaml"
+    task_file.write_text(json.dumps({
+        "name": "pass-env", "workspace": {"source": "ws", "editable": ["show.py"]},
+        "oracle": {"kind": "command", "params": {"command": ["{python}", "show.py"]}, "pass_env": ["HF_TOKEN"]},
+        "metric": {"name": "loss", "direction": "minimize", "source": "self-reported"},
+        "budget": {"max_trials": 0}, "noise": {"baseline_repeats": 1},
+        "agents": [{"name": "rs", "backend": "random-search"}]}))
+    for mode in ("auto", "off"):
+        monkeypatch.setenv(sandbox.ENV_MODE, mode)
+        result = start_run(load_task(task_file), tmp_path / f"runs-{mode}")
+        (finished,) = [e for e in RunStore(result.run_dir).events() if e.kind == "trial.finished"]
+        log = RunStore(result.run_dir).blob_text(finished.data.log_blob)
+        assert "seen ['HF_TOKEN']" in log, (mode, log)

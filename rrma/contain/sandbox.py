@@ -197,14 +197,16 @@ class Policy:
     hidden: tuple[Path, ...] = ()
     required: bool = False  # the run asked for RRMA_FS_GUARD=require: no sandbox here is a crash
     network: bool | None = None  # None: RRMA_TRIAL_NETWORK decides (trials); True: always shared (a coding agent's API)
+    pass_env: tuple[str, ...] = ()  # credential-named variables this process still receives, by name (rrma.contain.env)
 
     @classmethod
     def for_trial(cls, trial_dir: Path, protect: Sequence[Path] = (), *, required: bool = False,
-                  network: bool | None = None) -> Policy:
+                  network: bool | None = None, pass_env: Sequence[str] = ()) -> Policy:
         """A trial's guard: its workspace writable; ``protect`` (the run dir) and the user's keys hidden;
         the harness read-only; the network as the run chose (``network``; None: ``RRMA_TRIAL_NETWORK`` here)."""
         return cls(read_only=harness_paths(), writable=(Path(trial_dir),),
-                   hidden=(*(Path(p) for p in protect), *secret_paths()), required=required, network=network)
+                   hidden=(*(Path(p) for p in protect), *secret_paths()), required=required, network=network,
+                   pass_env=tuple(pass_env))
 
     @classmethod
     def for_scorer(cls, readable: Sequence[Path], writable: Sequence[Path] = (), hidden: Sequence[Path] = (), *,

@@ -324,7 +324,8 @@ def spawn(
         files = group.procs_files()
         wrapped = ["/bin/sh", "-c", CGROUP_JOIN, "rrma-cgroup", str(len(files)), *files, *wrapped]
     token = secrets.token_hex(8)
-    child_env = {**env_rule.scrub(env, pass_env), **(secret_env or {}), TRIAL_TOKEN_ENV: token}
+    passed = (*pass_env, *(guard.pass_env if guard is not None else ()))
+    child_env = {**env_rule.scrub(env, passed), **(secret_env or {}), TRIAL_TOKEN_ENV: token}
     parent = keyring.ParentThread(lambda: subprocess.Popen(
             wrapped,
             cwd=str(cwd),

@@ -92,7 +92,7 @@ def test_tree_policy_rebase_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         assert "rebase_to" in {t["name"] for t in server.exchanges[0].body["tools"]}
         results = [b["content"] for b in server.exchanges[3].body["messages"][-1]["content"]]
     assert results[0].endswith("X = 1.7  # first coordinate, any real number\n")
-    assert results[1] == "now building on base-0 (1 files)"
+    assert results[1] == "now building on base-0 (2 files)"  # objective.py and the scorer, score.py
     t1, t2 = result.state.trials["t0001"], result.state.trials["t0002"]
     assert t1.promoted and t2.parent == "base-0"  # not the best (t0001): the agent chose its parent
     files = RunStore(result.run_dir).get_json_blob(t2.manifest_blob)  # type: ignore[arg-type]

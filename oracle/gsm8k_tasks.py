@@ -50,7 +50,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, ClassVar
 
 from oracle.base import EvalContext, Oracle, OracleError
@@ -72,7 +72,7 @@ from oracle.gsm8k_data import (
     subset,
 )
 from rrma.contain import files
-from rrma.contain.files import LinkRefused
+from rrma.contain.files import LinkRefused, link_free
 from rrma.contain.sandbox import Policy, harness_python
 from rrma.contain.spawn import ProcessResult, spawn
 from rrma.stats import Estimate, mean_pass_at_k, pass_at_1, taxonomy_counts
@@ -401,19 +401,13 @@ def generate_in_child(
 
 
 def _inside(root: Path, rel: str) -> Path:
-    """``root/rel`` for a relative path an agent's program may have built with links: every
-    component is checked with ``lstat`` (nothing of the trial runs while the oracle reads), and
-    a link, an absolute path or ``..`` is refused with :class:`LinkRefused`."""
-    pure = PurePosixPath(rel)
-    if pure.is_absolute() or ".." in pure.parts or not pure.parts:
-        raise LinkRefused(f"{rel}: not a plain relative path inside the workspace")
-    path = Path(root)
-    for i, part in enumerate(pure.parts):
-        path = path / part
-        if path.is_symlink():
-            where = rel if i == len(pure.parts) - 1 else f"{rel}: {part}"
-            raise LinkRefused(f"{where} is a symbolic link; the oracle reads nothing through a link")
-    return path
+    """``root/rel`` for a relative path an agent's program may have built with links: no component may
+    be a link (:func:`rrma.contain.files.link_free`; nothing of the trial runs while the oracle reads),
+    nor may the path be absolute or climb out with ``..`` (LinkRefused)."""
+    try:
+        return link_free(root, rel)
+    except LinkRefused as exc:
+        raise LinkRefused(f"{exc}; the oracle reads nothing through a link") from None
 
 
 def _link_targets(model: Path) -> list[Path]:

@@ -9,16 +9,15 @@ the statement, and anything it tries to inject is caught by the checker's rules.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from rrma.contain import env as env_rule
-from rrma.contain import sandbox, seccomp
 from rrma.contain.sandbox import Policy
+from rrma.contain.spawn import SandboxRequired as SandboxRequired  # re-exported: the provers catch it
+from rrma.contain.spawn import start
 
 Prover = Literal["lean", "coq"]
 # fields of a TheoremTask an agent never sees: the answer, and the file that holds every answer
@@ -95,40 +94,10 @@ class ProofChecker(Protocol):
     def close(self) -> None: ...
 
 
-class SandboxRequired(RuntimeError):
-    """A prover process's sandbox was required (``RRMA_FS_GUARD=require``) but cannot run here."""
-
-
 def start_prover(argv: Sequence[str], *, cwd: Path | str, policy: Policy | None,
                  env: dict[str, str] | None = None, **popen: Any) -> subprocess.Popen[bytes]:
-    """Start a long-lived prover process (a warm ``coqtop``, a Lean REPL) on pipes, contained.
-
-    Such a process answers many checks, so it cannot run under :func:`rrma.contain.spawn.spawn`
-    (which waits for its end); it gets spawn's containment instead: ``policy`` wrapped around it
-    (bubblewrap, under the seccomp filter where that can be built), its environment without
-    credentials (:func:`rrma.contain.env.scrub`). ``policy`` None (``RRMA_FS_GUARD=off``): bare.
-    Where bubblewrap cannot run, mode ``auto`` starts it bare and ``require`` (or
-    ``policy.required``) raises :class:`SandboxRequired`. ``popen``: more ``subprocess.Popen``
-    arguments (pipes, ``start_new_session``, ``preexec_fn``).
-    """
-    wrapped = list(argv)
-    filter_fd: int | None = None
-    if policy is not None:
-        reason = sandbox.unavailable_reason()
-        required = policy.required or sandbox.mode() == "require"
-        if reason is not None:
-            if required:
-                raise SandboxRequired(f"sandbox required ({sandbox.ENV_MODE}=require) but unavailable: {reason}")
-        else:
-            no_filter = seccomp.unavailable_reason()
-            if no_filter is not None and required:
-                raise SandboxRequired(f"sandbox required ({sandbox.ENV_MODE}=require) but its seccomp filter is "
-                                      f"unavailable: {no_filter}")
-            filter_fd = seccomp.program_fd() if no_filter is None else None
-            wrapped = policy.wrap(list(argv), cwd, seccomp_fd=filter_fd)
-    try:
-        return subprocess.Popen(wrapped, cwd=str(cwd), env=env_rule.scrub(env),
-                                pass_fds=(filter_fd,) if filter_fd is not None else (), **popen)
-    finally:
-        if filter_fd is not None:
-            os.close(filter_fd)
+    """Start a long-lived prover process (a warm ``coqtop``, a Lean REPL) on pipes, contained by
+    :func:`rrma.contain.spawn.start` (the policy, the seccomp filter, the credential rule, a fresh
+    keyring, a parent thread as long-lived as the process). ``policy`` None: bare
+    (``RRMA_FS_GUARD=off``); a required sandbox that cannot run raises :class:`SandboxRequired`."""
+    return start(argv, cwd=cwd, guard=policy, env=env, **popen)

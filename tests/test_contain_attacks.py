@@ -14,6 +14,7 @@ import platform
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -255,7 +256,7 @@ def test_a_task_passes_a_credential_to_its_trials_by_name(tmp_path: Path, monkey
         monkeypatch.setenv(name, value)
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "show.py").write_text(
-        "import os\nprint('seen', sorted(k for k in os.environ if k in %r))\nprint('loss: 1')\n" % sorted(CREDENTIALS))
+        f"import os\nprint('seen', sorted(k for k in os.environ if k in {sorted(CREDENTIALS)!r}))\nprint('loss: 1')\n")
     task_file = tmp_path / "task.yaml"
     task_file.write_text(json.dumps({
         "name": "pass-env", "workspace": {"source": "ws", "editable": ["show.py"]},
@@ -269,3 +270,55 @@ def test_a_task_passes_a_credential_to_its_trials_by_name(tmp_path: Path, monkey
         (finished,) = [e for e in RunStore(result.run_dir).events() if e.kind == "trial.finished"]
         log = RunStore(result.run_dir).blob_text(finished.data.log_blob)
         assert "seen ['HF_TOKEN']" in log, (mode, log)
+
+
+@needs_guard
+def test_a_long_lived_process_outlives_the_thread_that_started_it(tmp_path: Path) -> None:
+    """A warm prover started by a short-lived worker thread: bubblewrap's --die-with-parent follows the
+    starting *thread*, so the control (a plain Popen of the wrapped command from that thread) is killed
+    when the thread ends; rrma.contain.spawn.start keeps a parent thread for as long as the process runs."""
+    from rrma.contain.spawn import start
+
+    argv = ["/bin/sh", "-c", "read line; echo got $line"]
+    box: dict[str, subprocess.Popen[bytes]] = {}
+
+    def begin(contained: bool) -> None:
+        if contained:
+            box["proc"] = start(argv, cwd=tmp_path, guard=Policy.for_trial(tmp_path), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+        else:
+            box["proc"] = subprocess.Popen(Policy.for_trial(tmp_path).wrap(argv, tmp_path), cwd=tmp_path,
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        time.sleep(1.0)  # bwrap has set its parent-death signal by now: the thread's end is what counts
+
+    for contained in (False, True):
+        thread = threading.Thread(target=begin, args=(contained,))
+        thread.start()
+        thread.join()
+        proc = box["proc"]
+        try:
+            out, _ = proc.communicate(b"hello\n", timeout=20)
+        except BrokenPipeError:
+            out = b""
+        if contained:
+            assert (out, proc.returncode) == (b"got hello\n", 0)
+        else:  # bwrap got its parent-death SIGKILL when the thread ended (what its child managed meanwhile varies)
+            assert proc.returncode == -9, (out, proc.returncode)
+
+
+@pytest.mark.parametrize(("rel", "refused"), [
+    ("a/b/file", False), ("a/b", False), ("a/not-yet/made", False),  # a missing part is no link
+    ("link/b/file", True), ("a/b/file-link", True), ("a/../a/b", True), ("/etc", True),
+])
+def test_link_free_paths(tmp_path: Path, rel: str, refused: bool) -> None:
+    from rrma.contain import files
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "file").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    (tmp_path / "a" / "b" / "file-link").symlink_to(tmp_path / "a" / "b" / "file")
+    if refused:
+        with pytest.raises(files.LinkRefused):
+            files.link_free(tmp_path, rel)
+    else:
+        assert files.link_free(tmp_path, rel) == tmp_path / rel

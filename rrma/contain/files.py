@@ -163,6 +163,32 @@ def _walk(dir_fd: int, prefix: str, skip_dirs: frozenset[str]) -> Iterator[tuple
             yield rel, kind
 
 
+def link_free(root: Path | str, rel: str | PurePosixPath) -> Path:
+    """``root/rel``, checked to go through no link on any existing component, ``root`` included (LinkRefused).
+
+    For handing a path a contained program wrote to another process (a model directory to a
+    scorer): valid while nothing the program started still runs (:func:`rrma.contain.spawn.spawn`
+    ensures that when it returns). Reads by the harness itself should use :func:`read_bytes`.
+    """
+    parts = _parts(rel)
+    fd = open_root(root)
+    try:
+        inner = _walk_to_parent(fd, [*parts, ""], rel)  # every part a real directory, or the last a file
+        os.close(inner)
+    except FileNotFoundError:
+        pass  # a part that does not exist (yet) is no link, and the parts before it were walked without one
+    except NotADirectoryError:
+        inner = _walk_to_parent(fd, parts, rel)
+        try:
+            if _is_link(inner, parts[-1]):
+                raise LinkRefused(f"{rel} is a symbolic link; not followed") from None
+        finally:
+            os.close(inner)
+    finally:
+        os.close(fd)
+    return Path(root) / PurePosixPath(*parts)
+
+
 def fresh_dir(path: Path) -> Path:
     """``path`` as a new, empty directory the harness owns (whatever was there, link or tree, is
     removed without following links)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import platform
+import subprocess
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -83,6 +84,9 @@ class ParentThread(Generic[T]):
             return
         self._started.set()
         self._done.wait()
+        proc = getattr(self, "_done_when", None)
+        if proc is not None:
+            proc.wait()  # thread-safe in Popen: the owner's poll() and wait() see the exit as well
 
     def begin(self) -> T:
         self._thread.start()
@@ -92,6 +96,12 @@ class ParentThread(Generic[T]):
         return self._box["value"]  # type: ignore[return-value]
 
     def release(self) -> None:
+        self._done.set()
+
+    def outlive(self, proc: subprocess.Popen[bytes]) -> None:
+        """Stay the parent of a long-lived ``proc`` until it ends (no :meth:`release` needed): this
+        thread waits for it in the background, so it is reaped as soon as it exits."""
+        self._done_when = proc
         self._done.set()
 
 

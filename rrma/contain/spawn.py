@@ -25,7 +25,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -363,6 +363,52 @@ def spawn(
             _ACTIVE.discard(pgid)
         if group is not None:
             group.remove()
+
+
+class SandboxRequired(RuntimeError):
+    """A long-lived process's sandbox was required (``RRMA_FS_GUARD=require``) but cannot run here."""
+
+
+def start(argv: Sequence[str], *, cwd: Path | str, guard: Policy | None, env: Mapping[str, str] | None = None,
+          pass_env: Iterable[str] = (), **popen: Any) -> subprocess.Popen[bytes]:
+    """Start a long-lived contained process (a warm ``coqtop``, a Lean REPL) on pipes; it is the caller's.
+
+    Such a process answers many requests, so it cannot run under :func:`spawn` (which waits for its
+    end); it gets spawn's containment instead: ``guard`` wrapped around it (bubblewrap under the
+    seccomp filter), the credential rule for its environment, a fresh session keyring, and a parent
+    thread that lives as long as the process (its ``--die-with-parent`` follows that thread, so a
+    process started from a short-lived worker thread would otherwise die with it). ``guard`` None
+    (``RRMA_FS_GUARD=off``): bare. Where bubblewrap cannot run, mode ``auto`` starts it bare and
+    ``require`` (or ``guard.required``) raises :class:`SandboxRequired`. ``popen``: more
+    ``subprocess.Popen`` arguments (pipes, ``start_new_session``).
+    """
+    wrapped = list(argv)
+    filter_fd: int | None = None
+    if guard is not None:
+        reason = sandbox.unavailable_reason()
+        required = guard.required or sandbox.mode() == "require"
+        if reason is not None:
+            if required:
+                raise SandboxRequired(f"sandbox required ({sandbox.ENV_MODE}=require) but unavailable: {reason}")
+        else:
+            no_filter = seccomp.unavailable_reason()
+            if no_filter is not None and required:
+                raise SandboxRequired(f"sandbox required ({sandbox.ENV_MODE}=require) but its seccomp filter is "
+                                      f"unavailable: {no_filter}")
+            filter_fd = seccomp.program_fd() if no_filter is None else None
+            wrapped = guard.wrap(list(argv), cwd, seccomp_fd=filter_fd)
+    passed = (*pass_env, *(guard.pass_env if guard is not None else ()))
+    child_env = env_rule.scrub(env, passed)
+    parent = keyring.ParentThread(lambda: subprocess.Popen(
+        wrapped, cwd=str(cwd), env=child_env, pass_fds=(filter_fd,) if filter_fd is not None else (), **popen),
+        name="rrma-start")
+    try:
+        proc = parent.begin()
+    finally:
+        if filter_fd is not None:
+            os.close(filter_fd)
+    parent.outlive(proc)
+    return proc
 
 
 class _DiskWatch:

@@ -19,6 +19,7 @@ from typing import Any
 
 from oracle.base import OracleError
 from oracle.proof_common import TheoremTask
+from rrma.text import without_controls
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -95,7 +96,9 @@ def run_check(prover: str, file: Path, theorem: str, proof_file: Path) -> int:
     try:
         verdict = check_one(prover, file, theorem, proof_file)
     except (CheckInputError, OracleError) as exc:
-        print(f"rrma-tui check: {exc}", file=sys.stderr)
+        print(f"rrma-tui check: {without_controls(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(json.dumps(verdict, indent=2, ensure_ascii=False))
+    # ASCII JSON: the checker's messages quote the proof, and a terminal must not obey what it holds
+    # (ESC, 8-bit CSI, bidi overrides come out as \u escapes)
+    print(json.dumps(verdict, indent=2, ensure_ascii=True))
     return EXIT_ACCEPTED if verdict["accepted"] else EXIT_REJECTED

@@ -245,3 +245,21 @@ def test_the_consoles_clean_what_a_call_site_missed() -> None:
     out = printed(tui.cli.SafeConsole(width=160))
     assert_inert(out)
     assert "APPROVED by alice" in out and "message ]2;PWNED-TITLE" in out
+
+
+@pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed (apt-get install coq)")
+def test_check_prints_the_checkers_messages_inert(tmp_path: Path) -> None:
+    """`rrma-tui check` prints a JSON verdict that quotes Coq's messages, and Coq quotes the checked file
+    (here a context line whose string holds the sequences): as ASCII JSON they are escapes (\\u009b,
+    \\u202e), never the bytes. The control: the file holds them raw, and the verdict's text quotes them."""
+    source = tmp_path / "t.v"
+    source.write_text('Require Import String.\nOpen Scope string_scope.\n'
+                      f'Definition bad : nat := "{HOSTILE}".\nTheorem t : True.\nProof.\n  exact I.\nQed.\n')
+    proof = tmp_path / "proof.txt"
+    proof.write_text("exact I.")
+    assert all(raw in source.read_text() for raw in RAW)
+    proc = cli("check", "coq", str(source), "--theorem", "t", "--proof-file", str(proof))
+    assert proc.returncode == 1, proc.stderr
+    assert_inert(proc.stdout, proc.stderr)
+    verdict = json.loads(proc.stdout)
+    assert all(raw in verdict["reason"] for raw in RAW), verdict["reason"]

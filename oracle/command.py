@@ -54,6 +54,7 @@ import shlex
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -120,7 +121,7 @@ def parse_progress(line: str) -> dict[str, Any] | None:
 class ProgressGate:
     """Which of a trial's progress samples are forwarded: a token bucket plus a cap per trial."""
 
-    def __init__(self, clock: Any = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.tokens = float(PROGRESS_BURST)
         self.last = clock()

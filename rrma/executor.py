@@ -56,6 +56,7 @@ class TrialJob:
     fs_guard: str = "auto"  # RRMA_FS_GUARD where the run was started (auto | off | require)
     network: bool = False  # RRMA_TRIAL_NETWORK=on where the run was started: trials share the host's network
     pass_env: tuple[str, ...] = ()  # credential-named variables the task passes to its programs by name (oracle.pass_env)
+    keep_workspace: bool = False  # loop.keep_workspaces: leave the workspace on disk after the outcome
 
 
 class Executor(Protocol):
@@ -84,6 +85,7 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
     (``ctx.oracle_dir``, a fresh sibling of ``trial_dir``) absent.
     """
     started = time.monotonic()
+    ran = False  # the oracle was called: the workspace is the trial's (never one a stale process still uses)
     try:
         if trial_dir.exists():  # a re-run after resume starts from a clean workspace
             stale = stale_processes(trial_dir)
@@ -113,6 +115,7 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
             oracle_dir=oracle_dir,
             pass_env=tuple(job.pass_env),
         )
+        ran = True
         outcome = oracle.evaluate(ctx)
         if outcome.seconds == 0.0:
             outcome.seconds = time.monotonic() - started
@@ -120,6 +123,12 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
     except Exception as exc:  # the oracle's bug must not take the harness down
         tail = "".join(traceback.format_exception(exc)[-6:])
         return crash_outcome(f"oracle error: {type(exc).__name__}: {exc}\n{tail}", started)
+    finally:
+        # the trial's files are in the blobs; what its program wrote there (checkpoints, data) would
+        # otherwise pile up run after run (loop.keep_workspaces keeps it). Nothing of it runs any more:
+        # every process a trial starts is gone when spawn returns. rmtree never follows a link.
+        if ran and not job.keep_workspace and trial_dir.is_dir() and not trial_dir.is_symlink():
+            shutil.rmtree(trial_dir, ignore_errors=True)
 
 
 class LocalExecutor:

@@ -98,6 +98,7 @@ def encode_job(job: TrialJob) -> dict[str, Any]:
         "fs_guard": job.fs_guard,
         "network": job.network,
         "pass_env": list(job.pass_env),
+        "keep_workspace": job.keep_workspace,
         "oracle_kind": job.oracle_kind,
         "oracle_params": job.oracle_params,
         "metric": job.metric,

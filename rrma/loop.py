@@ -605,6 +605,7 @@ class ResearchLoop:
                     sigma=self.state.sigma, oracle_kind=self.task.oracle.kind, oracle_params=self.task.oracle.params,
                     metric=self.task.metric.name, direction=self.task.metric.direction, fs_guard=self.fs_guard,
                     network=self.trial_network, pass_env=tuple(self.task.oracle.pass_env),
+                    keep_workspace=self.task.loop.keep_workspaces,
                 )
                 repeat = self.state.trials[trial_id].confirms is not None
             # baseline and confirmation repeats are never stopped early: they measure, they do not compete

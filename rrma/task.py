@@ -235,6 +235,8 @@ class LoopConfig(_Section):
     """Show the lineage of the parent trial to agents (off for control runs)."""
     hitl: bool = False
     """Human-in-the-loop gate: a would-be new best is promoted only after a person approves it."""
+    keep_workspaces: bool = False
+    """Keep each finished trial's workspace (trials/<id>/work, with what its program wrote); by default it is removed once the outcome is back (the trial's files are in the blobs)."""
     require_signed_approval: bool = False
     """With hitl: only an approval whose SSH signature verifies against loop.allowed_signers promotes (docs/foundation.md)."""
     allowed_signers: str | None = None

@@ -322,3 +322,29 @@ def test_link_free_paths(tmp_path: Path, rel: str, refused: bool) -> None:
             files.link_free(tmp_path, rel)
     else:
         assert files.link_free(tmp_path, rel) == tmp_path / rel
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["pruned", "kept"])
+def test_finished_trials_workspaces_are_pruned_unless_kept(tmp_path: Path, keep: bool) -> None:
+    """What a trial's program writes into its workspace (checkpoints, data) is gone once the outcome is
+    back, unless loop.keep_workspaces; the trial's files stay in the blobs either way, and the oracle's
+    own directory (its reports) stays."""
+    import json
+
+    from rrma.loop import start_run
+    from rrma.task import load_task
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "fill.py").write_text("X = 1\nopen('big.bin', 'wb').write(b'0' * 1_000_000)\nprint('loss: 1')\n")
+    task_file = tmp_path / "task.yaml"
+    task_file.write_text(json.dumps({
+        "name": "prune", "workspace": {"source": "ws", "editable": ["fill.py"]},
+        "oracle": {"kind": "command", "params": {"command": ["{python}", "fill.py"]}},
+        "metric": {"name": "loss", "direction": "minimize", "source": "self-reported"},
+        "budget": {"max_trials": 0}, "noise": {"baseline_repeats": 2}, "loop": {"keep_workspaces": keep},
+        "agents": [{"name": "rs", "backend": "random-search"}]}))
+    result = start_run(load_task(task_file), tmp_path / "runs")
+    assert {t.status for t in result.state.trials.values()} == {"ok"}
+    for trial in ("base-0", "base-1"):
+        assert (result.run_dir / "trials" / trial / "work" / "big.bin").exists() is keep
+        assert (result.run_dir / "trials" / trial / "oracle").is_dir()

@@ -191,6 +191,7 @@ def test_a_trial_that_attacks_the_run_changes_nothing(tmp_path: Path) -> None:
         "oracle.params": {"command": ["{python}", "-c", ATTACK.replace("HARNESS_FILE", repr(rrma.contain.spawn.__file__))]},
         "budget.max_trials": 2, "noise.baseline_repeats": 1, "budget.max_concurrent": 1,
         "oracle.scorer": {}, "metric.source": "self-reported",  # the score is the program's own `loss:` line
+        "loop.keep_workspaces": True,  # the workspaces are looked at below
     })
     result = start_run(task, tmp_path)
     run_dir = result.run_dir

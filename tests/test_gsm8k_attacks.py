@@ -86,6 +86,7 @@ def test_a_planted_report_link_writes_nothing_through_the_loop(tmp_path: Path) -
         "oracle.params.train_limit": 8, "oracle.params.recipe_args": [], "oracle.params.eval_seconds": 100,
         "oracle.params.gen": {"max_new_tokens": 4, "batch_size": 2}, "budget.trial_seconds": 160,
         "budget.max_trials": 1, "agents": [{"name": "attacker", "backend": "random-search"}],
+        "loop.keep_workspaces": True,  # the planted links are looked at below
     })
     task.workspace.source = str(tmp_path / "ws")
 

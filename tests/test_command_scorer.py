@@ -412,3 +412,21 @@ def test_a_deep_line_and_a_progress_flood_leave_the_harness_running_and_the_log_
     assert per_trial and all(PROGRESS_BURST <= n <= MAX_PROGRESS_SAMPLES for n in per_trial.values()), per_trial
     size = (result.run_dir / "events.jsonl").stat().st_size
     assert size < 300_000, size  # 80,000 offered samples, ~100 bytes each: 8 MB if all were kept
+
+
+def test_the_coding_agents_prompt_says_where_the_metric_comes_from(tmp_path: Path) -> None:
+    """The coding agents' prompt used to say 'nothing you edit can change how the metric is computed'
+    for every task; it now says what is true for the task (metric.source)."""
+    from agents.coding.agent import CommandAgent
+    from rrma.task import AgentConfig
+
+    for overrides, sentence in (({}, "You cannot change how the metric is computed."),
+                                (SELF_REPORTED, "The metric is self-reported")):
+        task = load_task(DEMO, overrides)
+        config = AgentConfig.model_validate({"name": "c", "backend": "command",
+                                             "coding": {"command": ["true"], "require_key": False}})
+        agent = CommandAgent(config, task)
+        ctx = Context(task=task, agent_name="c", parent_id="base-0", files={}, editable=["objective.py"])
+        prompt = agent._prompt(ctx, tmp_path, {})
+        assert sentence in prompt
+        assert ("cannot change how the metric" in prompt) == (not overrides)

@@ -63,6 +63,7 @@ from agents.llm_common import (
     Redactor,
     UsageMeter,
     context_text,
+    metric_note,
     price_for,
 )
 from rrma.contain import files, sandbox
@@ -82,8 +83,7 @@ MAX_OFFERED = 5  # tree policy: trials an agent may rebase onto
 INSTRUCTIONS = """You are {agent}, a research agent in a loop of trials judged by a fixed oracle.
 Your working directory is a fresh copy of the workspace of trial {parent}. When you exit, your
 changes to the editable files ({editable}) become one trial: the oracle runs it and reports
-`{metric}` ({direction}). Only an improvement larger than the noise floor counts, and nothing you
-edit can change how the metric is computed.
+`{metric}` ({direction}). Only an improvement larger than the noise floor counts. {metric_note}
 
 How to work:
 - Change only the editable files. New files elsewhere are ignored (use them as scratch space);
@@ -486,7 +486,8 @@ class CodingAgent(Agent):
     def _prompt(self, ctx: Context, root: Path, offered: dict[str, dict[str, str]]) -> str:
         task = self.task
         parts = [TASK_PROMPT.format(name=task.name, description=task.description.strip()).strip()]
-        parts.append(INSTRUCTIONS.format(agent=self.name, parent=ctx.parent_id, editable=", ".join(ctx.editable) or "(none)",
+        parts.append(INSTRUCTIONS.format(agent=self.name, parent=ctx.parent_id, metric_note=metric_note(self.task),
+                                         editable=", ".join(ctx.editable) or "(none)",
                                          metric=task.metric.name, direction=task.metric.direction,
                                          hypothesis_file=root / "hypothesis.txt").rstrip())
         notes = []

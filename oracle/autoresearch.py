@@ -16,17 +16,36 @@ the data and the metric. How the score stays the oracle's own:
    prints progress lines, saves its model with ``prepare.save_model`` (a ``torch.export``
    graph: tensor operations only) and prints the autoresearch ``---`` / ``key: value`` block.
 3. The score is then computed **by oracle code in a second limited process**:
-   ``python <run_dir>/oracle/prepare.py evaluate model.pt2`` loads the graph (no trial Python
-   runs there: the graph is aten operations, and the script's directory, not the trial's, is
-   first on ``sys.path``), checks the model is causal, and computes val_bpb on the fixed
-   validation stream. The ``val_bpb`` that train.py printed is kept only as
-   ``metrics.reported_val_bpb``; an edit to train.py can change the model, never the metric.
+   ``python <run_dir>/oracle/prepare.py evaluate <trial>/model.pt2 --scratch D --result D/score.json``,
+   sandboxed (:meth:`rrma.contain.sandbox.Policy.for_scorer`: the trial's files and the data
+   read-only, only the oracle's own per-trial directory ``ctx.oracle_dir`` writable and its cwd,
+   no network). ``prepare.load_model`` reads the archive as data before anything loads it:
+   entries allow-listed, every weight and constant a plain tensor (``use_pickle`` false, no
+   custom objects), every graph node an ``aten``/``prims`` tensor operator that takes no file
+   name or message (``operator_refusal``), no ``guards_code``, no symbolic expressions, node
+   metadata and the pickled sample inputs dropped; it writes what passed to a fresh archive in
+   the scorer's directory, loads that with ``torch.export.load`` and checks the loaded graph
+   again. Why not a new weight format (safetensors + our own graph JSON)? The graph would still
+   need an interpreter; torch's deserializer fed only checked data keeps one, tested, loader and
+   the agent's familiar ``torch.export`` contract. The model then runs as a pure function (fresh
+   copies of input and weights, the same seed, every call) and every batch twice, the second
+   time reordered and cut at secret positions: a model whose earlier log-probabilities change
+   looked ahead (or across windows) and is ``rejected``. The score is the JSON the scorer wrote;
+   what train.py printed is kept only as ``metrics.reported_val_bpb``. A model the loader
+   refuses is ``rejected`` with its one-line reason ("model.pt2: weight 'w' is pickled ...").
+4. **What train.py cannot see.** The validation text is built from files no trial can read: for
+   the default ``stdlib`` corpus the sources of ``idlelib``, ``tkinter`` and ``turtledemo``
+   (``prepare.HELD_OUT_PACKAGES``; the rest of the stdlib is the training text), every copy of
+   them on the machine that ``prepare.held_out_sources`` finds, the text file or the parquet
+   download of other sources, ``val.bin`` and the whole corpus cache (older corpora included);
+   :meth:`held_out` declares them, so the executor hides them from every trial program and the
+   loop from every coding agent. The trial sees its own corpus's ``train.bin`` read-only.
 
 Labels: ``ok`` (scored), ``crash`` (exit != 0 with the traceback tail as feedback; a ``FAIL``
 line means the loss diverged, ``metrics.failure = "diverged"``; exit 0 without a metric block or
 a model is ``failure = "no-metric"``), ``timeout`` and ``oom`` (from the sandbox's limits, or a
-MemoryError in the trial), ``rejected`` (the saved model looks ahead), ``aborted`` (early abort,
-or the run was cancelled).
+MemoryError in the trial), ``rejected`` (the saved model looks ahead: ``not-causal``; or it is not
+a plain tensor program: ``refused``), ``aborted`` (early abort, or the run was cancelled).
 
 Progress: every progress line ``step N | loss L | ... | elapsed Ts`` is parsed; one sample per
 ``progress_every_s`` seconds of training (default: a hundredth of the budget) goes out as
@@ -41,24 +60,30 @@ before the loop could do it): at the looks of
 :class:`rrma.powerlaw.EarlyAbortRule` a power law is fitted to the training-loss curve and the
 trial is stopped when its predicted final loss cannot beat the current best (``ctx.best_score``)
 at false-abort rate ``abort_alpha``. The best is a val_bpb; it is mapped to the training-loss
-scale with the train/val gap this oracle measured on earlier scored trials of the run
-(``val_bpb - final train loss / ln 2``, the final loss being the mean of the last progress windows; 0, the lenient choice, before any). Baseline
-repeats are never aborted.
+scale with the train/val gap (``val_bpb - final train loss / ln 2``, the final loss being the mean
+of the last progress windows) of the run's **baseline repeats** only: they run the task's own
+train.py, so the losses they print are the harness's; an agent's train.py prints whatever it likes,
+and a gap learned from it would move the abort threshold (and ``score_est``) of every other trial.
+0, the lenient choice, before the first baseline repeat is scored. Baseline repeats are never aborted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
+import json
 import math
 import os
 import re
 import shutil
+import stat
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -66,6 +91,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from oracle.base import EvalContext, Oracle, OracleError
+from rrma.contain.files import LinkRefused, fresh_dir, read_bytes
 from rrma.contain.sandbox import Policy, harness_python
 from rrma.contain.spawn import ProcessResult, spawn
 from rrma.powerlaw import AbortDecision, EarlyAbortRule
@@ -76,6 +102,9 @@ LN2 = math.log(2)
 PROGRESS_LINE = re.compile(r"^step\s+(\d+)\s*\|\s*loss\s+(\S+)\s*\|.*?elapsed\s+([0-9.]+)s?\s*$")
 METRIC_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):\s*(\S+)\s*$")
 MODEL_FILE = "model.pt2"
+SCORE_FILE = "score.json"  # what the scorer writes in ctx.oracle_dir
+# RRMA_EVAL_TOKENS is a count, not a credential: passed by name past the environment rule (rrma.contain.env)
+NOT_SECRET = ("RRMA_EVAL_TOKENS",)
 ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "CUDA_VISIBLE_DEVICES", "VIRTUAL_ENV")
 
 
@@ -179,10 +208,13 @@ def final_train_loss(curve: list[tuple[int, float, float]], last: int = 4) -> fl
 
 
 class GapTracker:
-    """The train/val gap (val_bpb minus final training loss in bits) over scored trials.
+    """The train/val gap (val_bpb minus final training loss in bits) over trusted trials.
 
-    Early abort predicts a *training* loss; the best is a *validation* bpb. The median gap of the
-    trials this oracle scored maps one to the other (0 before any: lenient, it aborts less).
+    Early abort predicts a *training* loss; the best is a *validation* bpb. The median gap maps one
+    to the other (0 before any: lenient, it aborts less). The training loss is what a trial's
+    program printed, so feed it only runs whose program the harness trusts: the oracle adds the
+    baseline repeats (the task's own train.py) and nothing else, so no agent's trial can move the
+    threshold other trials are judged by.
     """
 
     def __init__(self) -> None:
@@ -218,7 +250,7 @@ class AutoresearchOracle(Oracle):
     """Scores a GPT-training trial by the val_bpb of the model it saves (lower is better)."""
 
     kind = "autoresearch"
-    version = "1"
+    version = "2"  # 2: validation text from held-out packages, the model archive read as data, checked causality
 
     def __init__(self, params: dict[str, Any], *, metric: str = "val_bpb", direction: str = "minimize") -> None:
         super().__init__(params, metric=metric, direction=direction)
@@ -238,6 +270,7 @@ class AutoresearchOracle(Oracle):
         self.gaps = GapTracker()
         self.prepare_py: Path | None = None
         self.data_dir: Path | None = None
+        self.validation_sources: tuple[Path, ...] = ()  # the files the validation text is built from
         self.facts: dict[str, Any] = {}
         self._prepare_lock = threading.Lock()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
@@ -259,6 +292,7 @@ class AutoresearchOracle(Oracle):
             cwd=oracle_dir,
             budget=Budget(seconds=1800, memory_mb=8192),
             env=env,
+            pass_env=NOT_SECRET,
         )
         info = parse_metrics("---\n" + result.output)
         lines = dict(
@@ -269,8 +303,24 @@ class AutoresearchOracle(Oracle):
                 f"autoresearch: preparing the data {self.settings.data!r} failed ({result.reason}):\n"
                 + traceback_tail(result.output, 12)
             )
+        sources = next((x.partition(": ")[2] for x in result.output.splitlines() if x.startswith("held_out: ")), None)
+        try:
+            held = json.loads(sources) if sources is not None else None
+        except ValueError:
+            held = None
+        if not isinstance(held, list) or not all(isinstance(p, str) for p in held):
+            raise OracleError(f"autoresearch: {pristine} did not say which files the validation text comes from "
+                              "(no 'held_out: [...]' line); is it the bench's prepare.py?")
+        need = (self.settings.eval_tokens // self.settings.seq_len) * self.settings.seq_len + 1
+        if int(info.get("val_bytes", 0)) < need:
+            raise OracleError(
+                f"autoresearch: the validation text of {self.settings.data!r} (held out: "
+                f"{', '.join(held) or 'nothing found'}) is {int(info.get('val_bytes', 0))} bytes; eval_tokens "
+                f"{self.settings.eval_tokens} at seq_len {self.settings.seq_len} needs {need}. Lower eval_tokens or "
+                "use a larger corpus (a text file or a parquet URL)")
         self.prepare_py = pristine
         self.data_dir = Path(lines["data_dir"])
+        self.validation_sources = tuple(Path(p) for p in held)
         try:
             torch_version = importlib.metadata.version("torch")
         except importlib.metadata.PackageNotFoundError:
@@ -281,6 +331,7 @@ class AutoresearchOracle(Oracle):
             "data_dir": str(self.data_dir),
             "train_bytes": int(info.get("train_bytes", 0)),
             "val_bytes": int(info.get("val_bytes", 0)),
+            "held_out_sources": [str(p) for p in self.validation_sources],
             "tokenizer": lines.get("tokenizer"),
             "prepare_py_sha256": _sha256(pristine),
             "torch": torch_version,
@@ -328,8 +379,12 @@ class AutoresearchOracle(Oracle):
     # ------------------------------------------------------------------ one trial
 
     def held_out(self) -> tuple[Path, ...]:
-        """The validation split: a coding agent's sandbox hides it (trials see it only while scored)."""
-        return (self.data_dir / "val.bin",) if self.data_dir is not None else ()
+        """Everything the validation text can be read from: its source files (every copy found),
+        the corpus cache (older corpora hold other splits; the trial's guard shows its own corpus
+        directory again, read-only, less ``val.bin``) and ``val.bin``. Only the scorer reads them."""
+        if self.data_dir is None:
+            return ()
+        return (*self.validation_sources, self.data_dir.parent, self.data_dir / "val.bin")
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         self._ensure_prepared()
@@ -354,9 +409,10 @@ class AutoresearchOracle(Oracle):
             cwd=trial_dir,
             budget=train_budget,
             env=self._env(ctx.seed),
+            pass_env=NOT_SECRET,
             on_line=on_line,
             cancel=ctx.cancel,
-            guard=self._guard(ctx, hide_val=True),
+            guard=self._guard(ctx),
         )
         outcome = self._classify_training(ctx, run, train)
         if outcome is None:
@@ -364,16 +420,15 @@ class AutoresearchOracle(Oracle):
         outcome.seconds = time.monotonic() - started
         return outcome
 
-    def _guard(self, ctx: EvalContext, *, hide_val: bool) -> Policy | None:
-        """The trial's guard plus the data: read-only, and while training its val split hidden
-        (train.py cannot train on what it is scored on; prepare.py then reports its own number on
-        a dev slice of train)."""
+    def _guard(self, ctx: EvalContext) -> Policy | None:
+        """The trial's guard: :meth:`held_out` hidden (whoever built ``ctx.guard``), the corpus
+        directory shown again read-only with its val split still hidden (train.py cannot train on
+        what it is scored on; prepare.py then reports its own number on a dev slice of train)."""
         if ctx.guard is None or self.data_dir is None or self.prepare_py is None:
             return ctx.guard
-        # the data and the oracle's frozen prepare.py (the scorer's working dir, inside the hidden
-        # run dir) are visible read-only
-        guard = ctx.guard.protecting(self.data_dir, self.prepare_py.parent)
-        return guard.hiding(self.data_dir / "val.bin") if hide_val else guard
+        # the data and the oracle's frozen prepare.py (inside the hidden run dir) are visible read-only
+        guard = ctx.guard.hiding(*self.held_out()).protecting(self.data_dir, self.prepare_py.parent)
+        return guard.hiding(self.data_dir / "val.bin")
 
     def train_seconds(self, budget: Budget) -> float:
         """Wall-clock limit of the training process: the trial's budget less the scoring reserve."""
@@ -480,7 +535,12 @@ class AutoresearchOracle(Oracle):
         if "val_bpb" in reported:
             metrics["reported_val_bpb"] = reported["val_bpb"]
         model = Path(ctx.trial_dir) / MODEL_FILE
-        missing = [what for what, ok in (("a '---' block with 'val_bpb:'", "val_bpb" in reported), (f"the model file {MODEL_FILE} (prepare.save_model)", model.is_file())) if not ok]
+        try:
+            model_ok = stat.S_ISREG(os.lstat(model).st_mode)  # a link is no model: never followed
+        except OSError:
+            model_ok = False
+        missing = [what for what, ok in (("a '---' block with 'val_bpb:'", "val_bpb" in reported),
+                                         (f"the model file {MODEL_FILE} (prepare.save_model)", model_ok)) if not ok]
         if missing:
             metrics["failure"] = "no-metric"
             feedback = (
@@ -489,32 +549,34 @@ class AutoresearchOracle(Oracle):
                 + traceback_tail(train.output, 15)
             )
             return Outcome(status=Status.crash, metrics=metrics, feedback=feedback, log=train.output)
-        device = self._device()
-        ev = spawn(
-            [*harness_python(), str(self.prepare_py), "evaluate", str(model.resolve()), "--device", device],
-            cwd=self.prepare_py.parent,
-            budget=Budget(seconds=min(self.settings.eval_seconds, ctx.budget.seconds), memory_mb=ctx.budget.memory_mb),
-            env=self._env(ctx.seed),
-            cancel=ctx.cancel,
-            # the scorer reads the trial's files as data: read-only, no network, nothing writable
-            guard=None if ctx.guard is None else Policy.for_scorer(
-                (Path(ctx.trial_dir), self.data_dir or self.prepare_py.parent, self.prepare_py.parent),
-                required=ctx.guard.required),
-        )
+        with self._scorer_dir(ctx) as own:
+            ev, result = self._run_scorer(ctx, model, own)
         log = train.output + "\n=== oracle evaluation ===\n" + ev.output
-        scored = parse_metrics("---\n" + ev.output)
         metrics["eval_seconds"] = round(ev.seconds, 2)
-        if "causal_max_diff" in scored:
-            metrics["causal_max_diff"] = scored["causal_max_diff"]
-        if ev.status == Status.crash and ev.returncode == 3:
-            metrics["failure"] = "not-causal"
+        if isinstance(result.get("causal_max_diff"), float | int):
+            metrics["causal_max_diff"] = float(result["causal_max_diff"])
+        if result.get("status") == "refused" and ev.returncode == 4:
+            metrics["failure"] = "refused"
+            reason = str(result.get("reason", ""))[:600]
             feedback = (
-                "Rejected: the saved model is not causal (its logits for a position change when later "
-                f"tokens change, by {scored.get('causal_max_diff', float('nan')):.3g}); it would read the "
-                "answers it is scored on. Keep attention causal."
+                f"Rejected: {reason}. The oracle scores only a plain tensor program: save the model with "
+                "prepare.save_model(model), whose forward uses tensor operations only."
             )
             return Outcome(status=Status.rejected, metrics=metrics, feedback=feedback, log=log)
-        if ev.status != Status.ok or "val_bpb" not in scored:
+        if result.get("status") == "not-causal" and ev.returncode == 3:
+            metrics["failure"] = "not-causal"
+            feedback = (
+                "Rejected: the saved model is not causal: the log-probabilities it gives a position change "
+                f"(by {metrics.get('causal_max_diff', float('nan')):.3g} nats) when later tokens or the other "
+                "windows of the batch change; it would read the answers it is scored on. Keep attention "
+                "causal, keep the windows of a batch independent, and keep the forward pass deterministic."
+            )
+            return Outcome(status=Status.rejected, metrics=metrics, feedback=feedback, log=log)
+        scored = result if ev.status == Status.ok and result.get("status") == "ok" else {}
+        if scored and scored.get("eval_tokens") != self.settings.eval_tokens:  # the stream is the task's or no score
+            raise OracleError(f"autoresearch: the scorer evaluated {scored.get('eval_tokens')} tokens, the task says "
+                              f"{self.settings.eval_tokens} (was RRMA_EVAL_TOKENS lost from its environment?)")
+        if not isinstance(scored.get("val_bpb"), float | int) or not math.isfinite(scored["val_bpb"]):
             metrics["failure"] = "eval-failed"
             status = ev.status if ev.status in (Status.oom, Status.timeout, Status.aborted) else Status.crash
             feedback = (
@@ -523,12 +585,13 @@ class AutoresearchOracle(Oracle):
                 "with torch.export:\n" + traceback_tail(ev.output, 15)
             )
             return Outcome(status=status, metrics=metrics, feedback=feedback, log=log)
-        val_bpb = scored["val_bpb"]
+        val_bpb = float(scored["val_bpb"])
         metrics["val_bpb"] = val_bpb
         final_loss = final_train_loss(run.curve)
         if final_loss is not None:
             metrics["final_train_loss"] = round(final_loss, 5)
-            self.gaps.add(val_bpb, final_loss)
+            if ctx.is_baseline:  # the task's own train.py printed this loss; an agent's could print anything
+                self.gaps.add(val_bpb, final_loss)
         parts = [f"val_bpb {val_bpb:.4f}"]
         if ctx.best_score is not None:
             parts.append(f"best so far {ctx.best_score:.4f}")
@@ -541,6 +604,41 @@ class AutoresearchOracle(Oracle):
         if final_loss is not None:
             parts.append(f"final train loss {final_loss:.4f} nats/byte")
         return Outcome(status=Status.ok, score=val_bpb, metrics=metrics, feedback="; ".join(parts), log=log)
+
+    @contextlib.contextmanager
+    def _scorer_dir(self, ctx: EvalContext) -> Iterator[Path]:
+        """The scorer's own directory: ``ctx.oracle_dir`` (the executor makes it fresh, and no trial
+        program sees it), else a private temporary one (an oracle called directly)."""
+        if ctx.oracle_dir is not None:
+            yield Path(ctx.oracle_dir)
+            return
+        with tempfile.TemporaryDirectory(prefix="rrma-autoresearch-score-") as tmp:
+            yield Path(tmp)
+
+    def _run_scorer(self, ctx: EvalContext, model: Path, own: Path) -> tuple[ProcessResult, dict[str, Any]]:
+        """Run prepare.py's scorer on ``model`` (sandboxed: reads the trial's files and the data, writes
+        only ``own``, its cwd) and read the JSON it wrote there ({} when it wrote none)."""
+        assert self.prepare_py is not None
+        scratch = own / "scorer"
+        fresh_dir(scratch)
+        (own / SCORE_FILE).unlink(missing_ok=True)
+        ev = spawn(
+            [*harness_python(), str(self.prepare_py), "evaluate", str(model.absolute()), "--device", self._device(),
+             "--scratch", str(scratch), "--result", str(own / SCORE_FILE)],
+            cwd=own,
+            budget=Budget(seconds=min(self.settings.eval_seconds, ctx.budget.seconds), memory_mb=ctx.budget.memory_mb),
+            env=self._env(ctx.seed),
+            pass_env=NOT_SECRET,
+            cancel=ctx.cancel,
+            guard=None if ctx.guard is None else Policy.for_scorer(
+                (Path(ctx.trial_dir), self.data_dir or self.prepare_py.parent, self.prepare_py.parent),
+                writable=(own,), required=ctx.guard.required),
+        )
+        try:
+            result = json.loads(read_bytes(own, SCORE_FILE, limit=1 << 16))
+        except (OSError, LinkRefused, ValueError):
+            result = {}
+        return ev, result if isinstance(result, dict) else {}
 
     def close(self) -> None:
         if self._scratch is not None:

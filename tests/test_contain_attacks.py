@@ -183,6 +183,7 @@ def test_no_credential_of_issue_20_reaches_a_trial(tmp_path: Path, monkeypatch: 
     ("SSL_CERT_FILE", "/etc/ssl/certs/ca.pem", False),  # a CA bundle path: needed for HTTPS
     ("GIT_AUTHOR_NAME", "a", False),  # AUTHOR is not AUTH
     ("RRMA_TRIAL_TOKEN", "abc", False),  # the harness's own process marker
+    ("RRMA_EVAL_TOKENS", "65536", False),  # a count of tokens, not a token
 ])
 def test_the_credential_rule(name: str, value: str, credential: bool) -> None:
     assert env_rule.is_credential(name, value) is credential

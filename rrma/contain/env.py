@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 
 # whole words (split on "_") that make a name a credential
 CREDENTIAL_WORDS = frozenset({
-    "KEY", "KEYS", "APIKEY", "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASS",
+    "KEY", "KEYS", "APIKEY", "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASS",
     "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "OAUTH", "COOKIE", "COOKIES", "PRIVATE", "SIGNING",
     "JWT", "BEARER",
 })

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,6 +169,31 @@ def test_a_model_that_looks_ahead_is_rejected(oracle: AutoresearchOracle, tmp_pa
     assert out.status == Status.rejected, out.feedback
     assert out.metrics["failure"] == "not-causal"
     assert out.score is None and "causal" in out.feedback
+
+
+def test_the_validation_text_comes_from_held_out_files(oracle: AutoresearchOracle) -> None:
+    """held_out() names every file the validation text is built from (the held-out stdlib packages of
+    this interpreter among them), the corpus cache and val.bin; the training split has none of it."""
+    assert oracle.data_dir is not None
+    held = set(oracle.held_out())
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for pkg in ("idlelib", "tkinter", "turtledemo"):
+        assert stdlib / pkg in held
+    assert oracle.data_dir.parent in held and oracle.data_dir / "val.bin" in held
+    train = (oracle.data_dir / "train.bin").read_bytes()
+    editor = (stdlib / "idlelib" / "editor.py").read_bytes()
+    val = (oracle.data_dir / "val.bin").read_bytes()
+    assert editor in val and editor[:2000] not in train
+    assert (stdlib / "json" / "decoder.py").read_bytes() in train
+
+
+def test_too_little_validation_text_is_a_clear_error(tmp_path: Path) -> None:
+    orc = AutoresearchOracle({**PARAMS, "eval_tokens": 50_000_000}, metric="val_bpb")
+    try:
+        with pytest.raises(OracleError, match=r"the validation text of 'stdlib' \(held out: .*idlelib.*needs 50000001"):
+            orc.prepare(tmp_path / "run", WORKSPACE)
+    finally:
+        orc.close()
 
 
 def test_a_text_file_is_a_data_source(tmp_path: Path) -> None:

@@ -47,7 +47,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -66,10 +65,10 @@ from rrma.events import (
 from rrma.state import RunState, write_views
 from rrma.store import RunStore
 from rrma.task import AgentConfig, BudgetConfig, MetricConfig, OracleConfig, TaskConfig
-from rrma.text import without_controls
+from rrma.text import SafeConsole, without_controls
 from rrma.trial import Proposal
 
-console = Console(emoji=False)  # agent proofs and checker messages print literally
+console = SafeConsole(emoji=False)  # agent proofs and checker messages print literally and inert
 
 DEFAULT_ATTEMPTS = 40
 DEFAULT_THEOREM_SECONDS = 30.0

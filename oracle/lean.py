@@ -82,7 +82,7 @@ from oracle.strip_lean import (
 )
 from rrma.contain import files
 from rrma.contain.sandbox import Policy
-from rrma.contain.spawn import signal_own_group, spawn
+from rrma.contain.spawn import group_rss_bytes, signal_own_group, spawn
 from rrma.trial import Budget, Outcome, Status
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -446,25 +446,6 @@ class RecordedTransport:
         self.closed = True
 
 
-def _group_rss_mb(pgid: int) -> float:
-    """Resident memory (MiB) of every live process in group ``pgid``, read from /proc."""
-    total = 0
-    page = os.sysconf("SC_PAGE_SIZE")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-            rest = stat[stat.rfind(b")") + 2:].split()
-            if len(rest) > 2 and int(rest[2]) == pgid and rest[0] != b"Z":
-                with open(f"/proc/{entry}/statm", "rb") as fh:
-                    total += int(fh.read().split()[1]) * page
-        except (OSError, ValueError, IndexError):
-            continue
-    return total / (1024 * 1024)
-
-
 class PipeReplTransport:
     """A real REPL process (``lake exe repl`` by default) driven over pipes.
 
@@ -537,7 +518,7 @@ class PipeReplTransport:
                 raise ReplTimeout(f"no answer from the REPL within {timeout_s:.3g} s")
             if self.memory_mb is not None and now >= next_mem_check:
                 next_mem_check = now + 0.25
-                rss = _group_rss_mb(self.pgid)
+                rss = group_rss_bytes(self.pgid) / 2**20
                 if rss > self.memory_mb:
                     self.close()
                     raise ReplMemoryExceeded(f"REPL used {rss:.0f} MiB, over its {self.memory_mb} MiB limit")

@@ -14,6 +14,10 @@ it to everything it prints that a run's agents or trials wrote.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 
 # C0 controls, DEL, C1 controls; and the bidi embeddings, overrides and isolates (LRE..RLO, LRI..PDI)
 # plus the implicit marks (LRM, RLM, ALM), which reorder what a line appears to say
@@ -31,3 +35,22 @@ def without_controls(text: str) -> str:
 def printable(text: str) -> str:
     """``text`` safe for a terminal, keeping its newlines and tabs (multi-line feedback, logs)."""
     return text.translate(_DROP_KEEP_LINES) if _CONTROL.search(text) else text
+
+
+class SafeConsole(Console):
+    """A Console whose printed text never drives the terminal: every segment it renders (messages,
+    table cells, titles) passes through :func:`printable`. Rich's own styles are not in a segment's
+    text (they are written from its style), and its control segments are left alone.
+
+    The backstop for every console that prints a run's text (the headless CLI, the benches): call
+    sites clean that text themselves, which also keeps it on one line where the output is one line;
+    this catches whatever a call site missed.
+    """
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if not segment.control and segment.text:
+                clean = printable(segment.text)
+                if clean is not segment.text:  # printable returns its argument when there is nothing to drop
+                    segment = Segment(clean, segment.style, segment.control)
+            yield segment

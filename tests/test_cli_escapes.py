@@ -23,6 +23,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import rrma.text
 import tui.cli
 from rrma.store import RunStore
 from tui.cli import main
@@ -57,6 +58,7 @@ def rule_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """The defence off: the CLI's calls of rrma.text's functions return the text as it is."""
     monkeypatch.setattr(tui.cli, "printable", lambda text: text)
     monkeypatch.setattr(tui.cli, "without_controls", lambda text: text)
+    monkeypatch.setattr(rrma.text, "printable", lambda text: text)  # the consoles' backstop (SafeConsole)
 
 
 def hostile_run(runs: Path, run_id: str = "hostile") -> Path:
@@ -263,3 +265,33 @@ def test_check_prints_the_checkers_messages_inert(tmp_path: Path) -> None:
     assert_inert(proc.stdout, proc.stderr)
     verdict = json.loads(proc.stdout)
     assert all(raw in verdict["reason"] for raw in RAW), verdict["reason"]
+
+
+def test_the_benches_print_through_the_same_console() -> None:
+    """The benches print agent and oracle text too (autoresearch's progress lines quote trial feedback, the
+    proof benches print proofs and checker messages): each console is a SafeConsole, and the autoresearch
+    printer's line for a hostile trial is inert (the control: a plain Console prints the sequences)."""
+    from rich.console import Console
+
+    import benches.autoresearch.bench as autoresearch
+    import benches.coq.bench as coq
+    import benches.lean.bench as lean
+    import benches.proofs as proofs
+    from rrma.text import SafeConsole
+
+    for module in (autoresearch, coq, lean, proofs):
+        assert isinstance(module.console, SafeConsole), module.__name__
+    event = SimpleNamespace(kind="trial.finished", data=SimpleNamespace(
+        trial_id="t0001", status="crash", score=None, delta_sigma=None, feedback=HOSTILE + "\nmore"))
+    outputs = {}
+    for name, console in (("plain", Console(width=200)), ("safe", SafeConsole(width=200))):
+        autoresearch.console = console
+        try:
+            with console.capture() as captured:
+                autoresearch._Printer(quiet=False)(event)
+        finally:
+            autoresearch.console = SafeConsole(emoji=False)
+        outputs[name] = captured.get()
+    assert "\x1b]2;PWNED-TITLE" in outputs["plain"]
+    assert_inert(outputs["safe"])
+    assert "APPROVED by alice" in outputs["safe"]

@@ -26,17 +26,15 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, ConsoleOptions, RenderableType
-from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from rrma.contain import sandbox
-from rrma.text import printable, without_controls
+from rrma.text import SafeConsole, printable, without_controls
 
 BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
 COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema",
@@ -46,24 +44,6 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 # piped output (logs, CI) gets a wide console so tables do not wrap their first column. No emoji
 # codes anywhere: `prog.py:x: low` in a message must not print as an emoji. Markup is only ever in
 # this file's own literals; text from users, agents and oracles goes in as Text (see `plain`).
-class SafeConsole(Console):
-    """A Console whose printed text never drives the terminal: every segment it renders (messages,
-    table cells, titles) passes through :func:`rrma.text.printable`. Rich's own styles are not in a
-    segment's text (they are written from its style), and its control segments are left alone.
-
-    The backstop: call sites clean a run's text themselves (:func:`plain`), which also keeps it on one
-    line where the output is one line; this catches whatever a call site missed.
-    """
-
-    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
-        for segment in super().render(renderable, options):
-            if not segment.control and segment.text:
-                clean = printable(segment.text)
-                if clean is not segment.text:  # printable returns its argument when there is nothing to drop
-                    segment = Segment(clean, segment.style, segment.control)
-            yield segment
-
-
 console = SafeConsole(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
 err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False, markup=False)
 _LINE_BREAKS = re.compile(r"[\r\n]+")

@@ -23,15 +23,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from rrma.contain import sandbox
 from rrma.task import TaskConfig, TaskError, load_task, task_from_dict
+from rrma.text import SafeConsole
 
 HERE = Path(__file__).resolve().parent
-console = Console(emoji=False)  # oracle and agent text prints literally
+console = SafeConsole(emoji=False)  # oracle and agent text prints literally and inert
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,19 +15,18 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from rich.console import Console
-
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
 from oracle.base import OracleError
 from oracle.coq import CoqSandbox, answer_paths, checker_hidden, make_coq_checker
 from oracle.proof_common import TheoremTask
 from oracle.strip_coq import CoqSyntaxError, strip_coq_file
 from rrma.contain import sandbox
+from rrma.text import SafeConsole
 
 HERE = Path(__file__).resolve().parent
 SUITE = ("arith.v", "lists.v", "logic.v", "induction.v")
 HAMMER_PRELOAD = "From Hammer Require Import Tactics.\n"
-console = Console(stderr=True, emoji=False)  # checker messages print literally
+console = SafeConsole(stderr=True, emoji=False)  # checker messages print literally and inert
 
 
 def suite_files() -> list[Path]:

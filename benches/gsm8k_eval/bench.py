@@ -29,6 +29,7 @@ from oracle.gsm8k import ANSWER_FORMATS, MODES
 from oracle.gsm8k_data import SPLITS, DataError, Problem, load_split, subset
 from oracle.gsm8k_gen import GenerationError
 from oracle.gsm8k_tasks import CompletionsError, EvalReport, grade_pairs, match_completions, read_completions
+from rrma.text import SafeConsole
 
 
 def _add(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
@@ -78,10 +79,9 @@ def _report_from_model(model: str, problems: list[Problem], args: argparse.Names
 
 
 def _print_tables(report: EvalReport, title: str, seconds: float, comparison: dict[str, Any] | None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = SafeConsole()  # completions and questions print inert
     p1 = report.pass_at_1()
     table = Table(title=title)
     table.add_column("metric")

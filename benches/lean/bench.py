@@ -15,16 +15,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
 from oracle.base import OracleError
 from oracle.lean import DEFAULT_PROJECT, LeanChecker
 from oracle.lean_audit import answer_paths, hidden_source_paths
 from oracle.proof_common import TheoremTask
 from oracle.strip_lean import LeanSyntaxError, strip_lean_file, strip_project
+from rrma.text import SafeConsole
 
-console = Console(stderr=True, emoji=False)  # checker messages print literally
+console = SafeConsole(stderr=True, emoji=False)  # checker messages print literally and inert
 
 
 def load_tasks(sources: list[Path] | None, project: Path = DEFAULT_PROJECT) -> list[TheoremTask]:

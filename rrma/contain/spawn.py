@@ -121,6 +121,11 @@ def _rss_bytes(pids: Iterable[int]) -> int:
     return total
 
 
+def group_rss_bytes(pgid: int) -> int:
+    """Resident memory (bytes) of every live process in the process group ``pgid``, read from /proc."""
+    return _rss_bytes(_group_members(pgid))
+
+
 def _ancestors() -> set[int]:
     """This process and its ancestors (from /proc/<pid>/stat's parent field)."""
     out = set()

@@ -85,6 +85,10 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
     (``ctx.oracle_dir``, a fresh sibling of ``trial_dir``) absent.
     """
     started = time.monotonic()
+    # absolute: oracles hand these paths to processes that run elsewhere (a scorer's cwd is its own
+    # directory), where a relative `--runs` would point somewhere else
+    trial_dir = Path(trial_dir).absolute()
+    protect = tuple(Path(p).absolute() for p in protect)
     ran = False  # the oracle was called: the workspace is the trial's (never one a stale process still uses)
     try:
         if trial_dir.exists():  # a re-run after resume starts from a clean workspace

@@ -70,6 +70,19 @@ def test_headless_bench_demo_end_to_end(tmp_path: Path) -> None:
     assert "unchanged, skipped" in again.stdout
 
 
+def test_the_readmes_first_command_runs_where_it_is_typed(tmp_path: Path) -> None:
+    """`rrma-tui --headless bench demo` exactly as the README gives it: no --runs, so runs go to ./runs,
+    a relative path (an oracle that handed a relative trial path to its scorer, whose cwd is its own
+    directory, failed every trial in a fresh clone while every test passed absolute paths)."""
+    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "bench", "demo", "--trials", "4"], env=ENV,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "baseline_failed" not in proc.stdout and "new best" in proc.stdout
+    [run] = list((tmp_path / "runs").iterdir())
+    assert subprocess.run([sys.executable, "-m", "tui.cli", "verify", str(run)], env=ENV, cwd=tmp_path,
+                          capture_output=True, timeout=60).returncode == 0
+
+
 def test_a_run_without_the_sandbox_or_cgroups_says_so(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "bench", "demo", "--runs", str(tmp_path),
                            "--trials", "1"], env={**ENV, "RRMA_FS_GUARD": "off", "RRMA_CGROUPS": "off"}, cwd=REPO,

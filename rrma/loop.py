@@ -851,7 +851,7 @@ def start_run(
     with lock:
         oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name,
                              direction=task.metric.direction)
-        facts = oracle.prepare(store.dir, task.workspace_dir())
+        facts = oracle.prepare(store.dir.absolute(), task.workspace_dir())  # absolute: oracles hand it to processes
         found = versions()
         snapshot = task.snapshot()
         described = [agent_info(a) for a in agents]  # endpoints as resolved (OPENAI_BASE_URL...), never keys
@@ -935,7 +935,7 @@ def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHoo
         if used >= task.budget.max_trials or state.finish_reason in ("target", "baseline_failed"):
             return RunResult(store.dir, f"already_finished:{state.finish_reason}", state)
     oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name, direction=task.metric.direction)
-    oracle.prepare(store.dir, task.workspace_dir())
+    oracle.prepare(store.dir.absolute(), task.workspace_dir())
     seed = state.seed + 104729 * (state.resumes + 1)  # fresh agent randomness, reproducible
     agents = make_agents(task, seed, agent_count)
     store.append("run.resumed", "harness", {"reason": "resume", "torn_offsets": torn, "interrupted_trials": interrupted,

@@ -325,3 +325,40 @@ def test_an_error_after_run_started_but_before_the_loop_finishes_the_run_as_erro
     assert state.summary["error"] == "RuntimeError: the cluster went away"
     report = verify_run(run_dir)
     assert report.ok, report.errors
+
+
+class PathRecordingOracle:
+    """An oracle that records the paths the harness hands it (kind ``test_loop:PathRecordingOracle``)."""
+
+    seen: list[Path] = []
+
+    def __new__(cls, params: dict[str, Any], *, metric: str = "score", direction: str = "minimize") -> Any:
+        from oracle.base import Oracle
+        from rrma.trial import Outcome, Status
+
+        class Recording(Oracle):
+            kind = "path-recording"
+
+            def prepare(self, run_dir: Path, workspace: Path) -> dict[str, Any]:
+                cls.seen.append(run_dir)
+                return {}
+
+            def evaluate(self, ctx: Any) -> Outcome:
+                cls.seen.append(ctx.trial_dir)
+                return Outcome(status=Status.ok, score=1.0)
+
+        return Recording(params, metric=metric, direction=direction)
+
+
+def test_oracles_get_absolute_paths_under_a_relative_runs_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--runs runs` (the default ./runs) is relative; an oracle hands its run dir and the trial's workspace
+    to processes with a cwd of their own (autoresearch's data step, a scorer), where a relative path points
+    elsewhere: the README's own commands failed in a fresh clone. The harness gives oracles absolute paths."""
+    monkeypatch.chdir(tmp_path)
+    PathRecordingOracle.seen.clear()
+    task = demo_task(**{"oracle.kind": "test_loop:PathRecordingOracle", "oracle.params": {}, "oracle.scorer": {},
+                        "metric.source": "self-reported", "budget.max_trials": 0, "noise.baseline_repeats": 1})
+    result = start_run(task, Path("runs"))
+    assert result.reason != "baseline_failed", result.state.notes
+    assert len(PathRecordingOracle.seen) == 2 and all(p.is_absolute() for p in PathRecordingOracle.seen), \
+        PathRecordingOracle.seen

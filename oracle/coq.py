@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from oracle.base import EvalContext, Oracle, OracleError
-from oracle.proof_common import Prover, SandboxRequired, TheoremTask, Verdict, start_prover
+from oracle.proof_common import Prover, TheoremTask, Verdict
 from oracle.strip_coq import (
     CoqSyntaxError,
     Sentence,
@@ -76,7 +76,7 @@ from oracle.strip_coq import (
 )
 from rrma.contain import sandbox
 from rrma.contain.sandbox import Policy
-from rrma.contain.spawn import signal_own_group, spawn
+from rrma.contain.spawn import SandboxRequired, signal_own_group, spawn, start
 from rrma.trial import Budget, Outcome, Status
 
 INSTALL_HINT = "install Coq (Debian/Ubuntu: `apt-get install coq`; the project tests against coqc 8.16)"
@@ -178,7 +178,7 @@ class CoqSandbox:
     nothing of ``hidden`` (the stripped sources: every original proof) nor the user's keys, and no
     network. ``RRMA_FS_GUARD=off`` turns it off; ``require`` (or ``required``) makes a checker that
     cannot be sandboxed refuse to run rather than run bare. ``coqc`` runs under spawn with
-    :meth:`policy`; a warm ``coqtop`` is started with it by :func:`oracle.proof_common.start_prover`.
+    :meth:`policy`; a warm ``coqtop`` is started with it by :func:`rrma.contain.spawn.start`.
     """
 
     hidden: tuple[Path, ...] = ()
@@ -191,7 +191,7 @@ class CoqSandbox:
             return None
         scratch = Path(scratch)
         return Policy(read_only=(*coq_installation(), *load_path_dirs(self.coq_args), scratch),
-                      writable=(scratch,), hidden=(*self.hidden, *sandbox.secret_paths()),
+                      writable=(scratch,), hidden=self.hidden,
                       required=self.required, network=False)
 
 
@@ -659,10 +659,10 @@ class CoqSession:
         if sandbox is not None and cwd is None:
             raise ValueError("a sandboxed coqtop session needs its scratch directory (cwd)")
         try:
-            self.proc = start_prover(
+            self.proc = start(
                 [coqtop, "-emacs", "-q", *args],
                 cwd=cwd if cwd is not None else os.getcwd(),
-                policy=sandbox.policy(cwd) if sandbox is not None and cwd is not None else None,
+                guard=sandbox.policy(cwd) if sandbox is not None and cwd is not None else None,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

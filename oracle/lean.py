@@ -70,7 +70,7 @@ from oracle.lean_audit import (
     parse_replay_output,
     replay_binary,
 )
-from oracle.proof_common import Prover, SandboxRequired, TheoremTask, Verdict, start_prover
+from oracle.proof_common import Prover, TheoremTask, Verdict
 from oracle.strip_lean import (
     IDENT_RE,
     LeanSyntaxError,
@@ -82,7 +82,7 @@ from oracle.strip_lean import (
 )
 from rrma.contain import files
 from rrma.contain.sandbox import Policy
-from rrma.contain.spawn import group_rss_bytes, signal_own_group, spawn
+from rrma.contain.spawn import SandboxRequired, group_rss_bytes, signal_own_group, spawn, start
 from rrma.trial import Budget, Outcome, Status
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -459,15 +459,15 @@ class PipeReplTransport:
                  poll_s: float = 0.05, guard: Policy | None = None) -> None:
         # in the sandbox (``guard``) the REPL cannot read the stripped sources (their original proofs),
         # write outside its project's .lake, nor reach the network. Long-lived, so not under spawn:
-        # start_prover contains it the same way (mode auto runs it bare where bubblewrap cannot run,
+        # rrma.contain.spawn.start contains it the same way (mode auto runs it bare where bubblewrap cannot run,
         # require refuses); its environment holds no credential
         self.argv = list(argv)
         self.memory_mb = memory_mb
         self.poll_s = poll_s
         self._stderr = tempfile.TemporaryFile()
         try:
-            self.proc = start_prover(
-                self.argv, cwd=cwd, policy=guard, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self.proc = start(
+                self.argv, cwd=cwd, guard=guard, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=self._stderr, start_new_session=True, bufsize=0,
             )
         except SandboxRequired as exc:

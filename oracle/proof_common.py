@@ -9,15 +9,8 @@ the statement, and anything it tries to inject is caught by the checker's rules.
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Literal, Protocol
-
-from rrma.contain.sandbox import Policy
-from rrma.contain.spawn import SandboxRequired as SandboxRequired  # re-exported: the provers catch it
-from rrma.contain.spawn import start
 
 Prover = Literal["lean", "coq"]
 # fields of a TheoremTask an agent never sees: the answer, and the file that holds every answer
@@ -92,12 +85,3 @@ class ProofChecker(Protocol):
     def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict: ...
 
     def close(self) -> None: ...
-
-
-def start_prover(argv: Sequence[str], *, cwd: Path | str, policy: Policy | None,
-                 env: dict[str, str] | None = None, **popen: Any) -> subprocess.Popen[bytes]:
-    """Start a long-lived prover process (a warm ``coqtop``, a Lean REPL) on pipes, contained by
-    :func:`rrma.contain.spawn.start` (the policy, the seccomp filter, the credential rule, a fresh
-    keyring, a parent thread as long-lived as the process). ``policy`` None: bare
-    (``RRMA_FS_GUARD=off``); a required sandbox that cannot run raises :class:`SandboxRequired`."""
-    return start(argv, cwd=cwd, guard=policy, env=env, **popen)

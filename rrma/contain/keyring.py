@@ -15,7 +15,7 @@ child: a parent-death signal (bwrap's ``--die-with-parent``, ``setpriv --pdeaths
 the *thread* that started the child ends, not the process, so a thread that returned at once
 would kill every child it started. Where the kernel refuses key calls (a container whose own
 seccomp profile blocks ``keyctl``), there is nothing to inherit access to either, and the start
-goes ahead; :func:`describe` says which case holds.
+goes ahead (:func:`join_fresh_in_thread` says which case holds).
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class ParentThread(Generic[T]):
         self._started = threading.Event()
         self._done = threading.Event()
         self._box: dict[str, object] = {}
+        self._outlived: subprocess.Popen[bytes] | None = None  # a long-lived child this thread waits for
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def _run(self) -> None:
@@ -84,9 +85,8 @@ class ParentThread(Generic[T]):
             return
         self._started.set()
         self._done.wait()
-        proc = getattr(self, "_done_when", None)
-        if proc is not None:
-            proc.wait()  # thread-safe in Popen: the owner's poll() and wait() see the exit as well
+        if self._outlived is not None:
+            self._outlived.wait()  # thread-safe in Popen: the owner's poll() and wait() see the exit as well
 
     def begin(self) -> T:
         self._thread.start()
@@ -101,7 +101,7 @@ class ParentThread(Generic[T]):
     def outlive(self, proc: subprocess.Popen[bytes]) -> None:
         """Stay the parent of a long-lived ``proc`` until it ends (no :meth:`release` needed): this
         thread waits for it in the background, so it is reaped as soon as it exits."""
-        self._done_when = proc
+        self._outlived = proc
         self._done.set()
 
 
@@ -112,12 +112,3 @@ def join_fresh_in_thread() -> int:
     thread.start()
     thread.join()
     return box["result"]
-
-
-@functools.cache
-def describe() -> str:
-    """One line for the run record: what a contained process's keyring is."""
-    result = join_fresh_in_thread()
-    if result >= 0:
-        return "fresh session keyring"
-    return f"key calls refused here (errno {-result}): no keyring reachable"

@@ -258,6 +258,64 @@ def _check_program(argv: list[str], cwd: Path | str) -> None:
         raise FileNotFoundError(errno.ENOENT, "no such program", prog)
 
 
+class SandboxRequired(RuntimeError):
+    """A process's sandbox was required (``RRMA_FS_GUARD=require``) but cannot run here."""
+
+
+@dataclass
+class _Contained:
+    """A command as it will start: ``argv`` (wrapped in bubblewrap when ``guarded``) and the seccomp
+    program's descriptor the child inherits (closed by :meth:`close` once the child has started)."""
+
+    argv: list[str]
+    filter_fd: int | None = None
+    guarded: bool = False
+
+    def close(self) -> None:
+        if self.filter_fd is not None:
+            os.close(self.filter_fd)
+            self.filter_fd = None
+
+
+def _contained(argv: Sequence[str], cwd: Path | str, guard: Policy | None) -> _Contained:
+    """``argv`` under ``guard``'s sandbox and seccomp filter where they can run here; bare where the
+    guard is None or (mode ``auto``) bubblewrap cannot run. SandboxRequired where the sandbox or its
+    filter is required (``RRMA_FS_GUARD=require`` or ``guard.required``) and cannot run."""
+    if guard is None:
+        return _Contained(list(argv))
+    required = guard.required or sandbox.mode() == "require"
+    reason = sandbox.unavailable_reason()
+    if reason is not None:
+        if required:
+            raise SandboxRequired(f"sandbox required ({sandbox.ENV_MODE}=require) but unavailable: {reason}")
+        return _Contained(list(argv))
+    no_filter = seccomp.unavailable_reason()
+    if no_filter is not None and required:
+        raise SandboxRequired(f"sandbox required ({sandbox.ENV_MODE}=require) but its seccomp filter is "
+                              f"unavailable: {no_filter}")
+    filter_fd = seccomp.program_fd() if no_filter is None else None
+    return _Contained(guard.wrap(list(argv), cwd, seccomp_fd=filter_fd), filter_fd, True)
+
+
+def _child_env(env: Mapping[str, str] | None, pass_env: Iterable[str], guard: Policy | None) -> dict[str, str]:
+    """``env`` under the credential rule, passing the names the caller and the policy pass."""
+    return env_rule.scrub(env, (*pass_env, *(guard.pass_env if guard is not None else ())))
+
+
+def _launch(box: _Contained, cwd: Path | str, env: dict[str, str],
+            **popen: Any) -> tuple[subprocess.Popen[bytes], keyring.ParentThread[subprocess.Popen[bytes]]]:
+    """Start ``box`` from a parent thread in a fresh session keyring (:class:`rrma.contain.keyring.ParentThread`)."""
+    fds = (box.filter_fd,) if box.filter_fd is not None else ()
+    parent = keyring.ParentThread(lambda: subprocess.Popen(box.argv, cwd=str(cwd), env=env, pass_fds=fds, **popen))
+    try:
+        return parent.begin(), parent
+    except BaseException:
+        parent.release()
+        raise
+    finally:
+        box.close()
+
+
 def spawn(
     argv: list[str],
     *,
@@ -290,22 +348,13 @@ def spawn(
     cut to its end).
     """
     started = time.monotonic()
-    guarded = False
-    wrapped = list(argv)
-    filter_fd: int | None = None
-    if guard is not None:
-        reason = sandbox.unavailable_reason()
-        no_filter = seccomp.unavailable_reason() if reason is None else None
-        if no_filter is not None and (guard.required or sandbox.mode() == "require"):
-            return _limits_refused(f"sandbox required ({sandbox.ENV_MODE}=require) but its seccomp filter is "
-                                   f"unavailable: {no_filter}")
-        if reason is None:
-            _check_program(argv, cwd)
-            filter_fd = seccomp.program_fd() if no_filter is None else None
-            wrapped = guard.wrap(argv, cwd, seccomp_fd=filter_fd)
-            guarded = True
-        elif guard.required or sandbox.mode() == "require":
-            return _limits_refused(f"file-system guard required ({sandbox.ENV_MODE}=require) but unavailable: {reason}")
+    if guard is not None and sandbox.unavailable_reason() is None:
+        _check_program(argv, cwd)
+    try:
+        box = _contained(argv, cwd, guard)
+    except SandboxRequired as exc:
+        return _limits_refused(str(exc))
+    guarded = box.guarded
     group: TrialCgroup | None = None
     no_cgroup = cgroups.unavailable_reason()
     if no_cgroup is None:
@@ -317,41 +366,31 @@ def spawn(
         except CgroupError as exc:
             no_cgroup = str(exc)
     if group is None and cgroups.mode() == "require":
-        if filter_fd is not None:
-            os.close(filter_fd)
+        box.close()
         return _limits_refused(f"cgroup limits required ({cgroups.ENV_MODE}=require) but unavailable: {no_cgroup}")
     if not guarded and shutil.which("setpriv") is not None:
         # without the sandbox's --die-with-parent: the program at least dies with this thread
         _check_program(argv, cwd)
-        wrapped = ["setpriv", "--pdeathsig", "KILL", "--", *wrapped]
+        box.argv = ["setpriv", "--pdeathsig", "KILL", "--", *box.argv]
     if group is not None:
         _check_program(argv, cwd)
         files = group.procs_files()
-        wrapped = ["/bin/sh", "-c", CGROUP_JOIN, "rrma-cgroup", str(len(files)), *files, *wrapped]
+        box.argv = ["/bin/sh", "-c", CGROUP_JOIN, "rrma-cgroup", str(len(files)), *files, *box.argv]
     token = secrets.token_hex(8)
-    passed = (*pass_env, *(guard.pass_env if guard is not None else ()))
-    child_env = {**env_rule.scrub(env, passed), **(secret_env or {}), TRIAL_TOKEN_ENV: token}
-    parent = keyring.ParentThread(lambda: subprocess.Popen(
-            wrapped,
-            cwd=str(cwd),
-            env=child_env,
+    child_env = {**_child_env(env, pass_env, guard), **(secret_env or {}), TRIAL_TOKEN_ENV: token}
+    try:
+        proc, parent = _launch(
+            box, cwd, child_env,
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # own session => own process group, pgid == pid
             close_fds=True,
-            pass_fds=(filter_fd,) if filter_fd is not None else (),
-        ))
-    try:
-        proc = parent.begin()
+        )
     except BaseException:
-        parent.release()
         if group is not None:
             group.remove()
         raise
-    finally:
-        if filter_fd is not None:
-            os.close(filter_fd)
     pgid = proc.pid
     with _ACTIVE_LOCK:
         _ACTIVE.add(pgid)
@@ -370,10 +409,6 @@ def spawn(
             group.remove()
 
 
-class SandboxRequired(RuntimeError):
-    """A long-lived process's sandbox was required (``RRMA_FS_GUARD=require``) but cannot run here."""
-
-
 def start(argv: Sequence[str], *, cwd: Path | str, guard: Policy | None, env: Mapping[str, str] | None = None,
           pass_env: Iterable[str] = (), **popen: Any) -> subprocess.Popen[bytes]:
     """Start a long-lived contained process (a warm ``coqtop``, a Lean REPL) on pipes; it is the caller's.
@@ -387,31 +422,7 @@ def start(argv: Sequence[str], *, cwd: Path | str, guard: Policy | None, env: Ma
     ``require`` (or ``guard.required``) raises :class:`SandboxRequired`. ``popen``: more
     ``subprocess.Popen`` arguments (pipes, ``start_new_session``).
     """
-    wrapped = list(argv)
-    filter_fd: int | None = None
-    if guard is not None:
-        reason = sandbox.unavailable_reason()
-        required = guard.required or sandbox.mode() == "require"
-        if reason is not None:
-            if required:
-                raise SandboxRequired(f"sandbox required ({sandbox.ENV_MODE}=require) but unavailable: {reason}")
-        else:
-            no_filter = seccomp.unavailable_reason()
-            if no_filter is not None and required:
-                raise SandboxRequired(f"sandbox required ({sandbox.ENV_MODE}=require) but its seccomp filter is "
-                                      f"unavailable: {no_filter}")
-            filter_fd = seccomp.program_fd() if no_filter is None else None
-            wrapped = guard.wrap(list(argv), cwd, seccomp_fd=filter_fd)
-    passed = (*pass_env, *(guard.pass_env if guard is not None else ()))
-    child_env = env_rule.scrub(env, passed)
-    parent = keyring.ParentThread(lambda: subprocess.Popen(
-        wrapped, cwd=str(cwd), env=child_env, pass_fds=(filter_fd,) if filter_fd is not None else (), **popen),
-        name="rrma-start")
-    try:
-        proc = parent.begin()
-    finally:
-        if filter_fd is not None:
-            os.close(filter_fd)
+    proc, parent = _launch(_contained(argv, cwd, guard), cwd, _child_env(env, pass_env, guard), **popen)
     parent.outlive(proc)
     return proc
 

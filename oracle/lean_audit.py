@@ -182,10 +182,10 @@ def lean_guard(project_dir: Path | str, hidden: Sequence[Path], writable: Sequen
     # under the private /tmp
     tools = tuple(Path(exe).resolve().parent for exe in (shutil.which("lake"), shutil.which("lean")) if exe)
     home = elan_home()
-    return sandbox.Policy(read_only=(*sandbox.harness_paths(), *tools, *((home,) if home.is_dir() else ()), project,
+    return sandbox.Policy(read_only=(*tools, *((home,) if home.is_dir() else ()), project,
                                      *writable),
                           writable=(*((lake,) if lake.is_dir() else ()), *writable),
-                          hidden=(*hidden, *sandbox.secret_paths()), required=sandbox.mode() == "require",
+                          hidden=tuple(hidden), required=sandbox.mode() == "require",
                           network=False)
 
 

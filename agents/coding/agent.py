@@ -67,7 +67,6 @@ from agents.llm_common import (
     price_for,
 )
 from rrma.contain import files, sandbox
-from rrma.contain.env import is_credential
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import ProcessResult, spawn
 from rrma.task import AgentConfig, TaskConfig
@@ -517,7 +516,7 @@ class CodingAgent(Agent):
 
     def _env(self, ctx: Context, root: Path, extra: dict[str, str]) -> dict[str, str]:
         home = root / "home"
-        env = {k: v for k, v in os.environ.items() if not is_credential(k, v)}  # spawn applies the same rule
+        env = dict(os.environ)  # spawn removes the credentials (rrma.contain.env) and adds back the one key
         env.update({
             "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
             "XDG_DATA_HOME": str(home / ".local/share"), "XDG_STATE_HOME": str(home / ".local/state"),
@@ -545,7 +544,7 @@ class CodingAgent(Agent):
                                        *(Path(x).expanduser() for x in (*self.settings.read_only, *extra)))]
         # never re-expose part of a hidden tree (a program installed inside the run directory stays hidden)
         shown = [p for p in shown if not any(p == h.resolve() or h.resolve() in p.parents for h in hidden)]
-        return Policy(read_only=(*sandbox.harness_paths(), *shown), writable=(root,), hidden=hidden,
+        return Policy(read_only=tuple(shown), writable=(root,), hidden=hidden,
                        required=mode == "require", network=True)
 
     # ------------------------------------------------------------------ memory (history runs)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -192,8 +193,6 @@ def link_free(root: Path | str, rel: str | PurePosixPath) -> Path:
 def fresh_dir(path: Path) -> Path:
     """``path`` as a new, empty directory the harness owns (whatever was there, link or tree, is
     removed without following links)."""
-    import shutil
-
     if path.is_symlink() or path.is_file():
         path.unlink()
     elif path.exists():

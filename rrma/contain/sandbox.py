@@ -189,7 +189,8 @@ class Policy:
 
     On top of the system directories and the harness's packages (:func:`harness_paths`), which every
     policy shows read-only; nothing else of the host is there. ``/tmp``, ``/run`` and the home
-    directory are private and empty. A path in ``hidden`` wins over one in ``read_only``.
+    directory are private and empty. A path in ``hidden`` wins over one in ``read_only``, and the
+    user's keys (:func:`secret_paths`) are hidden by every policy.
     """
 
     read_only: tuple[Path, ...] = ()
@@ -204,9 +205,8 @@ class Policy:
                   network: bool | None = None, pass_env: Sequence[str] = ()) -> Policy:
         """A trial's guard: its workspace writable; ``protect`` (the run dir) and the user's keys hidden;
         the harness read-only; the network as the run chose (``network``; None: ``RRMA_TRIAL_NETWORK`` here)."""
-        return cls(read_only=harness_paths(), writable=(Path(trial_dir),),
-                   hidden=(*(Path(p) for p in protect), *secret_paths()), required=required, network=network,
-                   pass_env=tuple(pass_env))
+        return cls(writable=(Path(trial_dir),), hidden=tuple(Path(p) for p in protect), required=required,
+                   network=network, pass_env=tuple(pass_env))
 
     @classmethod
     def for_scorer(cls, readable: Sequence[Path], writable: Sequence[Path] = (), hidden: Sequence[Path] = (), *,
@@ -214,8 +214,8 @@ class Policy:
         """An oracle's scoring process that reads a trial's artifacts as data: the harness and
         ``readable`` (the trial's files, the oracle's data) read-only, only ``writable`` (the oracle's
         own scratch) writable, ``hidden`` and the user's keys absent, and no network, ever."""
-        return cls(read_only=(*harness_paths(), *(Path(p) for p in readable)), writable=tuple(Path(p) for p in writable),
-                   hidden=(*(Path(p) for p in hidden), *secret_paths()), required=required, network=False)
+        return cls(read_only=tuple(Path(p) for p in readable), writable=tuple(Path(p) for p in writable),
+                   hidden=tuple(Path(p) for p in hidden), required=required, network=False)
 
     def hiding(self, *paths: Path | str) -> Policy:
         return dataclasses.replace(self, hidden=(*self.hidden, *(Path(p) for p in paths)))
@@ -240,7 +240,7 @@ class Policy:
             marks[p] = "ro"
         for p in _existing(self.writable):
             marks[p] = "rw"
-        for p in _existing([*(Path("/etc") / rel for rel in ETC_SECRETS), *self.hidden]):
+        for p in _existing([*(Path("/etc") / rel for rel in ETC_SECRETS), *secret_paths(), *self.hidden]):
             marks[p] = "hide"
         marks.setdefault(SCRATCH, "scratch")
         if SERVICE_SOCKETS.is_dir() and not SERVICE_SOCKETS.is_symlink():

@@ -86,7 +86,7 @@ class Context:
     history: bool = True
     theorem: dict[str, Any] | None = None  # proof benches: {"name", "statement", "context", "difficulty"}
     tried: set[str] = field(default_factory=set)  # cache keys / proof texts already evaluated
-    record_turn: Callable[..., None] = _no_turn  # kwargs of rrma.events.AgentTurnData
+    record_turn: Callable[..., None] = _no_turn  # kwargs of rrma.log.events.AgentTurnData
     post: Callable[..., None] = _no_post  # post(text, trial_id=None, tags=[])
     files_of: Callable[[str], dict[str, str]] = _no_files  # tree policy: files of another trial
     hidden: tuple[Path, ...] = ()  # what an agent's own processes must never see: the run dir, held-out data

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agents.base import Context, TrialSummary
-from rrma.state import RunState, TrialRecord
+from rrma.log.state import RunState, TrialRecord
 from rrma.task import TaskConfig
 
 FEEDBACK_CHARS = 1500

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents.base import Agent, AgentError, Context
-from rrma.store import RunNotFound, RunStore
+from rrma.log.store import RunNotFound, RunStore
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Proposal
 

@@ -17,7 +17,7 @@ Usage from a bench module (``benches/<prover>/bench.py``)::
         with make_checker() as checker:  # anything with .check(task, proof, timeout_s=) and .close()
             return run_proof_bench(args, checker, tasks, "coq")
 
-Events written (payload models of :mod:`rrma.events`): ``run.started``; per attempt
+Events written (payload models of :mod:`rrma.log.events`): ``run.started``; per attempt
 ``trial.proposed`` (``theorem``, ``proposal_blob`` = the Proposal as a JSON blob),
 ``trial.started``, ``trial.finished`` (status ok / rejected / timeout / invalid, score 1.0 when
 accepted, metrics ``accepted, reason, cheat, difficulty, goals``); agents' ``agent.turn`` and
@@ -53,7 +53,7 @@ from rich.text import Text
 from agents import make_agent
 from agents.base import Agent, Context, TrialSummary
 from oracle.proof_common import ProofChecker, TheoremTask, Verdict
-from rrma.events import (
+from rrma.log.events import (
     AgentTurnData,
     BlackboardPostData,
     RunFinishedData,
@@ -62,8 +62,8 @@ from rrma.events import (
     TrialProposedData,
     TrialStartedData,
 )
-from rrma.state import RunState, write_views
-from rrma.store import RunStore
+from rrma.log.state import RunState, write_views
+from rrma.log.store import RunStore
 from rrma.task import AgentConfig, BudgetConfig, MetricConfig, OracleConfig, TaskConfig
 from rrma.text import SafeConsole, without_controls
 from rrma.trial import Proposal
@@ -123,7 +123,7 @@ RED_TEAM: dict[str, list[KnownCheat]] = {
 
 
 def add_proof_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options every proof bench takes (the CLI's common ones come from tui.cli)."""
+    """The options every proof bench takes (the CLI's common ones come from cli.main)."""
     parser.add_argument("--source", type=Path, action="extend", nargs="+", metavar="FILE_OR_DIR",
                         help="strip and run these files (a directory: every file in it, recursively) instead "
                              "of the bench's own suite (repeatable)")

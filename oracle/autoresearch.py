@@ -52,7 +52,7 @@ Progress: every progress line ``step N | loss L | ... | elapsed Ts`` is parsed; 
 ``ctx.progress({"step", "loss", "elapsed", "frac", "score_est"})`` (the loop records them as
 ``trial.progress`` events): ``frac`` is the fraction of the training budget used and
 ``score_est`` the training loss on the val_bpb scale (``loss / ln 2`` plus the train/val gap below),
-which is what the loop's early abort reads (``loop.early_abort``, rrma/abort.py: the same rule for
+which is what the loop's early abort reads (``loop.early_abort``, rrma/run/abort.py: the same rule for
 every oracle that reports progress, and the one the autoresearch bench uses).
 
 Early abort inside the oracle (``early_abort: true``; off by default; kept for tasks written
@@ -447,7 +447,7 @@ class AutoresearchOracle(Oracle):
             budget = self.settings.time_budget
             ctx.progress({"step": step, "loss": round(loss, 5), "elapsed": round(elapsed, 2),
                           "frac": round(min(elapsed / budget, 1.0), 5),
-                          "score_est": round(loss / LN2 + self.gaps.gap(), 5)})  # val_bpb scale (rrma/abort.py)
+                          "score_est": round(loss / LN2 + self.gaps.gap(), 5)})  # val_bpb scale (rrma/run/abort.py)
             run.next_sample = elapsed + (self.settings.progress_every_s or budget / 100)
         if threshold is None or run.next_look >= len(self.rule.looks):
             return None

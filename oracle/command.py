@@ -31,7 +31,7 @@ Where the metric comes from (``metric.source``, rrma/task.py):
 
 A line ``progress: {json object}`` of the program is a progress sample (``trial.progress``): with
 ``frac`` and ``score_est``, or ``items`` and ``hits``, the loop's early abort can stop the trial
-(rrma/abort.py, ``loop.early_abort``). Samples are bounded, since the program is the agent's: a
+(rrma/run/abort.py, ``loop.early_abort``). Samples are bounded, since the program is the agent's: a
 flat object of at most :data:`PROGRESS_MAX_KEYS` numbers, booleans or short strings, at most
 :data:`PROGRESS_MAX_CHARS` characters of JSON, at most :data:`PROGRESS_BURST` at once and then
 :data:`PROGRESS_PER_SECOND` a second, at most :data:`MAX_PROGRESS_SAMPLES` a trial. Anything else

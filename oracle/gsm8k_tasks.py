@@ -27,7 +27,7 @@ Invariants (what keeps the score honest):
   safetensors with built-in code (:func:`oracle.gsm8k_gen.check_model_dir`).
 * Scores are pass@1 on a fixed, index-determined subset; metrics carry the standard error,
   the strict-final-line and trailing-text rates and the failure taxonomy, plus what the loop's
-  promotion rule reads (rrma/promotion.py): ``score_se`` and the per-question ``item_scores``
+  promotion rule reads (rrma/run/promotion.py): ``score_se`` and the per-question ``item_scores``
   with their ``items_key``, so that a gain is promoted only when a paired test (McNemar on the
   questions) says it is real, even with one baseline repeat.
 """
@@ -163,7 +163,7 @@ class EvalReport:
         out: dict[str, Any] = {
             "pass_at_1": round(p1.mean, 6),
             "pass_at_1_se": round(p1.se, 6),
-            "score_se": round(p1.se, 6),  # what the promotion rule reads (rrma/promotion.py)
+            "score_se": round(p1.se, 6),  # what the promotion rule reads (rrma/run/promotion.py)
             "item_scores": self.item_scores(),
             "items_key": self.items_key(),
             "questions": len(self.questions),
@@ -985,7 +985,7 @@ class Gsm8kPromptOracle(Oracle):
                 done[0] += 1
                 done[1] += hit
                 if done[0] % every == 0 or done[0] == len(problems):
-                    # items/hits feed the loop's SPRT early abort (rrma/abort.py)
+                    # items/hits feed the loop's SPRT early abort (rrma/run/abort.py)
                     ctx.progress({"phase": "eval", "answered": done[0], "of": len(problems), "items": done[0],
                                   "hits": done[1], "frac": round(done[0] / len(problems), 4)})
 

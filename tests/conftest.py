@@ -85,7 +85,7 @@ def shared_dir() -> Path:
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished demo run with 4 agent trials, made once per test module by the real CLI."""
     runs = tmp_path_factory.mktemp("runs")
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "bench", "demo", "--trials", "4", "--runs",
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "bench", "demo", "--trials", "4", "--runs",
                            str(runs), "--quiet"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [run] = [p for p in runs.iterdir() if (p / "events.jsonl").exists()]

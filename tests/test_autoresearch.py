@@ -287,7 +287,7 @@ def test_small_bench_runs_end_to_end(tmp_path: Path) -> None:
     import json
 
     from benches.autoresearch.bench import build_task
-    from rrma.loop import start_run
+    from rrma.run.loop import start_run
 
     args = argparse.Namespace(gpu=False, runs=tmp_path, data=None, time_budget=3.0, early_abort=True,
                               trials=2, agents=None, seed=1, backend=None, model=None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
-from rrma.cache import OutcomeCache, cache_key
+from rrma.run.cache import OutcomeCache, cache_key
 from rrma.trial import Outcome, Status
 
 

@@ -17,7 +17,7 @@ FIXTURE = REPO / "tests" / "fixtures" / "logs" / "v1_demo"
 
 
 def cli(*args: str, cwd: Path | None = None, timeout: int = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], env=ENV, cwd=cwd or REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=ENV, cwd=cwd or REPO, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -35,7 +35,7 @@ def _core_modules() -> list[str]:
 
 def test_core_never_imports_textual() -> None:
     """Import every core module (and the CLI) in a fresh interpreter; none may pull in textual."""
-    modules = [*_core_modules(), "tui.cli"]
+    modules = [*_core_modules(), "cli.main"]
     assert len(modules) > 40
     code = (
         "import importlib, sys\n"
@@ -74,17 +74,17 @@ def test_the_readmes_first_command_runs_where_it_is_typed(tmp_path: Path) -> Non
     """`rrma-tui --headless bench demo` exactly as the README gives it: no --runs, so runs go to ./runs,
     a relative path (an oracle that handed a relative trial path to its scorer, whose cwd is its own
     directory, failed every trial in a fresh clone while every test passed absolute paths)."""
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "bench", "demo", "--trials", "4"], env=ENV,
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "bench", "demo", "--trials", "4"], env=ENV,
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "baseline_failed" not in proc.stdout and "new best" in proc.stdout
     [run] = list((tmp_path / "runs").iterdir())
-    assert subprocess.run([sys.executable, "-m", "tui.cli", "verify", str(run)], env=ENV, cwd=tmp_path,
+    assert subprocess.run([sys.executable, "-m", "cli.main", "verify", str(run)], env=ENV, cwd=tmp_path,
                           capture_output=True, timeout=60).returncode == 0
 
 
 def test_a_run_without_the_sandbox_or_cgroups_says_so(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "bench", "demo", "--runs", str(tmp_path),
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "bench", "demo", "--runs", str(tmp_path),
                            "--trials", "1"], env={**ENV, "RRMA_FS_GUARD": "off", "RRMA_CGROUPS": "off"}, cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -265,7 +265,7 @@ def test_an_error_during_the_run_is_recorded_as_error_and_exits_1(tmp_path: Path
     task_dir = _demo_task_dir(tmp_path)
     (tmp_path / "dropper.py").write_text(DROPPER)
     runs = tmp_path / "runs"
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "run", str(task_dir / "task.yaml"),
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "run", str(task_dir / "task.yaml"),
                            "--runs", str(runs), "--set", "oracle.kind=dropper:BinaryDropper"],
                           env={**ENV, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}, cwd=REPO, capture_output=True,
                           text=True, timeout=120)
@@ -292,10 +292,10 @@ def test_messages_print_literally_without_markup_or_emoji(tmp_path: Path) -> Non
 def test_progress_and_tables_print_agent_text_literally(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from rrma.loop import start_run
+    from cli import main as cli_module
+    from rrma.run.loop import start_run
     from rrma.task import load_task
     from rrma.trial import FileEdit, Proposal
-    from tui import cli as cli_module
 
     data = SimpleNamespace(score=None, delta_sigma=None, cached=True, feedback=f"crash: {NASTY}\nmore",
                            status="crash", trial_id="t0001")

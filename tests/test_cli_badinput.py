@@ -3,8 +3,8 @@
 Each case was reproduced on main first (issue 20): a run file that is a directory, ``--runs`` naming a
 file, a bad containment variable, a task float of ``1e400``, a YAML alias bomb, ``ls`` of a missing
 directory and a log line that is not UTF-8 each gave ``unexpected error`` (exit 1), exit 0, a hang or an
-empty run directory. The CLI is driven in process (``tui.cli.main``) where a case is quick, and as
-``python -m tui.cli`` where it could hang (the alias bomb) or needs a clean environment.
+empty run directory. The CLI is driven in process (``cli.main.main``) where a case is quick, and as
+``python -m cli.main`` where it could hang (the alias bomb) or needs a clean environment.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from rrma.state import RunState, write_views
-from rrma.store import RunStore
-from tui.cli import main
+from cli.main import main
+from rrma.log.state import RunState, write_views
+from rrma.log.store import RunStore
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "benches" / "demo"
@@ -200,11 +200,11 @@ def test_without_the_upfront_check_a_bad_variable_leaves_a_run_directory(tmp_pat
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """The control: with the CLI's check turned off, the containment code raises only once the run
     directory exists (what main did), so the check above is what keeps it from being made."""
-    import tui.cli
+    import cli.main
 
     runs = tmp_path / "runs"
     monkeypatch.setenv("RRMA_FS_GUARD", "bogus")
-    monkeypatch.setattr(tui.cli, "check_environment", lambda args: None)
+    monkeypatch.setattr(cli.main, "check_environment", lambda args: None)
     code, _, err = call(capsys, "--headless", "bench", "demo", "--trials", "1", "--quiet", "--runs", str(runs))
     assert code != 0 and "RRMA_FS_GUARD" in err
     assert runs.is_dir() and any(runs.iterdir())
@@ -261,7 +261,7 @@ def test_a_yaml_alias_bomb_is_refused_quickly_naming_the_file(kind: str, tmp_pat
         argv = ["experiment", "run", str(path), "--dir", str(tmp_path / "experiments")]
     before = tree(tmp_path)
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", *argv], env=ENV, cwd=tmp_path, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "cli.main", *argv], env=ENV, cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert time.monotonic() - started < 20
     refused(proc.returncode, proc.stderr, str(path), "alias")

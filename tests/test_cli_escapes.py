@@ -4,11 +4,11 @@ The attack (issue 20, reproduced on main): a trial program prints an OSC window 
 a cursor move and a green "APPROVED by alice"; a hypothesis, an agent name or a task name carries the
 same, or a right-to-left override (U+202E) that makes a name read backwards. ``run --headless`` printed
 a failed baseline's output tail raw, ``show`` a hypothesis raw. Now every such text goes through
-:mod:`rrma.text` (tui/cli.py: ``plain``, ``plain_lines`` and the consoles' ``SafeConsole``): the escape
+:mod:`rrma.text` (cli/main.py: ``plain``, ``plain_lines`` and the consoles' ``SafeConsole``): the escape
 introducers (ESC, the 8-bit CSI, BEL) and the bidi controls are dropped, the printable rest stays visible.
 
 Each test shows the control too: the log really holds the raw bytes, and with the rule turned off
-(``printable``/``without_controls`` replaced by the identity in ``tui.cli``) the same command prints them.
+(``printable``/``without_controls`` replaced by the identity in ``cli.main``) the same command prints them.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from types import SimpleNamespace
 
 import pytest
 
+import cli.main
 import rrma.text
-import tui.cli
-from rrma.store import RunStore
-from tui.cli import main
+from cli.main import main
+from rrma.log.store import RunStore
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "benches" / "demo"
@@ -49,15 +49,15 @@ def assert_inert(*outputs: str) -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], env=ENV, cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=ENV, cwd=REPO, capture_output=True,
                           text=True, timeout=180)
 
 
 @pytest.fixture
 def rule_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """The defence off: the CLI's calls of rrma.text's functions return the text as it is."""
-    monkeypatch.setattr(tui.cli, "printable", lambda text: text)
-    monkeypatch.setattr(tui.cli, "without_controls", lambda text: text)
+    monkeypatch.setattr(cli.main, "printable", lambda text: text)
+    monkeypatch.setattr(cli.main, "without_controls", lambda text: text)
     monkeypatch.setattr(rrma.text, "printable", lambda text: text)  # the consoles' backstop (SafeConsole)
 
 
@@ -168,8 +168,8 @@ def test_verify_messages_that_quote_the_log_print_inert(tmp_path: Path) -> None:
 
 
 def progress_lines(events: list[SimpleNamespace]) -> str:
-    with tui.cli.console.capture() as captured:
-        progress = tui.cli.Progress(quiet=False)
+    with cli.main.console.capture() as captured:
+        progress = cli.main.Progress(quiet=False)
         for event in events:
             progress(event)
     return captured.get()
@@ -244,7 +244,7 @@ def test_the_consoles_clean_what_a_call_site_missed() -> None:
         return captured.get()
 
     assert "\x1b]2;PWNED-TITLE" in printed(Console(width=160)) and "\u202e" in printed(Console(width=160))
-    out = printed(tui.cli.SafeConsole(width=160))
+    out = printed(cli.main.SafeConsole(width=160))
     assert_inert(out)
     assert "APPROVED by alice" in out and "message ]2;PWNED-TITLE" in out
 

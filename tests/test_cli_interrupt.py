@@ -24,7 +24,7 @@ class Harness:
         self.out_path, self.err_path = cwd / "harness.out", cwd / "harness.err"
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         with self.out_path.open("w") as out, self.err_path.open("w") as err:
-            self.proc = subprocess.Popen([sys.executable, "-m", "tui.cli", *args], cwd=cwd, env=env, text=True,
+            self.proc = subprocess.Popen([sys.executable, "-m", "cli.main", *args], cwd=cwd, env=env, text=True,
                                          stdout=out, stderr=err, stdin=subprocess.DEVNULL)
 
     def output(self) -> tuple[str, str]:
@@ -67,7 +67,7 @@ def test_one_ctrl_c_stops_the_run_and_its_log_verifies(tmp_path: Path) -> None:
     assert "stopping: no new trials" in err
     assert code in (0, 3), err  # a stopped run is a finished command, not a crash
     run = next((tmp_path / "runs").iterdir())
-    check = subprocess.run([sys.executable, "-m", "tui.cli", "verify", str(run)], capture_output=True, text=True,
+    check = subprocess.run([sys.executable, "-m", "cli.main", "verify", str(run)], capture_output=True, text=True,
                            timeout=60, check=False)
     assert check.returncode == 0, check.stdout + check.stderr
     finished = sum(1 for line in (run / "events.jsonl").read_text().splitlines() if '"trial.finished"' in line)
@@ -97,7 +97,7 @@ def test_resume_after_one_ctrl_c_finishes_the_run_and_its_log_verifies(tmp_path:
     done = _agent_trials_finished(before)
     assert 2 <= len(done) < budget, done
 
-    resumed = subprocess.run([sys.executable, "-m", "tui.cli", "resume", str(run), "--quiet"], cwd=tmp_path,
+    resumed = subprocess.run([sys.executable, "-m", "cli.main", "resume", str(run), "--quiet"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=180, check=False)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     after = _events(run)
@@ -108,7 +108,7 @@ def test_resume_after_one_ctrl_c_finishes_the_run_and_its_log_verifies(tmp_path:
     assert later and not set(later) & set(done)  # trials after the resume, none a repeat of a finished one
     assert sorted(done + later) == [f"t{i:04d}" for i in range(1, budget + 1)]  # the whole budget, once each
     assert new[-1]["kind"] == "run.finished" and new[-1]["data"]["reason"] == "max_trials", new[-1]
-    check = subprocess.run([sys.executable, "-m", "tui.cli", "verify", str(run)], capture_output=True, text=True,
+    check = subprocess.run([sys.executable, "-m", "cli.main", "verify", str(run)], capture_output=True, text=True,
                            timeout=60, check=False)
     assert check.returncode == 0, check.stdout + check.stderr
 

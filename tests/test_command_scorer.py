@@ -26,10 +26,10 @@ import pytest
 from agents.base import Agent, Context
 from oracle import make_oracle
 from oracle.command import MAX_PROGRESS_SAMPLES, PROGRESS_BURST, ProgressGate, parse_progress
-from rrma.executor import TrialJob, evaluate_job
-from rrma.export import export_runs
-from rrma.loop import RunResult, start_run
-from rrma.store import RunStore
+from rrma.exec.local import TrialJob, evaluate_job
+from rrma.log.export import export_runs
+from rrma.log.store import RunStore
+from rrma.run.loop import RunResult, start_run
 from rrma.task import AgentConfig, TaskConfig, TaskError, load_task, task_from_dict
 from rrma.trial import Budget, FileEdit, Proposal
 from rrma.workspace import read_tree
@@ -278,7 +278,7 @@ def test_every_task_file_in_the_repo_loads() -> None:
 def test_the_cli_refuses_an_undeclared_self_reported_task_in_one_line(tmp_path: Path) -> None:
     path = _task_file(tmp_path, PROGRAM)
     runs = tmp_path / "runs"
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "run", str(path), "--runs", str(runs)],
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "run", str(path), "--runs", str(runs)],
                           env=ENV, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -291,7 +291,7 @@ def test_the_cli_refuses_an_undeclared_self_reported_task_in_one_line(tmp_path: 
 
 def test_show_marks_a_self_reported_run(runs: dict[str, RunResult]) -> None:
     for name, marked in (("self-reported", True), ("scorer", False)):
-        proc = subprocess.run([sys.executable, "-m", "tui.cli", "show", str(runs[name].run_dir)], env=ENV, cwd=REPO,
+        proc = subprocess.run([sys.executable, "-m", "cli.main", "show", str(runs[name].run_dir)], env=ENV, cwd=REPO,
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert ("self-reported" in proc.stdout) == marked, proc.stdout
@@ -300,7 +300,7 @@ def test_show_marks_a_self_reported_run(runs: dict[str, RunResult]) -> None:
 
 
 def test_the_headless_summary_marks_a_self_reported_run(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "run", str(DEMO), "--runs", str(tmp_path),
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "run", str(DEMO), "--runs", str(tmp_path),
                            "--quiet", "--set", "budget.max_trials=1", "--set", "noise.baseline_repeats=1",
                            "--set", "oracle.scorer={}", "--set", "metric.source=self-reported"],
                           env=ENV, cwd=REPO, capture_output=True, text=True, timeout=120)
@@ -319,7 +319,7 @@ def test_the_export_records_where_the_scores_came_from(runs: dict[str, RunResult
 
 
 def test_the_tui_header_marks_a_self_reported_run(runs: dict[str, RunResult]) -> None:
-    from tui.reader import utcnow
+    from rrma.log.reader import utcnow
     from tui.screens.base import RunSession
     from tui.screens.dashboard import header_text
 

@@ -249,8 +249,8 @@ def test_a_task_passes_a_credential_to_its_trials_by_name(tmp_path: Path, monkey
     Through the real loop (with and without the sandbox), the program prints what it received."""
     import json
 
-    from rrma.loop import start_run
-    from rrma.store import RunStore
+    from rrma.log.store import RunStore
+    from rrma.run.loop import start_run
     from rrma.task import load_task
 
     for name, value in CREDENTIALS.items():
@@ -332,7 +332,7 @@ def test_finished_trials_workspaces_are_pruned_unless_kept(tmp_path: Path, keep:
     own directory (its reports) stays."""
     import json
 
-    from rrma.loop import start_run
+    from rrma.run.loop import start_run
     from rrma.task import load_task
 
     (tmp_path / "ws").mkdir()

@@ -20,11 +20,11 @@ import rrma.contain.spawn
 from rrma.contain import sandbox
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import spawn
-from rrma.loop import start_run
-from rrma.store import RunStore
+from rrma.log.store import RunStore
+from rrma.log.verify import verify_run
+from rrma.run.loop import start_run
 from rrma.task import load_task
 from rrma.trial import Budget, Status
-from rrma.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
 REASON = sandbox.unavailable_reason()

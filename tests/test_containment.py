@@ -26,11 +26,11 @@ from processes import processes_with
 from rrma.contain import cgroups, sandbox
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import spawn, stale_processes
-from rrma.loop import start_run
-from rrma.store import RunStore
+from rrma.log.store import RunStore
+from rrma.log.verify import verify_run
+from rrma.run.loop import start_run
 from rrma.task import load_task
 from rrma.trial import Budget, Status
-from rrma.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
 GUARD = sandbox.unavailable_reason()
@@ -71,7 +71,7 @@ except OSError:
     print("signal-harness", "refused")
 os.setsid()
 sys.path.insert(0, HARNESS_ROOT)
-from rrma.events import build_line
+from rrma.log.events import build_line
 print("log-visible", os.path.exists(log))
 try:
     lines = [l for l in log.read_text().splitlines() if l.strip()]
@@ -262,7 +262,7 @@ def start_and_kill_harness(tmp_path: Path, marker: str, env: dict[str, str]) -> 
     """Start a real headless run whose baseline hangs, kill -9 the harness once the trial's
     processes are up; returns the run dir and the trial's host pids seen before the kill."""
     runs = tmp_path / "runs"
-    harness = subprocess.Popen([sys.executable, "-m", "tui.cli", "--headless", "run", str(hanging_task(tmp_path, marker)),
+    harness = subprocess.Popen([sys.executable, "-m", "cli.main", "--headless", "run", str(hanging_task(tmp_path, marker)),
                                 "--runs", str(runs)], cwd=REPO, env={**env, "RRMA_TEST_HANG": "1"}, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -302,7 +302,7 @@ def test_kill_9_of_the_harness_takes_its_sandboxed_trials_with_it(tmp_path: Path
     leftovers = [d for d in cgroups._scope_dirs(cgroups.scope_tag(run_dir / "trials" / "base-0" / "work"))]
     assert leftovers or cgroups.unavailable_reason() is not None
     # nothing of the trial runs any more, so resume may start it again (it finishes this time)
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "resume", str(run_dir), "--quiet"],
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "resume", str(run_dir), "--quiet"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert RunStore(run_dir).events()[-1].kind == "run.finished"
@@ -350,7 +350,7 @@ def test_resume_refuses_while_a_trial_of_the_killed_harness_still_runs(tmp_path:
     assert not processes_with(f"parent-{marker}")
     assert survivors, "expected the setsid child to survive an unsandboxed harness"
     try:
-        proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "resume", str(run_dir)], cwd=REPO,
+        proc = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "resume", str(run_dir)], cwd=REPO,
                               env=env, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, proc.stderr
         assert str(survivors[0]) in proc.stderr and "Traceback" not in proc.stderr
@@ -361,7 +361,7 @@ def test_resume_refuses_while_a_trial_of_the_killed_harness_still_runs(tmp_path:
     deadline = time.monotonic() + 5
     while child_pids(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "resume", str(run_dir), "--quiet"], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "resume", str(run_dir), "--quiet"], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
 

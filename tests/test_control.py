@@ -20,14 +20,21 @@ from typing import Any
 import pytest
 
 from agents.base import Agent, Context
-from rrma.control import ControlError, RunNotLive, live_driver, post_to_blackboard, send_control, send_steer
-from rrma.events import parse_line
-from rrma.loop import start_run
-from rrma.state import RunState
-from rrma.store import DriverLock, RunStore
+from rrma.log.control import (
+    ControlError,
+    RunNotLive,
+    live_driver,
+    post_to_blackboard,
+    send_control,
+    send_steer,
+)
+from rrma.log.events import parse_line
+from rrma.log.state import RunState
+from rrma.log.store import DriverLock, RunStore
+from rrma.log.verify import verify_run
+from rrma.run.loop import start_run
 from rrma.task import AgentConfig, load_task, task_from_dict
 from rrma.trial import FileEdit, Proposal
-from rrma.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "benches" / "demo"
@@ -35,7 +42,7 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO), "RRMA_REVIEWER": "alice"}
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], env=ENV, cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=ENV, cwd=REPO, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -71,7 +78,7 @@ def headless(slow_task: Path, tmp_path: Path) -> Iterator[Callable[[int], tuple[
     def start(max_trials: int, *extra: str) -> tuple[subprocess.Popen[str], Path]:
         runs = tmp_path / "runs"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "--headless", "run", str(slow_task), "--runs", str(runs),
+            [sys.executable, "-m", "cli.main", "--headless", "run", str(slow_task), "--runs", str(runs),
              "--set", f"budget.max_trials={max_trials}", "--set", "budget.max_concurrent=1", "--quiet", *extra],
             env=ENV, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs.append(proc)
@@ -333,7 +340,7 @@ def test_orders_fold_into_the_state(tmp_path: Path, orders: list[str], paused: b
 
 
 def test_control_and_steer_events_are_versioned_models() -> None:
-    from rrma.events import build_line
+    from rrma.log.events import build_line
 
     line, _ = build_line(0, "0" * 64, "run.control", "human:a", {"action": "pause", "by": "human:a"})
     assert parse_line(line).data.reason == ""

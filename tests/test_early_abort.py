@@ -1,4 +1,4 @@
-"""Loop-level early abort (rrma/abort.py, ``loop.early_abort``): the monitors, and the loop stopping
+"""Loop-level early abort (rrma/run/abort.py, ``loop.early_abort``): the monitors, and the loop stopping
 a trial of the command oracle whose streamed progress says it cannot beat the best."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from rrma.abort import TrialMonitor, make_monitor
-from rrma.loop import start_run
+from rrma.run.abort import TrialMonitor, make_monitor
+from rrma.run.loop import start_run
 from rrma.task import EarlyAbortConfig, TaskError, load_task
 
 PROGRAM = '''import json, time
@@ -98,7 +98,7 @@ def test_the_loop_stops_trials_that_cannot_win_and_records_why(tmp_path: Path) -
     assert result.reason == "max_trials"
     stopped = [t for t in state.agent_trials() if t.early_abort is not None]
     assert stopped, [(t.trial_id, t.status, t.score) for t in state.agent_trials()]
-    from rrma.store import RunStore
+    from rrma.log.store import RunStore
 
     store = RunStore(result.run_dir)
     for t in stopped:

@@ -25,8 +25,8 @@ ray = pytest.importorskip("ray", reason="ray is not installed (the optional 'ray
 from agents.base import Agent, Context  # noqa: E402
 from oracle.base import EvalContext, Oracle  # noqa: E402
 from rrma.contain import sandbox  # noqa: E402
-from rrma.executor import TrialJob, wait_outcome  # noqa: E402
-from rrma.executor_ray import (  # noqa: E402
+from rrma.exec.local import TrialJob, wait_outcome  # noqa: E402
+from rrma.exec.ray import (  # noqa: E402
     DIED_PREFIX,
     WORKER_TOKEN_ENV,
     RayExecutor,
@@ -35,9 +35,9 @@ from rrma.executor_ray import (  # noqa: E402
     encode_job,
     make_ray_executor,
 )
-from rrma.loop import start_run  # noqa: E402
-from rrma.state import RunState  # noqa: E402
-from rrma.store import RunStore  # noqa: E402
+from rrma.log.state import RunState  # noqa: E402
+from rrma.log.store import RunStore  # noqa: E402
+from rrma.run.loop import start_run  # noqa: E402
 from rrma.task import TaskConfig, load_task, task_from_dict  # noqa: E402
 from rrma.trial import Budget, FileEdit, Outcome, Proposal, Status  # noqa: E402
 
@@ -343,7 +343,7 @@ def test_cli_runs_the_demo_against_a_cluster_address(tmp_path: Path) -> None:
         assert ":" in address, "the Ray head process did not start"
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
         env.update(PYTHONPATH=str(REPO), RAY_AUTH_MODE="token")  # a client presents the head's token
-        proc = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "bench", "demo", "--runs",
+        proc = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "bench", "demo", "--runs",
                                str(tmp_path / "runs"), "--executor", "ray", "--ray-address", address, "--trials", "3",
                                "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]

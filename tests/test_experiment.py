@@ -1,4 +1,4 @@
-"""Experiments, arms x seeds (rrma/experiment.py): spec checks, a real grid on the demo bench,
+"""Experiments, arms x seeds (rrma/run/experiment.py): spec checks, a real grid on the demo bench,
 resume, the report (bootstrap CI, paired tests, cost), the ``experiments`` export table, the CLI."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rrma.experiment import (
+from rrma.run.experiment import (
     ExperimentError,
     cell_done,
     cell_state,
@@ -122,7 +122,7 @@ def test_a_stopped_experiment_is_resumed_cell_by_cell(tmp_path: Path) -> None:
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=300, check=False)
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from rrma.export import EXPORT_SCHEMA_VERSION, ExportError, export_runs
-from rrma.store import RunStore
+from rrma.log.export import EXPORT_SCHEMA_VERSION, ExportError, export_runs
+from rrma.log.store import RunStore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "logs" / "v1_demo"
 

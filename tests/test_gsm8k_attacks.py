@@ -36,10 +36,10 @@ from oracle.base import EvalContext
 from oracle.gsm8k_data import data_locations, dev_indices, download_caches, load_split
 from rrma.contain import sandbox
 from rrma.contain.sandbox import Policy
-from rrma.loop import start_run
+from rrma.log.verify import verify_run
+from rrma.run.loop import start_run
 from rrma.task import AgentConfig, load_task
 from rrma.trial import Budget, FileEdit, Proposal, Status
-from rrma.verify import verify_run
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "gsm8k"

@@ -228,11 +228,11 @@ def test_eval_bench_prints_tables_and_compares_two_runs(tmp_path: Path) -> None:
 
 def test_rrma_tui_headless_bench_gsm8k_eval(tmp_path: Path) -> None:
     """The same bench through the project CLI: `rrma-tui --headless bench gsm8k-eval --completions FILE`."""
-    if importlib.util.find_spec("tui.cli") is None:
-        pytest.skip("tui/cli.py (the rrma-tui CLI) is not present in this checkout")
+    if importlib.util.find_spec("cli.main") is None:
+        pytest.skip("cli/main.py (the rrma-tui CLI) is not present in this checkout")
     problems = load_split("test", FIXTURE)
     path = _write(tmp_path / "c.jsonl", [{"idx": p.idx, "completion": f"The answer is {p.gold}."} for p in problems])
-    cmd = [sys.executable, "-m", "tui.cli", "--headless", "bench", "gsm8k-eval", "--completions", str(path),
+    cmd = [sys.executable, "-m", "cli.main", "--headless", "bench", "gsm8k-eval", "--completions", str(path),
            "--data", str(FIXTURE), "--mode", "strict", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -611,7 +611,7 @@ def test_a_gain_promotes_only_when_mcnemar_says_it_is_real(tmp_path: Path) -> No
     (5 questions gained, none lost: McNemar p = 0.0625) promoted. The paired test on the oracle's
     per-question scores now decides; a gain of 14 questions (p < 0.001) is promoted."""
     from agents.base import Agent, Context
-    from rrma.loop import start_run
+    from rrma.run.loop import start_run
     from rrma.task import AgentConfig, load_task
     from rrma.trial import FileEdit
 
@@ -683,8 +683,8 @@ def test_prompt_oracle_refuses_an_oversized_prompt(tmp_path: Path) -> None:
 
 
 def test_prompt_bench_through_the_research_loop(tmp_path: Path, chat_server: _ChatServer) -> None:
-    """benches/gsm8k_prompt/task.yaml through rrma.loop.start_run, with a scripted agent and the local server."""
-    loop = pytest.importorskip("rrma.loop", reason="rrma/loop.py (the research loop) is not present")
+    """benches/gsm8k_prompt/task.yaml through rrma.run.loop.start_run, with a scripted agent and the local server."""
+    loop = pytest.importorskip("rrma.run.loop", reason="rrma/run/loop.py (the research loop) is not present")
     from agents.base import Agent, Context
     from rrma.task import AgentConfig, load_task
     from rrma.trial import FileEdit

@@ -34,6 +34,6 @@ def test_ruff_is_clean(in_ci: bool) -> None:
 
 def test_mypy_is_clean(in_ci: bool) -> None:
     needs("mypy", in_ci)
-    proc = subprocess.run([sys.executable, "-m", "mypy", "rrma", "oracle", "agents", "tui", "benches"], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "mypy", "rrma", "oracle", "agents", "cli", "tui", "benches"], cwd=REPO,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from agents.base import Agent, Context
-from rrma.loop import start_run
-from rrma.review import record_review
-from rrma.state import RunState, render_results
-from rrma.store import RunStore
+from rrma.log.review import record_review
+from rrma.log.state import RunState, render_results
+from rrma.log.store import RunStore
+from rrma.log.verify import verify_run
+from rrma.run.loop import start_run
 from rrma.task import AgentConfig, TaskConfig, load_task, task_from_dict
 from rrma.trial import FileEdit, Proposal
-from rrma.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "benches" / "demo" / "task.yaml"
@@ -170,7 +170,7 @@ def test_kill_minus_9_then_resume(tmp_path: Path) -> None:
     objective.write_text(objective.read_text().replace("import math\n", "import math\nimport time\ntime.sleep(0.25)\n"))
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "tui.cli", "--headless", "run", str(task_dir / "task.yaml"), "--runs", str(runs),
+    cmd = [sys.executable, "-m", "cli.main", "--headless", "run", str(task_dir / "task.yaml"), "--runs", str(runs),
            "--set", "budget.max_trials=12", "--set", "budget.max_concurrent=1", "--quiet"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -187,7 +187,7 @@ def test_kill_minus_9_then_resume(tmp_path: Path) -> None:
     before = RunState.fold(RunStore(log.parent).scan().events)
     done_before = {t.trial_id: t.score for t in before.trials.values() if t.finished}
     assert before.finish_reason is None and len(done_before) >= 6
-    resumed = subprocess.run([sys.executable, "-m", "tui.cli", "resume", str(log.parent), "--quiet"], env=env,
+    resumed = subprocess.run([sys.executable, "-m", "cli.main", "resume", str(log.parent), "--quiet"], env=env,
                              capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     after = RunState.fold(RunStore(log.parent).scan().events)
@@ -198,7 +198,7 @@ def test_kill_minus_9_then_resume(tmp_path: Path) -> None:
     assert after.resumes == 1
     report = verify_run(log.parent)
     assert report.ok, report.errors
-    verify = subprocess.run([sys.executable, "-m", "tui.cli", "verify", str(log.parent)], env=env,
+    verify = subprocess.run([sys.executable, "-m", "cli.main", "verify", str(log.parent)], env=env,
                             capture_output=True, text=True, timeout=60)
     assert verify.returncode == 0 and "chain intact" in verify.stdout
 
@@ -260,7 +260,7 @@ def test_a_harness_error_in_an_agent_thread_ends_the_run_as_error(tmp_path: Path
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("disk on fire\nsecond line")
 
-    monkeypatch.setattr("rrma.loop.apply_edits", broken)
+    monkeypatch.setattr("rrma.run.loop.apply_edits", broken)
     agent = ScriptedAgent([set_x(1.0), set_x(2.0)])
     result = start_run(demo_task(**{"noise.baseline_repeats": 1, "budget.max_trials": 2}), tmp_path, agents=[agent])
     assert result.reason == "error"
@@ -275,7 +275,7 @@ def test_a_harness_error_in_a_baseline_thread_ends_the_run_as_error(tmp_path: Pa
     def lost(*args: Any, **kwargs: Any) -> Any:
         raise ConnectionError("executor lost")
 
-    monkeypatch.setattr("rrma.loop.wait_outcome", lost)
+    monkeypatch.setattr("rrma.run.loop.wait_outcome", lost)
     result = start_run(demo_task(**{"noise.baseline_repeats": 2}), tmp_path, agents=[ScriptedAgent([set_x(1.0)])])
     assert result.reason == "error" and result.error is not None
     assert result.error.startswith("ConnectionError: executor lost")

@@ -1,4 +1,4 @@
-"""The promotion rule (rrma/promotion.py) and confirmed promotions (loop.confirm) through the real loop.
+"""The promotion rule (rrma/run/promotion.py) and confirmed promotions (loop.confirm) through the real loop.
 
 The loop runs real subprocesses (the command oracle) in real run directories; what is asserted is
 what the log, `rrma-tui show`, `verify` and the export say.
@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 from agents.base import Agent, Context
-from rrma.export import export_runs
-from rrma.loop import resume_run, start_run
-from rrma.promotion import combine, item_scores, judge, paired_se, two_sided_alpha
-from rrma.state import RunState
-from rrma.store import RunStore
+from rrma.log.export import export_runs
+from rrma.log.state import RunState
+from rrma.log.store import RunStore
+from rrma.log.verify import verify_run
+from rrma.run.loop import resume_run, start_run
+from rrma.run.promotion import combine, item_scores, judge, paired_se, two_sided_alpha
 from rrma.task import AgentConfig, NoiseConfig, TaskConfig, task_from_dict
 from rrma.trial import FileEdit, Proposal
-from rrma.verify import verify_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -152,7 +152,7 @@ def test_a_lucky_trial_is_not_confirmed_and_a_real_gain_is(tmp_path: Path) -> No
         2, 4, 1, 1)
     assert verify_run(result.run_dir).ok
     # show lists the repeats and the verdicts; the export carries them
-    shown = subprocess.run([sys.executable, "-m", "tui.cli", "show", str(result.run_dir)], capture_output=True,
+    shown = subprocess.run([sys.executable, "-m", "cli.main", "show", str(result.run_dir)], capture_output=True,
                            text=True, cwd=REPO, check=True).stdout
     assert "t0001-r1" in shown and "not confirmed" in shown and "confirmed by t0002-r1, t0002-r2" in shown
     db = tmp_path / "out.db"
@@ -165,7 +165,7 @@ def test_a_lucky_trial_is_not_confirmed_and_a_real_gain_is(tmp_path: Path) -> No
 
 def test_confirmation_then_the_hitl_gate(tmp_path: Path) -> None:
     """Confirmed first, then a person's approval promotes it, with the repeats' mean."""
-    from rrma.review import record_review
+    from rrma.log.review import record_review
 
     task = confirm_task(tmp_path, confirm=1, hitl=True)
     result = start_run(task, tmp_path / "runs", agents=[Edits(task, [("X = 0.0", "X = 2.0")])], run_id="gate")

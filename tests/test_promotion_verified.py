@@ -4,9 +4,9 @@ The attack: a ``trial.finished`` that ``rrma-tui verify`` rejects (or should) st
 so a person's approval promoted it: a log blob that is missing or swapped, a second outcome for a
 finished trial, an outcome written by an agent, a status that is no status, an infinite score, a line
 edited in place. Each run here is built with the real RunStore (every line validly chained unless the
-case edits one in place), then approved through :func:`rrma.review.record_review` as the CLI and the TUI
+case edits one in place), then approved through :func:`rrma.log.review.record_review` as the CLI and the TUI
 do; one case goes through the live loop. Each case shows the approval promoting with the defence off
-(:func:`rrma.state.refused_outcome` and :func:`rrma.review._unverified_outcome` monkeypatched away: the
+(:func:`rrma.log.state.refused_outcome` and :func:`rrma.log.review._unverified_outcome` monkeypatched away: the
 behaviour before them) and refused with it on.
 """
 
@@ -23,16 +23,16 @@ from typing import Any
 import pytest
 
 from agents.base import Agent, Context
-from rrma import review as review_module
-from rrma import state as state_module
-from rrma.events import TrialFinishedData
-from rrma.loop import start_run
-from rrma.review import record_review
-from rrma.state import RunState
-from rrma.store import RunStore
+from rrma.log import review as review_module
+from rrma.log import state as state_module
+from rrma.log.events import TrialFinishedData
+from rrma.log.review import record_review
+from rrma.log.state import RunState
+from rrma.log.store import RunStore
+from rrma.log.verify import verify_run
+from rrma.run.loop import start_run
 from rrma.task import AgentConfig, load_task, task_from_dict
 from rrma.trial import FileEdit, Proposal
-from rrma.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
 HONEST = {"trial_id": "t0001", "status": "ok", "score": 0.51, "metrics": {}, "feedback": "score: 0.51"}
@@ -202,7 +202,7 @@ def test_the_live_loop_does_not_promote_an_outcome_whose_log_was_swapped(tmp_pat
                                                                          monkeypatch: pytest.MonkeyPatch,
                                                                          defended: bool) -> None:
     """While the run goes on, t0001 (a real improvement, held for review) has its oracle log replaced in
-    blobs/; then alice approves. The loop's own sync decides (rrma/loop.py _check_reviews)."""
+    blobs/; then alice approves. The loop's own sync decides (rrma/run/loop.py _check_reviews)."""
     if not defended:
         defence_off(monkeypatch)
     seen: dict[str, Any] = {}

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from rrma.contain import sandbox
-from rrma.store import RunStore
+from rrma.log.store import RunStore
 
 REPO = Path(__file__).resolve().parent.parent
 THEOREMS = ("add_succ_right", "zerob_false_elim")

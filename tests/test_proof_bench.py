@@ -14,8 +14,8 @@ import pytest
 from benches.proofs import RED_TEAM, run_proof_bench
 from oracle.coq import ProofRejected, screen_proof
 from oracle.proof_common import Prover, TheoremTask, Verdict
-from rrma.state import RunState, render_blackboard, render_results
-from rrma.store import RunStore, verify_chain
+from rrma.log.state import RunState, render_blackboard, render_results
+from rrma.log.store import RunStore, verify_chain
 from rrma.trial import Proposal
 
 REPO = Path(__file__).resolve().parent.parent
@@ -170,7 +170,7 @@ def test_real_coq_bench_on_a_few_theorems(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "solved: 4/4" in out and "cheating_attempts_rejected: 4" in out
     run_dir = _only_run(tmp_path)
-    from tui.cli import main as cli_main
+    from cli.main import main as cli_main
 
     assert cli_main(["verify", str(run_dir)]) == 0
 

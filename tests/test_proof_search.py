@@ -446,7 +446,7 @@ def test_search_with_hammer_tries_sauto_and_the_oracle_accepts(tmp_path: Path,
     proposals = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()
                  if '"trial.proposed"' in line]
     assert proposals
-    from rrma.store import RunStore
+    from rrma.log.store import RunStore
 
     store = RunStore(run)
     trees = [store.get_json_blob(p["data"]["proposal_blob"])["meta"]["search_tree"] for p in proposals

@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from rrma import review as review_module
-from rrma import state as state_module
-from rrma.events import canonical, compute_hash
-from rrma.review import record_review
-from rrma.signing import review_message, verify_review
-from rrma.state import RunState
-from rrma.store import RunStore, encode_head, read_head
-from rrma.verify import verify_run
+from rrma.log import review as review_module
+from rrma.log import state as state_module
+from rrma.log.events import canonical, compute_hash
+from rrma.log.review import record_review
+from rrma.log.signing import review_message, verify_review
+from rrma.log.state import RunState
+from rrma.log.store import RunStore, encode_head, read_head
+from rrma.log.verify import verify_run
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None,
                                 reason="ssh-keygen not on PATH (signed reviews need OpenSSH >= 8.2: "
@@ -38,7 +38,7 @@ ENV["PYTHONPATH"] = str(REPO)
 
 def verify_cli(run: Path, allowed: Path | None) -> subprocess.CompletedProcess[str]:
     extra = ["--allowed-signers", str(allowed)] if allowed is not None else []
-    return subprocess.run([sys.executable, "-m", "tui.cli", "verify", str(run), *extra], env=ENV, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "cli.main", "verify", str(run), *extra], env=ENV, cwd=REPO,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -55,7 +55,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def no_fold_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The defence off: the fold counts every review (as before rrma.state.ignored_review existed)."""
+    """The defence off: the fold counts every review (as before rrma.log.state.ignored_review existed)."""
     monkeypatch.setattr(state_module, "ignored_review", lambda state, review: None)
 
 

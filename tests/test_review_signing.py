@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from agents.base import Agent, Context
-from rrma import store
-from rrma.events import canonical, compute_hash
-from rrma.loop import start_run
-from rrma.review import record_review
-from rrma.signing import KeyNeedsPassphrase, review_message, sign_review, verify_review
-from rrma.state import RunState
-from rrma.store import RunStore
+from rrma.log import store
+from rrma.log.events import canonical, compute_hash
+from rrma.log.review import record_review
+from rrma.log.signing import KeyNeedsPassphrase, review_message, sign_review, verify_review
+from rrma.log.state import RunState
+from rrma.log.store import RunStore
+from rrma.run.loop import start_run
 from rrma.task import AgentConfig, TaskError, load_task, task_from_dict
 from rrma.trial import FileEdit, Proposal
 
@@ -36,7 +36,7 @@ ENV["PYTHONPATH"] = str(REPO)
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], env=env or ENV, cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=env or ENV, cwd=REPO, capture_output=True,
                           text=True, timeout=120)
 
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from rrma.review import ReviewError, record_review
-from rrma.state import RunState
-from rrma.store import RunStore
-from rrma.verify import verify_run
+from rrma.log.review import ReviewError, record_review
+from rrma.log.state import RunState
+from rrma.log.store import RunStore
+from rrma.log.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -29,7 +29,7 @@ def reviews_of(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
 
 
@@ -113,7 +113,7 @@ def test_a_signed_review_binds_the_review_it_supersedes(run: Path, tmp_path: Pat
     assert verify_run(run, allowed_signers=allowed).ok
     # moving the signed approval onto another review (a forged supersedes) breaks its signature
     lines = (run / "events.jsonl").read_text().splitlines()
-    from rrma.events import canonical, compute_hash
+    from rrma.log.events import canonical, compute_hash
 
     out, prev = [], None
     for line in lines:

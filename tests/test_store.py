@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rrma.events import GENESIS, SCHEMA_VERSION, LogFormatError, compute_hash, parse_line
-from rrma.store import RunStore, verify_chain
+from rrma.log.events import GENESIS, SCHEMA_VERSION, LogFormatError, compute_hash, parse_line
+from rrma.log.store import RunStore, verify_chain
 
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from rrma.state import RunState
-from rrma.store import HEAD_SIZE, DriverLock, LogDamaged, RunLocked, RunStore, read_head, verify_chain
-from rrma.verify import verify_run
+from rrma.log.state import RunState
+from rrma.log.store import HEAD_SIZE, DriverLock, LogDamaged, RunLocked, RunStore, read_head, verify_chain
+from rrma.log.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -31,7 +31,7 @@ FIXTURE = REPO / "tests" / "fixtures" / "logs" / "v1_demo"
 
 
 def cli(*args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], env=ENV, cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=ENV, cwd=REPO, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -96,9 +96,9 @@ def test_a_same_length_replaced_last_line_is_an_error(run: Path) -> None:
     """The last line, bob's rejection of t0001, becomes an approval of the same byte length, validly
     re-chained (its prev is the previous event's hash, its hash recomputed): the chain, the seqs and
     the file size all hold, so only the head record's hash can tell."""
-    from rrma.events import canonical, compute_hash
-    from rrma.review import record_review
-    from rrma.store import encode_head
+    from rrma.log.events import canonical, compute_hash
+    from rrma.log.review import record_review
+    from rrma.log.store import encode_head
 
     reject = record_review(RunStore(run), "t0001", "reject", "bob", "overfits!")
     assert cli("verify", str(run)).returncode == 0
@@ -218,7 +218,7 @@ def test_show_and_export_carry_the_head(run: Path, tmp_path: Path) -> None:
 
 
 def test_tui_header_shows_the_head(run: Path) -> None:
-    from tui.reader import utcnow
+    from rrma.log.reader import utcnow
     from tui.screens.base import RunSession
     from tui.screens.dashboard import header_text
 
@@ -265,7 +265,7 @@ def test_driver_lock_is_exclusive_and_not_inherited(tmp_path: Path) -> None:
     try:
         lock.release()
         assert not (run / "driver.json").exists()
-        probe = ("import sys; from rrma.store import DriverLock, RunLocked\n"
+        probe = ("import sys; from rrma.log.store import DriverLock, RunLocked\n"
                  f"try:\n    DriverLock({str(run)!r}).acquire()\nexcept RunLocked:\n    sys.exit(3)\n")
         proc = subprocess.run([sys.executable, "-c", probe], env=ENV, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
@@ -291,7 +291,7 @@ def test_two_concurrent_resumes(tmp_path: Path) -> None:
     objective.write_text(objective.read_text().replace("import math\n", "import math\nimport time\ntime.sleep(0.4)\n"))
     runs = tmp_path / "runs"
     first = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "--headless", "run", str(task_dir / "task.yaml"), "--runs", str(runs),
+        [sys.executable, "-m", "cli.main", "--headless", "run", str(task_dir / "task.yaml"), "--runs", str(runs),
          "--set", "budget.max_trials=12", "--set", "budget.max_concurrent=1", "--quiet"],
         env=ENV, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -307,7 +307,7 @@ def test_two_concurrent_resumes(tmp_path: Path) -> None:
     events = log()
     assert events is not None
     run = events.parent
-    resume = [sys.executable, "-m", "tui.cli", "resume", str(run), "--quiet"]
+    resume = [sys.executable, "-m", "cli.main", "resume", str(run), "--quiet"]
     holder = subprocess.Popen(resume, env=ENV, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         # run.resumed is written once the resume drives the run (under the lock, where there is one)

@@ -28,8 +28,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from rrma.store import RunStore
-from tui.reader import RunReader, utcnow
+from rrma.log.reader import RunReader, utcnow
+from rrma.log.store import RunStore
 from tui.screens.base import FAILURE_TITLES, RunSession, failure_line
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.modals import HelpScreen, binding_rows
@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 
 def default_reviewer() -> str:
     try:
-        from rrma.review import default_reviewer as core_default
-    except ImportError:  # pragma: no cover - rrma.review ships with the core
+        from rrma.log.review import default_reviewer as core_default
+    except ImportError:  # pragma: no cover - rrma.log.review ships with the core
         return os.environ.get("RRMA_REVIEWER") or os.environ.get("USER") or "reviewer"
     return core_default()
 
@@ -141,7 +141,7 @@ class RRMAApp(App[int]):
 
     def open_experiment(self, exp_dir: Path) -> None:
         """The arms of an experiment side by side (tui/screens/experiment.py)."""
-        from rrma.experiment import ExperimentError, open_experiment
+        from rrma.run.experiment import ExperimentError, open_experiment
         from tui.screens.experiment import ExperimentScreen
 
         try:
@@ -235,8 +235,8 @@ class RRMAApp(App[int]):
         """Order every run started here to stop (each driver finishes its running trials on its own), then quit."""
         import signal
 
-        from rrma.control import RunNotLive, send_control
-        from rrma.store import RunNotFound
+        from rrma.log.control import RunNotLive, send_control
+        from rrma.log.store import RunNotFound
 
         for proc in live:
             try:
@@ -264,12 +264,12 @@ class RRMAApp(App[int]):
             data: dict[str, Any] = {"trial_id": trial_id, "decision": decision, "reviewer": reviewer, "note": note}
             if supersedes is not None:
                 data["supersedes"] = supersedes
-            from rrma.signing import default_signing_key
+            from rrma.log.signing import default_signing_key
 
             key = default_signing_key()
             if key is not None:  # $RRMA_SIGNING_KEY: signed like `rrma-tui review --sign-key` (a failure is notified)
-                from rrma.review import review_data
-                from rrma.state import RunState
+                from rrma.log.review import review_data
+                from rrma.log.state import RunState
 
                 # a full fold: the signature binds the trial.finished hash, which the light reader skips
                 state = RunState.fold(store.scan().events)
@@ -278,10 +278,10 @@ class RRMAApp(App[int]):
             promoted = False
             if decision == "approve":
                 # a live loop promotes approved claims itself; a finished run is promoted here,
-                # by the same rule (rrma.review), from a fresh fold that includes this review
+                # by the same rule (rrma.log.review), from a fresh fold that includes this review
                 state = RunReader(run_dir, write_checkpoint=False, shared=False).load().state
                 if state.finish_reason is not None:
-                    from rrma.review import promote_if_approved
+                    from rrma.log.review import promote_if_approved
 
                     promoted = promote_if_approved(store, state, None, trial_id)
         finally:
@@ -353,7 +353,7 @@ class RRMAApp(App[int]):
             yield SystemCommand("Chart log scale", "toggle the score chart's log scale (L)", dash.action_log_scale)
         yield SystemCommand("New run", "from a task YAML or a bench name, with options (ctrl+n)", self._new_run)
         try:
-            from tui.reader import find_runs
+            from rrma.log.reader import find_runs
 
             runs = find_runs(self.runs_dir)[:50]
         except OSError:
@@ -361,7 +361,7 @@ class RRMAApp(App[int]):
         for run_dir in runs:
             yield SystemCommand(f"Open run {run_dir.name}", f"its dashboard ({self.runs_dir})",
                                 lambda run_dir=run_dir: self.open_run(run_dir))  # type: ignore[misc]
-        from rrma.experiment import find_experiments
+        from rrma.run.experiment import find_experiments
 
         for exp_dir in find_experiments(Path("experiments"))[:20]:
             yield SystemCommand(f"Open experiment {exp_dir.name}", "its arms' curves side by side (./experiments)",

@@ -3,8 +3,8 @@
 Why a process and not a thread of the TUI: a run must be able to outlive the window that started
 it (quit and *detach*), a TUI crash must never take a run with it, and the TUI must drive its
 own runs the same way it drives one started in another terminal or on a Ray cluster: through
-orders in the run log (rrma/control.py). So ``n`` (and ``rrma-tui run TASK.yaml`` without
-``--headless``) starts ``python -m tui.cli --headless ...`` in a new session, its output in
+orders in the run log (rrma/log/control.py). So ``n`` (and ``rrma-tui run TASK.yaml`` without
+``--headless``) starts ``python -m cli.main --headless ...`` in a new session, its output in
 ``RUNS/.drivers/<pid>.log``, and the TUI opens the run once the child holds its driver lock
 (``RUN/driver.json`` names the child's pid). A child that exits before that (a misconfigured
 agent, a missing API key) left its one-line error as the last line of its log.
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rrma.store import EVENTS
+from rrma.log.store import EVENTS
 
 DRIVER_LOGS = ".drivers"  # under the runs directory: one output file per driver process started here
 REPO = Path(__file__).resolve().parent.parent
@@ -80,7 +80,7 @@ def parse_start(text: str, runs_dir: Path, cwd: Path | None = None) -> tuple[lis
     override is refused here, with the CLI's message); the child is told ``--headless --quiet
     --runs RUNS_DIR``. Raises :class:`StartError`.
     """
-    from tui.cli import BENCH_ROOT, build_parser, list_benches
+    from cli.main import BENCH_ROOT, build_parser, list_benches
 
     try:
         words = shlex.split(text)
@@ -113,8 +113,8 @@ def parse_start(text: str, runs_dir: Path, cwd: Path | None = None) -> tuple[lis
     else:
         folder = BENCH_ROOT / args[1].replace("-", "_")
         if (folder / "task.yaml").exists() and not (folder / "bench.py").exists():
+            from cli.main import apply_overrides
             from rrma.task import TaskError, load_task
-            from tui.cli import apply_overrides
 
             try:
                 apply_overrides(load_task(folder / "task.yaml"), parsed)
@@ -136,8 +136,8 @@ def _parse_quietly(parser: argparse.ArgumentParser, args: list[str]) -> argparse
 
 
 def _check_task(parsed: argparse.Namespace) -> None:
+    from cli.main import CliError, apply_overrides, set_overrides
     from rrma.task import TaskError, load_task
-    from tui.cli import CliError, apply_overrides, set_overrides
 
     try:
         apply_overrides(load_task(parsed.task, set_overrides(getattr(parsed, "set", []) or [])), parsed)
@@ -148,7 +148,7 @@ def _check_task(parsed: argparse.Namespace) -> None:
 
 
 def launch(args: list[str], runs_dir: Path, label: str, *, cwd: Path | None = None) -> DriverProcess:
-    """Start ``python -m tui.cli ARGS`` in a session of its own (it outlives the TUI; Ctrl-C in the TUI's
+    """Start ``python -m cli.main ARGS`` in a session of its own (it outlives the TUI; Ctrl-C in the TUI's
     terminal does not reach it), its output in ``RUNS/.drivers/<pid>.log``."""
     logs = Path(runs_dir) / DRIVER_LOGS
     logs.mkdir(parents=True, exist_ok=True)
@@ -157,7 +157,7 @@ def launch(args: list[str], runs_dir: Path, label: str, *, cwd: Path | None = No
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     pending = logs / f"starting-{os.getpid()}-{time.monotonic_ns()}.log"
     with open(pending, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "tui.cli", *args], cwd=cwd, env=env,
+        process = subprocess.Popen([sys.executable, "-m", "cli.main", *args], cwd=cwd, env=env,
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)
     log_path = logs / f"{process.pid}.log"

@@ -2,7 +2,7 @@
 
 Why it exists: a coding agent (Claude Code, Codex CLI, aider, any command) reports its work on
 stdout in its own format; the harness's trace, search and filters know one shape, the
-``agent.turn`` event (:class:`rrma.events.AgentTurnData`). Each parser here turns one tool's
+``agent.turn`` event (:class:`rrma.log.events.AgentTurnData`). Each parser here turns one tool's
 lines into those payloads as the lines arrive, so the TUI shows a running agent live.
 
 Formats (recorded examples and their sources: tests/fixtures/coding_agents/README.md):
@@ -43,7 +43,7 @@ from typing import Any
 from agents.context import clip_middle
 from agents.llm_common import FREE, Price, Usage, price_for
 
-Turn = dict[str, Any]  # keyword arguments of rrma.events.AgentTurnData (without agent, step)
+Turn = dict[str, Any]  # keyword arguments of rrma.log.events.AgentTurnData (without agent, step)
 ROLES = ("system", "user", "assistant", "tool_call", "tool_result", "error")
 TEXT_CHARS = 20_000  # one text or result field of a turn; longer ones keep their head and tail
 RAW_CHARS = 4_000  # one unparsed line

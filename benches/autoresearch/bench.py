@@ -6,7 +6,7 @@
 agents, backend, model, seed), and for the GPU configuration materializes a workspace whose
 train.py carries the larger defaults listed under ``bench.train_overrides`` of task_gpu.yaml
 (one train.py in the repository; the GPU copy differs only in those constant lines).
-``run(args)`` runs it with :func:`rrma.loop.start_run` and prints a summary table (baseline ±
+``run(args)`` runs it with :func:`rrma.run.loop.start_run` and prints a summary table (baseline ±
 σ, best, delta in σ). Also runnable alone: ``python -m benches.autoresearch.bench --help``.
 """
 
@@ -92,7 +92,7 @@ def build_task(args: argparse.Namespace) -> TaskConfig:
         params["data"] = args.data
     if getattr(args, "time_budget", None) is not None:
         params["time_budget"] = args.time_budget
-    if getattr(args, "early_abort", None) is not None:  # the loop's early abort (rrma/abort.py), never the oracle's
+    if getattr(args, "early_abort", None) is not None:  # the loop's early abort (rrma/run/abort.py), never the oracle's
         data["loop"]["early_abort"]["rule"] = "power-law" if args.early_abort else "off"
     if getattr(args, "trials", None) is not None:
         data["budget"]["max_trials"] = args.trials
@@ -169,7 +169,7 @@ def summary_table(result: Any, task: TaskConfig) -> Table:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rrma.loop import RunFailed, start_run
+    from rrma.run.loop import RunFailed, start_run
 
     try:
         task = build_task(args)

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def module_at(rev: str, relpath: str, dest: Path) -> ModuleType | None:
-    """The file ``relpath`` (e.g. ``rrma/export.py``) as it was at git revision ``rev``, written
+    """The file ``relpath`` (e.g. ``rrma/log/export.py``) as it was at git revision ``rev``, written
     into the folder ``dest`` and loaded as a module of its own; None (and a line saying why) where
     git cannot show it."""
     proc = subprocess.run(["git", "show", f"{rev}:{relpath}"], cwd=ROOT, capture_output=True, text=True,

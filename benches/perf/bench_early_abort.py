@@ -11,7 +11,7 @@ Each *order* simulates one research run, as the loop does it live: the baseline 
 first best (their mean val_bpb) and the train/val gap; the other runs arrive as trials in a random
 order; each trial's progress lines are fed, as the autoresearch oracle sends them (``frac`` and
 ``score_est``: the training loss on the val_bpb scale), to the loop's own monitor
-(:class:`rrma.abort.TrialMonitor`) against the best so far; a trial that is not stopped finishes
+(:class:`rrma.run.abort.TrialMonitor`) against the best so far; a trial that is not stopped finishes
 and may become the best.
 
 A trial is *good* when its real final val_bpb beats the best at its turn, *bad* otherwise.
@@ -54,8 +54,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from oracle.autoresearch import LN2, GapTracker, final_train_loss  # noqa: E402
-from rrma.abort import TrialMonitor  # noqa: E402
 from rrma.powerlaw import EarlyAbortRule  # noqa: E402
+from rrma.run.abort import TrialMonitor  # noqa: E402
 from rrma.task import EarlyAbortConfig, load_task  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "loss_curves"

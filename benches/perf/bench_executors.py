@@ -4,11 +4,11 @@
                                            [--loop-trials 40] [--num-cpus N]
 
 The no-op oracle (``oracle.command:NoopOracle``) returns at once, so what is timed is the
-executor itself: shipping a :class:`~rrma.executor.TrialJob`, materializing its files,
+executor itself: shipping a :class:`~rrma.exec.local.TrialJob`, materializing its files,
 running ``evaluate_job`` and bringing the outcome back. Two executors, same jobs:
 
-* ``local``: :class:`rrma.executor.LocalExecutor` (thread pool, trial dir on this disk);
-* ``ray``: :class:`rrma.executor_ray.RayExecutor` on a local Ray instance it starts itself
+* ``local``: :class:`rrma.exec.local.LocalExecutor` (thread pool, trial dir on this disk);
+* ``ray``: :class:`rrma.exec.ray.RayExecutor` on a local Ray instance it starts itself
   (``num_cpus`` = this machine's CPUs unless ``--num-cpus``), as ``--executor ray`` does.
 
 Measures, after a warm-up that starts the workers (Ray start-up and the first, cold trial are
@@ -47,8 +47,8 @@ if str(ROOT) not in sys.path:
 
 from agents.base import Agent, Context  # noqa: E402
 from oracle import make_oracle  # noqa: E402
-from rrma.executor import Executor, LocalExecutor, TrialJob  # noqa: E402
-from rrma.loop import start_run  # noqa: E402
+from rrma.exec.local import Executor, LocalExecutor, TrialJob  # noqa: E402
+from rrma.run.loop import start_run  # noqa: E402
 from rrma.task import TaskConfig, task_from_dict  # noqa: E402
 from rrma.trial import Budget, FileEdit, Proposal, Status  # noqa: E402
 
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scaling-trials", type=int, default=8, help="Ray scaling: trials per slot at each level")
     args = parser.parse_args(argv)
     try:
-        from rrma.executor_ray import RayExecutor
+        from rrma.exec.ray import RayExecutor
     except ImportError as exc:
         print(f"ray is not installed (pip install 'rrma[ray]'): {exc}", file=sys.stderr)
         return 2

@@ -3,9 +3,9 @@
     python benches/perf/bench_export.py [--events 20000] [--repeats 3] [--against HEAD]
 
 A demo run (random search, 12 trials) is padded with agent turns to ``--events`` events (what big
-runs are made of), then exported to a fresh SQLite file by :func:`rrma.export.export_runs`
+runs are made of), then exported to a fresh SQLite file by :func:`rrma.log.export.export_runs`
 (best of ``--repeats``), then again unchanged (skipped by its last hash) and after one more event (every row of the run
-replaced in the same file). ``--against REV`` loads ``rrma/export.py`` as it was at git revision ``REV`` (the
+replaced in the same file). ``--against REV`` loads ``rrma/log/export.py`` as it was at git revision ``REV`` (the
 old path) and times it on the same log, interleaved with the new one, so machine load hits both
 alike; the ratio is what to read on a shared machine. ``--against ''`` skips it.
 """
@@ -25,15 +25,15 @@ sys.path.insert(0, str(ROOT))
 
 from benches.perf import module_at  # noqa: E402
 from benches.perf.bench_foundation import export_rate  # noqa: E402
-from rrma.export import export_runs  # noqa: E402
-from rrma.loop import start_run  # noqa: E402
-from rrma.store import RunStore  # noqa: E402
+from rrma.log.export import export_runs  # noqa: E402
+from rrma.log.store import RunStore  # noqa: E402
+from rrma.run.loop import start_run  # noqa: E402
 from rrma.task import load_task  # noqa: E402
 
 
 def old_export(rev: str, root: Path) -> ModuleType | None:
-    """``rrma/export.py`` at git revision ``rev`` as a module (None where git cannot show it)."""
-    return module_at(rev, "rrma/export.py", root)
+    """``rrma/log/export.py`` at git revision ``rev`` as a module (None where git cannot show it)."""
+    return module_at(rev, "rrma/log/export.py", root)
 
 
 def timed(export: Any, run_dir: Path, out: Path) -> float:

@@ -27,9 +27,9 @@ from pathlib import Path
 from rrma.contain import cgroups, sandbox
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import spawn
-from rrma.export import export_runs
-from rrma.loop import start_run
-from rrma.store import RunStore, verify_chain
+from rrma.log.export import export_runs
+from rrma.log.store import RunStore, verify_chain
+from rrma.run.loop import start_run
 from rrma.task import task_from_dict
 from rrma.trial import Budget
 

@@ -1,14 +1,344 @@
-"""TUI benchmark: open time of a long run (cold, and from its checkpoint) and update latency under live appends.
+"""TUI benchmark: how fast a run opens, and how fast the dashboard follows a live run.
 
-The measuring code drives the Textual app, so it lives in ``tui/bench.py`` (nothing under
-``benches/`` imports the UI); this entry point runs it. Usage:
-``python benches/perf/bench_tui.py [--events 1000000] [--workdir DIR] [--seconds 10]``
-(``--workdir`` keeps the generated runs for the next time: a million events take a minute to write).
+    python benches/perf/bench_tui.py [--events 100000] [--seconds 10] [--rate 50] [--workdir DIR] [--pydantic]
+
+1. Writes two runs with the test fixture generator (tests/tui/make_run.py): ~1,000 and
+   ~``--events`` events (reused from ``--workdir`` when already there).
+2. Open time: the headless app (120x40) from start until the dashboard shows the folded run.
+   The big run is opened cold (its checkpoint removed: every line folded, as on a first open)
+   and warm (from the checkpoint the reader writes after a fold; see rrma/log/reader.py), the
+   1k-event run (too small to checkpoint) is the baseline measured in the same process. Also
+   the reader alone: the cold fold, the turn index, the checkpoint's write and size, the warm
+   load; for scale, ``json.loads`` of every line and (up to 200k events, or with
+   ``--pydantic``) the pydantic ``RunStore.scan`` + ``RunState.fold`` path.
+3. Live: a separate process appends ``--rate`` events/s (turns, trials, posts) to the big run for
+   ``--seconds`` while the dashboard is open (opened warm, once its turn index is in place);
+   update latency is the time from an event's ``ts`` (written by the appender) to the dashboard
+   having folded and redrawn it. Responsiveness is the round trip of a key press (cursor down in
+   the trials table) sampled during the appends. The appended events stay in the big run, so a
+   later run of the bench opens it with a checkpoint plus a short tail.
+
+Prints ``key: value`` lines and ratios; asserts nothing (figures, not timed tests).
 """
 
 from __future__ import annotations
 
-import runpy
+import argparse
+import asyncio
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def _make_run_module():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("make_run", REPO / "tests" / "tui" / "make_run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def ensure_run(workdir: Path, name: str, events: int) -> Path:
+    run_dir = workdir / name
+    if (run_dir / "events.jsonl").exists():
+        return run_dir
+    make_run = _make_run_module().make_run
+    tool_turns = 7 if events > 5000 else 1
+    per_trial = 6.5 + 2 * tool_turns  # turns, proposal, start, progress, finish, some promotions and posts
+    started = time.perf_counter()
+    make_run(workdir, name, trials=max(4, int(events / per_trial)), tool_turns=tool_turns, batch=50)
+    lines = sum(1 for _ in open(run_dir / "events.jsonl", "rb"))
+    print(f"generated_{name}: {lines} events in {time.perf_counter() - started:.1f}s")
+    return run_dir
+
+
+def count_events(run_dir: Path) -> int:
+    return sum(1 for _ in open(run_dir / "events.jsonl", "rb"))
+
+
+async def _time_to_paint(app, ready) -> float:  # type: ignore[no-untyped-def]
+    """Seconds from starting ``app`` (headless, 120x40) until ``ready(app)`` returned a widget that
+    has then been repainted. No Pilot: its idle waits (CPU-time based) would inflate the figure."""
+    out: dict[str, float] = {}
+
+    async def watch() -> None:
+        widget = None
+        while widget is None:
+            await asyncio.sleep(0.002)
+            widget = await ready(app)
+        await widget.wait_for_refresh()
+        out["t"] = time.perf_counter() - started
+        app.exit()
+
+    started = time.perf_counter()
+    task = asyncio.create_task(watch())
+    await app.run_async(headless=True, size=(120, 40))
+    await task
+    return out["t"]
+
+
+async def open_app(runs: Path, run_dir: Path) -> float:
+    """Start the app on a run; stop once the dashboard shows the whole run folded."""
+    from tui.app import RRMAApp
+    from tui.screens.dashboard import DashboardScreen
+
+    async def ready(app):  # type: ignore[no-untyped-def]
+        try:
+            screen = app.screen
+        except Exception:  # no screen yet
+            return None
+        if not isinstance(screen, DashboardScreen):
+            return None
+        await screen.session.loaded_event.wait()  # set just before the dashboard redraws with it
+        return screen.query_one("#trials")
+
+    return await _time_to_paint(RRMAApp(runs, run_dir, reviewer="bench"), ready)
+
+
+async def open_runs_list(runs: Path) -> float:
+    """The floor: start the app on an empty runs list and paint it."""
+    from tui.app import RRMAApp
+    from tui.screens.runs import RunsScreen
+
+    async def ready(app):  # type: ignore[no-untyped-def]
+        try:
+            screen = app.screen
+        except Exception:
+            return None
+        return screen.query_one("#runs") if isinstance(screen, RunsScreen) and screen.is_mounted else None
+
+    return await _time_to_paint(RRMAApp(runs, None, reviewer="bench"), ready)
+
+
+def drop_checkpoints(run_dir: Path) -> None:
+    from rrma.log.reader import checkpoint_paths
+
+    for path in checkpoint_paths(run_dir):
+        path.unlink(missing_ok=True)
+
+
+def reader_times(run_dir: Path) -> dict[str, float]:
+    """The reader on its own: a cold fold, the turn index, the checkpoint write; then warm loads."""
+    from rrma.log.reader import RunReader
+
+    drop_checkpoints(run_dir)
+    started = time.perf_counter()
+    model = RunReader(run_dir, use_checkpoint=False).load()
+    folded = time.perf_counter()
+    model.attach_index(model.index_turns())
+    indexed = time.perf_counter()
+    path = model.checkpoint.wait(600)
+    written = time.perf_counter()
+    out = {"fold": folded - started, "index": indexed - folded, "write": written - indexed,
+           "bytes": float(path.stat().st_size) if path is not None else float("nan")}
+    del model
+    loads, restores = [], []
+    for _ in range(3):
+        started = time.perf_counter()
+        model = RunReader(run_dir).load()
+        loads.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        model.attach_index(model.index_turns())
+        restores.append(time.perf_counter() - started)
+        assert model.checkpoint.loaded is not None, model.checkpoint.ignored
+    out["warm_load"], out["warm_index"] = min(loads), min(restores)
+    return out
+
+
+def pydantic_fold(run_dir: Path) -> float:
+    from rrma.log.state import RunState
+    from rrma.log.store import RunStore
+
+    started = time.perf_counter()
+    RunState.fold(RunStore(run_dir).scan().events)
+    return time.perf_counter() - started
+
+
+async def live(runs: Path, run_dir: Path, rate: float, seconds: float) -> dict[str, list[float]]:
+    from textual import events
+    from textual.widgets import Static
+
+    from rrma.log.reader import parse_ts
+    from tui.app import RRMAApp
+    from tui.screens.dashboard import DashboardScreen
+    from tui.widgets.line_table import LineTable
+
+    app = RRMAApp(runs, run_dir, reviewer="bench")
+    latencies: list[float] = []
+    keys: list[float] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        dash = app.screen
+        assert isinstance(dash, DashboardScreen)
+        await asyncio.wait_for(dash.session.loaded_event.wait(), 300)
+        assert dash.session.model is not None and dash.session.model.checkpoint.loaded is not None, "opened cold"
+        model = dash.session.model
+        assert model is not None
+        deadline = time.monotonic() + 300
+        while not model.turns_indexed and time.monotonic() < deadline:  # the trace's index is built (or restored)
+            await asyncio.sleep(0.05)
+        await pilot.pause(0.5)
+
+        def applied(events: list) -> None:  # type: ignore[type-arg]
+            now = datetime.now(UTC)
+            dash.query_one("#run-header", Static)  # already redrawn by the time this hook runs
+            for event in events:
+                when = parse_ts(event.ts)
+                if when is not None:
+                    latencies.append((now - when).total_seconds())
+
+        dash.session.on_applied = applied
+        table = dash.query_one("#trials", LineTable)
+        table.focus()
+        lags: list[float] = []
+        appender = subprocess.Popen([sys.executable, __file__, "--append", str(run_dir), "--rate", str(rate),
+                                     "--seconds", str(seconds)])
+        try:
+            end = time.monotonic() + seconds + 1.0
+            while time.monotonic() < end:
+                # event-loop lag: how late a 50 ms timer fires while the run is being followed
+                asked = time.perf_counter()
+                await asyncio.sleep(0.05)
+                lags.append(time.perf_counter() - asked - 0.05)
+                # a key: from posting "down" to the table's cursor having moved
+                before = table.cursor
+                target = before + 1 if before + 1 < len(table.rows) else 0
+                if target == 0:
+                    table.cursor = 0
+                    await pilot.pause(0.05)
+                    before, target = 0, 1
+                started = time.perf_counter()
+                app.post_message(events.Key("down", None))
+                while table.cursor == before and time.perf_counter() - started < 10:
+                    await asyncio.sleep(0.002)
+                keys.append(time.perf_counter() - started)
+                await asyncio.sleep(0.15)
+        finally:
+            appender.wait(timeout=seconds + 30)
+        await pilot.pause(0.5)
+    return {"latency": latencies, "keys": keys, "lags": lags}
+
+
+def append_loop(run_dir: Path, rate: float, seconds: float) -> None:
+    """The other process: append realistic events at ``rate`` per second."""
+    from rrma.log.store import RunStore
+
+    store = RunStore(run_dir)
+    blob = store.put_json_blob({"hypothesis": "live", "edits": []})
+    interval = 1.0 / rate
+    n = 0
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        i = n // 6
+        tid = f"live{i:05d}"
+        step = n % 6
+        if step == 0:
+            store.append("agent.turn", "agent:alice", {"agent": "alice", "role": "assistant", "text": f"thinking about {tid}"})
+        elif step == 1:
+            store.append("agent.turn", "agent:alice", {"agent": "alice", "role": "tool_call", "tool": "read_file", "args": {"path": "train.py"}})
+        elif step == 2:
+            store.append("agent.turn", "agent:alice", {"agent": "alice", "role": "tool_result", "tool": "read_file", "result": "LEARNING_RATE = 0.01"})
+        elif step == 3:
+            store.append("trial.proposed", "agent:alice", {"trial_id": tid, "parent": "base-0", "agent": "alice",
+                                                            "hypothesis": "live trial", "proposal_blob": blob})
+        elif step == 4:
+            store.append("trial.finished", "oracle", {"trial_id": tid, "status": "ok", "score": 2.5 + (i % 7) * 0.01, "seconds": 1.0})
+        else:
+            store.append("blackboard.post", "agent:alice", {"agent": "alice", "text": f"{tid} done", "trial_id": tid})
+        n += 1
+        next_at = start + n * interval
+        time.sleep(max(0.0, next_at - time.monotonic()))
+    store.close()
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=50.0)
+    parser.add_argument("--workdir", type=Path, default=None, help="where the generated runs live (kept)")
+    parser.add_argument("--pydantic", action="store_true", help="also time the pydantic fold over 200k events")
+    parser.add_argument("--append", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.append is not None:
+        append_loop(args.append, args.rate, args.seconds)
+        return 0
+    from rrma.log.reader import RunReader
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="rrma-bench-tui-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    small = ensure_run(workdir, "bench-1k", 1000)
+    big = ensure_run(workdir, f"bench-{args.events // 1000}k", args.events)
+    n_small, n_big = count_events(small), count_events(big)
+
+    asyncio.run(open_app(workdir, small))  # warm imports and caches once
+    open_none = min(asyncio.run(open_runs_list(workdir / "no-runs-here")) for _ in range(3))
+    open_small = min(asyncio.run(open_app(workdir, small)) for _ in range(3))
+    drop_checkpoints(big)
+    open_big_cold = asyncio.run(open_app(workdir, big))  # once: seconds at a million events
+    reader = reader_times(big)  # leaves the big run's checkpoint in place
+    open_big = min(asyncio.run(open_app(workdir, big)) for _ in range(3))
+    small_reader = RunReader(small)
+    started = time.perf_counter()
+    small_reader.load()
+    fold_small = time.perf_counter() - started
+    pyd_big = pydantic_fold(big) if args.pydantic or n_big <= 200_000 else float("nan")
+    started = time.perf_counter()
+    import json
+
+    with open(big / "events.jsonl", "rb") as fh:
+        for line in fh:
+            json.loads(line)
+    json_big = time.perf_counter() - started
+    print(f"events_small: {n_small}")
+    print(f"events_big: {n_big}")
+    print(f"app_start_no_run_s: {open_none:.3f}  (the floor: the app with an empty runs list)")
+    print(f"open_small_s: {open_small:.3f}  (no checkpoint: too small to need one)")
+    print(f"open_big_s: {open_big:.3f}  (with its checkpoint)")
+    print(f"open_big_cold_s: {open_big_cold:.3f}  (no checkpoint: every line folded, as on a first open)")
+    print(f"open_ratio_big_over_small: {open_big / open_small:.1f}")
+    print(f"open_ratio_cold_over_warm: {open_big_cold / open_big:.1f}")
+    print(f"open_big_minus_app_start_s: {open_big - open_none:.3f}  (small: {open_small - open_none:.3f})")
+    print(f"reader_fold_small_s: {fold_small:.4f}")
+    print(f"reader_fold_big_s: {reader['fold']:.3f}  (cold: every line)")
+    print(f"reader_index_big_s: {reader['index']:.3f}  (cold: the trace's turn index, a worker after the first paint)")
+    print(f"checkpoint_write_s: {reader['write']:.3f}  (a thread, after the index)")
+    print(f"checkpoint_mib: {reader['bytes'] / 2**20:.1f}")
+    print(f"reader_load_big_warm_s: {reader['warm_load']:.3f}  (checkpoint + tail)")
+    print(f"reader_index_big_warm_s: {reader['warm_index']:.3f}  (turn index from the checkpoint)")
+    print(f"json_loads_every_line_big_s: {json_big:.3f}  (machine-speed reference: cold fold/json = "
+          f"{reader['fold'] / json_big:.2f})")
+    print(f"pydantic_scan_fold_big_s: {pyd_big:.3f}  ({pyd_big / reader['fold']:.1f}x the reader's cold fold)"
+          if pyd_big == pyd_big else "pydantic_scan_fold_big_s: skipped (over 200k events; --pydantic runs it)")
+    print(f"open_big_over_json_reference: {open_big / json_big:.2f}")
+
+    result = asyncio.run(live(workdir, big, args.rate, args.seconds))
+    lat, keys, lags = result["latency"], result["keys"], result["lags"]
+    print(f"live_events_seen: {len(lat)} (appended at {args.rate:g}/s for {args.seconds:g}s)")
+    print(f"update_latency_p50_ms: {1000 * pct(lat, 0.5):.0f}")
+    print(f"update_latency_p95_ms: {1000 * pct(lat, 0.95):.0f}")
+    print(f"update_latency_max_ms: {1000 * max(lat or [float('nan')]):.0f}")
+    print(f"key_to_cursor_p50_ms: {1000 * pct(keys, 0.5):.0f}  ({len(keys)} presses during the appends)")
+    print(f"key_to_cursor_p95_ms: {1000 * pct(keys, 0.95):.0f}")
+    print(f"event_loop_lag_p50_ms: {1000 * pct(lags, 0.5):.0f}")
+    print(f"event_loop_lag_p95_ms: {1000 * pct(lags, 0.95):.0f}")
+    print(f"update_p95_over_open_small: {pct(lat, 0.95) / open_small:.2f}")
+    print(f"workdir: {workdir}")
+    return 0
+
 
 if __name__ == "__main__":
-    runpy.run_module("tui.bench", run_name="__main__", alter_sys=True)
+    sys.exit(main())

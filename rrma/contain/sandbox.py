@@ -85,7 +85,7 @@ ETC_SECRETS = ("shadow", "shadow-", "gshadow", "gshadow-", "ssh", "ssl/private",
 PROC_HIDDEN = ("/proc/keys", "/proc/key-users")
 # the harness's own top-level packages: visible read-only (and nothing else of its checkout: not .git,
 # not tests, not a ./runs directory inside it)
-HARNESS_PACKAGES = ("rrma", "oracle", "agents", "benches", "tui")
+HARNESS_PACKAGES = ("rrma", "oracle", "agents", "benches", "cli", "tui")
 
 
 def mode() -> str:
@@ -152,7 +152,7 @@ SECRET_PATHS = (".ssh", ".gnupg", ".aws", ".azure", ".netrc", ".git-credentials"
                 ".config/gcloud", ".config/gh", ".config/rrma", ".cache/huggingface/token", ".kube",
                 ".ray")  # ~/.ray/auth_token: Ray's cluster token (its job API runs any command)
 ENV_RAY_TOKEN_PATH = "RAY_AUTH_TOKEN_PATH"  # where Ray looks for that token instead, if set
-ENV_SIGNING_KEY = "RRMA_SIGNING_KEY"  # a reviewer's key (rrma.signing) may live anywhere
+ENV_SIGNING_KEY = "RRMA_SIGNING_KEY"  # a reviewer's key (rrma.log.signing) may live anywhere
 
 
 def secret_paths() -> tuple[Path, ...]:

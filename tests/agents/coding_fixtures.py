@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rrma.store import RunStore
+from rrma.log.store import RunStore
 from rrma.task import TaskConfig, load_task
 
 REPO = Path(__file__).resolve().parents[2]

@@ -60,7 +60,7 @@ def load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def record(provider: str, out: Path) -> None:
     from llm_fixtures import demo_task
 
-    from rrma.loop import start_run
+    from rrma.run.loop import start_run
 
     if provider == "anthropic":
         from test_anthropic_wire import script

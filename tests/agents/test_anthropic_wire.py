@@ -15,8 +15,8 @@ from llm_fixtures import ANTHROPIC_KEY, FAST, demo_task
 from llm_wire import Reply, WireServer, a_error, a_message, a_text, a_tool
 from trace_check import agent_turns, check_anthropic
 
-from rrma.loop import start_run
-from rrma.store import RunStore
+from rrma.log.store import RunStore
+from rrma.run.loop import start_run
 
 PATH = "/v1/messages"
 HYP1 = "X = 1.7 sits at the bowl's minimum along x"

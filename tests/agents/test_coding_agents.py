@@ -44,10 +44,10 @@ from agents import AgentError, make_agent
 from agents.base import Context
 from oracle.command import CommandOracle
 from rrma.contain import sandbox
-from rrma.export import export_runs
-from rrma.loop import start_run
+from rrma.log.export import export_runs
+from rrma.log.verify import verify_run
+from rrma.run.loop import start_run
 from rrma.task import task_from_dict
-from rrma.verify import verify_run
 
 SANDBOX = sandbox.unavailable_reason()
 needs_sandbox = pytest.mark.skipif(SANDBOX is not None, reason=f"the bubblewrap sandbox is unavailable here: {SANDBOX}")
@@ -116,7 +116,7 @@ def test_claude_code_hypothesis_posts_and_summary(tmp_path: Path) -> None:
 
 @needs_sandbox
 def test_the_tui_reader_indexes_the_trace(tmp_path: Path) -> None:
-    from tui.reader import RunReader
+    from rrma.log.reader import RunReader
 
     result = start_run(demo_task([coding_agent("codex")], **{"budget.max_trials": 1}), tmp_path, run_id="tui")
     model = RunReader(result.run_dir, use_checkpoint=False, write_checkpoint=False).load()
@@ -422,7 +422,7 @@ def test_cli_bench_demo_with_each_backend(tmp_path: Path, backend: str) -> None:
     env = {k: v for k, v in os.environ.items()}
     env["RRMA_AGENT_COMMAND"] = FAKE_COMMAND
     env["RRMA_CODING_READ_ONLY"] = str(FIXTURES)  # the recorded streams the fakes play
-    cli = [sys.executable, "-m", "tui.cli"]
+    cli = [sys.executable, "-m", "cli.main"]
     run = subprocess.run([*cli, "--headless", "bench", "demo", "--backend", backend, "--trials", "2", "--runs",
                           str(tmp_path / "runs"), "--quiet"], capture_output=True, text=True, env=env, cwd=tmp_path,
                          timeout=120)
@@ -439,7 +439,7 @@ def test_cli_bench_demo_with_each_backend(tmp_path: Path, backend: str) -> None:
 
 def test_cli_missing_key_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    run = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "bench", "demo", "--backend", "claude-code",
+    run = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "bench", "demo", "--backend", "claude-code",
                           "--runs", str(tmp_path / "runs")], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from coding_fixtures import FAKES, demo_task, leaks, turns
 
-from rrma.loop import start_run
+from rrma.run.loop import start_run
 
 # captured at import, before the autouse fixtures clean the environment
 LIVE = {k: v for k, v in os.environ.items() if k in ("RRMA_LIVE_TESTS", "ANTHROPIC_API_KEY", "OPENAI_API_KEY",

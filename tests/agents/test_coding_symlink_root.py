@@ -17,8 +17,8 @@ import pytest
 from coding_fixtures import clean, coding_agent, demo_task, leaks, turns
 
 from agents.coding import workspace
-from rrma.loop import start_run
-from rrma.store import RunStore
+from rrma.log.store import RunStore
+from rrma.run.loop import start_run
 
 SECRET = "PRIVATE-KEY-sentinel-0123456789abcdef-never-leave"
 

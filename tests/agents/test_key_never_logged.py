@@ -15,8 +15,8 @@ import pytest
 from llm_fixtures import ANTHROPIC_KEY, FAST, OPENAI_KEY, demo_task
 from llm_wire import Reply, WireServer, a_message, a_tool, o_call, o_completion
 
-from rrma.export import export_runs
-from rrma.loop import start_run
+from rrma.log.export import export_runs
+from rrma.run.loop import start_run
 
 
 def leaks(root: Path, secret: str) -> list[str]:

@@ -19,8 +19,8 @@ from llm_fixtures import LIVE_ENV, demo_task
 from test_key_never_logged import leaks
 from trace_check import agent_turns
 
-from rrma.loop import start_run
-from rrma.store import RunStore
+from rrma.log.store import RunStore
+from rrma.run.loop import start_run
 
 
 def _check(result: Any, agent: str, secret: str | None) -> None:

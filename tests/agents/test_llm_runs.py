@@ -18,8 +18,8 @@ from llm_wire import Reply, WireServer, a_message, a_text, a_tool, o_completion
 from specialists import specialist_task
 from trace_check import agent_turns
 
-from rrma.loop import start_run
-from rrma.store import RunStore
+from rrma.log.store import RunStore
+from rrma.run.loop import start_run
 
 PATH = "/v1/messages"
 
@@ -54,7 +54,7 @@ def test_specialists_share_blackboard_and_keep_to_their_files(tmp_path: Path, mo
                       a_tool("post_insight", {"text": "LR 0.01 is where the optimiser wants to be"})),
             a_message(submit("LR 0.01")),
         ])
-        # arch answers a second late so that the two submissions do not coincide: rrma.loop.run_trial can
+        # arch answers a second late so that the two submissions do not coincide: rrma.run.loop.run_trial can
         # give two simultaneous proposals the same trial id (reported to the lead; remove the delay once fixed)
         arch.script(PATH, [Reply(message=a_message(edit("DEPTH", "1", "4", "arch.py"))),
                            a_message(submit("DEPTH 4"))])
@@ -244,7 +244,7 @@ def test_a_conversation_without_submission_starts_over(tmp_path: Path, monkeypat
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], cwd=REPO, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=120)
 
 

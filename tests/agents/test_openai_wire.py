@@ -17,8 +17,8 @@ from trace_check import agent_turns, check_openai
 
 from agents.base import AgentError
 from agents.openai_agent import OpenAIAgent
-from rrma.loop import start_run
-from rrma.store import RunStore
+from rrma.log.store import RunStore
+from rrma.run.loop import start_run
 
 PATH = "/v1/chat/completions"
 

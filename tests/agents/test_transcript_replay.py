@@ -17,8 +17,8 @@ from llm_wire import WireServer
 from record_transcript import FIXTURES, PATHS, SUFFIX, load, replies_of
 from trace_check import agent_turns, check_anthropic, check_openai
 
-from rrma.loop import start_run
-from rrma.store import RunStore
+from rrma.log.store import RunStore
+from rrma.run.loop import start_run
 
 VOLATILE = {"ts", "hash", "prev", "latency_s", "seconds", "wall_seconds", "peak_rss_mb", "versions", "run_json_sha256"}
 RERECORD = "re-record with `python tests/agents/record_transcript.py {provider}` if the bench or tools changed"

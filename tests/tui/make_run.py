@@ -19,8 +19,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import rrma.events
-from rrma.store import RunStore
+import rrma.log.events
+from rrma.log.store import RunStore
 
 START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 
@@ -70,8 +70,8 @@ FAILURES = {
 
 @contextlib.contextmanager
 def fake_clock(start: datetime = START, step_s: float = 3.0) -> Iterator[None]:
-    """Make rrma.events.now_iso return start, start+step, ... (deterministic event timestamps)."""
-    original = rrma.events.now_iso
+    """Make rrma.log.events.now_iso return start, start+step, ... (deterministic event timestamps)."""
+    original = rrma.log.events.now_iso
     state = {"t": start}
 
     def fake() -> str:
@@ -79,11 +79,11 @@ def fake_clock(start: datetime = START, step_s: float = 3.0) -> Iterator[None]:
         state["t"] = now + timedelta(seconds=step_s)
         return now.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
-    rrma.events.now_iso = fake  # type: ignore[assignment]
+    rrma.log.events.now_iso = fake  # type: ignore[assignment]
     try:
         yield
     finally:
-        rrma.events.now_iso = original  # type: ignore[assignment]
+        rrma.log.events.now_iso = original  # type: ignore[assignment]
 
 
 def task_snapshot(name: str, *, hitl: bool, max_trials: int, agents: list[str]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from textual.app import App, ComposeResult
 from textual.color import Color
 from tui_helpers import fixed_clock, wait_until
 
-from rrma.state import RunState, TrialRecord
+from rrma.log.state import RunState, TrialRecord
 from tui.app import RRMAApp
 from tui.screens.dashboard import DashboardScreen
 from tui.widgets.score_chart import ScoreChart, chart_series, integer_ticks, theme_palette

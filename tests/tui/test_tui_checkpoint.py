@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from make_run import make_run
 
-import tui.reader as reader
+import rrma.log.reader as reader
 from rrma.contain import sandbox
-from rrma.store import RunStore
-from rrma.verify import verify_run
-from tui.reader import CHECKPOINT_NAME, RunModel, RunReader, checkpoint_paths, summarize_run
+from rrma.log.reader import CHECKPOINT_NAME, RunModel, RunReader, checkpoint_paths, summarize_run
+from rrma.log.store import RunStore
+from rrma.log.verify import verify_run
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -379,7 +379,7 @@ def test_nowhere_to_write_still_opens(tmp_path: Path, monkeypatch: pytest.Monkey
 OPEN_ON_A_READ_ONLY_MOUNT = """
 import json, sys
 from pathlib import Path
-from tui.reader import RunReader
+from rrma.log.reader import RunReader
 run_dir = Path(sys.argv[1])
 try:
     (run_dir / "probe").write_text("")

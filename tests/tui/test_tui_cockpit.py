@@ -12,7 +12,7 @@ from make_run import make_run
 from test_tui_screens import events_of, make_app, open_dashboard
 from tui_helpers import plain, wait_until
 
-from rrma.store import DriverLock
+from rrma.log.store import DriverLock
 from tui.app import RRMAApp
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.modals import ExportScreen, NoteScreen, TrialPickScreen

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from tui_helpers import fixed_clock, plain, wait_until
 
-from rrma.state import RunState, TrialRecord
-from rrma.store import RunStore
+from rrma.log.state import RunState, TrialRecord
+from rrma.log.store import RunStore
 from tui.app import RRMAApp
 from tui.screens import compare
 from tui.screens.compare import (
@@ -126,7 +126,7 @@ def test_resolve_trial_id_rejects(typed: str, message: str) -> None:
 
 
 def test_best_trial_id_is_the_headers_best_approved_or_not(run_dir: Path) -> None:
-    from tui.reader import RunReader
+    from rrma.log.reader import RunReader
 
     state = RunReader(run_dir).load().state
     assert best_trial_id(state) == "t0003" == state.best_id  # promoted, not yet approved (header: unreviewed claim)
@@ -138,7 +138,7 @@ def test_best_trial_id_is_the_headers_best_approved_or_not(run_dir: Path) -> Non
 def test_compare_trials_diffs_proofs_and_notes_binary_files(run_dir: Path) -> None:
     add_trials(run_dir, {"p1": {"a.txt": "same\n", "bin": "x\x00y"}, "p2": {"a.txt": "same\n", "bin": "x\x00z"}},
                proofs={"p1": ("add_comm", "by simp"), "p2": ("add_comm", "by omega\n  done")})
-    from tui.reader import RunReader
+    from rrma.log.reader import RunReader
 
     state = RunReader(run_dir).load().state
     result = compare_trials(run_dir, TrialFiles.of(state.trials["p1"]), TrialFiles.of(state.trials["p2"]))
@@ -152,7 +152,7 @@ def test_compare_trials_diffs_proofs_and_notes_binary_files(run_dir: Path) -> No
 def test_compare_trials_cuts_a_long_diff_and_says_so(run_dir: Path) -> None:
     add_trials(run_dir, {"big-a": {"f.py": "".join(f"a{i}\n" for i in range(10_000))},
                          "big-b": {"f.py": "".join(f"b{i}\n" for i in range(10_000))}})
-    from tui.reader import RunReader
+    from rrma.log.reader import RunReader
 
     state = RunReader(run_dir).load().state
     result = compare_trials(run_dir, TrialFiles.of(state.trials["big-a"]), TrialFiles.of(state.trials["big-b"]),
@@ -164,7 +164,7 @@ def test_compare_trials_cuts_a_long_diff_and_says_so(run_dir: Path) -> None:
 
 def test_compare_trials_never_passes_terminal_escapes_through(run_dir: Path) -> None:
     add_trials(run_dir, {"e1": {"x": "plain\n"}, "e2": {"x": "\x1b[2Jboom\tend\n"}})
-    from tui.reader import RunReader
+    from rrma.log.reader import RunReader
 
     state = RunReader(run_dir).load().state
     result = compare_trials(run_dir, TrialFiles.of(state.trials["e1"]), TrialFiles.of(state.trials["e2"]))
@@ -230,7 +230,7 @@ def test_a_10k_line_diff_with_thousands_of_changes_takes_well_under_a_second() -
 
 def test_texts_that_differ_only_in_the_last_newline_say_so(run_dir: Path) -> None:
     add_trials(run_dir, {"n1": {"f": "a\nb\n"}, "n2": {"f": "a\nb"}})
-    from tui.reader import RunReader
+    from rrma.log.reader import RunReader
 
     state = RunReader(run_dir).load().state
     result = compare_trials(run_dir, TrialFiles.of(state.trials["n1"]), TrialFiles.of(state.trials["n2"]))
@@ -385,7 +385,7 @@ async def test_a_trial_not_yet_in_the_run_is_diffed_when_it_arrives(runs_dir: Pa
 
 def test_trials_with_the_same_workspace_say_so(run_dir: Path) -> None:
     add_trials(run_dir, {"s1": {"f": "x\n"}, "s2": {"f": "x\n"}})
-    from tui.reader import RunReader
+    from rrma.log.reader import RunReader
 
     state = RunReader(run_dir).load().state
     result = compare_trials(run_dir, TrialFiles.of(state.trials["s1"]), TrialFiles.of(state.trials["s2"]))

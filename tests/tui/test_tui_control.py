@@ -18,7 +18,7 @@ from make_run import make_run
 from test_tui_screens import make_app, open_dashboard
 from tui_helpers import plain, wait_until
 
-from rrma.store import DriverLock
+from rrma.log.store import DriverLock
 from tui.app import RRMAApp
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.orders import OrderScreen, QuitRunScreen
@@ -174,7 +174,7 @@ async def test_q_with_a_run_started_here_asks_and_h_stops_it(tmp_path: Path) -> 
 
 
 async def test_q_then_d_detaches_and_the_run_goes_on_without_the_tui(tmp_path: Path) -> None:
-    from rrma.control import live_driver, send_control
+    from rrma.log.control import live_driver, send_control
 
     runs = tmp_path / "runs"
     app = RRMAApp(runs, None, reviewer="carol", start_args=start_args(slow_demo(tmp_path), runs), poll_interval=0.05)

@@ -19,10 +19,10 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 from tui_helpers import MessageLog, fixed_clock, plain, wait_until
 
-from rrma.events import canonical
-from rrma.store import RunStore
+from rrma.log.events import canonical
+from rrma.log.reader import RunModel, parse_lines
+from rrma.log.store import RunStore
 from tui.app import RRMAApp
-from tui.reader import RunModel, parse_lines
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.lineage import LineageScreen
 from tui.screens.modals import NewRunScreen, NoteScreen
@@ -420,7 +420,7 @@ def test_a_field_of_the_wrong_type_makes_the_line_unreadable(kind: str, data: An
     ("trial.finished", {"trial_id": "t1", "status": "ok"}, "metrics", {}),  # an absent field takes its default
 ])
 def test_lines_the_core_accepts_are_read_as_the_core_reads_them(kind: str, data: Any, field: str, read_as: Any) -> None:
-    from rrma.events import parse_line
+    from rrma.log.events import parse_line
 
     line = one_line(kind, data)
     [event, *_] = parse_lines(line, 0, stub_turns=False).items

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import fixed_clock, wait_until
 
-from rrma.experiment import new_experiment, open_experiment, run_experiment, spec_from_dict
+from rrma.run.experiment import new_experiment, open_experiment, run_experiment, spec_from_dict
 from tui.app import RRMAApp
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.experiment import ExperimentScreen
@@ -40,7 +40,7 @@ async def test_experiment_screen_plots_arms_and_opens_a_cell(tmp_path: Path) -> 
 @pytest.mark.asyncio
 async def test_confirmation_repeats_are_rows_of_the_dashboard(tmp_path: Path) -> None:
     """loop.confirm: the would-be best's repeats are trials the dashboard lists, next to the trial they confirm."""
-    from rrma.loop import start_run
+    from rrma.run.loop import start_run
     from rrma.task import load_task
     from tui.widgets.line_table import LineTable
 

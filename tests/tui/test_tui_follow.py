@@ -18,7 +18,7 @@ from textual.app import App, ComposeResult
 from textual.color import Color
 from tui_helpers import MessageLog, plain, wait_until
 
-from rrma.store import RunStore
+from rrma.log.store import RunStore
 from tui.screens.trace import TraceScreen
 from tui.widgets.line_table import Column, LineTable, LiveEnd, live_index, placed_cursor
 

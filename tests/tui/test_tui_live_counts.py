@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from make_run import make_run
 
-from rrma.state import RunState
-from rrma.store import RunStore
-from tui.reader import RunModel, RunReader, TrialTally, summarize_run
+from rrma.log.reader import RunModel, RunReader, TrialTally, summarize_run
+from rrma.log.state import RunState
+from rrma.log.store import RunStore
 from tui.widgets.trial_text import is_claim
 
 

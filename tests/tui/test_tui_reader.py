@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from make_run import make_run
 
-from rrma.state import RunState
-from rrma.store import RunStore
-from tui.reader import RunReader, summarize_run
+from rrma.log.reader import RunReader, summarize_run
+from rrma.log.state import RunState
+from rrma.log.store import RunStore
 
 
 def reference(run_dir: Path) -> RunState:

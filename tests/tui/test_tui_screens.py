@@ -10,7 +10,7 @@ import pytest
 from make_run import make_run
 from tui_helpers import MessageLog, fixed_clock, plain, wait_until
 
-from rrma.store import DriverLock, RunStore
+from rrma.log.store import DriverLock, RunStore
 from tui.app import RRMAApp
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.lineage import LineageScreen

@@ -47,7 +47,7 @@ def test_a_trials_escape_sequences_do_not_reach_the_reviewers_terminal(tmp_path:
     objective.write_text(objective.read_text().replace(
         "import math\n", f"import math\nimport sys\nsys.stdout.write({HOSTILE + chr(10)!r})\n", 1))
     runs = tmp_path / "runs"
-    made = subprocess.run([sys.executable, "-m", "tui.cli", "--headless", "run", str(task_dir / "task.yaml"),
+    made = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "run", str(task_dir / "task.yaml"),
                            "--runs", str(runs), "--set", "budget.max_trials=1", "--quiet"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert made.returncode == 0, made.stderr

@@ -72,7 +72,7 @@ def test_pause_continue_stop_a_headless_run_from_the_tui_then_resume_it(tmp_path
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     headless = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "--headless", "run", str(task_dir / "task.yaml"), "--runs", str(runs),
+        [sys.executable, "-m", "cli.main", "--headless", "run", str(task_dir / "task.yaml"), "--runs", str(runs),
          "--set", "budget.max_trials=12", "--set", "budget.max_concurrent=1", "--quiet"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     session = f"rrma-{uuid.uuid4().hex[:8]}"

@@ -24,9 +24,9 @@ from typing import Any
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
-from rrma.control import live_driver
-from rrma.state import RunState
-from tui.reader import ParsedChunk, RawEvent, RunModel, RunReader
+from rrma.log.control import live_driver
+from rrma.log.reader import ParsedChunk, RawEvent, RunModel, RunReader
+from rrma.log.state import RunState
 
 
 class RunSession:
@@ -86,7 +86,7 @@ def failure_line(error: BaseException | None) -> str:
         text = str(error).strip()
         return text.splitlines()[0] if text else type(error).__name__
     try:
-        from rrma.loop import error_line
+        from rrma.run.loop import error_line
     except ImportError:  # pragma: no cover - the loop ships with the core
         return f"{type(error).__name__}: {error}"
     return error_line(error)

@@ -43,9 +43,9 @@ from textual.strip import Strip
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
-from rrma.state import RunState, TrialRecord
-from rrma.store import RunStore
-from tui.reader import RawEvent
+from rrma.log.reader import RawEvent
+from rrma.log.state import RunState, TrialRecord
+from rrma.log.store import RunStore
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.trial_text import REVIEW_GLYPH, best_marker, fmt_score, fmt_sigma, glyph, is_claim

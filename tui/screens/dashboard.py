@@ -1,7 +1,7 @@
 """The run dashboard: header, trials table, score chart, agents panel, live blackboard.
 
 The dashboard owns the run's tail: a thread worker folds the log once (fast path, see
-tui.reader), posts :class:`Loaded`, then polls for appended bytes and posts
+rrma.log.reader), posts :class:`Loaded`, then polls for appended bytes and posts
 :class:`Appended`, which coalesces (the parsed chunks wait in the session's queue, so a
 replaced message loses nothing). The handler folds on the UI thread and tells every screen of
 the run to redraw. The worker never touches a widget.
@@ -27,16 +27,16 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
-from rrma.control import (
+from rrma.log.control import (
     agent_names,
     live_driver,
     post_to_blackboard,
     send_control,
     send_steer,
 )
-from rrma.store import EVENTS, read_head
+from rrma.log.reader import RawEvent, RunModel, Torn, TrialTally, TurnIndex, age, human_duration, parse_ts
+from rrma.log.store import EVENTS, read_head
 from rrma.task import is_self_reported
-from tui.reader import RawEvent, RunModel, Torn, TrialTally, TurnIndex, age, human_duration, parse_ts
 from tui.screens.base import RunScreen, RunSession
 from tui.screens.orders import OrderInput, OrderScreen
 from tui.widgets.footer import KeysFooter
@@ -507,7 +507,7 @@ class DashboardScreen(RunScreen):
 
     @work(thread=True, group="export", exit_on_error=False)
     def export_run(self, out: Path) -> None:
-        from rrma.export import export_runs
+        from rrma.log.export import export_runs
 
         started = time.perf_counter()
         [result] = export_runs([self.session.run_dir], out)
@@ -573,7 +573,7 @@ class DashboardScreen(RunScreen):
         self.text_filter = ""
         self._refilter()
 
-    # ------------------------------------------------------------------ driving the run (rrma.control)
+    # ------------------------------------------------------------------ driving the run (rrma.log.control)
 
     def _live(self) -> bool:
         """Whether a driver holds the run; says why not in a notification."""

@@ -1,7 +1,7 @@
 """The experiment screen: the arms' best-so-far curves side by side, their final bests and comparisons.
 
 Opened by ``rrma-tui experiment show EXP`` (without ``--headless``). The report is folded from the
-cells' run logs by :func:`rrma.experiment.report` in a worker (never on the UI thread) every few
+cells' run logs by :func:`rrma.run.experiment.report` in a worker (never on the UI thread) every few
 seconds while the screen is shown, so a running experiment fills in as its cells go. Two plots:
 best so far against trials and against wall time, one line per arm (the mean over its seeds), or
 one line per cell with ``S``. The table lists every cell; Enter opens its run's dashboard.
@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from rrma.experiment import CellReport, Experiment, ExperimentReport, report
+from rrma.run.experiment import CellReport, Experiment, ExperimentReport, report
 from tui.screens.base import WorkerScreen, shown
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable

@@ -23,8 +23,8 @@ from textual.timer import Timer
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from rrma.state import RunState
-from tui.reader import RawEvent
+from rrma.log.reader import RawEvent
+from rrma.log.state import RunState
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.trial_text import best_marker, fit_line, fmt_score, fmt_sigma, glyph

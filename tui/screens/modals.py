@@ -102,7 +102,7 @@ class NewRunScreen(ModalScreen[tuple[list[str], str] | None]):
         self.runs_dir = runs_dir
 
     def compose(self) -> ComposeResult:
-        from tui.cli import list_benches
+        from cli.main import list_benches
 
         benches = ", ".join(name for name, _ in list_benches())
         with Vertical(id="new-run-box"):

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from tui.reader import RawEvent
+from rrma.log.reader import RawEvent
 from tui.screens.base import RunScreen, RunSession
 from tui.screens.modals import NoteScreen
 from tui.widgets.footer import KeysFooter

@@ -19,9 +19,9 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from rrma.control import live_driver
-from rrma.store import EVENTS
-from tui.reader import RunSummary, age, find_runs, summarize_run
+from rrma.log.control import live_driver
+from rrma.log.reader import RunSummary, age, find_runs, summarize_run
+from rrma.log.store import EVENTS
 from tui.screens.base import WorkerScreen, failure_line, shown
 from tui.screens.modals import NewRunScreen
 from tui.widgets.footer import KeysFooter

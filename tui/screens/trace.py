@@ -32,8 +32,8 @@ from textual.theme import Theme
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
+from rrma.log.reader import RawEvent, TurnRef
 from tui.palette import Palette, Tone, palette_of
-from tui.reader import RawEvent, TurnRef
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable

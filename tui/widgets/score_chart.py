@@ -25,7 +25,7 @@ from textual.theme import Theme
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from rrma.state import RunState
+from rrma.log.state import RunState
 
 RGB = tuple[int, int, int]
 PlotColor = str | RGB  # what plotext accepts: a colour name or an RGB triple

@@ -14,8 +14,8 @@ from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 
-from rrma.state import REVIEW_STATUS, RunState, TrialRecord
-from tui.reader import RunModel
+from rrma.log.reader import RunModel
+from rrma.log.state import REVIEW_STATUS, RunState, TrialRecord
 
 STATUS_GLYPH: dict[str, tuple[str, str]] = {
     "proposed": ("·", "dim"),

@@ -51,9 +51,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from rrma.state import RunState
+from rrma.log.state import RunState
+from rrma.log.store import RunStore
 from rrma.stats import bootstrap_mean_ci, paired_bootstrap, sign_flip_test
-from rrma.store import RunStore
 from rrma.task import TaskConfig, TaskError, load_task, read_yaml
 
 EXPERIMENT_JSON = "experiment.json"
@@ -294,7 +294,7 @@ def run_experiment(exp: Experiment, *, executor: Any = None, executor_name: str 
     the local process pool, or Ray). A cell that cannot start (a missing API key) is reported and
     the others go on. ``stop`` (Ctrl-C) stops every cell the way it stops one run.
     """
-    from rrma.loop import resume_run, start_run  # the loop imports agents and oracles: only when running
+    from rrma.run.loop import resume_run, start_run  # the loop imports agents and oracles: only when running
 
     stop = stop or threading.Event()
     workers = concurrency or default_concurrency(exp, executor_name)
@@ -548,7 +548,7 @@ def report_json(rep: ExperimentReport) -> dict[str, Any]:
 
 def export_experiment(exp: Experiment, out: Path) -> list[Any]:
     """Export every started cell's run (``runs``, ``trials``... and the ``experiments`` rows) to SQLite."""
-    from rrma.export import export_runs
+    from rrma.log.export import export_runs
 
     dirs = [exp.run_dir(c) for c in exp.cells if (exp.run_dir(c) / "events.jsonl").exists()]
     if not dirs:

@@ -23,7 +23,7 @@ carries (:func:`signature_fingerprint`): one that does not is bad whoever holds 
 signer is unknown). And the signed bytes never legitimately recur: a real second review of a trial
 names the review it supersedes, which is signed. So the same signed review appended again (a replay,
 to put an approval back in force after a rejection) is an error, and the fold does not count it
-(:func:`rrma.state.ignored_review`).
+(:func:`rrma.log.state.ignored_review`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rrma.events import canonical
+from rrma.log.events import canonical
 
 NAMESPACE = "rrma-review"
 """The ssh-keygen signature namespace: a signature made for another purpose (git, files) never verifies here."""

@@ -5,7 +5,7 @@ and an exit code: 0 done, 1 the run (or check) failed, 2 bad input or a missing 
 Bad input is refused before anything is made: a ``--runs`` that is not a directory, a bad value of
 ``RRMA_FS_GUARD``, ``RRMA_TRIAL_NETWORK`` or ``RRMA_CGROUPS`` (checked before a command that runs
 trials starts), a run whose files are not regular files or whose log is not UTF-8
-(:func:`rrma.store.check_readable`; ``verify`` reports the bytes as an error instead).
+(:func:`rrma.log.store.check_readable`; ``verify`` reports the bytes as an error instead).
 Headless paths never import textual: the TUI is imported only when no ``--headless`` command
 is given.
 
@@ -234,7 +234,7 @@ def resolve_run(path: Path, runs: Path, *, read_log: bool = True, check: bool = 
     """Accept a run directory path or a run id under --runs; RunUnreadable (exit 2) for a damaged one:
     a file of it that is not a regular file or, with ``read_log``, a log line that is not UTF-8.
     Without ``check`` (the TUI, whose reader shows a damaged run and says what is wrong) neither."""
-    from rrma.store import check_readable
+    from rrma.log.store import check_readable
 
     for candidate in (path, runs / path):
         if (candidate / "events.jsonl").exists():
@@ -315,7 +315,7 @@ def make_executor_factory(args: argparse.Namespace) -> Any:
     if getattr(args, "executor", "local") != "ray":
         return None
     try:
-        module = importlib.import_module("rrma.executor_ray")
+        module = importlib.import_module("rrma.exec.ray")
     except ImportError as exc:
         raise CliError(f"--executor ray needs the ray extra: pip install 'rrma[ray]' ({exc})") from exc
     address = getattr(args, "ray_address", None) or os.environ.get("RAY_ADDRESS")
@@ -393,7 +393,7 @@ class Progress:
 def print_summary(run_dir: Path, state: Any, reason: str) -> None:
     """The run's summary; best, delta and reviews come from the folded log, so a promotion made after
     run.finished (an approval with ``rrma-tui review``) shows, not the summary frozen at the end."""
-    from rrma.store import RunStore
+    from rrma.log.store import RunStore
 
     summary = dict(state.summary or {})
     if state.best_history:
@@ -505,7 +505,7 @@ def run_interruptibly(work: Callable[[], Any], name: str, stop: threading.Event,
 
 def run_loop_headless(task: Any, args: argparse.Namespace, *, resume_dir: Path | None = None) -> int:
     """Run (or resume) a task headless with Ctrl-C handling; prints progress and the summary."""
-    from rrma.loop import resume_run, start_run
+    from rrma.run.loop import resume_run, start_run
 
     stop = threading.Event()
     progress = Progress(bool(getattr(args, "quiet", False)))
@@ -568,7 +568,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def bench_experiment(args: argparse.Namespace, folder: Path) -> int:
     """``bench NAME --arms ... --seeds N``: an experiment over the bench's task.yaml."""
-    from rrma.experiment import ExperimentError, new_experiment, open_experiment, parse_arm, spec_from_dict
+    from rrma.run.experiment import (
+        ExperimentError,
+        new_experiment,
+        open_experiment,
+        parse_arm,
+        spec_from_dict,
+    )
 
     if not (folder / "task.yaml").exists():
         raise CliError(f"bench {args.name} has no task.yaml: --arms/--seeds need a task to override (use "
@@ -604,7 +610,7 @@ def bench_experiment(args: argparse.Namespace, folder: Path) -> int:
 
 
 def _experiment(args: argparse.Namespace) -> Any:
-    from rrma.experiment import ExperimentError, open_experiment
+    from rrma.run.experiment import ExperimentError, open_experiment
 
     try:
         return open_experiment(args.exp_dir)
@@ -613,7 +619,7 @@ def _experiment(args: argparse.Namespace) -> Any:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from rrma.experiment import ExperimentError, load_spec, new_experiment, open_experiment
+    from rrma.run.experiment import ExperimentError, load_spec, new_experiment, open_experiment
 
     action = args.exp_command
     if action == "run":
@@ -641,7 +647,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 def _run_experiment(exp: Any, args: argparse.Namespace) -> int:
     """Run the cells with Ctrl-C handling (first: every cell stops; second: quit now), then the report."""
-    from rrma.experiment import run_experiment
+    from rrma.run.experiment import run_experiment
 
     stop = threading.Event()
     quiet = bool(getattr(args, "quiet", False))
@@ -708,7 +714,7 @@ def print_experiment(exp: Any, *, as_json: bool = False) -> int:
     """The report of an experiment: per arm, then the paired comparisons."""
     import json
 
-    from rrma.experiment import report, report_json
+    from rrma.run.experiment import report, report_json
 
     rep = report(exp)
     if as_json:
@@ -742,7 +748,7 @@ def print_experiment(exp: Any, *, as_json: bool = False) -> int:
 
 
 def print_comparisons(exp: Any, pair: tuple[str, str] | None, rep: Any = None) -> int:
-    from rrma.experiment import compare_arms, report
+    from rrma.run.experiment import compare_arms, report
 
     rep = rep or report(exp)
     sign = 1.0 if rep.direction == "maximize" else -1.0
@@ -817,7 +823,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from rrma.verify import normalize_head, verify_run
+    from rrma.log.verify import normalize_head, verify_run
 
     run_dir = resolve_run(args.run, args.runs, read_log=False)  # bytes that are not UTF-8: reported below
     if args.expect_head is not None:
@@ -825,7 +831,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             normalize_head(args.expect_head)
         except ValueError as exc:
             raise CliError(str(exc)) from exc
-    from rrma.signing import default_allowed_signers
+    from rrma.log.signing import default_allowed_signers
 
     allowed_signers = args.allowed_signers or default_allowed_signers()
     if allowed_signers is not None and not allowed_signers.is_file():
@@ -845,8 +851,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from rrma.export import ExportError, export_runs
-    from rrma.store import check_readable
+    from rrma.log.export import ExportError, export_runs
+    from rrma.log.store import check_readable
 
     dirs: list[Path] = []
     for p in args.run_dirs:  # an experiment directory stands for its cells' runs
@@ -871,16 +877,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _load_state(run_dir: Path) -> Any:
-    from rrma.state import RunState
-    from rrma.store import RunStore
+    from rrma.log.state import RunState
+    from rrma.log.store import RunStore
 
     return RunState.fold(RunStore(run_dir).scan().events)
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    """List the runs under --runs. A run that cannot be read (rrma.store.check_readable) is listed as
+    """List the runs under --runs. A run that cannot be read (rrma.log.store.check_readable) is listed as
     unreadable, named with its reason on stderr, and makes the exit code 2; the others are listed."""
-    from rrma.store import RunUnreadable, check_readable
+    from rrma.log.store import RunUnreadable, check_readable
 
     runs: Path = args.runs
     if not runs.is_dir():
@@ -908,7 +914,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from rrma.store import RunStore
+    from rrma.log.store import RunStore
     from rrma.task import is_self_reported
 
     run_dir = resolve_run(args.run, args.runs)
@@ -969,9 +975,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from rrma.review import record_review
-    from rrma.signing import SigningError, default_signing_key
-    from rrma.store import RunStore
+    from rrma.log.review import record_review
+    from rrma.log.signing import SigningError, default_signing_key
+    from rrma.log.store import RunStore
 
     key = args.sign_key or default_signing_key()
     try:
@@ -991,8 +997,8 @@ def _person(args: argparse.Namespace) -> str | None:
 
 
 def cmd_control(args: argparse.Namespace) -> int:
-    """``stop``, ``pause``, ``continue``: one run.control order for the live driver (rrma.control)."""
-    from rrma.control import send_control
+    """``stop``, ``pause``, ``continue``: one run.control order for the live driver (rrma.log.control)."""
+    from rrma.log.control import send_control
 
     sent = send_control(resolve_run(args.run, args.runs), args.command, _person(args), args.reason)
     console.print(plain(sent.message), soft_wrap=True)
@@ -1000,7 +1006,7 @@ def cmd_control(args: argparse.Namespace) -> int:
 
 
 def cmd_post(args: argparse.Namespace) -> int:
-    from rrma.control import post_to_blackboard
+    from rrma.log.control import post_to_blackboard
 
     sent = post_to_blackboard(resolve_run(args.run, args.runs), args.text, _person(args), args.trial)
     console.print(plain(sent.message), soft_wrap=True)
@@ -1008,7 +1014,7 @@ def cmd_post(args: argparse.Namespace) -> int:
 
 
 def cmd_steer(args: argparse.Namespace) -> int:
-    from rrma.control import send_steer
+    from rrma.log.control import send_steer
 
     sent = send_steer(resolve_run(args.run, args.runs), args.text, _person(args), args.agent)
     console.print(plain(sent.message), soft_wrap=True)
@@ -1063,11 +1069,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from agents.base import AgentError
     from oracle.base import OracleError
-    from rrma.control import ControlError, RunNotLive
-    from rrma.experiment import ExperimentError
-    from rrma.loop import RunFailed, error_line
-    from rrma.review import ReviewError
-    from rrma.store import LogDamaged, RunLocked, RunNotFound, RunUnreadable
+    from rrma.log.control import ControlError, RunNotLive
+    from rrma.log.review import ReviewError
+    from rrma.log.store import LogDamaged, RunLocked, RunNotFound, RunUnreadable
+    from rrma.run.experiment import ExperimentError
+    from rrma.run.loop import RunFailed, error_line
     from rrma.task import TaskError
 
     try:

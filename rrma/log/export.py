@@ -21,7 +21,7 @@ Speed (``benches/perf/bench_foundation.py``): the log is read with orjson; ``age
 (most of a long run) are type-checked field by field instead of going through pydantic (a line
 that fails the check goes through pydantic, which coerces it as the core would or drops it as a
 torn line, as ``RunStore.scan`` does), and the other kinds are parsed by pydantic and folded
-through :class:`rrma.state.RunState` as everywhere else. ``events.data_json`` is the event's
+through :class:`rrma.log.state.RunState` as everywhere else. ``events.data_json`` is the event's
 payload exactly as the log holds it (the canonical JSON that was hashed), cut out of the line.
 Rows go in with one ``executemany`` per table.
 """
@@ -39,9 +39,9 @@ from typing import Any
 import orjson
 import sqlite_utils
 
-from rrma.events import SCHEMA_VERSION, LogFormatError, parse_line
-from rrma.state import RunState
-from rrma.store import RunStore
+from rrma.log.events import SCHEMA_VERSION, LogFormatError, parse_line
+from rrma.log.state import RunState
+from rrma.log.store import RunStore
 
 EXPORT_SCHEMA_VERSION = 1
 _TURN_KIND = b'","kind":"agent.turn","prev":"'  # canonical JSON sorts keys: kind follows data and hash

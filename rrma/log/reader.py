@@ -4,7 +4,7 @@ Why it exists: validating every line through pydantic (``RunStore.scan``) costs 
 event, so a 100,000-event run would take seconds to open. Here each line is parsed as plain
 JSON (orjson when installed), the JSON types of its payload checked against its pydantic model
 (~2 µs; pydantic itself runs only on a line that differs, and the chain's hashes are left to
-``rrma-tui verify``) and folded through the same :meth:`rrma.state.RunState.apply` the rest of
+``rrma-tui verify``) and folded through the same :meth:`rrma.log.state.RunState.apply` the rest of
 RRMA uses, so the TUI and the headless tools agree on the state. ``agent.turn`` lines (most
 of a long run) are not even parsed at open time (they are checked when they are indexed):
 they are recognised by the envelope's ``kind`` (canonical JSON sorts keys, so ``kind`` follows
@@ -27,7 +27,7 @@ is used only when all of these hold, else it is ignored (the reason is kept in
 ``RunModel.checkpoint.ignored``) and the log is folded from byte 0:
 
 * its format version and the fingerprint of the folding code (``CHECKPOINT_VERSION``, the event
-  schema version, the source of ``rrma/state.py``, ``rrma/events.py`` and this module) are this
+  schema version, the source of ``rrma/log/state.py``, ``rrma/log/events.py`` and this module) are this
   process's, so an edit of the fold never meets a state folded by the old one;
 * the log still holds the bytes it was taken at: the log is at least ``offset`` bytes long, the
   first and the last 64 KiB before ``offset`` hash as they did, and the last line before
@@ -86,9 +86,9 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from rrma.events import DATA_TYPES, SCHEMA_VERSION
-from rrma.state import AgentRecord, RunState, TrialRecord
-from rrma.store import EVENTS, RunStore
+from rrma.log.events import DATA_TYPES, SCHEMA_VERSION
+from rrma.log.state import AgentRecord, RunState, TrialRecord
+from rrma.log.store import EVENTS, RunStore
 
 try:  # orjson parses the log about twice as fast; plain json is the fallback (and then no checkpoints)
     import orjson
@@ -937,7 +937,7 @@ class CheckpointMismatch(ValueError):
 def _code_fingerprint() -> str:
     """What a usable checkpoint was written by: this layout, this event schema, this folding code."""
     digest = hashlib.sha256(f"{CHECKPOINT_VERSION} {SCHEMA_VERSION} {sys.byteorder}".encode())
-    for module in ("rrma.state", "rrma.events", __name__):
+    for module in ("rrma.log.state", "rrma.log.events", __name__):
         source = getattr(sys.modules.get(module), "__file__", None)
         try:
             digest.update(Path(source).read_bytes() if source else os.urandom(16))

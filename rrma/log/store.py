@@ -49,7 +49,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rrma.events import EVENT_TYPES, GENESIS, LogFormatError, build_line, compute_hash, parse_line
+from rrma.log.events import EVENT_TYPES, GENESIS, LogFormatError, build_line, compute_hash, parse_line
 
 EVENTS = "events.jsonl"
 LOCK = ".events.lock"
@@ -446,7 +446,7 @@ class DriverLock:
     def acquire(self) -> DriverLock:
         fd = os.open(self.dir / DRIVER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            for attempt in range(5):  # rrma.control.live_driver probes with a shared lock for microseconds
+            for attempt in range(5):  # rrma.log.control.live_driver probes with a shared lock for microseconds
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break

@@ -8,11 +8,11 @@ blob an event names exists and hashes to its name, and that the derived views
 (``results.tsv``, ``blackboard.md``) equal what the events produce. With ``expect_head``, the
 log's last event must also have that hash (a prefix of at least 8 hex digits).
 
-Every event the fold does not count is an error (``RunState.refused``; :mod:`rrma.state` says which:
+Every event the fold does not count is an error (``RunState.refused``; :mod:`rrma.log.state` says which:
 an outcome no run writes, a promotion without a counted outcome, a review whose ``supersedes`` names
 no earlier review of its trial, a replayed signed review). Every signed review's SSH signature is
 checked against the key it carries, and with an ``allowed_signers`` file against the reviewer's key
-(:func:`rrma.review.check_review_signatures`; what that proves: :mod:`rrma.signing`): a bad
+(:func:`rrma.log.review.check_review_signatures`; what that proves: :mod:`rrma.log.signing`): a bad
 signature is an error either way, an unknown signer (no file) a warning.
 
 Errors fail the check; warnings describe what a crash or an older rrma leaves and hide nothing.
@@ -23,9 +23,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from rrma.review import check_review_signatures
-from rrma.state import RunState, render_blackboard, render_results
-from rrma.store import RUN_JSON, RunStore, VerifyReport, verify_chain
+from rrma.log.review import check_review_signatures
+from rrma.log.state import RunState, render_blackboard, render_results
+from rrma.log.store import RUN_JSON, RunStore, VerifyReport, verify_chain
 
 MIN_HEAD_PREFIX = 8
 

@@ -6,18 +6,18 @@ new best ``awaiting_review`` instead of promoting it; :func:`record_review` prom
 person approves and it still beats the current best by the noise floor. Both the TUI and the
 loop call through here, so the rule lives in one place.
 
-A review can be signed with the reviewer's SSH key (``sign_key``; :mod:`rrma.signing` says what
+A review can be signed with the reviewer's SSH key (``sign_key``; :mod:`rrma.log.signing` says what
 that proves). With ``loop.require_signed_approval`` only an approval whose signature verifies
 against ``loop.allowed_signers`` promotes; any other approval is kept in the log but promotes
 nothing, and the run says why in a ``note`` event (once per review).
 
 An approval promotes only an outcome that verifies: the fold already leaves out an outcome no run
-writes (:func:`rrma.state.refused_outcome`), and :func:`promote_if_approved` also refuses, with a
+writes (:func:`rrma.log.state.refused_outcome`), and :func:`promote_if_approved` also refuses, with a
 note, when the trial's blobs are missing or altered or the log fails its chain and head checks.
 
 Reviews are never edited: a new review of a trial supersedes its latest one (``supersedes`` names
 that review's seq; the latest counted decision is the one in force; a review naming no earlier
-review of its trial, or replaying a signed one, does not count: :func:`rrma.state.ignored_review`)
+review of its trial, or replaying a signed one, does not count: :func:`rrma.log.state.ignored_review`)
 and ``withdraw`` undoes it, leaving the trial unreviewed again. Both keep the old review in the log. A promotion is a fact of the
 log too: withdrawing or rejecting an approval after it promoted a trial does not demote it (the
 dashboard then shows the best as not approved).
@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rrma.promotion import judge
-from rrma.signing import (
+from rrma.log.signing import (
     BadSignature,
     SigningError,
     message_for_review,
@@ -43,8 +42,9 @@ from rrma.signing import (
     signature_fingerprint,
     verify_review,
 )
-from rrma.state import RunState, TrialRecord
-from rrma.store import RunStore, verify_chain
+from rrma.log.state import RunState, TrialRecord
+from rrma.log.store import RunStore, verify_chain
+from rrma.run.promotion import judge
 from rrma.task import TaskConfig, task_path
 
 DECISIONS = ("approve", "reject", "flag", "withdraw")
@@ -81,7 +81,7 @@ def promote_if_approved(store: RunStore, state: RunState, task: TaskConfig | Non
         best = state.trials.get(state.best_id or "")
         noise = (task.noise if task is not None else state.task.get("noise")) or {}
         if not judge(delta, rec.metrics, best.metrics if best is not None else None, state.floor, noise).promote:
-            return False  # the same rule as the loop's (rrma/promotion.py)
+            return False  # the same rule as the loop's (rrma/run/promotion.py)
     else:
         delta = None
     review = rec.reviews[-1]
@@ -125,7 +125,7 @@ def signed_approval_policy(state: RunState, task: TaskConfig | None) -> tuple[bo
 def _unverified_outcome(store: RunStore, rec: TrialRecord) -> str | None:
     """Why the outcome an approval would promote does not verify; None when it does.
 
-    The fold already refuses a ``trial.finished`` that no run writes (:func:`rrma.state.refused_outcome`).
+    The fold already refuses a ``trial.finished`` that no run writes (:func:`rrma.log.state.refused_outcome`).
     What it cannot see is checked here, as ``rrma-tui verify`` checks it: the log's hash chain and head
     record (a line edited in place still folds), and the blobs the trial's events name (its proposal,
     workspace manifest, edits and oracle log) exist and hash to their names.
@@ -192,7 +192,7 @@ def review_data(state: RunState, trial_id: str, decision: str, reviewer: str, no
 def record_review(store: RunStore, trial_id: str, decision: str, reviewer: str | None = None, note: str = "",
                   sign_key: Path | str | None = None) -> Any:
     """Append a review event, signed with ``sign_key`` if given (and, for an approved trial awaiting
-    review, its promotion). Signing problems raise :class:`rrma.signing.SigningError` before anything is written."""
+    review, its promotion). Signing problems raise :class:`rrma.log.signing.SigningError` before anything is written."""
     if decision not in DECISIONS:
         raise ReviewError(f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}")
     state = RunState.fold(store.scan().events)

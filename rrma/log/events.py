@@ -135,7 +135,7 @@ class TrialFinishedData(_Data):
     delta: float | None = None  # score - best at the time, signed so that > 0 is better
     delta_sigma: float | None = None
     floor: float | None = None  # the improvement promotion needed at the time (None: not compared)
-    floor_source: str | None = None  # what set it: baseline, oracle SE, paired (rrma/promotion.py)
+    floor_source: str | None = None  # what set it: baseline, oracle SE, paired (rrma/run/promotion.py)
     early_abort: dict[str, Any] | None = None  # the decision that stopped it: rule, look, predicted, bound...
 
 
@@ -188,7 +188,7 @@ class ReviewData(_Data):
     reviewer: str
     note: str = ""
     supersedes: int | None = None  # seq of the trial's review this one replaces (the old one stays in the log)
-    # signed reviews (rrma/signing.py); all None on an unsigned review and in logs written before them
+    # signed reviews (rrma/log/signing.py); all None on an unsigned review and in logs written before them
     signature: str | None = None  # armored SSHSIG (ssh-keygen -Y sign, namespace rrma-review)
     key_fingerprint: str | None = None  # SHA256:... of the key that signed
     trial_finished: str | None = None  # hash of the trial.finished event the signature is bound to
@@ -210,7 +210,7 @@ class NoteData(_Data):
 class RunControlData(_Data):
     """A person's order to the live loop (``rrma-tui stop|pause|continue``, the dashboard's keys).
 
-    The driver's loop obeys it within about a second (rrma/control.py says how): ``stop`` ends
+    The driver's loop obeys it within about a second (rrma/log/control.py says how): ``stop`` ends
     proposing and the run finishes as ``stopped``; ``pause`` holds new proposals until ``continue``.
     An order applies to the driver that is running when it is written: a later ``run.resumed``
     starts unpaused and unstopped.

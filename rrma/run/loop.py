@@ -1,7 +1,7 @@
 """The research loop: agents propose, the oracle judges, the policy keeps or discards.
 
 One :class:`ResearchLoop` drives one run directory. Everything it knows it reads back from the
-log: its :class:`~rrma.state.RunState` is folded from a :class:`~rrma.store.LogTail` on the
+log: its :class:`~rrma.log.state.RunState` is folded from a :class:`~rrma.log.store.LogTail` on the
 run's own ``events.jsonl``, so events written by other processes (a reviewer's ``review`` in
 the TUI) reach it the same way as its own, and a resumed run rebuilds exactly the state the
 crashed one had.
@@ -10,13 +10,13 @@ Order of work: the oracle is prepared; the unmodified baseline is evaluated
 ``noise.baseline_repeats`` times with different seeds to estimate sigma; then N agent threads
 propose while at most ``budget.max_concurrent`` trials evaluate. A trial is promoted only when
 it beats the current best by ``max(min_sigmas * sigma, min_delta)`` (strictly better when that
-floor is 0; rrma/promotion.py adds the oracle's own standard error or a paired test on per-item
+floor is 0; rrma/run/promotion.py adds the oracle's own standard error or a paired test on per-item
 scores where the oracle reports them). With ``loop.confirm: k`` such a would-be best is first
 re-evaluated k times with fresh seeds (confirmation repeats: trials of their own, ``confirms`` set)
 and promoted with the mean of those repeats only if that mean still clears the floor
 (``trial.confirmed`` records the verdict). With ``loop.hitl`` on, it then waits for a person's
 approval. With ``loop.early_abort`` a trial whose progress samples say it cannot beat the best is
-stopped (rrma/abort.py) and the decision is recorded with its outcome.
+stopped (rrma/run/abort.py) and the decision is recorded with its outcome.
 
 Policies: ``keep-revert`` (parent = current best), ``tree`` (the agent names the parent with
 ``Proposal.parent``, default the best), ``independent`` (always the baseline, the control arm).
@@ -25,7 +25,7 @@ request (Ctrl-C: ``interrupted``; a ``run.control`` stop from ``rrma-tui stop`` 
 ``stopped``): proposing ends at once, running trials finish within their budget, and
 ``run.finished`` records the reason.
 
-Orders from people arrive through the log like reviews (rrma/control.py): the agent phase folds
+Orders from people arrive through the log like reviews (rrma/log/control.py): the agent phase folds
 the tail every 0.2 s, so a ``run.control`` written by any process reaches the driver whatever its
 executor. ``pause`` holds new proposals (an agent waits before it proposes, and a proposal already
 in hand is recorded only after ``continue``); the wall clock keeps running. Each order is
@@ -56,15 +56,15 @@ from agents.base import Agent, Context, TrialSummary
 from agents.context import build_context, clip_middle, summarize
 from oracle import make_oracle
 from oracle.base import Oracle
-from rrma.abort import make_monitor
-from rrma.cache import OutcomeCache, cache_key
 from rrma.contain import cgroups, sandbox
 from rrma.contain.spawn import stale_processes
-from rrma.executor import Executor, LocalExecutor, TrialJob, wait_outcome
-from rrma.promotion import Verdict, combine, judge
-from rrma.review import promote_if_approved
-from rrma.state import RunState, write_views
-from rrma.store import DriverLock, RunLocked, RunStore
+from rrma.exec.local import Executor, LocalExecutor, TrialJob, wait_outcome
+from rrma.log.review import promote_if_approved
+from rrma.log.state import RunState, write_views
+from rrma.log.store import DriverLock, RunLocked, RunStore
+from rrma.run.abort import make_monitor
+from rrma.run.cache import OutcomeCache, cache_key
+from rrma.run.promotion import Verdict, combine, judge
 from rrma.task import AgentConfig, TaskConfig, task_from_dict
 from rrma.trial import Budget, Outcome, Proposal, Status
 from rrma.workspace import EditRules, InvalidEdit, apply_edits, read_tree
@@ -669,7 +669,7 @@ class ResearchLoop:
                 })
 
     def _judge(self, delta: float, candidate: dict[str, Any]) -> Verdict:
-        """Whether ``delta`` over the current best is enough for a candidate with these metrics (rrma/promotion.py)."""
+        """Whether ``delta`` over the current best is enough for a candidate with these metrics (rrma/run/promotion.py)."""
         best = self.state.trials.get(self.state.best_id or "")
         return judge(delta, candidate, best.metrics if best is not None else None, self.state.floor, self.task.noise)
 
@@ -833,7 +833,7 @@ def start_run(
 ) -> RunResult:
     """Create a run directory for ``task`` under ``runs_dir`` and run it to the end.
 
-    ``experiment`` (``{id, arm, seed}``) marks the run as one cell of an experiment (rrma/experiment.py);
+    ``experiment`` (``{id, arm, seed}``) marks the run as one cell of an experiment (rrma/run/experiment.py);
     it is recorded in run.json and run.started.
     """
     seed = task.seed if seed is None else seed
@@ -898,7 +898,7 @@ def resume_run(
 ) -> RunResult:
     """Continue a run after a crash or a stop; completed trials are kept, interrupted ones re-run.
 
-    Raises :class:`~rrma.store.RunLocked` when another live process is driving the run.
+    Raises :class:`~rrma.log.store.RunLocked` when another live process is driving the run.
     """
     store = RunStore(run_dir)
     with DriverLock(store.dir):  # before reading the state: a second driver would act on a stale fold

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rrma.store import write_atomic
+from rrma.log.store import write_atomic
 from rrma.trial import Status
 
 REVIEW_STATUS = {  # review decision -> the review state it puts a trial in (the latest decision wins)
@@ -97,7 +97,7 @@ class TrialRecord:
 
     @property
     def review_signed(self) -> bool | None:
-        """Whether the latest review carries a signature (None: no review). Present, not verified: see rrma.signing."""
+        """Whether the latest review carries a signature (None: no review). Present, not verified: see rrma.log.signing."""
         return bool(self.reviews[-1]["signed"]) if self.reviews else None
 
 
@@ -253,7 +253,7 @@ class RunState:
         elif kind == "trial.started":
             rec = self.trials.get(d.trial_id)
             if rec is not None and rec.finished and rec.status != "aborted":
-                # only a stopped confirmation repeat is run again (rrma/loop.py _confirm, on resume)
+                # only a stopped confirmation repeat is run again (rrma/run/loop.py _confirm, on resume)
                 self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id,
                                      "why": f"starts {d.trial_id} again, which already finished ({rec.status})"})
             elif rec is not None:
@@ -291,7 +291,7 @@ class RunState:
                                     "best_trial": d.best_trial, "best_score": d.best_score, "delta": d.delta,
                                     "floor": d.floor, "floor_source": d.floor_source, "confirmed": d.confirmed,
                                     "awaiting_review": d.awaiting_review, "reason": d.reason}
-                if d.awaiting_review:  # confirmed under the hitl gate: it now waits for a person (rrma/review.py)
+                if d.awaiting_review:  # confirmed under the hitl gate: it now waits for a person (rrma/log/review.py)
                     rec.metrics = {**rec.metrics, "awaiting_review": True}
         elif kind == "baseline.measured":
             self.baseline_mean, self.sigma, self.floor = d.mean, d.sigma, d.floor
@@ -377,7 +377,7 @@ class RunState:
         return sorted(items, key=key)
 
 
-OUTCOME_ACTORS = ("oracle", "harness")  # who writes trial.finished (rrma/loop.py: the oracle, or the harness for
+OUTCOME_ACTORS = ("oracle", "harness")  # who writes trial.finished (rrma/run/loop.py: the oracle, or the harness for
 # a refused edit or a cached outcome); anything else wrote a score the oracle did not give
 TRIAL_STATUSES = frozenset(s.value for s in Status)
 
@@ -406,7 +406,7 @@ def ignored_review(state: RunState, review: dict[str, Any]) -> str | None:
     """Why a folded review is not part of its trial's decision in force (verify reports it); None: it counts.
 
     ``supersedes`` must name an earlier counted review of the same trial. A signed review must not repeat an
-    earlier one: the same signature, or the same signed bytes (rrma.signing.review_message: run, trial,
+    earlier one: the same signature, or the same signed bytes (rrma.log.signing.review_message: run, trial,
     decision, reviewer, note, trial.finished and supersedes), which a real second review never has (it
     names the review it supersedes). Comparing the signed bytes, not only the signature's text, also catches
     a replay whose signature was re-armored or re-made (ECDSA signatures can be altered and still verify).

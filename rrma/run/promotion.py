@@ -3,7 +3,7 @@
 Why it exists: with one baseline repeat the noise floor is 0 and any gain promoted (0.52 -> 0.62
 on 50 GSM8K questions, McNemar p = 0.06). An oracle that scores a sample of items knows its own
 uncertainty, so the rule takes it into account. The loop (``_record_outcome``, confirmations) and
-the review gate (:func:`rrma.review.promote_if_approved`) both call :func:`judge`, so the rule
+the review gate (:func:`rrma.log.review.promote_if_approved`) both call :func:`judge`, so the rule
 lives in one place.
 
 A candidate is promoted when it beats the best (``delta > 0``) by at least the *floor*, and, where

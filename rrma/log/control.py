@@ -3,11 +3,11 @@
 Why it exists: a run is driven by one process (the one holding ``RUN/.driver.lock``: a headless
 ``rrma-tui`` in another terminal, the TUI's loop worker, a driver whose trials run on a Ray
 cluster). The one channel every driver reads is its own log: the loop folds a tail of
-``events.jsonl`` every 0.2 s (rrma/loop.py). So an order is an event appended by whoever sends
+``events.jsonl`` every 0.2 s (rrma/run/loop.py). So an order is an event appended by whoever sends
 it, in the chain like a review, and the loop obeys it on its next fold; no signal, socket or pid
 is involved, and the executor does not matter.
 
-Events (rrma/events.py), actor ``human:<name>``:
+Events (rrma/log/events.py), actor ``human:<name>``:
 
 * ``run.control`` ``{action, by, reason}``. ``stop``: what Ctrl-C's first press does (no new
   proposals; running trials finish within their budget; a proposal already made is recorded as
@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rrma.events import LogFormatError, parse_line
-from rrma.state import RunState, write_views
-from rrma.store import DRIVER_LOCK, EVENTS, DriverLock, RunNotFound, RunStore, iter_event_lines
+from rrma.log.events import LogFormatError, parse_line
+from rrma.log.state import RunState, write_views
+from rrma.log.store import DRIVER_LOCK, EVENTS, DriverLock, RunNotFound, RunStore, iter_event_lines
 
 ACTIONS = ("stop", "pause", "continue")
 MAX_TEXT = 4000  # characters of a post or steer note
@@ -64,7 +64,7 @@ def live_driver(run_dir: Path | str) -> str | None:
     """Who drives the run ("pid N on HOST since T"), or None when no process holds its driver lock.
 
     Probes the lock with a shared non-blocking ``flock`` and drops it at once; a driver starting
-    in that instant retries its own lock briefly (:class:`rrma.store.DriverLock`), so the probe
+    in that instant retries its own lock briefly (:class:`rrma.log.store.DriverLock`), so the probe
     never makes it fail.
     """
     path = Path(run_dir) / DRIVER_LOCK
@@ -123,7 +123,7 @@ def agent_names(state: RunState) -> set[str]:
 
 
 def _actor(by: str | None) -> str:
-    from rrma.review import default_reviewer
+    from rrma.log.review import default_reviewer
 
     name = (by or default_reviewer()).strip()
     if not name or any(c.isspace() for c in name):

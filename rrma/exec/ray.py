@@ -2,14 +2,14 @@
 
 Why it exists: one machine runs a handful of trials at a time; a Ray cluster (GPU nodes
 included) runs many, while the run log stays on the driver. :class:`RayExecutor` has the same
-protocol as :class:`rrma.executor.LocalExecutor` (``submit(job, on_progress) ->
+protocol as :class:`rrma.exec.local.LocalExecutor` (``submit(job, on_progress) ->
 Future[Outcome]``, ``shutdown(cancel)``) and the same outcome labels.
 
 What travels: the trial's workspace snapshot (``job.files``, zlib-compressed JSON) and the
 proposal go to the worker as plain data; the task's pristine workspace goes once per run
 through the object store (``ray.put``) so a worker can run the oracle's ``prepare`` on its
 node. On the worker each trial is materialized in a fresh temporary directory, evaluated by
-:func:`rrma.executor.evaluate_job` (the oracle runs untrusted work under
+:func:`rrma.exec.local.evaluate_job` (the oracle runs untrusted work under
 :func:`rrma.contain.spawn.spawn`, so the same wall-clock, memory and output limits and the
 same labels apply), and the directory is deleted. Progress samples stream back as they happen
 (the task is a Ray generator), then the :class:`~rrma.trial.Outcome` with its log.
@@ -62,7 +62,7 @@ import ray.exceptions
 
 from oracle import make_oracle
 from oracle.base import Oracle
-from rrma.executor import ProgressCallback, TrialJob, crash_outcome, evaluate_job
+from rrma.exec.local import ProgressCallback, TrialJob, crash_outcome, evaluate_job
 from rrma.trial import Budget, Outcome, Proposal, Status
 from rrma.workspace import materialize, read_tree
 

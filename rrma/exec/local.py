@@ -1,8 +1,8 @@
 """Executors run ``oracle.evaluate`` for trials, concurrently, and always return an Outcome.
 
-The executor protocol is small so that other engines (Ray, see ``rrma.executor_ray``) can sit
+The executor protocol is small so that other engines (Ray, see ``rrma.exec.ray``) can sit
 behind it: ``submit(job, on_progress) -> Future[Outcome]``, ``shutdown(cancel)`` and
-``abort(trial_id, reason)`` (stop one running trial: the loop's early abort, rrma/abort.py). A
+``abort(trial_id, reason)`` (stop one running trial: the loop's early abort, rrma/run/abort.py). A
 :class:`TrialJob` is plain, picklable data: the trial's files (parent snapshot plus the edit,
 already validated), the proposal, the budget and what the oracle needs to know about the run.
 

@@ -424,9 +424,3 @@ def parse_line(line: str | bytes) -> Any:
         raise LogFormatError(f"invalid event ({loc}: {first['msg']})") from exc
 
 
-def raw_fields(line: str | bytes) -> dict[str, Any]:
-    """Parse a line as plain JSON (no model validation): the fast path for hashing/verify."""
-    obj = json.loads(line)
-    if not isinstance(obj, dict):
-        raise LogFormatError("not a JSON object")
-    return obj

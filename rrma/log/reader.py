@@ -905,12 +905,6 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def iter_filtered(turns: Iterable[TurnRef], agent: str | None, trial_id: str | None) -> list[int]:
-    """Indices into ``turns`` matching an agent and/or trial filter."""
-    return [i for i, t in enumerate(turns)
-            if (agent is None or t.agent == agent) and (trial_id is None or t.trial_id == trial_id)]
-
-
 # ----------------------------------------------------------------------------- checkpoints
 # See the module docstring: what a checkpoint holds, when it is trusted, when it is written.
 

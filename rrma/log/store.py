@@ -416,10 +416,6 @@ class RunStore:
 
     # -------------------------------------------------------------- run.json and views
 
-    def read_run_json(self) -> dict[str, Any]:
-        path = self.dir / RUN_JSON
-        return json.loads(path.read_text()) if path.exists() else {}
-
     def write_run_json(self, info: dict[str, Any]) -> str:
         """Write ``run.json``; returns the sha256 of its bytes, for the log to record (``run_json_sha256``)."""
         text = json.dumps(info, indent=2, sort_keys=True, default=str) + "\n"

@@ -124,16 +124,6 @@ def trial_cells(state: RunState, rec: TrialRecord) -> list[str | Text]:
     ]
 
 
-def trial_line(state: RunState, rec: TrialRecord) -> Text:
-    """One-line summary: ✓ t0007 2.3712 (+9.4σ) alice: hypothesis."""
-    text = Text.assemble(glyph(rec.status), " ", (rec.trial_id, "bold"), " ", fmt_score(rec.score))
-    sigma = state.delta_sigma_of(rec.score) if rec.status == "ok" else None
-    if sigma is not None:
-        text.append(f" ({sigma:+.1f}σ)")
-    text.append(f" {rec.agent}: {rec.hypothesis[:80]}", style="dim")
-    return text
-
-
 def lineage_text(state: RunState, trial_id: str, limit: int = 12) -> Text:
     """The trial, its parent, … back to the baseline; a path longer than ``limit`` skips its middle."""
     path = state.lineage(trial_id)

@@ -170,7 +170,7 @@ def parse_progress(line: str) -> tuple[int, float, float] | None:
         return None
 
 
-def parse_metrics(output: str) -> dict[str, float]:
+def parse_summary_block(output: str) -> dict[str, float]:
     """The ``key: value`` lines after the last ``---`` line (numeric values only)."""
     lines = output.splitlines()
     try:
@@ -294,7 +294,7 @@ class AutoresearchOracle(Oracle):
             env=env,
             pass_env=NOT_SECRET,
         )
-        info = parse_metrics("---\n" + result.output)
+        info = parse_summary_block("---\n" + result.output)
         lines = dict(
             (m.group(1), m.group(2)) for m in (METRIC_LINE.match(x.strip()) for x in result.output.splitlines()) if m
         )
@@ -529,7 +529,7 @@ class AutoresearchOracle(Oracle):
     def _score(self, ctx: EvalContext, run: TrainingRun, train: ProcessResult) -> Outcome:
         """Training exited 0: check the metric block and the model, then score it ourselves."""
         assert self.prepare_py is not None
-        reported = parse_metrics(train.output)
+        reported = parse_summary_block(train.output)
         metrics: dict[str, Any] = {k: v for k, v in reported.items() if k != "val_bpb"}
         metrics["train_wall_seconds"] = round(train.seconds, 2)
         if "val_bpb" in reported:

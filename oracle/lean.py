@@ -760,7 +760,7 @@ def _located(messages: Iterable[LeanMessage], origin: tuple[int, int], line_offs
     return out
 
 
-def judge(task: TheoremTask, *, messages: list[LeanMessage], sorries: Sequence[LeanSorry] = (),
+def verdict_from_messages(task: TheoremTask, *, messages: list[LeanMessage], sorries: Sequence[LeanSorry] = (),
           audit: _Audit | None, expected_signature: str | None, origin: tuple[int, int],
           allowed_axioms: frozenset[str] = ALLOWED_AXIOMS, line_offset: int = 0,
           started: float | None = None) -> Verdict:
@@ -1054,7 +1054,7 @@ class LeanChecker:
                 audit = _Audit(None, None, [LeanMessage("error", 0, 0, None, None, audit_resp.error)])
             else:
                 audit = _audit_from(audit_resp.messages, 1, 2)
-        return judge(task, messages=resp.messages, sorries=resp.sorries, audit=audit,
+        return verdict_from_messages(task, messages=resp.messages, sorries=resp.sorries, audit=audit,
                      expected_signature=expected, origin=origin, allowed_axioms=self.allowed_axioms,
                      started=started)
 
@@ -1128,7 +1128,7 @@ class LeanChecker:
                 if status not in ("ok", "crash"):
                     return self._limit_verdict(status, timeout_s, started)
                 audit = _audit_from(parse_cli_output(audit_out)[0], 2, 3)
-        return judge(task, messages=decl_msgs, audit=audit, expected_signature=expected, origin=origin,
+        return verdict_from_messages(task, messages=decl_msgs, audit=audit, expected_signature=expected, origin=origin,
                      allowed_axioms=self.allowed_axioms, line_offset=ctx_lines, started=started)
 
     def _limit_verdict(self, status: str, timeout_s: float, started: float) -> Verdict:
@@ -1272,7 +1272,6 @@ __all__ = [
     "TranscriptMismatch",
     "feedback_text",
     "goals_from_messages",
-    "judge",
     "lean_missing",
     "parse_axioms",
     "parse_cli_output",
@@ -1281,4 +1280,5 @@ __all__ = [
     "read_transcript",
     "split_repl_requests",
     "split_repl_responses",
+    "verdict_from_messages",
 ]

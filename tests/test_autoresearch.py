@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from oracle import make_oracle
-from oracle.autoresearch import AutoresearchOracle, parse_metrics, parse_progress, traceback_tail
+from oracle.autoresearch import AutoresearchOracle, parse_progress, parse_summary_block, traceback_tail
 from oracle.base import EvalContext, OracleError
 from rrma.contain import sandbox
 from rrma.contain.sandbox import Policy
@@ -258,8 +258,8 @@ def test_parse_progress(line: str, expected: tuple[int, float, float] | None) ->
 
 def test_parse_metrics_reads_the_last_block() -> None:
     out = "val_bpb: 9\n---\nval_bpb: 3.5\nnum_steps: 10\nnote: text\n"
-    assert parse_metrics(out) == {"val_bpb": 3.5, "num_steps": 10.0}
-    assert parse_metrics("no block") == {}
+    assert parse_summary_block(out) == {"val_bpb": 3.5, "num_steps": 10.0}
+    assert parse_summary_block("no block") == {}
 
 
 def test_traceback_tail_keeps_the_last_traceback() -> None:

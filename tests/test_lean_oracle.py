@@ -36,7 +36,6 @@ from oracle.lean import (
     feedback_text,
     goals_from_messages,
     is_sorry_warning,
-    judge,
     parse_axioms,
     parse_cli_output,
     parse_repl_response,
@@ -44,6 +43,7 @@ from oracle.lean import (
     read_transcript,
     split_repl_requests,
     split_repl_responses,
+    verdict_from_messages,
 )
 from oracle.strip_lean import strip_lean_file, strip_project
 from rrma.trial import Budget, Proposal, Status
@@ -289,7 +289,7 @@ def test_unsolved_goals_are_extracted_from_real_errors() -> None:
 ])
 def test_verdicts_from_real_answers(tiny, stem: str, index: int, reason: str) -> None:
     resp = parse_repl_response(_shared_pairs(stem)[index][1])
-    verdict = judge(tiny["Tiny.double_two"], messages=resp.messages, sorries=resp.sorries, audit=None,
+    verdict = verdict_from_messages(tiny["Tiny.double_two"], messages=resp.messages, sorries=resp.sorries, audit=None,
                     expected_signature="x", origin=(1, 37))
     assert not verdict.accepted and verdict.reason.startswith(reason)
 
@@ -323,7 +323,7 @@ def test_axiom_lists_and_wordings() -> None:
 def test_old_sorry_wording_without_sorries_field_is_rejected(tiny) -> None:
     responses = split_repl_responses((FIXTURES / "old_wording.expected.out").read_text(encoding="utf-8"))
     resp = parse_repl_response(responses[1])  # only the warning, no `sorries` field
-    verdict = judge(tiny["Tiny.double_two"], messages=resp.messages, audit=None, expected_signature="x",
+    verdict = verdict_from_messages(tiny["Tiny.double_two"], messages=resp.messages, audit=None, expected_signature="x",
                     origin=(1, 37))
     assert (verdict.accepted, verdict.reason, verdict.cheat) == (False, "uses sorry", True)
 

@@ -21,7 +21,7 @@ from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
 from rrma.run.loop import resume_run, start_run
-from rrma.run.promotion import combine, item_scores, judge, paired_se, two_sided_alpha
+from rrma.run.promotion import combine, decide, item_scores, paired_se, two_sided_alpha
 from rrma.task import AgentConfig, NoiseConfig, TaskConfig, task_from_dict
 from rrma.trial import FileEdit, Proposal
 
@@ -52,7 +52,7 @@ MCNEMAR = [
 
 @pytest.mark.parametrize(("cand", "best", "delta", "promote", "source"), MCNEMAR)
 def test_binary_items_are_judged_by_mcnemar(cand: str, best: str, delta: float, promote: bool, source: str) -> None:
-    verdict = judge(delta, {"item_scores": cand, "items_key": "k"}, {"item_scores": best, "items_key": "k"}, 0.0,
+    verdict = decide(delta, {"item_scores": cand, "items_key": "k"}, {"item_scores": best, "items_key": "k"}, 0.0,
                     NoiseConfig(baseline_repeats=1))
     assert (verdict.promote, verdict.source) == (promote, source)
     assert verdict.p_value is not None and verdict.label.startswith("McNemar p=")
@@ -61,19 +61,19 @@ def test_binary_items_are_judged_by_mcnemar(cand: str, best: str, delta: float, 
 def test_other_items_use_a_paired_z_and_unpaired_ones_the_oracle_se() -> None:
     noise = NoiseConfig(baseline_repeats=1, min_sigmas=2.0)
     a, b = [0.5, 0.25, 0.75, 0.5], [0.75, 0.5, 1.0, 0.75]  # every item up by 0.25: no spread, se 0
-    v = judge(0.25, {"item_scores": b, "items_key": "k"}, {"item_scores": a, "items_key": "k"}, 0.0, noise)
+    v = decide(0.25, {"item_scores": b, "items_key": "k"}, {"item_scores": a, "items_key": "k"}, 0.0, noise)
     assert v.promote and v.source == "baseline" and paired_se(a, b) == 0.0
     noisy = [1.0, 0.0, 1.0, 1.0]  # the same mean gain, much spread: the paired floor wins
-    v = judge(0.25, {"item_scores": noisy, "items_key": "k"}, {"item_scores": a, "items_key": "k"}, 0.0, noise)
+    v = decide(0.25, {"item_scores": noisy, "items_key": "k"}, {"item_scores": a, "items_key": "k"}, 0.0, noise)
     assert not v.promote and v.source == "paired" and v.floor == pytest.approx(2 * paired_se(a, noisy))
     # different items (items_key) cannot be paired: the two standard errors add up
-    v = judge(0.1, {"score_se": 0.07, "items_key": "x"}, {"score_se": 0.07, "items_key": "y"}, 0.0, noise)
+    v = decide(0.1, {"score_se": 0.07, "items_key": "x"}, {"score_se": 0.07, "items_key": "y"}, 0.0, noise)
     assert not v.promote and v.source == "oracle SE" and v.floor == pytest.approx(2 * 0.07 * 2**0.5)
     # the baseline floor still counts when it is the larger one, and oracle_se: false ignores the oracle
-    v = judge(0.1, {"score_se": 0.001}, {"score_se": 0.001}, 0.5, noise)
+    v = decide(0.1, {"score_se": 0.001}, {"score_se": 0.001}, 0.5, noise)
     assert not v.promote and v.source == "baseline" and v.floor == 0.5
     off = NoiseConfig(baseline_repeats=1, oracle_se=False)
-    assert judge(0.1, {"score_se": 0.07}, {"score_se": 0.07}, 0.0, off).promote
+    assert decide(0.1, {"score_se": 0.07}, {"score_se": 0.07}, 0.0, off).promote
     assert two_sided_alpha(2.0) == pytest.approx(0.0455, abs=1e-4)
 
 

@@ -54,7 +54,7 @@ is not checkpointed again while it is open (the next open writes one). A failure
 recorded in ``RunModel.checkpoint.error`` and never fails the open.
 
 **Live redraws stay cheap at any length**: :meth:`RunModel.trial_tally` keeps the header's trial
-counts up to date by recounting only the trials each fold changed, and :func:`summarize_run`
+counts up to date by recounting only the trials each fold changed, and :func:`read_summary`
 (the runs list, rescanned every few seconds) reads a run this process is tailing from its
 model instead of folding its log again.
 """
@@ -712,7 +712,7 @@ class RunReader:
     def __init__(self, run_dir: Path, *, use_checkpoint: bool = True, write_checkpoint: bool = True,
                  checkpoint_min_bytes: int | None = None, shared: bool = True) -> None:
         self.run_dir = Path(run_dir)
-        self.shared = shared  # offer the loaded model to summarize_run while this reader tails it (_TAILED)
+        self.shared = shared  # offer the loaded model to read_summary while this reader tails it (_TAILED)
         self.model: RunModel | None = None  # the model the last load built
         self.touched = 0.0  # time.monotonic() of the last load or poll
         self.loading = threading.Event()  # set when no load is under way
@@ -838,7 +838,7 @@ _TAILED: weakref.WeakValueDictionary[str, RunReader] = weakref.WeakValueDictiona
 TAIL_FRESH = 2.0
 
 
-def summarize_run(run_dir: Path) -> RunSummary:
+def read_summary(run_dir: Path) -> RunSummary:
     """One row of the runs list, the cheapest way there is.
 
     From the model of a run open in this process (read under its lock: the UI thread folds under

@@ -44,7 +44,7 @@ from rrma.log.signing import (
 )
 from rrma.log.state import RunState, TrialRecord
 from rrma.log.store import RunStore, verify_chain
-from rrma.run.promotion import judge
+from rrma.run.promotion import decide
 from rrma.task import TaskConfig, task_path
 
 DECISIONS = ("approve", "reject", "flag", "withdraw")
@@ -80,7 +80,7 @@ def promote_if_approved(store: RunStore, state: RunState, task: TaskConfig | Non
         delta = state.better(score, best_score)
         best = state.trials.get(state.best_id or "")
         noise = (task.noise if task is not None else state.task.get("noise")) or {}
-        if not judge(delta, rec.metrics, best.metrics if best is not None else None, state.floor, noise).promote:
+        if not decide(delta, rec.metrics, best.metrics if best is not None else None, state.floor, noise).promote:
             return False  # the same rule as the loop's (rrma/run/promotion.py)
     else:
         delta = None

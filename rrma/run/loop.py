@@ -64,7 +64,7 @@ from rrma.log.state import RunState, write_views
 from rrma.log.store import DriverLock, RunLocked, RunStore
 from rrma.run.abort import make_monitor
 from rrma.run.cache import OutcomeCache, cache_key
-from rrma.run.promotion import Verdict, combine, judge
+from rrma.run.promotion import Decision, combine, decide
 from rrma.task import AgentConfig, TaskConfig, task_from_dict
 from rrma.trial import Budget, Outcome, Proposal, Status
 from rrma.workspace import EditRules, InvalidEdit, apply_edits, read_tree
@@ -282,7 +282,7 @@ class ResearchLoop:
         return call
 
     def _finish(self) -> None:
-        summary = summarize_run(self.state, self.task, time.monotonic() - self.started)
+        summary = run_summary(self.state, self.task, time.monotonic() - self.started)
         if self.error is not None:
             summary["error"] = self.error
         order = self.state.stop_request
@@ -538,7 +538,7 @@ class ResearchLoop:
 
     def run_trial(self, agent_name: str, proposal: Proposal, config: AgentConfig | None = None,
                   trial_id: str | None = None) -> TrialSummary | None:
-        """Validate, record, evaluate (or reuse a cached outcome) and judge one proposal."""
+        """Validate, record, evaluate (or reuse a cached outcome) and decide one proposal."""
         actor = f"agent:{agent_name}"
         with self.lock:
             parent = self._default_parent()
@@ -647,7 +647,7 @@ class ResearchLoop:
                 delta = self.task.better(float(outcome.score), best_score)  # type: ignore[arg-type]
                 sigma = self.state.sigma or 0.0
                 delta_sigma = delta / sigma if sigma > 0 else None
-                verdict = self._judge(delta, metrics)
+                verdict = self._decide(delta, metrics)
                 floor, floor_source, promote = verdict.floor, verdict.label, verdict.promote
                 if promote and self.task.loop.confirm > 0:
                     metrics["awaiting_confirmation"] = True  # _confirm() re-evaluates it, then decides
@@ -668,10 +668,10 @@ class ResearchLoop:
                     "previous_score": best_score, "delta": delta, "delta_sigma": delta_sigma,
                 })
 
-    def _judge(self, delta: float, candidate: dict[str, Any]) -> Verdict:
+    def _decide(self, delta: float, candidate: dict[str, Any]) -> Decision:
         """Whether ``delta`` over the current best is enough for a candidate with these metrics (rrma/run/promotion.py)."""
         best = self.state.trials.get(self.state.best_id or "")
-        return judge(delta, candidate, best.metrics if best is not None else None, self.state.floor, self.task.noise)
+        return decide(delta, candidate, best.metrics if best is not None else None, self.state.floor, self.task.noise)
 
     # ------------------------------------------------------------------ confirmation (loop.confirm)
 
@@ -731,7 +731,7 @@ class ResearchLoop:
         mean = statistics.fmean(scored) if scored else None
         delta = self.task.better(mean, best_score) if mean is not None and best_score is not None else None
         # the repeats' own items (averaged) face the best: never the original's, selected for being high
-        verdict = self._judge(delta if delta is not None else 0.0, combine([r.metrics for r in repeats]))
+        verdict = self._decide(delta if delta is not None else 0.0, combine([r.metrics for r in repeats]))
         floor, source = verdict.floor, verdict.label
         failed = [r.trial_id for r, x in zip(repeats, scores, strict=True) if x is None]
         if failed:
@@ -786,7 +786,7 @@ def early_aborted(outcome: Outcome, decision: dict[str, Any]) -> Outcome:
 # ----------------------------------------------------------------------------- summary
 
 
-def summarize_run(state: RunState, task: TaskConfig, wall_seconds: float) -> dict[str, Any]:
+def run_summary(state: RunState, task: TaskConfig, wall_seconds: float) -> dict[str, Any]:
     best = state.best
     best_score = state.best_history[-1][1] if state.best_history else None
     delta = delta_sigma = None

@@ -3,7 +3,7 @@
 Why it exists: with one baseline repeat the noise floor is 0 and any gain promoted (0.52 -> 0.62
 on 50 GSM8K questions, McNemar p = 0.06). An oracle that scores a sample of items knows its own
 uncertainty, so the rule takes it into account. The loop (``_record_outcome``, confirmations) and
-the review gate (:func:`rrma.log.review.promote_if_approved`) both call :func:`judge`, so the rule
+the review gate (:func:`rrma.log.review.promote_if_approved`) both call :func:`decide`, so the rule
 lives in one place.
 
 A candidate is promoted when it beats the best (``delta > 0``) by at least the *floor*, and, where
@@ -42,7 +42,7 @@ SCORE_SE = "score_se"  # metrics key: the standard error of the score as the ora
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Decision:
     """Whether a candidate is promoted over the best, and what decided it."""
 
     promote: bool
@@ -106,8 +106,8 @@ def combine(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def judge(delta: float, candidate: Mapping[str, Any], best: Mapping[str, Any] | None, baseline_floor: float | None,
-          noise: Mapping[str, Any] | Any) -> Verdict:
+def decide(delta: float, candidate: Mapping[str, Any], best: Mapping[str, Any] | None, baseline_floor: float | None,
+          noise: Mapping[str, Any] | Any) -> Decision:
     """Is an improvement ``delta`` (> 0: better) of ``candidate`` (its metrics) over ``best`` (its metrics) enough?
 
     ``noise`` is the task's NoiseConfig, or its snapshot as a dict (a run folded from its log).
@@ -133,7 +133,7 @@ def judge(delta: float, candidate: Mapping[str, Any], best: Mapping[str, Any] | 
     promote = delta > 0 and delta >= floor
     if p_value is not None and p_value >= two_sided_alpha(min_sigmas):
         promote = False
-    return Verdict(promote, floor, source, p_value)
+    return Decision(promote, floor, source, p_value)
 
 
 def _finite(value: Any) -> bool:
@@ -146,5 +146,14 @@ def _get(noise: Mapping[str, Any] | Any, name: str, default: Any) -> Any:
     return getattr(noise, name, default)
 
 
-__all__ = ["ITEMS_KEY", "ITEM_SCORES", "SCORE_SE", "Verdict", "combine", "item_scores", "judge", "paired_se",
-           "two_sided_alpha"]
+__all__ = [
+    "ITEMS_KEY",
+    "ITEM_SCORES",
+    "SCORE_SE",
+    "Decision",
+    "combine",
+    "decide",
+    "item_scores",
+    "paired_se",
+    "two_sided_alpha",
+]

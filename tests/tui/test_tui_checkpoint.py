@@ -22,7 +22,7 @@ from make_run import make_run
 
 import rrma.log.reader as reader
 from rrma.contain import sandbox
-from rrma.log.reader import CHECKPOINT_NAME, RunModel, RunReader, checkpoint_paths, summarize_run
+from rrma.log.reader import CHECKPOINT_NAME, RunModel, RunReader, checkpoint_paths, read_summary
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
 
@@ -218,13 +218,13 @@ def test_lines_folded_while_the_snapshot_is_taken_are_not_in_it(tmp_path: Path) 
 
 def test_runs_list_summary_comes_from_the_checkpoint_header(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_dir = make_run(tmp_path, "r", trials=12)
-    folded = summarize_run(run_dir)
+    folded = read_summary(run_dir)
     write_checkpoint(run_dir)
     monkeypatch.setattr(RunReader, "load", lambda self: pytest.fail("summarized by folding the log"))
-    assert summarize_run(run_dir) == folded
+    assert read_summary(run_dir) == folded
     monkeypatch.undo()
     append_more(run_dir, 1)  # the checkpoint no longer covers the whole log: summarized from a load
-    assert summarize_run(run_dir).trials == folded.trials + 1
+    assert read_summary(run_dir).trials == folded.trials + 1
 
 
 # ----------------------------------------------------------------------------- a checkpoint that does not fit

@@ -135,14 +135,14 @@ async def test_a_run_that_cannot_be_read_says_why_in_the_runs_list(
     import tui.screens.runs as runs_module
 
     make_run(runs_dir, "broken-run", trials=2)
-    real = runs_module.summarize_run
+    real = runs_module.read_summary
 
     def summarize(run_dir: Path) -> Any:
         if run_dir.name == "broken-run":
             raise error
         return real(run_dir)
 
-    monkeypatch.setattr(runs_module, "summarize_run", summarize)
+    monkeypatch.setattr(runs_module, "read_summary", summarize)
     log = MessageLog()
     app = make_app(runs_dir, None)
     async with app.run_test(size=(200, 40), message_hook=log) as pilot:

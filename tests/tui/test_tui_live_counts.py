@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from make_run import make_run
 
-from rrma.log.reader import RunModel, RunReader, TrialTally, summarize_run
+from rrma.log.reader import RunModel, RunReader, TrialTally, read_summary
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from tui.widgets.trial_text import is_claim
@@ -70,7 +70,7 @@ def test_tally_follows_the_fold(tmp_path: Path) -> None:
 
 def test_runs_list_summarizes_a_run_open_here_from_its_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_dir = make_run(tmp_path, "r", trials=6, finished=False)
-    folded = summarize_run(run_dir)
+    folded = read_summary(run_dir)
     reader = RunReader(run_dir)  # as a dashboard's
     model = reader.load()
     store = RunStore(run_dir)
@@ -80,9 +80,9 @@ def test_runs_list_summarizes_a_run_open_here_from_its_model(tmp_path: Path, mon
     fold_new_lines(reader, model)
     with monkeypatch.context() as patched:
         patched.setattr(RunReader, "load", lambda self: pytest.fail("summarized by folding the log again"))
-        assert summarize_run(run_dir).trials == folded.trials + 1
+        assert read_summary(run_dir).trials == folded.trials + 1
     store.append("trial.proposed", "agent:bob", {"trial_id": "n2", "parent": None, "agent": "bob",
                                                  "hypothesis": "later", "proposal_blob": blob})
     store.close()
     reader.touched -= 60  # a reader that stopped polling (its dashboard closed): its model is not used
-    assert summarize_run(run_dir).trials == folded.trials + 2
+    assert read_summary(run_dir).trials == folded.trials + 2

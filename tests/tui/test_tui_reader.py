@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from make_run import make_run
 
-from rrma.log.reader import RunReader, summarize_run
+from rrma.log.reader import RunReader, read_summary
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 
@@ -89,7 +89,7 @@ def test_poll_reads_only_complete_appended_lines(tmp_path: Path) -> None:
 
 def test_summary_of_a_run(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path, "r", trials=12)
-    summary = summarize_run(run_dir)
+    summary = read_summary(run_dir)
     ref = reference(run_dir)
     assert (summary.task, summary.status, summary.trials) == ("tiny-train", "finished", 12)
     assert ref.best is not None and summary.best == ref.best.score and summary.baseline == ref.baseline_mean

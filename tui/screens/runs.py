@@ -20,7 +20,7 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from rrma.log.control import live_driver
-from rrma.log.reader import RunSummary, age, find_runs, summarize_run
+from rrma.log.reader import RunSummary, age, find_runs, read_summary
 from rrma.log.store import EVENTS
 from tui.screens.base import WorkerScreen, failure_line, shown
 from tui.screens.modals import NewRunScreen
@@ -107,7 +107,7 @@ class RunsScreen(WorkerScreen):
                         if status != known.status:
                             self.post_message(self.Summarized(replace(known, status=status)))
                     continue
-                summary = summarize_run(run_dir)
+                summary = read_summary(run_dir)
                 summary.size = size
                 if summary.status == "running" and live_driver(run_dir) is None:
                     summary.status = "stopped"  # its log says running, but no process drives it (a crash, kill -9)

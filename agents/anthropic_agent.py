@@ -28,7 +28,6 @@ from typing import Any
 
 import anthropic
 
-from agents.base import AgentError
 from agents.llm_common import (
     LLMAgent,
     ModelReply,
@@ -41,6 +40,7 @@ from agents.llm_common import (
     parse_retry_after,
     transient_status,
 )
+from rrma.contracts import AgentError
 from rrma.task import AgentConfig, TaskConfig
 
 EPHEMERAL = {"type": "ephemeral"}

@@ -14,7 +14,7 @@ Invariants:
   run log is a complete trace of the conversation.
 * Nothing that reaches a turn, a blackboard post or an exception message can contain an API
   key: every string goes through :class:`Redactor` first, and provider errors are re-raised as
-  :class:`~agents.base.AgentError` built from scrubbed text (``from None``: no chained request).
+  :class:`~rrma.contracts.AgentError` built from scrubbed text (``from None``: no chained request).
 * Per-agent caps (``max_run_tokens``, ``budget_usd``) are hard: once reached, no further model
   call is made in this run and ``propose`` returns ``None``.
 """
@@ -35,8 +35,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.base import Agent, AgentError, Context, TrialSummary, memory_note, remember_outcome
-from agents.context import clip_middle
+from agents.memory import memory_note, remember_outcome
+from rrma.contracts import Agent, AgentError, Context, TrialSummary
+from rrma.run.context import clip_middle
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import FileEdit, Proposal
 from rrma.workspace import EditRules, InvalidEdit, apply_edits, normalize_path

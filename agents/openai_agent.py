@@ -26,7 +26,6 @@ from typing import Any
 
 import openai
 
-from agents.base import AgentError
 from agents.llm_common import (
     LLMAgent,
     ModelReply,
@@ -39,6 +38,7 @@ from agents.llm_common import (
     parse_retry_after,
     transient_status,
 )
+from rrma.contracts import AgentError
 from rrma.task import AgentConfig, TaskConfig
 
 NO_KEY = "EMPTY"  # what vLLM's docs pass when the server has no --api-key

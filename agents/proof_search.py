@@ -54,7 +54,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.base import Agent, AgentError, Context, TrialSummary
 from agents.premises import (
     PremiseIndex,
     coq_file_premises,
@@ -74,6 +73,7 @@ from agents.tactic_portfolio import (
 )
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import Premise, ProofState, ProofStateError, ProofStates, TacticResult
+from rrma.contracts import Agent, AgentError, Context, TrialSummary
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Proposal
 
@@ -619,8 +619,8 @@ class LLMTactics:
 
     def __init__(self, backend: str, model: str | None, task: TaskConfig, name: str, *, max_calls: int = 4,
                  per_call: int = 6, record: Callable[..., None] | None = None) -> None:
-        from agents import make_agent
         from agents.llm_common import LLMAgent
+        from rrma.plugins import make_agent
 
         agent = make_agent(AgentConfig(name=f"{name}-tactics", backend=backend, model=model,
                                        max_tokens=512, temperature=0.2), task)

@@ -16,7 +16,7 @@ import random
 import re
 from typing import Any
 
-from agents.base import Agent, Context, TrialSummary
+from rrma.contracts import Agent, Context, TrialSummary
 from rrma.task import AgentConfig, SearchDim, TaskConfig
 from rrma.trial import FileEdit, Proposal
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.base import Agent, AgentError, Context
+from rrma.contracts import Agent, AgentError, Context
 from rrma.log.store import RunNotFound, RunStore
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Proposal

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agents.base import Agent, Context, TrialSummary
+from rrma.contracts import Agent, Context, TrialSummary
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Proposal
 

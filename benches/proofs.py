@@ -50,9 +50,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from agents import make_agent
-from agents.base import Agent, Context, TrialSummary
 from oracle.proof_common import ProofChecker, TheoremTask, Verdict
+from rrma.contracts import Agent, Context, TrialSummary
 from rrma.log.events import (
     AgentTurnData,
     BlackboardPostData,
@@ -64,6 +63,7 @@ from rrma.log.events import (
 )
 from rrma.log.state import RunState, write_views
 from rrma.log.store import RunStore
+from rrma.plugins import make_agent
 from rrma.task import AgentConfig, BudgetConfig, MetricConfig, OracleConfig, TaskConfig
 from rrma.text import SafeConsole, without_controls
 from rrma.trial import Proposal

@@ -1067,8 +1067,7 @@ def main(argv: list[str] | None = None) -> int:
     if words and argv[words[0]] not in COMMANDS and "-h" not in argv and "--help" not in argv:
         open_run = Path(argv.pop(words[0]))
     args = parser.parse_args(argv)
-    from agents.base import AgentError
-    from oracle.base import OracleError
+    from rrma.contracts import AgentError, OracleError
     from rrma.log.control import ControlError, RunNotLive
     from rrma.log.review import ReviewError
     from rrma.log.store import LogDamaged, RunLocked, RunNotFound, RunUnreadable

@@ -90,10 +90,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from oracle.base import EvalContext, Oracle, OracleError
 from rrma.contain.files import LinkRefused, fresh_dir, read_bytes
 from rrma.contain.sandbox import Policy, harness_python
 from rrma.contain.spawn import ProcessResult, spawn
+from rrma.contracts import EvalContext, Oracle, OracleError
 from rrma.powerlaw import AbortDecision, EarlyAbortRule
 from rrma.trial import Budget, Outcome, Status
 

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from oracle.base import OracleError
 from oracle.proof_common import TheoremTask
+from rrma.contracts import OracleError
 from rrma.text import without_controls
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_BAD_INPUT = 0, 1, 2

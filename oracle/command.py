@@ -60,10 +60,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from oracle.base import EvalContext, Oracle, OracleError
 from rrma.contain.files import LinkRefused, fresh_dir, read_bytes, write_bytes
 from rrma.contain.sandbox import Policy, harness_python
 from rrma.contain.spawn import ProcessResult, spawn
+from rrma.contracts import EvalContext, Oracle, OracleError
 from rrma.trial import Budget, Outcome, Status
 
 MAX_PROGRESS_SAMPLES = 300  # progress samples of one trial that become trial.progress events (the rest are dropped)

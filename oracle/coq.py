@@ -64,7 +64,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from oracle.base import EvalContext, Oracle, OracleError
 from oracle.proof_common import Prover, TheoremTask, Verdict
 from oracle.strip_coq import (
     CoqSyntaxError,
@@ -77,6 +76,7 @@ from oracle.strip_coq import (
 from rrma.contain import sandbox
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import SandboxRequired, signal_own_group, spawn, start
+from rrma.contracts import EvalContext, Oracle, OracleError
 from rrma.trial import Budget, Outcome, Status
 
 INSTALL_HINT = "install Coq (Debian/Ubuntu: `apt-get install coq`; the project tests against coqc 8.16)"

@@ -53,7 +53,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from oracle.base import EvalContext, Oracle, OracleError
 from oracle.gsm8k import ANSWER_FORMATS, FAILURES, MODES, POLICY_VERSION, Grade, grade, truncate_at_stop
 from oracle.gsm8k_data import (
     REPO_ROOT,
@@ -75,6 +74,7 @@ from rrma.contain import files
 from rrma.contain.files import LinkRefused, link_free
 from rrma.contain.sandbox import Policy, harness_python
 from rrma.contain.spawn import ProcessResult, spawn
+from rrma.contracts import EvalContext, Oracle, OracleError
 from rrma.stats import Estimate, mean_pass_at_k, pass_at_1, taxonomy_counts
 from rrma.trial import Budget, Outcome, Status
 

@@ -57,7 +57,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from oracle.base import EvalContext, Oracle, OracleError
 from oracle.lean_audit import (
     REPLAY_EXE,
     REPLAY_MODES,
@@ -83,6 +82,7 @@ from oracle.strip_lean import (
 from rrma.contain import files
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import SandboxRequired, group_rss_bytes, signal_own_group, spawn, start
+from rrma.contracts import EvalContext, Oracle, OracleError
 from rrma.trial import Budget, Outcome, Status
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oracle.base import OracleError
 from oracle.coq import (
     CoqSandbox,
     CoqSession,
@@ -44,6 +43,7 @@ from oracle.proof_common import Prover, TheoremTask
 from oracle.proof_state import Premise, ProofState, ProofStateError, TacticResult
 from oracle.strip_coq import split_sentences
 from rrma.contain import sandbox
+from rrma.contracts import OracleError
 
 _PROMPT = re.compile(r"<prompt>.*?</prompt>", re.S)
 _GOALS_HEAD = re.compile(r"^(\d+) goals?(?: \(ID \d+\))?\s*$")

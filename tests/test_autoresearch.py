@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from oracle import make_oracle
 from oracle.autoresearch import AutoresearchOracle, parse_progress, parse_summary_block, traceback_tail
-from oracle.base import EvalContext, OracleError
 from rrma.contain import sandbox
 from rrma.contain.sandbox import Policy
+from rrma.contracts import EvalContext, OracleError
+from rrma.plugins import make_oracle
 from rrma.task import load_task
 from rrma.trial import Budget, Proposal, Status
 

@@ -24,9 +24,9 @@ import pytest
 import torch
 
 from oracle.autoresearch import AutoresearchOracle
-from oracle.base import EvalContext
 from rrma.contain import sandbox
 from rrma.contain.sandbox import Policy
+from rrma.contracts import EvalContext
 from rrma.trial import Budget, Outcome, Proposal, Status
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,12 +23,12 @@ from typing import Any
 
 import pytest
 
-from agents.base import Agent, Context
-from oracle import make_oracle
 from oracle.command import MAX_PROGRESS_SAMPLES, PROGRESS_BURST, ProgressGate, parse_progress
+from rrma.contracts import Agent, Context
 from rrma.exec.local import TrialJob, evaluate_job
 from rrma.log.export import export_runs
 from rrma.log.store import RunStore
+from rrma.plugins import make_oracle
 from rrma.run.loop import RunResult, start_run
 from rrma.task import AgentConfig, TaskConfig, TaskError, load_task, task_from_dict
 from rrma.trial import Budget, FileEdit, Proposal

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agents.base import Agent, Context
+from rrma.contracts import Agent, Context
 from rrma.log.control import (
     ControlError,
     RunNotLive,

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import oracle.coq as coq_module
-from oracle.base import EvalContext
 from oracle.check_cli import run_check
 from oracle.coq import (
     CoqChecker,
@@ -30,6 +29,7 @@ from oracle.coq import (
 from oracle.proof_common import TheoremTask
 from oracle.strip_coq import Sentence, split_sentences, strip_coq_file, strip_coq_text
 from rrma.contain import seccomp
+from rrma.contracts import EvalContext
 from rrma.trial import Budget, Outcome, Proposal, Status
 
 REPO = Path(__file__).resolve().parent.parent

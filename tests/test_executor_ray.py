@@ -22,9 +22,8 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (the optional 'ray' extra: pip install 'rrma[ray]')")
 
-from agents.base import Agent, Context  # noqa: E402
-from oracle.base import EvalContext, Oracle  # noqa: E402
 from rrma.contain import sandbox  # noqa: E402
+from rrma.contracts import Agent, Context, EvalContext, Oracle  # noqa: E402  # noqa: E402
 from rrma.exec.local import TrialJob, wait_outcome  # noqa: E402
 from rrma.exec.ray import (  # noqa: E402
     DIED_PREFIX,

@@ -30,13 +30,12 @@ from typing import Any
 
 import pytest
 
-from agents.base import Agent, Context
-from oracle import make_oracle
-from oracle.base import EvalContext
 from oracle.gsm8k_data import data_locations, dev_indices, download_caches, load_split
 from rrma.contain import sandbox
 from rrma.contain.sandbox import Policy
+from rrma.contracts import Agent, Context, EvalContext
 from rrma.log.verify import verify_run
+from rrma.plugins import make_oracle
 from rrma.run.loop import start_run
 from rrma.task import AgentConfig, load_task
 from rrma.trial import Budget, FileEdit, Proposal, Status

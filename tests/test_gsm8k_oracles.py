@@ -21,8 +21,6 @@ from typing import Any
 
 import pytest
 
-from oracle import make_oracle
-from oracle.base import EvalContext, OracleError
 from oracle.gsm8k_data import (
     DataError,
     Problem,
@@ -36,6 +34,8 @@ from oracle.gsm8k_data import (
 from oracle.gsm8k_tasks import CompletionsError, match_completions, read_completions
 from rrma.contain import sandbox
 from rrma.contain.sandbox import Policy
+from rrma.contracts import EvalContext, OracleError
+from rrma.plugins import make_oracle
 from rrma.trial import Budget, Proposal, Status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -610,7 +610,7 @@ def test_a_gain_promotes_only_when_mcnemar_says_it_is_real(tmp_path: Path) -> No
     """Issue 14: one baseline repeat gave sigma 0 and 'promotion needs 0': 0.52 -> 0.62 on 50 questions
     (5 questions gained, none lost: McNemar p = 0.0625) promoted. The paired test on the oracle's
     per-question scores now decides; a gain of 14 questions (p < 0.001) is promoted."""
-    from agents.base import Agent, Context
+    from rrma.contracts import Agent, Context
     from rrma.run.loop import start_run
     from rrma.task import AgentConfig, load_task
     from rrma.trial import FileEdit
@@ -685,7 +685,7 @@ def test_prompt_oracle_refuses_an_oversized_prompt(tmp_path: Path) -> None:
 def test_prompt_bench_through_the_research_loop(tmp_path: Path, chat_server: _ChatServer) -> None:
     """benches/gsm8k_prompt/task.yaml through rrma.run.loop.start_run, with a scripted agent and the local server."""
     loop = pytest.importorskip("rrma.run.loop", reason="rrma/run/loop.py (the research loop) is not present")
-    from agents.base import Agent, Context
+    from rrma.contracts import Agent, Context
     from rrma.task import AgentConfig, load_task
     from rrma.trial import FileEdit
 

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from oracle.base import EvalContext
 from oracle.lean import (
     ALLOWED_AXIOMS,
     LeanChecker,
@@ -46,6 +45,7 @@ from oracle.lean import (
     verdict_from_messages,
 )
 from oracle.strip_lean import strip_lean_file, strip_project
+from rrma.contracts import EvalContext
 from rrma.trial import Budget, Proposal, Status
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agents.base import Agent, Context
+from rrma.contracts import Agent, Context
 from rrma.log.review import record_review
 from rrma.log.state import RunState, render_results
 from rrma.log.store import RunStore
@@ -333,7 +333,7 @@ class PathRecordingOracle:
     seen: list[Path] = []
 
     def __new__(cls, params: dict[str, Any], *, metric: str = "score", direction: str = "minimize") -> Any:
-        from oracle.base import Oracle
+        from rrma.contracts import Oracle
         from rrma.trial import Outcome, Status
 
         class Recording(Oracle):

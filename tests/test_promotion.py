@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agents.base import Agent, Context
+from rrma.contracts import Agent, Context
 from rrma.log.export import export_runs
 from rrma.log.state import RunState
 from rrma.log.store import RunStore

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agents.base import Agent, Context
+from rrma.contracts import Agent, Context
 from rrma.log import review as review_module
 from rrma.log import state as state_module
 from rrma.log.events import TrialFinishedData

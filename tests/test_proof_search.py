@@ -388,10 +388,10 @@ class FakeTacticModel(LLMAgent):
 
 
 def test_llm_tactics_come_from_a_chat_backend_and_are_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import agents
     from agents.proof_search import LLMTactics
+    from rrma import plugins
 
-    monkeypatch.setitem(agents.REGISTRY, "fake-tactic-model", f"{__name__}:FakeTacticModel")
+    monkeypatch.setitem(plugins.BUILTIN_AGENTS, "fake-tactic-model", f"{__name__}:FakeTacticModel")
     monkeypatch.setenv("FAKE_TACTIC_MODEL_KEY", "not-a-real-key")
     task_cfg = TaskConfig.model_validate({"name": "t", "oracle": {"kind": "coq"},
                                           "metric": {"name": "solved", "direction": "maximize"}})

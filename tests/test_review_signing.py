@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agents.base import Agent, Context
+from rrma.contracts import Agent, Context
 from rrma.log import store
 from rrma.log.events import canonical, compute_hash
 from rrma.log.review import record_review

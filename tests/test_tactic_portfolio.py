@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from agents.base import Context, TrialSummary
 from agents.tactic_portfolio import (
     TacticPortfolioAgent,
     generalize,
@@ -21,6 +20,7 @@ from agents.tactic_portfolio import (
     variables_of,
 )
 from oracle.strip_coq import strip_coq_file
+from rrma.contracts import Context, TrialSummary
 from rrma.task import AgentConfig, TaskConfig
 
 REPO = Path(__file__).resolve().parent.parent

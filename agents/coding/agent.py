@@ -51,7 +51,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.base import Agent, AgentError, Context, TrialSummary, memory_note, remember_outcome
 from agents.coding import tools as tools_module
 from agents.coding.presets import PRESETS, Command, LaunchSpec, Preset, PresetError
 from agents.coding.streams import StreamParser, clip, clip_value, make_parser
@@ -66,9 +65,11 @@ from agents.llm_common import (
     metric_note,
     price_for,
 )
+from agents.memory import memory_note, remember_outcome
 from rrma.contain import files, sandbox
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import ProcessResult, spawn
+from rrma.contracts import Agent, AgentError, Context, TrialSummary
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Budget, FileEdit, Proposal, Status
 from rrma.workspace import EditRules, materialize

@@ -40,8 +40,8 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any
 
-from agents.context import clip_middle
 from agents.llm_common import FREE, Price, Usage, price_for
+from rrma.run.context import clip_middle
 
 Turn = dict[str, Any]  # keyword arguments of rrma.log.events.AgentTurnData (without agent, step)
 ROLES = ("system", "user", "assistant", "tool_call", "tool_result", "error")

@@ -16,11 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
-from oracle.base import OracleError
 from oracle.coq import CoqSandbox, answer_paths, checker_hidden, make_coq_checker
 from oracle.proof_common import TheoremTask
 from oracle.strip_coq import CoqSyntaxError, strip_coq_file
 from rrma.contain import sandbox
+from rrma.contracts import OracleError
 from rrma.text import SafeConsole
 
 HERE = Path(__file__).resolve().parent

@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
-from oracle.base import OracleError
 from oracle.lean import DEFAULT_PROJECT, LeanChecker
 from oracle.lean_audit import answer_paths, hidden_source_paths
 from oracle.proof_common import TheoremTask
 from oracle.strip_lean import LeanSyntaxError, strip_lean_file, strip_project
+from rrma.contracts import OracleError
 from rrma.text import SafeConsole
 
 console = SafeConsole(stderr=True, emoji=False)  # checker messages print literally and inert

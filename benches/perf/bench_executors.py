@@ -45,9 +45,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agents.base import Agent, Context  # noqa: E402
-from oracle import make_oracle  # noqa: E402
+from rrma.contracts import Agent, Context  # noqa: E402
 from rrma.exec.local import Executor, LocalExecutor, TrialJob  # noqa: E402
+from rrma.plugins import make_oracle  # noqa: E402
 from rrma.run.loop import start_run  # noqa: E402
 from rrma.task import TaskConfig, task_from_dict  # noqa: E402
 from rrma.trial import Budget, FileEdit, Proposal, Status  # noqa: E402

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from oracle.base import EvalContext, Oracle
 from rrma.contain import cgroups
 from rrma.contain.files import fresh_dir
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import stale_processes
+from rrma.contracts import EvalContext, Oracle
 from rrma.trial import Budget, Outcome, Proposal, Status
 from rrma.workspace import materialize
 
@@ -81,7 +81,7 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
 
     The oracle gets a sandbox policy (``ctx.guard``) for the programs the agent wrote: ``trial_dir``
     writable, the harness's code and the interpreter read-only, ``protect`` (the run dir), the
-    oracle's :meth:`~oracle.base.Oracle.held_out` answers and the oracle's own directory
+    oracle's :meth:`~rrma.contracts.Oracle.held_out` answers and the oracle's own directory
     (``ctx.oracle_dir``, a fresh sibling of ``trial_dir``) absent.
     """
     started = time.monotonic()

@@ -60,9 +60,9 @@ from typing import Any
 import ray
 import ray.exceptions
 
-from oracle import make_oracle
-from oracle.base import Oracle
+from rrma.contracts import Oracle
 from rrma.exec.local import ProgressCallback, TrialJob, crash_outcome, evaluate_job
+from rrma.plugins import make_oracle
 from rrma.trial import Budget, Outcome, Proposal, Status
 from rrma.workspace import materialize, read_tree
 

@@ -40,12 +40,12 @@ from coding_fixtures import (
 )
 from specialists import specialist_task
 
-from agents import AgentError, make_agent
-from agents.base import Context
 from oracle.command import CommandOracle
 from rrma.contain import sandbox
+from rrma.contracts import AgentError, Context
 from rrma.log.export import export_runs
 from rrma.log.verify import verify_run
+from rrma.plugins import make_agent
 from rrma.run.loop import start_run
 from rrma.task import task_from_dict
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from coding_fixtures import DEMO, FAKES, REPO, clean
 
-from agents import make_agent
 from agents.coding.presets import PRESETS, LaunchSpec, PresetError
+from rrma.plugins import make_agent
 from rrma.task import CodingAgentConfig, load_task
 
 

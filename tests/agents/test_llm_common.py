@@ -9,7 +9,6 @@ import pytest
 from llm_fixtures import ANTHROPIC_KEY, demo_task
 
 from agents.anthropic_agent import AnthropicAgent
-from agents.base import AgentError, Context
 from agents.llm_common import (
     REDACTED,
     Price,
@@ -25,6 +24,7 @@ from agents.llm_common import (
     price_for,
     proof_syntax_problems,
 )
+from rrma.contracts import AgentError, Context
 from rrma.trial import FileEdit
 
 SECRET = "sk-ant-api03-abcdefghijklmnop"

@@ -15,8 +15,8 @@ from llm_fixtures import FAST, OPENAI_KEY, demo_task
 from llm_wire import Reply, WireServer, o_call, o_completion, o_error
 from trace_check import agent_turns, check_openai
 
-from agents.base import AgentError
 from agents.openai_agent import OpenAIAgent
+from rrma.contracts import AgentError
 from rrma.log.store import RunStore
 from rrma.run.loop import start_run
 

@@ -260,7 +260,7 @@ def test_a_harness_error_in_an_agent_thread_ends_the_run_as_error(tmp_path: Path
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("disk on fire\nsecond line")
 
-    monkeypatch.setattr("rrma.run.loop.apply_edits", broken)
+    monkeypatch.setattr("rrma.run.runner.apply_edits", broken)
     agent = ScriptedAgent([set_x(1.0), set_x(2.0)])
     result = start_run(demo_task(**{"noise.baseline_repeats": 1, "budget.max_trials": 2}), tmp_path, agents=[agent])
     assert result.reason == "error"
@@ -275,7 +275,7 @@ def test_a_harness_error_in_a_baseline_thread_ends_the_run_as_error(tmp_path: Pa
     def lost(*args: Any, **kwargs: Any) -> Any:
         raise ConnectionError("executor lost")
 
-    monkeypatch.setattr("rrma.run.loop.wait_outcome", lost)
+    monkeypatch.setattr("rrma.run.runner.wait_outcome", lost)
     result = start_run(demo_task(**{"noise.baseline_repeats": 2}), tmp_path, agents=[ScriptedAgent([set_x(1.0)])])
     assert result.reason == "error" and result.error is not None
     assert result.error.startswith("ConnectionError: executor lost")

@@ -10,6 +10,7 @@ ones. One module-scoped Ray instance keeps the module around a minute on two cor
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import pytest
 ray = pytest.importorskip("ray", reason="ray is not installed (the optional 'ray' extra: pip install 'rrma[ray]')")
 
 from rrma.contain import sandbox  # noqa: E402
-from rrma.contracts import Agent, Context, EvalContext, Oracle  # noqa: E402  # noqa: E402
+from rrma.contracts import Agent, Context, EvalContext, Oracle  # noqa: E402
 from rrma.exec.local import TrialJob, wait_outcome  # noqa: E402
 from rrma.exec.ray import (  # noqa: E402
     DIED_PREFIX,
@@ -36,6 +37,7 @@ from rrma.exec.ray import (  # noqa: E402
 )
 from rrma.log.state import RunState  # noqa: E402
 from rrma.log.store import RunStore  # noqa: E402
+from rrma.plugins import known_oracles  # noqa: E402
 from rrma.run.loop import start_run  # noqa: E402
 from rrma.task import TaskConfig, load_task, task_from_dict  # noqa: E402
 from rrma.trial import Budget, FileEdit, Outcome, Proposal, Status  # noqa: E402
@@ -396,6 +398,39 @@ class ProgressOracle(Oracle):
             ctx.progress({"step": step, "loss": 1.0 / (step + 1), "worker_pid": os.getpid(),
                           "worker_token": os.environ.get(WORKER_TOKEN_ENV, "")})
         return Outcome(status=Status.ok, score=0.25, feedback="progress test")
+
+
+# ----------------------------------------------------------------------------- plug-ins
+
+PLUGIN_CODE = REPO / "tests" / "plugins" / "rrma_example_plugin" / "rrma_example_plugin"
+
+
+def test_a_plugin_oracle_runs_on_a_worker_without_its_install_metadata(ray_instance: Any, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver finds the plug-in by its entry point (a .dist-info on its sys.path); the workers get
+    its code on PYTHONPATH but no metadata, so they can only import the module:Class the driver sent."""
+    code, site = tmp_path / "code", tmp_path / "site"
+    shutil.copytree(PLUGIN_CODE, code / "rrma_example_plugin")
+    info = site / "rrma_example_plugin-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rrma-example-plugin\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[rrma.oracles]\nexample-count = rrma_example_plugin.oracle:IdeaCountOracle\n")
+    monkeypatch.syspath_prepend(str(site))  # the driver's metadata
+    monkeypatch.setenv("PYTHONPATH", str(code))  # what reaches the workers (code_runtime_env)
+    executor = RayExecutor(trials_dir=tmp_path / "trials")
+    job = TrialJob(trial_id="plug", files={"notes.txt": "idea a\nidea b\nnot an idea\n"},
+                   proposal=Proposal(hypothesis="two ideas"), budget=Budget(seconds=30, memory_mb=256),
+                   oracle_kind="example-count", metric="ideas", direction="maximize")
+    try:
+        outcome = wait_outcome(executor.submit(job, lambda sample: None), job.budget)
+        on_worker = ray.get(ray.remote(known_oracles).options(runtime_env=executor.runtime_env).remote(), timeout=60)
+    finally:
+        executor.shutdown()
+    assert outcome.status == Status.ok and outcome.score == 2.0, outcome.feedback
+    assert outcome.metrics == {"ideas": 2, "scored_by": "rrma_example_plugin"}
+    # control: a worker of the same runtime env cannot look the name up; the driver can
+    assert "command" in on_worker and "example-count" not in on_worker
+    assert "example-count" in known_oracles()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,7 +6,9 @@ protocol as :class:`rrma.exec.local.LocalExecutor` (``submit(job, on_progress) -
 Future[Outcome]``, ``shutdown(cancel)``) and the same outcome labels.
 
 What travels: the trial's workspace snapshot (``job.files``, zlib-compressed JSON) and the
-proposal go to the worker as plain data; the task's pristine workspace goes once per run
+proposal go to the worker as plain data, with the oracle as the ``package.module:Class`` target
+the driver resolved (:func:`rrma.plugins.find_oracle`): a worker imports that target directly, so
+it needs no install metadata (entry points) for an oracle a plug-in package adds; the task's pristine workspace goes once per run
 through the object store (``ray.put``) so a worker can run the oracle's ``prepare`` on its
 node. On the worker each trial is materialized in a fresh temporary directory, evaluated by
 :func:`rrma.exec.local.evaluate_job` (the oracle runs untrusted work under
@@ -39,6 +41,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -52,7 +55,7 @@ import threading
 import time
 import traceback
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,14 +65,14 @@ import ray.exceptions
 
 from rrma.contracts import Oracle
 from rrma.exec.local import ProgressCallback, TrialJob, crash_outcome, evaluate_job
-from rrma.plugins import make_oracle
+from rrma.plugins import find_oracle, make_oracle
 from rrma.trial import Budget, Outcome, Proposal, Status
 from rrma.workspace import materialize, read_tree
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]  # holds the rrma/ and oracle/ packages
-CODE_PACKAGES = ("rrma", "oracle")  # what a worker imports to evaluate a trial
+REPO_ROOT = Path(__file__).resolve().parents[2]  # holds the rrma/ and oracle/ packages
+CODE_PACKAGES = ("rrma", "oracle")  # what a worker imports to evaluate a trial (plus a plug-in oracle's package)
 WORKER_TOKEN_ENV = "RRMA_RAY_WORKER"  # marks every process a worker's trials start
 SHIP_CODE_ENV = "RRMA_RAY_SHIP_CODE"  # "1": upload rrma/ and oracle/ to the workers; "0": never
 DIED_PREFIX = "ray worker died mid-trial"
@@ -83,8 +86,12 @@ class RayExecutorError(RuntimeError):
 # ----------------------------------------------------------------------------- wire format
 
 
-def encode_job(job: TrialJob) -> dict[str, Any]:
-    """A TrialJob as plain data; the workspace snapshot is zlib-compressed JSON bytes."""
+def encode_job(job: TrialJob, oracle_target: str | None = None) -> dict[str, Any]:
+    """A TrialJob as plain data; the workspace snapshot is zlib-compressed JSON bytes.
+
+    ``oracle_target`` is the ``module:Class`` of ``job.oracle_kind`` (resolved here when None): the
+    worker imports it as written, without looking the kind up (raises OracleError for an unknown kind).
+    """
     return {
         "trial_id": job.trial_id,
         "files_z": zlib.compress(json.dumps(job.files, sort_keys=True).encode("utf-8"), 3),
@@ -100,6 +107,7 @@ def encode_job(job: TrialJob) -> dict[str, Any]:
         "pass_env": list(job.pass_env),
         "keep_workspace": job.keep_workspace,
         "oracle_kind": job.oracle_kind,
+        "oracle_target": oracle_target or find_oracle(job.oracle_kind).target,
         "oracle_params": job.oracle_params,
         "metric": job.metric,
         "direction": job.direction,
@@ -108,7 +116,7 @@ def encode_job(job: TrialJob) -> dict[str, Any]:
 
 def decode_job(payload: dict[str, Any]) -> TrialJob:
     files = json.loads(zlib.decompress(payload["files_z"]).decode("utf-8"))
-    rest = {k: v for k, v in payload.items() if k not in ("files_z", "proposal", "budget")}
+    rest = {k: v for k, v in payload.items() if k not in ("files_z", "proposal", "budget", "oracle_target")}
     rest["pass_env"] = tuple(rest.get("pass_env", ()))
     return TrialJob(files=files, proposal=Proposal.model_validate(payload["proposal"]),
                     budget=Budget.model_validate(payload["budget"]), **rest)
@@ -205,23 +213,24 @@ class _WorkerState:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @staticmethod
-    def key(job: TrialJob, workspace_digest: str) -> tuple[str, ...]:
+    def key(target: str, job: TrialJob, workspace_digest: str) -> tuple[str, ...]:
         params = json.dumps(job.oracle_params, sort_keys=True, default=str)
-        return (job.oracle_kind, params, job.metric, job.direction, workspace_digest)
+        return (target, params, job.metric, job.direction, workspace_digest)
 
-    def has_oracle(self, job: TrialJob, workspace_digest: str) -> bool:
+    def has_oracle(self, target: str, job: TrialJob, workspace_digest: str) -> bool:
         with self.lock:
-            return self.key(job, workspace_digest) in self.oracles
+            return self.key(target, job, workspace_digest) in self.oracles
 
-    def oracle_for(self, job: TrialJob, workspace_box: list[Any], workspace_digest: str) -> Oracle:
-        """The job's oracle, built and prepared once per worker (on its node, shipped workspace)."""
-        key = self.key(job, workspace_digest)
+    def oracle_for(self, target: str, job: TrialJob, workspace_box: list[Any], workspace_digest: str) -> Oracle:
+        """The job's oracle (``target``: its module:Class, resolved on the driver), built and prepared
+        once per worker (on its node, shipped workspace)."""
+        key = self.key(target, job, workspace_digest)
         with self.lock:
             cached = self.oracles.get(key)
             if cached is not None:
                 return cached
             index = len(self.oracles)
-            oracle = make_oracle(job.oracle_kind, job.oracle_params, metric=job.metric, direction=job.direction)
+            oracle = make_oracle(target, job.oracle_params, metric=job.metric, direction=job.direction)
             workspace = self.scratch / f"workspace-{workspace_digest[:16]}"
             if not workspace.exists():
                 packed = ray.get(workspace_box[0])
@@ -289,8 +298,10 @@ def _worker_state() -> _WorkerState:
 def _close_oracles(state: _WorkerState) -> None:
     """On a worker's orderly exit: release the oracles' warm resources (REPL pools)."""
     for oracle in list(state.oracles.values()):
-        with contextlib.suppress(Exception):
+        try:
             oracle.close()
+        except Exception as exc:  # a plug-in's close may raise anything; the other oracles must still close
+            log.warning("closing oracle %s on worker exit failed: %s: %s", oracle.kind, type(exc).__name__, exc)
 
 
 def _node_facts() -> dict[str, Any]:
@@ -308,10 +319,11 @@ def _trial_task(payload: dict[str, Any], workspace_box: list[Any], workspace_dig
     started = time.monotonic()
     state = _worker_state()
     job = decode_job(payload)
-    if not state.has_oracle(job, workspace_digest):
+    target = payload["oracle_target"]
+    if not state.has_oracle(target, job, workspace_digest):
         yield "started", facts  # set-up may take long: tell the driver the task is no longer queued
     try:
-        oracle = state.oracle_for(job, workspace_box, workspace_digest)
+        oracle = state.oracle_for(target, job, workspace_box, workspace_digest)
     except Exception as exc:  # a node that lacks what the oracle needs: this trial crashes, the run goes on
         tail = "".join(traceback.format_exception(exc)[-4:])
         reason = f"oracle setup failed on ray node {facts['node_ip']}: {type(exc).__name__}: {exc}\n{tail}"
@@ -370,18 +382,31 @@ class _Submitted:
     cancel_reason: str | None = None  # set when the driver itself cancels the task
 
 
-def code_runtime_env(ship_code: bool) -> dict[str, Any]:
+def code_runtime_env(ship_code: bool, plugin_packages: Sequence[Path] = ()) -> dict[str, Any]:
     """Runtime env that lets workers import rrma/ and oracle/ (the driver's exact code).
 
     Always puts the repository root on ``PYTHONPATH`` (enough when workers share this file
-    system, e.g. a local instance); with ``ship_code`` the two packages are uploaded as
-    ``py_modules`` so remote nodes run the driver's code whether or not rrma is installed there.
+    system, e.g. a local instance); with ``ship_code`` the two packages, and the package
+    directories of plug-in oracles (``plugin_packages``, :func:`plugin_package`), are uploaded as
+    ``py_modules`` so remote nodes run the driver's code whether or not it is installed there.
     """
     pythonpath = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env: dict[str, Any] = {"env_vars": {"PYTHONPATH": pythonpath}}
     if ship_code:
-        env["py_modules"] = [str(REPO_ROOT / name) for name in CODE_PACKAGES]
+        env["py_modules"] = [str(REPO_ROOT / name) for name in CODE_PACKAGES] + [str(p) for p in plugin_packages]
     return env
+
+
+def plugin_package(target: str) -> Path | None:
+    """The directory of the top-level package that holds ``target`` (``package.module:Class``) when
+    it is not one of rrma's own (:data:`CODE_PACKAGES`) and is a package directory; else None."""
+    top = target.partition(":")[0].split(".")[0]
+    if top in CODE_PACKAGES:
+        return None
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.submodule_search_locations:
+        return None  # a single-file module: workers find it on PYTHONPATH or where it is installed
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 class RayExecutor:
@@ -398,6 +423,7 @@ class RayExecutor:
         num_cpus: int | None = None,
         ship_code: bool | None = None,
         request_memory: bool = True,
+        plugin_packages: Sequence[Path] = (),
     ) -> None:
         self.trials_dir = trials_dir
         self.address = address
@@ -409,13 +435,15 @@ class RayExecutor:
         # per-task runtime env; None when the job-level one (set at ray.init) already carries the code
         self.runtime_env: dict[str, Any] | None
         if not ray.is_initialized():
-            self.runtime_env = code_runtime_env(address is not None if ship_code is None else ship_code)
+            self.runtime_env = code_runtime_env(address is not None if ship_code is None else ship_code,
+                                                plugin_packages)
             self._connect(address, num_cpus, self.runtime_env)
             self.runtime_env = None  # workers of this job are prestarted with it
         else:  # someone else started Ray: ship the code per task
             if ship_code is None:
                 ship_code = address is not None or len(self.alive_nodes()) > 1
-            self.runtime_env = code_runtime_env(ship_code)
+            self.runtime_env = code_runtime_env(ship_code, plugin_packages)
+        self._targets: dict[str, str] = {}  # oracle kind -> module:Class, resolved once on the driver
         packed, self.workspace_digest = pack_files(workspace_files or {})
         self.workspace_ref: Any = ray.put(packed)
         self._lock = threading.Lock()
@@ -492,7 +520,10 @@ class RayExecutor:
         options = {**self.resources_for(job.budget), "max_retries": 0, "name": f"rrma-trial-{job.trial_id}"}
         if self.runtime_env is not None:
             options["runtime_env"] = self.runtime_env
-        generator = _remote_trial.options(**options).remote(encode_job(job), [self.workspace_ref],
+        target = self._targets.get(job.oracle_kind)
+        if target is None:  # resolved here, so the worker needs no install metadata (entry points)
+            target = self._targets[job.oracle_kind] = find_oracle(job.oracle_kind).target
+        generator = _remote_trial.options(**options).remote(encode_job(job, target), [self.workspace_ref],
                                                             self.workspace_digest)
         future: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
         # Set once the oracle begins evaluating on the worker (after queueing and oracle set-up).
@@ -541,7 +572,9 @@ class RayExecutor:
         """Cancel one Ray task: a queued one is dropped, a running one is killed (force)."""
         if item.cancel_reason is None:
             item.cancel_reason = reason
-        with contextlib.suppress(Exception):
+        # RayError: Ray is no longer connected (shut down) or refused the request; the task is then
+        # gone or ends on its own, and its outcome still comes through _consume
+        with contextlib.suppress(ray.exceptions.RayError):
             ray.cancel(item.generator, force=item.started is not None)
 
     def _abandon(self, item: _Submitted) -> None:
@@ -662,7 +695,9 @@ def make_ray_executor(task: Any, store: Any, address: str | None = None) -> RayE
     address = address or os.environ.get("RAY_ADDRESS") or None
     workspace = task.workspace_dir()
     files = read_tree(workspace) if workspace.is_dir() else {}
-    executor = RayExecutor(workspace_files=files, trials_dir=store.trials_dir, address=address)
+    package = plugin_package(find_oracle(task.oracle.kind).target)
+    executor = RayExecutor(workspace_files=files, trials_dir=store.trials_dir, address=address,
+                           plugin_packages=[package] if package is not None else [])
     budget = Budget(seconds=task.budget.trial_seconds, memory_mb=task.budget.trial_memory_mb,
                     max_processes=task.budget.trial_max_processes,
                     max_output_bytes=task.budget.max_output_bytes, num_cpus=task.budget.num_cpus,
@@ -675,4 +710,5 @@ def make_ray_executor(task: Any, store: Any, address: str | None = None) -> RayE
     return executor
 
 
-__all__ = ["RayExecutor", "RayExecutorError", "code_runtime_env", "decode_job", "encode_job", "make_ray_executor"]
+__all__ = ["RayExecutor", "RayExecutorError", "code_runtime_env", "decode_job", "encode_job", "make_ray_executor",
+           "plugin_package"]

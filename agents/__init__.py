@@ -6,8 +6,3 @@ only when a task uses them), so the offline path never imports an SDK it does no
 that lives in another package is added with an ``rrma.agents`` entry point (docs/plugins.md).
 :mod:`agents.memory` is the agents' own helper for remembering their outcomes.
 """
-
-# TEMPORARY (issue 21): goes as soon as rrma/run/loop.py (being split) imports rrma.plugins
-from rrma.plugins import make_agent
-
-__all__ = ["make_agent"]

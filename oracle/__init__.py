@@ -5,8 +5,3 @@ here as ``module:Class`` strings, imported only when a task uses them), so that 
 pays for another bench's dependencies. An oracle that lives in another package is added with an
 ``rrma.oracles`` entry point (docs/plugins.md).
 """
-
-# TEMPORARY (issue 21): goes as soon as rrma/run/loop.py (being split) imports rrma.plugins
-from rrma.plugins import make_oracle
-
-__all__ = ["make_oracle"]

@@ -28,7 +28,7 @@ from rrma.contracts import Agent, Context
 from rrma.exec.local import TrialJob, evaluate_job
 from rrma.log.export import export_runs
 from rrma.log.store import RunStore
-from rrma.plugins import make_oracle
+from rrma.plugins import make_task_oracle
 from rrma.run.loop import RunResult, start_run
 from rrma.task import AgentConfig, TaskConfig, TaskError, load_task, task_from_dict
 from rrma.trial import Budget, FileEdit, Proposal
@@ -154,7 +154,7 @@ def test_the_demo_scorer_reads_literals_only(tmp_path: Path, capsys: pytest.Capt
 
 def _evaluate(task: TaskConfig, files: dict[str, str], tmp_path: Path, seed: int = 5) -> Any:
     """One trial through the executor's own path (materialized workspace, ctx.guard, ctx.oracle_dir)."""
-    oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name, direction=task.metric.direction)
+    oracle = make_task_oracle(task)
     oracle.prepare(tmp_path / "run", task.workspace_dir())
     job = TrialJob(trial_id="t1", files=files, proposal=Proposal(hypothesis="h"),
                    budget=Budget(seconds=20, memory_mb=512), seed=seed)

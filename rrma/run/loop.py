@@ -56,19 +56,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agents import make_agent
-from agents.base import Agent, Context, TrialSummary
-from agents.context import build_context
-from oracle import make_oracle
-from oracle.base import Oracle
 from rrma.contain import cgroups, sandbox
 from rrma.contain.spawn import stale_processes
+from rrma.contracts import Agent, Context, Oracle, TrialSummary
 from rrma.exec.local import Executor, LocalExecutor
 from rrma.log.state import RunState, write_views
 from rrma.log.store import DriverLock, RunLocked, RunStore
+from rrma.plugins import make_agent, make_task_oracle, resolve_oracle
 from rrma.run import seeds
 from rrma.run.cache import OutcomeCache
 from rrma.run.confirm import Confirmation
+from rrma.run.context import build_context
 from rrma.run.ledger import EventHook, RunLedger
 from rrma.run.orders import Orders
 from rrma.run.runner import (  # re-exported (__all__): callers import them from here
@@ -166,8 +164,7 @@ class ResearchLoop:
         self.task = task
         self.seed = seed
         self.on_event = on_event
-        self.oracle = oracle or make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name,
-                                            direction=task.metric.direction)
+        self.oracle = oracle or make_task_oracle(task)
         self.executor = executor or LocalExecutor(self.oracle, store.trials_dir, task.budget.max_concurrent,
                                                   protect=(store.dir,))
         self.agents = agents if agents is not None else make_agents(task, seed)
@@ -408,6 +405,7 @@ def start_run(
     it is recorded in run.json and run.started.
     """
     seed = task.seed if seed is None else seed
+    resolve_oracle(task.oracle.kind)  # an unknown oracle kind (or one that cannot load) fails first, before a run dir
     if agents is None:  # a missing key or backend fails here, before a run dir exists
         agents = make_agents(task, seed, agent_count)
     run_id = run_id or new_run_id(task.name)
@@ -423,8 +421,7 @@ def start_run(
                 exc.add_note(f"agent {agent.name} close() failed too: {error_line(close_exc)}")
         raise
     with lock:
-        oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name,
-                             direction=task.metric.direction)
+        oracle = make_task_oracle(task)
         facts = oracle.prepare(store.dir.absolute(), task.workspace_dir())  # absolute: oracles hand it to processes
         found = versions()
         snapshot = task.snapshot()
@@ -511,7 +508,7 @@ def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHoo
         used = len(state.agent_trials())
         if used >= task.budget.max_trials or state.finish_reason in ("target", "baseline_failed"):
             return RunResult(store.dir, f"already_finished:{state.finish_reason}", state)
-    oracle = make_oracle(task.oracle.kind, task.oracle.params, metric=task.metric.name, direction=task.metric.direction)
+    oracle = make_task_oracle(task)
     oracle.prepare(store.dir.absolute(), task.workspace_dir())
     seed = seeds.resume_seed(state.seed, state.resumes)  # fresh agent randomness, reproducible
     agents = make_agents(task, seed, agent_count)

@@ -19,13 +19,13 @@ import statistics
 import threading
 from typing import Any
 
-from agents.base import TrialSummary
-from agents.context import clip_middle, summarize
+from rrma.contracts import TrialSummary
 from rrma.exec.local import Executor, TrialJob, wait_outcome
 from rrma.log.state import RunState
 from rrma.run import seeds
 from rrma.run.abort import make_monitor
 from rrma.run.cache import OutcomeCache, cache_key
+from rrma.run.context import clip_middle, summarize
 from rrma.run.ledger import RunLedger
 from rrma.run.orders import Orders
 from rrma.run.promotion import Decision, decide

@@ -7,6 +7,9 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -274,6 +277,59 @@ def test_warm_timeout_restarts_the_session(tasks: dict[str, TheoremTask]) -> Non
         assert pool.restarts == 2
     finally:
         pool.close()
+
+
+@needs_coq
+def test_warm_session_passes_lines_longer_than_a_pty_allows(warm: WarmCoqPool) -> None:
+    """A pty cuts input lines at 4,096 bytes (why the session uses plain pipes): a 5,000-character
+    name goes in on one line (the context, the statement) and comes back whole in the goal."""
+    name = "long_" + "x" * 5000
+    task = TheoremTask(name="long_t", statement=f"Theorem long_t : {name}.",
+                       context=f"Definition {name} := True.\n", original_proof="exact I.", prover="coq")
+    assert warm.check(task, "exact I.", timeout_s=60).accepted
+    verdict = warm.check(task, "idtac.", timeout_s=60)
+    assert verdict.reason == "incomplete proof: 1 goal(s) remain"
+    assert verdict.goals == [f"|- {name}"]
+
+
+@needs_coq
+def test_warm_session_reports_a_killed_coqtop(tmp_path: Path) -> None:
+    """coqtop killed in the middle of a sentence: the reply ends at once with CoqSessionError (not
+    at the deadline), and the pool replaces a session that died while idle."""
+    session = coq_module.CoqSession("coqtop", cwd=tmp_path, sandbox=coq_module.CoqSandbox())
+    session.send("Goal True.", time.monotonic() + 30)
+    threading.Timer(1.0, lambda: os.killpg(session.proc.pid, signal.SIGKILL)).start()
+    started = time.monotonic()
+    with pytest.raises(coq_module.CoqSessionError, match="coqtop exited"):
+        session.send("let rec f := idtac; f in f.", time.monotonic() + 30)
+    assert time.monotonic() - started < 10 and not session.alive
+    pool = WarmCoqPool()
+    try:
+        task = TheoremTask(name="t", statement="Theorem t : True.", context="", original_proof="exact I.",
+                           prover="coq")
+        assert pool.check(task, "exact I.").accepted
+        idle = pool._idle.get()
+        assert idle is not None
+        os.killpg(idle.proc.pid, signal.SIGKILL)
+        idle.proc.wait(timeout=10)
+        pool._idle.put(idle)
+        assert pool.check(task, "exact I.").accepted and pool.restarts == 2
+    finally:
+        pool.close()
+
+
+@needs_coq
+def test_warm_deadline_holds_while_coqtop_reads_no_input(tmp_path: Path) -> None:
+    """coqtop busy in an endless tactic reads no more input: a chunk larger than the pipe (200 KiB)
+    must not hold the caller past its deadline (the write runs beside the wait, not before it)."""
+    session = coq_module.CoqSession("coqtop", cwd=tmp_path, sandbox=coq_module.CoqSandbox())
+    try:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            session.send("Goal True.\nlet rec f := idtac; f in f.\n" + "idtac.\n" * 30000, started + 2)
+        assert time.monotonic() - started < 6
+    finally:
+        session.kill()
 
 
 @needs_coq

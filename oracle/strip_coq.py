@@ -41,6 +41,15 @@ _DIFFICULTY_RE = re.compile(r"\(\*\s*difficulty\s*:\s*(?P<level>[A-Za-z]+)\s*\*\
 _SECTION_RE = re.compile(rf"^Section\s+(?P<name>{_IDENT})\s*\.$")
 _MODULE_RE = re.compile(rf"^Module\s+(?:Type\s+)?(?:(?:Import|Export)\s+)?(?P<name>{_IDENT})\b(?P<rest>.*)\.$", re.S)
 _END_SCOPE_RE = re.compile(rf"^End\s+(?P<name>{_IDENT})\s*\.$")
+_PROOF_WORD_RE = re.compile(r"^Proof(?![\w'])")
+_PROOF_OPENER_RE = re.compile(r"^Proof(?:\s+(?:using|with)(?![\w']).*)?\s*\.$", re.S)
+_PROOF_TERM_RE = re.compile(r"^Proof(?![\w'])(?!\s*(?:using|with)(?![\w']))\s*(?P<term>[^\s.].*?)\s*\.$", re.S)
+# commands Coq refuses while a proof is open (they open a scope or a nested proof): one of them
+# before a theorem's Qed means the theorem's proof was not where the stripper looked
+_OUTSIDE_PROOF_RE = re.compile(
+    r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global)\s+)?(?:Section|Module|End|Goal|Next\s+Obligation|Obligation|Declare\s+Module)(?![\w'])"
+)
+_STRING_RE = re.compile(r'"(?:[^"]|"")*"')
 
 
 class CoqSyntaxError(ValueError):
@@ -173,15 +182,58 @@ def _difficulty(before: str) -> str:
     return level if level in DIFFICULTIES else "unknown"
 
 
-def strip_coq_text(text: str, source_file: str = "") -> list[TheoremTask]:
-    """One task per theorem-like declaration of ``text`` (a whole ``.v`` file), in file order.
+@dataclass(frozen=True)
+class Skipped:
+    """A declaration the stripper could not read exactly: it yields no task; the others still do.
 
-    A declaration whose proof ends in ``Abort`` adds nothing to the environment and yields no
-    task; one ending in ``Admitted`` yields a task (an open problem) whose original proof is the
-    admitted script. Raises CoqSyntaxError naming the problem when the file cannot be parsed.
+    The oracle rebuilds a file from ``context + statement + proof``, so a theorem whose statement
+    or proof boundaries are in doubt is left out (with this note) rather than guessed.
     """
-    sentences = split_sentences(text)
+
+    name: str
+    keyword: str  # Theorem, Lemma, Example...
+    source_file: str
+    line: int  # 1-based line of the declaration
+    reason: str  # e.g. "has no Qed/Defined/Admitted/Abort before the next declaration (line 80)"
+
+    def __str__(self) -> str:
+        return f"{self.source_file or '<text>'}:{self.line}: {self.keyword} {self.name} skipped: {self.reason}"
+
+
+def proof_term(code: str) -> str | None:
+    """The term of a ``Proof term.`` sentence (``code`` without comments), else None.
+
+    ``Proof term.`` is Coq's ``exact term. Qed.`` in one sentence: it gives the whole proof and
+    closes it. ``Proof.``, ``Proof using ...`` and ``Proof with ...`` open a tactic proof instead
+    (``using`` and ``with`` are keywords, so no term starts with them). An ellipsis ending is not
+    read (Coq refuses ``Proof t...``).
+    """
+    match = _PROOF_TERM_RE.match(code)
+    if match is None or code.endswith(".."):
+        return None
+    return match.group("term")
+
+
+def strip_coq_text_with_notes(text: str, source_file: str = "") -> tuple[list[TheoremTask], list[Skipped]]:
+    """One task per readable theorem-like declaration of ``text`` (a whole ``.v`` file), in file
+    order, and one :class:`Skipped` note per declaration that could not be read exactly.
+
+    A proof runs from the declaration to ``Qed``/``Defined``/``Admitted``/``Abort``/``Save``, or is
+    the single sentence ``Proof term.`` right after the declaration. A declaration whose proof ends
+    in ``Abort`` adds nothing to the environment and yields no task; one ending in ``Admitted``
+    yields a task (an open problem) whose original proof is the admitted script. A declaration is
+    skipped, with a note, when no proof end comes before the next declaration or the end of the
+    file, when a command that cannot run inside a proof (``Section``, ``Module``, ``End``,
+    ``Goal``, ``Next Obligation``...) or a ``Proof term.`` sentence comes before its end, or when
+    it is an ``Example`` with a body (``Example e : T := t.``, a definition, not a proof).
+    Raises CoqSyntaxError (naming ``source_file``) only when the file cannot be cut into sentences.
+    """
+    try:
+        sentences = split_sentences(text)
+    except CoqSyntaxError as exc:
+        raise CoqSyntaxError(f"{source_file}: {exc}" if source_file else str(exc)) from exc
     tasks: list[TheoremTask] = []
+    skipped: list[Skipped] = []
     i = 0
     while i < len(sentences):
         sent = sentences[i]
@@ -189,49 +241,99 @@ def strip_coq_text(text: str, source_file: str = "") -> list[TheoremTask]:
         if match is None:
             i += 1
             continue
-        j = i + 1
-        end: Sentence | None = None
-        while j < len(sentences):
-            if _DECL_RE.match(sentences[j].code):
-                break
-            if _END_RE.match(sentences[j].code):
-                end = sentences[j]
-                break
-            j += 1
+        kw, name = match.group("kw"), match.group("name")
+        decl_line = line_of(text, sent.start)
+        end, resume, reason = _proof_end(text, sentences, i)
         if end is None:
-            raise CoqSyntaxError(
-                f"{source_file or '<text>'}:{line_of(text, sent.start)}: {match.group('kw')} "
-                f"{match.group('name')} has no Qed/Defined/Admitted/Abort"
-            )
+            skipped.append(Skipped(name, kw, source_file, decl_line, reason))
+            i = resume
+            continue
         ender = _END_RE.match(end.code)
-        assert ender is not None
-        if not ender.group("kw").startswith("Abort"):
+        if ender is None or not ender.group("kw").startswith("Abort"):
             tasks.append(
                 TheoremTask(
-                    name=match.group("name"),
+                    name=name,
                     statement=text[sent.start : sent.end],
                     context=text[: sent.start],
                     original_proof=text[sent.end : end.end].strip(),
                     difficulty=_difficulty(text[: sent.start]),
                     prover="coq",
                     source_file=source_file,
-                    line=line_of(text, sent.start),
+                    line=decl_line,
                 )
             )
-        i = j + 1
+        i = resume
+    return tasks, skipped
+
+
+def _proof_end(text: str, sentences: list[Sentence], i: int) -> tuple[Sentence | None, int, str]:
+    """(the sentence that ends the proof of the declaration ``sentences[i]``, the index to scan on
+    from, "") or (None, the index to scan on from, why the proof cannot be read)."""
+    decl = sentences[i]
+    following = sentences[i + 1] if i + 1 < len(sentences) else None
+    opens_proof = following is not None and following.code.startswith("Proof") and (
+        _PROOF_OPENER_RE.match(following.code) is not None or proof_term(following.code) is not None)
+    if following is not None and _PROOF_WORD_RE.match(following.code) and not opens_proof:
+        return None, i + 2, f"has a Proof sentence that cannot be read (line {line_of(text, following.start)})"
+    if following is not None and proof_term(following.code) is not None:
+        return following, i + 2, ""
+    match = _DECL_RE.match(decl.code)
+    assert match is not None
+    if match.group("kw") == "Example" and ":=" in _STRING_RE.sub('""', decl.code) and not opens_proof:
+        # `Example e : T := t.` is a definition; a `:=` inside the statement (a `let`) is read only
+        # when a Proof sentence shows that the declaration opened a proof
+        return None, i + 1, "has a body (:=), not a proof"
+    j = i + 1
+    while j < len(sentences):
+        sent = sentences[j]
+        if _END_RE.match(sent.code):
+            return sent, j + 1, ""
+        if _DECL_RE.match(sent.code):
+            return None, j, f"has no Qed/Defined/Admitted/Abort before the next declaration (line {line_of(text, sent.start)})"
+        if (outside := _OUTSIDE_PROOF_RE.match(sent.code)) is not None:
+            command = " ".join(outside.group(0).split())
+            return None, j, f"meets a {command} command before its Qed (line {line_of(text, sent.start)})"
+        if proof_term(sent.code) is not None:
+            return None, j + 1, f"meets a Proof term sentence after its first one (line {line_of(text, sent.start)})"
+        j += 1
+    return None, j, "has no Qed/Defined/Admitted/Abort before the end of the file"
+
+
+def strip_coq_text(text: str, source_file: str = "") -> list[TheoremTask]:
+    """Every theorem of ``text`` (see :func:`strip_coq_text_with_notes`), strictly: raises
+    CoqSyntaxError naming the first declaration that cannot be read, or when the file cannot be
+    parsed."""
+    tasks, skipped = strip_coq_text_with_notes(text, source_file)
+    if skipped:
+        first = skipped[0]
+        raise CoqSyntaxError(f"{first.source_file or '<text>'}:{first.line}: {first.keyword} {first.name} {first.reason}")
     return tasks
 
 
-def strip_coq_file(path: Path | str) -> list[TheoremTask]:
-    """Read and strip one ``.v`` file (see :func:`strip_coq_text`)."""
+def _read_v(path: Path | str) -> tuple[Path, str]:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        return p, p.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise CoqSyntaxError(f"{p}: no such file") from exc
+    except IsADirectoryError as exc:
+        raise CoqSyntaxError(f"{p}: a directory, not a .v file") from exc
     except UnicodeDecodeError as exc:
         raise CoqSyntaxError(f"{p}: not UTF-8 text ({exc})") from exc
+
+
+def strip_coq_file(path: Path | str) -> list[TheoremTask]:
+    """Read and strip one ``.v`` file strictly (see :func:`strip_coq_text`)."""
+    p, text = _read_v(path)
     return strip_coq_text(text, source_file=str(p))
+
+
+def strip_coq_file_with_notes(path: Path | str) -> tuple[list[TheoremTask], list[Skipped]]:
+    """Read and strip one ``.v`` file, skipping with a note each theorem that cannot be read
+    (see :func:`strip_coq_text_with_notes`). Raises CoqSyntaxError when the file cannot be read
+    or cut into sentences."""
+    p, text = _read_v(path)
+    return strip_coq_text_with_notes(text, source_file=str(p))
 
 
 def stripped_source(text: str) -> str:

@@ -70,6 +70,7 @@ from oracle.strip_coq import (
     Sentence,
     line_of,
     open_scopes,
+    proof_term,
     split_sentences,
     strip_coq_file,
 )
@@ -282,6 +283,14 @@ def screen_proof(proof: str) -> ProofScript:
     except CoqSyntaxError as exc:
         raise ProofRejected(f"malformed proof: {exc}", cheat=False) from exc
     opener = "Proof."
+    if len(sentences) == 1 and (term := proof_term(sentences[0].code)) is not None:
+        # `Proof term.` alone is Coq's `exact term. Qed.` in one sentence (a theorem the stripper
+        # read that way has it as its original proof): it runs as that tactic, screened as any other
+        tactic = f"exact ({term})."
+        unit = Sentence(0, len(tactic), tactic)
+        line = line_of(proof, sentences[0].start)
+        _screen_sentence(unit, line)
+        return ProofScript(opener=opener, units=[unit], body=unit.code, line_offset=line - 1)
     if sentences and _OPENER.match(sentences[0].code):
         opener = proof[sentences[0].start : sentences[0].end]
         _screen_opener(sentences[0].code, line_of(proof, sentences[0].start))

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
 from oracle.coq import CoqSandbox, answer_paths, checker_hidden, make_coq_checker
 from oracle.proof_common import TheoremTask
-from oracle.strip_coq import CoqSyntaxError, strip_coq_file
+from oracle.strip_coq import CoqSyntaxError, Skipped, strip_coq_file_with_notes
 from rrma.contain import sandbox
 from rrma.contracts import OracleError
 from rrma.text import SafeConsole
@@ -33,12 +34,41 @@ def suite_files() -> list[Path]:
     return [HERE / name for name in SUITE]
 
 
-def load_tasks(sources: list[Path] | None) -> list[TheoremTask]:
-    """Every theorem of the given files and directories (default: the bench suite), in file order."""
+SHOW_SKIPPED = 5  # skipped theorems named one per line on stderr; the rest are counted
+
+
+def load_tasks_with_notes(sources: list[Path] | None) -> tuple[list[TheoremTask], list[Skipped]]:
+    """Every readable theorem of the given files and directories (default: the bench suite), in
+    file order, and a note for each theorem the stripper skipped (its proof cannot be read exactly).
+
+    Raises CoqSyntaxError for a file that cannot be read or cut into sentences, and for a file
+    named on its own in which not one theorem can be read (in a directory, such a file only adds notes).
+    """
     tasks: list[TheoremTask] = []
+    skipped: list[Skipped] = []
     for source in sources or suite_files():
-        for path in sorted(source.rglob("*.v")) if source.is_dir() else [source]:
-            tasks.extend(strip_coq_file(path))
+        walked = source.is_dir()
+        for path in sorted(source.rglob("*.v")) if walked else [source]:
+            found, notes = strip_coq_file_with_notes(path)
+            if notes and not found and not walked:
+                first = notes[0]
+                raise CoqSyntaxError(f"{path}: no theorem can be read ({len(notes)} skipped; line {first.line}: "
+                                     f"{first.keyword} {first.name} {first.reason})")
+            tasks.extend(found)
+            skipped.extend(notes)
+    return tasks, skipped
+
+
+def load_tasks(sources: list[Path] | None, *, say: Callable[[str], None] | None = None) -> list[TheoremTask]:
+    """:func:`load_tasks_with_notes`, telling ``say`` (default: a line on stderr) about the skipped
+    theorems: the first :data:`SHOW_SKIPPED` one per line, then how many more."""
+    tasks, skipped = load_tasks_with_notes(sources)
+    tell = say or (lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
+    for note in skipped[:SHOW_SKIPPED]:
+        tell(f"bench coq: {note}")
+    if len(skipped) > SHOW_SKIPPED:
+        tell(f"bench coq: {len(skipped) - SHOW_SKIPPED} more theorems skipped ({len(skipped)} in all, "
+             f"{len(tasks)} read)")
     return tasks
 
 

@@ -57,7 +57,7 @@ from rrma.stats import bootstrap_mean_ci, paired_bootstrap, sign_flip_test
 from rrma.task import TaskConfig, TaskError, load_task, read_yaml
 
 EXPERIMENT_JSON = "experiment.json"
-BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
+BENCH_ROOT = Path(__file__).resolve().parents[2] / "benches"  # rrma/run/experiment.py -> the repository
 DONE_REASONS = frozenset({"max_trials", "max_wall_time", "target", "agents_exhausted", "baseline_failed"})
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 

@@ -404,7 +404,9 @@ class ReplTransport(Protocol):
 
     def send(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]: ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """End the REPL; may raise ReplError or OSError (a REPL already gone), nothing else."""
+        ...
 
 
 def _canonical(request: dict[str, Any]) -> str:
@@ -675,16 +677,21 @@ class ReplPool:
 
     def release(self, session: ReplSession, *, broken: bool = False) -> None:
         retire = broken or session.commands >= self.max_commands or self._closed
-        if retire:
-            with contextlib.suppress(Exception):
-                session.transport.close()
-        with self._cond:
+        try:
             if retire:
-                self._live -= 1
-                self.discarded += 1
-            else:
-                self._idle.append(session)
-            self._cond.notify()
+                # a retired REPL is dropped whether or not it closes cleanly: one that is already gone
+                # (OSError) or refuses (ReplError) is no reason to fail the caller; any other error is a
+                # bug in the transport and propagates, after the slot is given back
+                with contextlib.suppress(ReplError, OSError):
+                    session.transport.close()
+        finally:
+            with self._cond:
+                if retire:
+                    self._live -= 1
+                    self.discarded += 1
+                else:
+                    self._idle.append(session)
+                self._cond.notify()
 
     def close(self) -> None:
         with self._cond:
@@ -693,7 +700,7 @@ class ReplPool:
             self._live -= len(idle)
             self._cond.notify_all()
         for s in idle:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(ReplError, OSError):  # as in release: the pool is closing either way
                 s.transport.close()
 
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +31,7 @@ from oracle.lean import (
     PipeReplTransport,
     RecordedTransport,
     ReplError,
+    ReplPool,
     ReplSession,
     TranscriptMismatch,
     feedback_text,
@@ -480,6 +482,39 @@ def test_timeout_kills_the_process_group_and_the_pool_restarts(tiny) -> None:
     assert checker.check(task, "by\n  decide", timeout_s=20).accepted  # a fresh REPL took over
     assert checker.pool.started == 2
     checker.close()
+
+
+class _FailingClose:
+    """A transport whose close raises ``error`` (what the pool does with a REPL that will not close)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def send(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        raise AssertionError("the pool tests send nothing")
+
+    def close(self) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [
+    ReplError("the REPL refused to close"),  # the transport's own failure
+    BrokenPipeError(32, "Broken pipe"),  # a REPL already gone
+])
+def test_pool_drops_a_repl_that_fails_to_close(error: Exception) -> None:
+    pool = ReplPool(lambda: _FailingClose(error), size=1)
+    pool.release(pool.acquire(), broken=True)
+    assert pool.discarded == 1
+    pool.release(pool.acquire(timeout_s=1))  # the slot came back; the session goes idle
+    pool.close()  # closing the idle one fails the same way, quietly
+
+
+def test_pool_surfaces_a_transport_bug_and_still_frees_its_slot() -> None:
+    pool = ReplPool(lambda: _FailingClose(TypeError("a bug in the transport")), size=1)
+    with pytest.raises(TypeError, match="a bug in the transport"):
+        pool.release(pool.acquire(), broken=True)
+    assert pool.discarded == 1
+    assert isinstance(pool.acquire(timeout_s=1), ReplSession)  # not stuck waiting for the lost slot
 
 
 def _group_alive(pgid: int) -> list[int]:

@@ -3,13 +3,18 @@
     python benches/perf/bench_tui.py [--events 100000] [--seconds 10] [--rate 50] [--workdir DIR] [--pydantic]
 
 1. Writes two runs with the test fixture generator (tests/tui/make_run.py): ~1,000 and
-   ~``--events`` events (reused from ``--workdir`` when already there).
+   ~``--events`` events (reused from ``--workdir`` when already there). The generator writes as
+   the loop's driver does: appends, and the checkpoint kept current through the driver's
+   ``rrma.log.checkpoint.Checkpointer`` (observed after each append, flushed at ``run.finished``);
+   the big run's checkpoint as the driver left it is kept beside it (``NAME.driver-checkpoint``),
+   since later steps replace it.
 2. Open time: the headless app (120x40) from start until the dashboard shows the folded run.
-   The big run is opened cold (its checkpoint removed: every line folded, as on a first open)
-   and warm (from the checkpoint the reader writes after a fold; see rrma/log/reader.py), the
-   1k-event run (too small to checkpoint) is the baseline measured in the same process. Also
-   the reader alone: the cold fold, the turn index, the checkpoint's write and size, the warm
-   load; for scale, ``json.loads`` of every line and (up to 200k events, or with
+   The big run is opened cold (the first open of a run the driver wrote: no checkpoint but the
+   driver's), with no checkpoint at all (every line folded), and warm (from the checkpoint the
+   TUI's reader writes after a fold; see rrma/log/reader.py); the 1k-event run (too small to
+   checkpoint) is the baseline measured in the same process. Also the reader alone: the load
+   from the driver's checkpoint, the cold fold, the turn index, the checkpoint's write and size,
+   the warm load; for scale, ``json.loads`` of every line and (up to 200k events, or with
    ``--pydantic``) the pydantic ``RunStore.scan`` + ``RunState.fold`` path.
 3. Live: a separate process appends ``--rate`` events/s (turns, trials, posts) to the big run for
    ``--seconds`` while the dashboard is open (opened warm, once its turn index is in place);
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,7 +39,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 
@@ -45,17 +51,40 @@ def _make_run_module():  # type: ignore[no-untyped-def]
     return module
 
 
+def driver_copy(run_dir: Path) -> Path:
+    """Where the bench keeps the checkpoint the driver left (outside the run: later steps replace the run's)."""
+    return run_dir.parent / f"{run_dir.name}.driver-checkpoint"
+
+
 def ensure_run(workdir: Path, name: str, events: int) -> Path:
+    """The run, written as the driver writes one (appends + rrma.log.checkpoint.Checkpointer), unless there."""
+    from rrma.log.checkpoint import Checkpointer
+    from rrma.log.reader import CHECKPOINT_NAME, checkpoint_offset
+
     run_dir = workdir / name
-    if (run_dir / "events.jsonl").exists():
-        return run_dir
-    make_run = _make_run_module().make_run
-    tool_turns = 7 if events > 5000 else 1
-    per_trial = 6.5 + 2 * tool_turns  # turns, proposal, start, progress, finish, some promotions and posts
-    started = time.perf_counter()
-    make_run(workdir, name, trials=max(4, int(events / per_trial)), tool_turns=tool_turns, batch=50)
-    lines = sum(1 for _ in open(run_dir / "events.jsonl", "rb"))
-    print(f"generated_{name}: {lines} events in {time.perf_counter() - started:.1f}s")
+    if not (run_dir / "events.jsonl").exists():
+        make_run = _make_run_module().make_run
+        tool_turns = 7 if events > 5000 else 1
+        per_trial = 6.5 + 2 * tool_turns  # turns, proposal, start, progress, finish, some promotions and posts
+        started = time.perf_counter()
+        make_run(workdir, name, trials=max(4, int(events / per_trial)), tool_turns=tool_turns, batch=50)
+        lines = sum(1 for _ in open(run_dir / "events.jsonl", "rb"))
+        print(f"generated_{name}: {lines} events in {time.perf_counter() - started:.1f}s (checkpoint kept by the "
+              "driver's Checkpointer as it wrote)")
+        if (run_dir / CHECKPOINT_NAME).exists():
+            shutil.copy2(run_dir / CHECKPOINT_NAME, driver_copy(run_dir))
+    elif not driver_copy(run_dir).exists() and events > 5000:  # a run written by an older bench
+        drop_checkpoints(run_dir)
+        started = time.perf_counter()
+        written = Checkpointer(run_dir).flush()
+        print(f"driver_checkpoint_{name}: made by Checkpointer.flush over the whole log in "
+              f"{time.perf_counter() - started:.1f}s (the run predates the driver's checkpoints)")
+        if written is not None:
+            shutil.copy2(written, driver_copy(run_dir))
+    if driver_copy(run_dir).exists():
+        size = (run_dir / "events.jsonl").stat().st_size
+        restore_driver_checkpoint(run_dir)
+        print(f"driver_checkpoint_{name}: covers {checkpoint_offset(run_dir)} of {size} log bytes")
     return run_dir
 
 
@@ -84,8 +113,10 @@ async def _time_to_paint(app, ready) -> float:  # type: ignore[no-untyped-def]
     return out["t"]
 
 
-async def open_app(runs: Path, run_dir: Path) -> float:
-    """Start the app on a run; stop once the dashboard shows the whole run folded."""
+async def open_app(runs: Path, run_dir: Path, seen: dict[str, object] | None = None) -> float:
+    """Start the app on a run; stop once the dashboard shows the whole run folded.
+
+    ``seen["loaded"]``: the checkpoint the dashboard's model started from (None: none)."""
     from tui.app import RRMAApp
     from tui.screens.dashboard import DashboardScreen
 
@@ -97,6 +128,8 @@ async def open_app(runs: Path, run_dir: Path) -> float:
         if not isinstance(screen, DashboardScreen):
             return None
         await screen.session.loaded_event.wait()  # set just before the dashboard redraws with it
+        if seen is not None and screen.session.model is not None:
+            seen["loaded"] = screen.session.model.checkpoint.loaded
         return screen.query_one("#trials")
 
     return await _time_to_paint(RRMAApp(runs, run_dir, reviewer="bench"), ready)
@@ -122,6 +155,28 @@ def drop_checkpoints(run_dir: Path) -> None:
 
     for path in checkpoint_paths(run_dir):
         path.unlink(missing_ok=True)
+
+
+def restore_driver_checkpoint(run_dir: Path) -> None:
+    """The run's checkpoints as the driver left them: its own, and none written by a TUI since."""
+    from rrma.log.reader import CHECKPOINT_NAME
+
+    drop_checkpoints(run_dir)
+    shutil.copy2(driver_copy(run_dir), run_dir / CHECKPOINT_NAME)
+
+
+def driver_load(run_dir: Path) -> float:
+    """The reader alone, from the driver's checkpoint (best of three)."""
+    from rrma.log.reader import RunReader
+
+    times = []
+    for _ in range(3):
+        restore_driver_checkpoint(run_dir)
+        started = time.perf_counter()
+        model = RunReader(run_dir).load()
+        times.append(time.perf_counter() - started)
+        assert model.checkpoint.loaded is not None, model.checkpoint.ignored
+    return min(times)
 
 
 def reader_times(run_dir: Path) -> dict[str, float]:
@@ -287,8 +342,16 @@ def main() -> int:
     asyncio.run(open_app(workdir, small))  # warm imports and caches once
     open_none = min(asyncio.run(open_runs_list(workdir / "no-runs-here")) for _ in range(3))
     open_small = min(asyncio.run(open_app(workdir, small)) for _ in range(3))
+    seen: dict[str, object] = {}
+    if driver_copy(big).exists():
+        restore_driver_checkpoint(big)
+        open_big_cold = asyncio.run(open_app(workdir, big, seen))  # the first open of the run the driver wrote
+        assert seen.get("loaded") is not None, "the driver's checkpoint was not used"
+        load_driver = driver_load(big)
+    else:  # too small for a checkpoint: the first open folds every line
+        open_big_cold = load_driver = float("nan")
     drop_checkpoints(big)
-    open_big_cold = asyncio.run(open_app(workdir, big))  # once: seconds at a million events
+    open_big_unkept = asyncio.run(open_app(workdir, big))  # once: seconds at a million events
     reader = reader_times(big)  # leaves the big run's checkpoint in place
     open_big = min(asyncio.run(open_app(workdir, big)) for _ in range(3))
     small_reader = RunReader(small)
@@ -308,11 +371,15 @@ def main() -> int:
     print(f"app_start_no_run_s: {open_none:.3f}  (the floor: the app with an empty runs list)")
     print(f"open_small_s: {open_small:.3f}  (no checkpoint: too small to need one)")
     print(f"open_big_s: {open_big:.3f}  (with its checkpoint)")
-    print(f"open_big_cold_s: {open_big_cold:.3f}  (no checkpoint: every line folded, as on a first open)")
+    print(f"open_big_cold_s: {open_big_cold:.3f}  (the first open of the run the driver wrote: its checkpoint "
+          "+ the tail)")
+    print(f"open_big_no_checkpoint_s: {open_big_unkept:.3f}  (no checkpoint at all: every line folded)")
     print(f"open_ratio_big_over_small: {open_big / open_small:.1f}")
     print(f"open_ratio_cold_over_warm: {open_big_cold / open_big:.1f}")
+    print(f"open_ratio_no_checkpoint_over_cold: {open_big_unkept / open_big_cold:.1f}")
     print(f"open_big_minus_app_start_s: {open_big - open_none:.3f}  (small: {open_small - open_none:.3f})")
     print(f"reader_fold_small_s: {fold_small:.4f}")
+    print(f"reader_load_big_driver_s: {load_driver:.3f}  (the driver's checkpoint + tail)")
     print(f"reader_fold_big_s: {reader['fold']:.3f}  (cold: every line)")
     print(f"reader_index_big_s: {reader['index']:.3f}  (cold: the trace's turn index, a worker after the first paint)")
     print(f"checkpoint_write_s: {reader['write']:.3f}  (a thread, after the index)")

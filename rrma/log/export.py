@@ -42,6 +42,7 @@ import sqlite_utils
 from rrma.log.events import SCHEMA_VERSION, LogFormatError, parse_line
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
+from rrma.log.tail import LineTail
 
 EXPORT_SCHEMA_VERSION = 1
 _TURN_KIND = b'","kind":"agent.turn","prev":"'  # canonical JSON sorts keys: kind follows data and hash
@@ -218,9 +219,7 @@ def read_log(store: RunStore) -> _Log:
     path = store.events_path
     if not path.exists():
         return out
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1  # an unterminated last line is torn: never read
-    for line in data[:end].split(b"\n"):
+    for _offset, line in LineTail(path).lines():  # complete lines only: an unterminated last line is torn
         if not line.strip():
             continue
         if _TURN_KIND in line:

@@ -1,11 +1,17 @@
-"""The TUI's reader of a run log: a fast fold for opening, byte-offset tailing for live updates.
+"""The views' reader of a run log: a fast fold for opening, byte-offset tailing for live updates.
+
+Who reads through it: the TUI (the dashboard, the runs list), ``rrma-tui show`` and ``ls``
+(:func:`read_state`), reviews (rrma/log/review.py) and the driver's checkpoint writer
+(rrma/log/checkpoint.py). The lines come from the log's one line reader
+(:class:`rrma.log.tail.LineTail`, the same as the research loop's validated tail); only the parse
+differs.
 
 Why it exists: validating every line through pydantic (``RunStore.scan``) costs ~50 µs an
 event, so a 100,000-event run would take seconds to open. Here each line is parsed as plain
 JSON (orjson when installed), the JSON types of its payload checked against its pydantic model
 (~2 µs; pydantic itself runs only on a line that differs, and the chain's hashes are left to
 ``rrma-tui verify``) and folded through the same :meth:`rrma.log.state.RunState.apply` the rest of
-RRMA uses, so the TUI and the headless tools agree on the state. ``agent.turn`` lines (most
+RRMA uses, so the TUI, the CLI and the loop agree on the state. ``agent.turn`` lines (most
 of a long run) are not even parsed at open time (they are checked when they are indexed):
 they are recognised by the envelope's ``kind`` (canonical JSON sorts keys, so ``kind`` follows
 ``data`` and ``hash`` and is found with one ``rfind``), counted per agent from the ``actor``
@@ -18,17 +24,20 @@ fragment, a newer schema version, an unknown kind, a field of the wrong type) is
 ``torn``, is never folded and never hides the lines after it; the model's ``offset`` is the
 byte just past the last line it consumed, so a tail resumes exactly there.
 
-**Checkpoints** (a million events open in about a second rather than ten): after a fold at open,
-the folded state and the trace's turn index are saved to ``RUN/.tui-checkpoint`` (or, where the
-run directory cannot be written, ``$XDG_CACHE_HOME/rrma/tui-checkpoints/<hash of the run's
-path>``), so that the next open restores them and folds only the lines appended since. A
+**Checkpoints** (a million events open in under a second rather than five or ten): the folded
+state and the trace's turn index at a line boundary of the log, saved to ``RUN/.checkpoint`` (or,
+where the run directory cannot be written, ``$XDG_CACHE_HOME/rrma/checkpoints/<hash of the run's
+path>``), so that an open restores them and folds only the lines appended since. The driver that
+writes a run keeps one current as it goes and at ``run.finished`` (rrma/log/checkpoint.py: the
+same :class:`RunReader` path as here), so even the first open of a big run is fast; a view writes
+one after a fold at open when none was usable or the log grew past it. A
 checkpoint is a cache, never a source of truth: the log stays the only truth, and a checkpoint
 is used only when all of these hold, else it is ignored (the reason is kept in
 ``RunModel.checkpoint.ignored``) and the log is folded from byte 0:
 
 * its format version and the fingerprint of the folding code (``CHECKPOINT_VERSION``, the event
-  schema version, the source of ``rrma/log/state.py``, ``rrma/log/events.py`` and this module) are this
-  process's, so an edit of the fold never meets a state folded by the old one;
+  schema version, the source of ``rrma/log/state.py``, ``rrma/log/events.py``, ``rrma/log/tail.py``
+  and this module) are this process's, so an edit of the fold never meets a state folded by the old one;
 * the log still holds the bytes it was taken at: the log is at least ``offset`` bytes long, the
   first and the last 64 KiB before ``offset`` hash as they did, and the last line before
   ``offset`` still has the ``seq`` and chain ``hash`` it had (a truncated, replaced or rewritten
@@ -49,9 +58,9 @@ serialized under the model's lock right after the fold (the UI thread folds new 
 same lock, so the snapshot is exactly the state at ``offset``), and the file is written with the
 turn index once the index worker has it, to a temporary file then ``os.replace``. It is written
 when none was usable or the log grew ``CHECKPOINT_REFRESH_BYTES`` past it, and only for logs of
-at least ``CHECKPOINT_MIN_BYTES`` (a small log folds faster than a checkpoint loads); a live run
-is not checkpointed again while it is open (the next open writes one). A failure to write is
-recorded in ``RunModel.checkpoint.error`` and never fails the open.
+at least ``CHECKPOINT_MIN_BYTES`` (a small log folds faster than a checkpoint loads); a view
+does not checkpoint a live run again while it is open (its driver does, or the next open). A
+failure to write is recorded in ``RunModel.checkpoint.error`` and never fails the open.
 
 **Live redraws stay cheap at any length**: :meth:`RunModel.trial_tally` keeps the header's trial
 counts up to date by recounting only the trials each fold changed, and :func:`read_summary`
@@ -89,6 +98,7 @@ from pydantic import BaseModel, ValidationError
 from rrma.log.events import DATA_TYPES, SCHEMA_VERSION
 from rrma.log.state import AgentRecord, RunState, TrialRecord
 from rrma.log.store import EVENTS, RunStore
+from rrma.log.tail import LineTail
 
 try:  # orjson parses the log about twice as fast; plain json is the fallback (and then no checkpoints)
     import orjson
@@ -706,11 +716,14 @@ class RunReader:
     """Reads a run log from a byte offset: ``load`` builds a model, ``poll`` returns new lines.
 
     ``use_checkpoint``: start from the run's checkpoint when it is valid; ``write_checkpoint``:
-    plan one (written by :meth:`RunModel.index_turns`) when it is due. See the module docstring.
+    plan one (written by :meth:`RunModel.index_turns`) when it is due: the log is at least
+    ``checkpoint_min_bytes`` long and none was usable or the log grew ``refresh_bytes`` past it.
+    See the module docstring.
     """
 
     def __init__(self, run_dir: Path, *, use_checkpoint: bool = True, write_checkpoint: bool = True,
-                 checkpoint_min_bytes: int | None = None, shared: bool = True) -> None:
+                 checkpoint_min_bytes: int | None = None, refresh_bytes: int | None = None,
+                 shared: bool = True) -> None:
         self.run_dir = Path(run_dir)
         self.shared = shared  # offer the loaded model to read_summary while this reader tails it (_TAILED)
         self.model: RunModel | None = None  # the model the last load built
@@ -722,32 +735,20 @@ class RunReader:
         self.use_checkpoint = use_checkpoint and _HAVE_ORJSON
         self.write_checkpoint = write_checkpoint and _HAVE_ORJSON
         self.checkpoint_min_bytes = CHECKPOINT_MIN_BYTES if checkpoint_min_bytes is None else checkpoint_min_bytes
+        self.refresh_bytes = CHECKPOINT_REFRESH_BYTES if refresh_bytes is None else refresh_bytes
 
     def _read_from(self, offset: int, *, stub_turns: bool, into: RunModel | None = None) -> list[ParsedChunk]:
+        """Parse the complete lines from ``offset`` on (the log's one line reader, :class:`LineTail`)."""
         chunks: list[ParsedChunk] = []
-        try:
-            fh = open(self.path, "rb")
-        except FileNotFoundError:
-            return chunks
-        with fh:
-            size = os.fstat(fh.fileno()).st_size
-            pos = offset
-            carry = b""
-            while pos < size:
-                data = os.pread(fh.fileno(), min(CHUNK, size - pos), pos)
-                if not data:
-                    break
-                buf = carry + data
-                parsed = parse_lines(buf, pos - len(carry), stub_turns=stub_turns)
-                consumed = parsed.end_offset - (pos - len(carry))
-                carry = buf[consumed:]
-                pos += len(data)
-                if into is not None:
-                    into.apply(parsed)
-                else:
-                    chunks.append(parsed)
-                time.sleep(0)  # let the UI thread take the GIL (keeps the app responsive while reading)
-                self.offset = parsed.end_offset if parsed.end_offset > self.offset else self.offset
+        tail = LineTail(self.path, offset)
+        for base, data in tail.blocks(block=CHUNK):
+            parsed = parse_lines(data, base, stub_turns=stub_turns)
+            if into is not None:
+                into.apply(parsed)
+            else:
+                chunks.append(parsed)
+            self.offset = max(self.offset, tail.offset)
+            time.sleep(0)  # let the UI thread take the GIL (keeps the app responsive while reading)
         return chunks
 
     def load(self) -> RunModel:
@@ -769,7 +770,7 @@ class RunReader:
         finally:
             self.loading.set()
         if self.write_checkpoint and model.state.events and model.offset >= self.checkpoint_min_bytes and (
-                restored_at < 0 or model.offset - restored_at >= CHECKPOINT_REFRESH_BYTES):
+                restored_at < 0 or model.offset - restored_at >= self.refresh_bytes):
             _CheckpointPlan.begin(model)
         return model
 
@@ -786,6 +787,21 @@ class RunReader:
             merged.items.extend(c.items)
             merged.torn.extend(c.torn)
         return merged if (merged.items or merged.torn) else None
+
+
+def read_state(run_dir: Path, *, turns: bool = True) -> RunState:
+    """A run's folded state, read as every view reads it: its checkpoint when one is valid plus the lines
+    after it (else a fold of the whole log).
+
+    ``turns``: index the agents' turns, so their turn, token and cost totals are complete (without,
+    quicker on a long log that has no checkpoint: those totals then leave out the turn lines only
+    counted at open; everything else is the same). Writes nothing. For ``rrma-tui show`` and ``ls``
+    and for reviews; the TUI keeps a :class:`RunModel` instead.
+    """
+    model = RunReader(Path(run_dir), write_checkpoint=False, shared=False).load()
+    if turns:
+        model.attach_index(model.index_turns())
+    return model.state
 
 
 # ----------------------------------------------------------------------------- runs list
@@ -908,7 +924,7 @@ def utcnow() -> datetime:
 # ----------------------------------------------------------------------------- checkpoints
 # See the module docstring: what a checkpoint holds, when it is trusted, when it is written.
 
-CHECKPOINT_NAME = ".tui-checkpoint"  # in the run directory (hidden: it is not part of the run)
+CHECKPOINT_NAME = ".checkpoint"  # in the run directory (hidden: it is not part of the run)
 CHECKPOINT_VERSION = 1  # the file layout; the code fingerprint below covers the fold itself
 CHECKPOINT_MIN_BYTES = 4 * 1024 * 1024  # smaller logs (~7,000 events) fold faster than a checkpoint loads
 CHECKPOINT_REFRESH_BYTES = 8 * 1024 * 1024  # write a new one once the log has grown this much past the one used
@@ -931,7 +947,7 @@ class CheckpointMismatch(ValueError):
 def _code_fingerprint() -> str:
     """What a usable checkpoint was written by: this layout, this event schema, this folding code."""
     digest = hashlib.sha256(f"{CHECKPOINT_VERSION} {SCHEMA_VERSION} {sys.byteorder}".encode())
-    for module in ("rrma.log.state", "rrma.log.events", __name__):
+    for module in ("rrma.log.state", "rrma.log.events", "rrma.log.tail", __name__):
         source = getattr(sys.modules.get(module), "__file__", None)
         try:
             digest.update(Path(source).read_bytes() if source else os.urandom(16))
@@ -976,7 +992,7 @@ def checkpoint_paths(run_dir: Path) -> list[Path]:
         except RuntimeError:  # no home directory: the run directory only
             return paths
     key = hashlib.sha256(os.fsencode(os.path.realpath(run_dir))).hexdigest()[:32]
-    paths.append(Path(base) / "rrma" / "tui-checkpoints" / key)
+    paths.append(Path(base) / "rrma" / "checkpoints" / key)
     return paths
 
 
@@ -1368,15 +1384,14 @@ def restore_checkpoint(model: RunModel) -> int:
     return -1
 
 
-def checkpoint_summary(run_dir: Path) -> dict[str, Any] | None:
-    """The runs-list fields from a valid checkpoint that covers the whole log as it is now (else None)."""
+def _usable_headers(run_dir: Path) -> Iterator[tuple[dict[str, Any], int]]:
+    """(header, log size) of each checkpoint of the run written by this code for the log as it is now."""
     if not _HAVE_ORJSON:
-        return None
-    keys = summary_fields(RunState(), 0).keys()
+        return
     try:
         log = open(Path(run_dir) / EVENTS, "rb")
     except OSError:
-        return None
+        return
     with log:
         size = os.fstat(log.fileno()).st_size
         for path in checkpoint_paths(run_dir):
@@ -1385,10 +1400,22 @@ def checkpoint_summary(run_dir: Path) -> dict[str, Any] | None:
                     header = _read_header(fh, log.fileno(), size)
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            summary = header.get("summary")
-            if header["log"]["offset"] == size and isinstance(summary, dict) and summary.keys() == keys:
-                return summary
+            yield header, size
+
+
+def checkpoint_summary(run_dir: Path) -> dict[str, Any] | None:
+    """The runs-list fields from a valid checkpoint that covers the whole log as it is now (else None)."""
+    keys = summary_fields(RunState(), 0).keys()
+    for header, size in _usable_headers(run_dir):
+        summary = header.get("summary")
+        if header["log"]["offset"] == size and isinstance(summary, dict) and summary.keys() == keys:
+            return summary
     return None
+
+
+def checkpoint_offset(run_dir: Path) -> int:
+    """The log bytes the run's newest usable checkpoint covers (0: none). Reads headers only."""
+    return max((int(header["log"]["offset"]) for header, _ in _usable_headers(run_dir)), default=0)
 
 
 def _why(exc: BaseException) -> str:

@@ -10,8 +10,9 @@ The log (``events.jsonl``) is the only source of truth. Invariants this module k
   no newline. Readers skip it (and report its offset); the next append first seals it with a
   newline, so the fragment stays as a dead line and the chain continues from the last valid
   event. Nothing is ever rewritten or truncated.
-* **Live readers tail by byte offset** (:class:`LogTail`): each poll reads only what was
-  appended since the last one, and only complete lines.
+* **Readers tail by byte offset** through one line reader, :mod:`rrma.log.tail` (``tail()`` and
+  :meth:`RunStore.scan` are its validated form): each read takes only what was appended since
+  the last one, and only complete lines.
 * Blobs are content-addressed (``blobs/<sha256>``), written atomically, never changed.
 * **The chain head also lives outside the log.** After every successful append (inside the
   lock) ``head.json`` = {seq, hash, offset, ts, check} is rewritten in place with one
@@ -50,6 +51,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rrma.log.events import EVENT_TYPES, GENESIS, LogFormatError, build_line, compute_hash, parse_line
+from rrma.log.tail import LineTail, LogTail, TornLine, unreadable_line, utf8_damage
 
 EVENTS = "events.jsonl"
 LOCK = ".events.lock"
@@ -125,39 +127,6 @@ def read_head(run_dir: Path | str) -> HeadRecord | None:
             return record
         problem = "its check field does not match its content"
     raise ValueError(f"{path}: {problem}")
-
-
-@dataclass
-class TornLine:
-    """A line that is not a valid event: a fragment left by a crash mid-write."""
-
-    offset: int  # byte offset of the line's start
-    length: int  # bytes, without the newline
-    sealed: bool  # True when a newline follows (a later append sealed it)
-    error: str
-    line: int = 0  # 1-based line number in the log (0: not counted)
-    corrupt: bool = False  # bytes that are not UTF-8 before the line's end: changed after it was written, not torn
-
-
-def utf8_damage(line: bytes) -> tuple[int, str] | None:
-    """(index, reason) of the first byte of ``line`` that is not UTF-8, unless the only problem is a
-    character cut short at the line's end (what a torn write leaves); None when the line decodes."""
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.end == len(line) and exc.reason == "unexpected end of data":
-            return None
-        return exc.start, f"byte 0x{line[exc.start]:02x} is not UTF-8 ({exc.reason})"
-    return None
-
-
-def _unreadable_line(line: bytes, offset: int, number: int, sealed: bool, error: str) -> TornLine:
-    """A line that does not parse, as a TornLine: ``corrupt`` (saying where) when it is not UTF-8."""
-    damage = utf8_damage(line)
-    if damage is None:
-        return TornLine(offset, len(line), sealed, error, number)
-    at, why = damage
-    return TornLine(offset, len(line), sealed, f"{why} at byte {offset + at}", number, corrupt=True)
 
 
 @dataclass
@@ -357,27 +326,13 @@ class RunStore:
     # -------------------------------------------------------------- reads
 
     def scan(self, start: int = 0) -> ScanResult:
-        """Parse every complete line from byte ``start``; torn lines are reported, not raised."""
-        result = ScanResult(end_offset=start)
-        if not self.events_path.exists():
-            return result
-        with open(self.events_path, "rb") as fh:
-            fh.seek(start)
-            offset = start
-            number = 0 if start else 1  # line numbers only when reading from the start
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    result.torn.append(_unreadable_line(raw, offset, number, False, "unterminated final line"))
-                    break
-                line = raw[:-1]
-                if line.strip():
-                    try:
-                        result.events.append(parse_line(line))
-                    except (LogFormatError, UnicodeDecodeError) as exc:  # json.loads of bytes that are not UTF-8
-                        result.torn.append(_unreadable_line(line, offset, number, True, str(exc)))
-                offset += len(raw)
-                number += 1 if number else 0
-                result.end_offset = offset
+        """Parse every complete line from byte ``start`` (a :class:`~rrma.log.tail.LogTail` read to the end);
+        torn lines are reported, not raised, and so is an unterminated final line."""
+        tail = LogTail(self.events_path, start, count_lines=start == 0)  # line numbers only when reading from the start
+        result = ScanResult(events=tail.poll(None), torn=tail.torn, end_offset=tail.offset)
+        fragment = tail.line_tail.unterminated()
+        if fragment:
+            result.torn.append(unreadable_line(fragment, tail.offset, tail.number, False, "unterminated final line"))
         return result
 
     def events(self) -> list[Any]:
@@ -519,43 +474,6 @@ def _torn_start(fd: int) -> int:
             return pos - step + idx + 1
         pos -= step
     return 0
-
-
-class LogTail:
-    """Incremental reader: each :meth:`poll` returns events appended since the previous poll.
-
-    Keeps a byte offset; reads only new bytes; a partial last line stays unread until complete.
-    """
-
-    def __init__(self, path: Path, offset: int = 0) -> None:
-        self.path = path
-        self.offset = offset
-        self.torn: list[TornLine] = []
-
-    def poll(self, max_bytes: int = 64 * 1024 * 1024) -> list[Any]:
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            return []
-        if size <= self.offset:
-            return []
-        with open(self.path, "rb") as fh:
-            fh.seek(self.offset)
-            data = fh.read(min(size - self.offset, max_bytes))
-        end = data.rfind(b"\n")
-        if end < 0:
-            return []
-        events = []
-        pos = self.offset
-        for line in data[: end + 1].split(b"\n")[:-1]:
-            if line.strip():
-                try:
-                    events.append(parse_line(line))
-                except (LogFormatError, UnicodeDecodeError) as exc:
-                    self.torn.append(_unreadable_line(line, pos, 0, True, str(exc)))
-            pos += len(line) + 1
-        self.offset += end + 1
-        return events
 
 
 # ----------------------------------------------------------------------------- verify
@@ -737,10 +655,4 @@ def check_readable(run_dir: Path | str, *, log: bool = True) -> None:
 
 def iter_event_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """(offset, raw line without newline) for every complete line: for fast bulk readers."""
-    with open(path, "rb") as fh:
-        offset = 0
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                return
-            yield offset, raw[:-1]
-            offset += len(raw)
+    return LineTail(path).lines()

@@ -6,7 +6,9 @@ log up to the last :meth:`~RunLedger.sync`, and an append (:meth:`~RunLedger.emi
 under :attr:`~RunLedger.lock`. A check of the state and the append that depends on it therefore
 happen under the same lock (orders.py relies on this to keep a pause from letting a proposal
 through). Events other processes append (a reviewer's review, a person's order) reach the state at
-the next sync, the same way as the driver's own.
+the next sync, the same way as the driver's own. As the log grows the ledger has the run's
+checkpoint kept current (:class:`rrma.log.checkpoint.Checkpointer`, in the background), and at
+``run.finished`` brought up to the end of the log, so a view opens even a huge run at once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from rrma.log.checkpoint import Checkpointer
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 
@@ -32,6 +35,7 @@ class RunLedger:
         self.lock = threading.RLock()  # guards state, counters and appends
         self.tail = store.tail(0)
         self.state = RunState()
+        self.checkpointer = Checkpointer(store.dir)
         self.files_cache: OrderedDict[str, dict[str, str]] = OrderedDict()
 
     def sync(self) -> list[Any]:
@@ -42,6 +46,8 @@ class RunLedger:
                 self.state.apply(event)
                 if self.on_event is not None:
                     self.on_event(event)
+            if new:
+                self.checkpointer.observe(self.tail.offset)
             return new
 
     def emit(self, kind: str, actor: str, data: dict[str, Any]) -> Any:
@@ -49,7 +55,9 @@ class RunLedger:
         with self.lock:
             event = self.store.append(kind, actor, data)
             self.sync()
-            return event
+        if kind == "run.finished":  # outside the lock: the checkpoint then covers the whole log
+            self.checkpointer.flush()
+        return event
 
     def files_of(self, trial_id: str) -> dict[str, str]:
         """The workspace files of a trial (path -> text), from its manifest in the blob store."""

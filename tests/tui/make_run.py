@@ -7,7 +7,8 @@ blobs and a workspace manifest, ``trial.started``, ``trial.progress``, ``trial.f
 score, feedback and a log blob, ``trial.promoted`` for improvements, blackboard posts, and
 ``run.finished``. Everything is seeded; timestamps come from a fake clock (a fixed start,
 a few seconds per event), so the same arguments give byte-identical logs, which snapshot tests
-need.
+need. Like the loop's driver, the writer keeps the run's checkpoint current as it appends and
+at ``run.finished`` (rrma.log.checkpoint.Checkpointer: a log of a few MiB or more gets one).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import rrma.log.events
+from rrma.log.checkpoint import Checkpointer
 from rrma.log.store import RunStore
 
 START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
@@ -129,16 +131,20 @@ def make_run(
     hitl: bool = False,
     pending_claims: int = 0,
     batch: int = 1,
+    checkpoint: bool = True,
 ) -> Path:
     """Write a run under ``runs_dir/run_id`` and return its directory.
 
     ``tool_turns``: tool call/result pairs per trial in the trace (events per trial is about
     6 + 2*tool_turns). ``pending_claims``: with ``hitl``, the last this-many improvements are
     left ``awaiting_review`` instead of promoted. ``batch``: trials per ``append_many`` (speed).
+    ``checkpoint``: keep the checkpoint current as the driver does (observe each append, flush at the
+    end of a finished run; a log under CHECKPOINT_MIN_BYTES gets none).
     """
     rng = random.Random(seed)
     run_dir = runs_dir / run_id
     store = RunStore(run_dir, create=True)
+    keeper = Checkpointer(run_dir) if checkpoint else None
     agent_list = list(agents)
     with fake_clock():
         store.append("run.started", "harness", {
@@ -265,11 +271,18 @@ def make_run(
             if len(pending) >= 1 and (i + 1) % batch == 0:
                 store.append_many(pending)
                 pending = []
+                if keeper is not None:
+                    keeper.observe()
         if pending:
             store.append_many(pending)
         if finished:
             store.append("run.finished", "harness", {"reason": "max_trials", "summary": {"best": best_id, "best_score": best_score}})
     store.close()
+    if keeper is not None:
+        if finished:
+            keeper.flush()
+        else:
+            keeper.wait()  # a run left running keeps what its driver last wrote
     return run_dir
 
 

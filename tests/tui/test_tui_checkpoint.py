@@ -22,6 +22,7 @@ from make_run import make_run
 
 import rrma.log.reader as reader
 from rrma.contain import sandbox
+from rrma.log.checkpoint import Checkpointer
 from rrma.log.reader import CHECKPOINT_NAME, RunModel, RunReader, checkpoint_paths, read_summary
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
@@ -258,6 +259,13 @@ def change_first_line(run_dir: Path, path: Path) -> None:
     log.write_bytes(bytes(data))
 
 
+def cut_mid_line(run_dir: Path, path: Path) -> None:
+    """The log cut inside a line the checkpoint covers (a torn write at the end of a shorter log)."""
+    log = run_dir / "events.jsonl"
+    log.write_bytes(log.read_bytes()[:-40])
+    (run_dir / "head.json").unlink()
+
+
 def replace_run(run_dir: Path, path: Path) -> None:
     """Another run written at the same place (the checkpoint file left over from the first)."""
     (run_dir / "events.jsonl").unlink()
@@ -307,6 +315,7 @@ def a_symlink(run_dir: Path, path: Path) -> None:
 
 @pytest.mark.parametrize("spoil, why", [
     (truncate_log, "the log has"),  # the log is shorter than the checkpoint
+    (cut_mid_line, "the log has"),  # ... cut inside its last line
     (truncate_then_regrow, "does not hold"),  # as long again, but the bytes before the checkpoint's offset differ
     (change_last_line, "not those the checkpoint was taken from"),  # the line just before the offset, rewritten
     (change_first_line, "not those the checkpoint was taken from"),  # ... or the first line
@@ -441,3 +450,47 @@ def test_the_checkpoint_file_is_no_part_of_the_run(tmp_path: Path) -> None:
     after = verify_run(run_dir)
     assert (after.errors, after.warnings) == (before.errors, before.warnings)
     assert reader.find_runs(tmp_path) == [run_dir]
+
+
+# ----------------------------------------------------------------------------- the driver's checkpoints
+
+
+def test_the_drivers_checkpointer_writes_as_the_log_grows(tmp_path: Path) -> None:
+    """observe: nothing until the log grew a step past the last checkpoint, then a write in the background
+    (from the last checkpoint plus the lines since); flush: up to the end. Each opens as the full fold."""
+    run_dir = damaged_run(tmp_path)
+    log = run_dir / "events.jsonl"
+    keeper = Checkpointer(run_dir, min_bytes=0, step_bytes=log.stat().st_size + 1, growth=0.0)
+    keeper.observe()
+    keeper.wait()
+    assert keeper.writes == 0 and not (run_dir / CHECKPOINT_NAME).exists()  # not a step yet
+    append_more(run_dir)
+    keeper.observe()  # a step: written in the background
+    keeper.wait()
+    assert keeper.writes == 1 and keeper.covered == log.stat().st_size and keeper.error == ""
+    model = RunReader(run_dir).load()
+    assert model.checkpoint.loaded == run_dir / CHECKPOINT_NAME and model.checkpoint.offset == keeper.covered
+    model.attach_index(model.index_turns())
+    assert picture(model) == picture(full_fold(run_dir))
+    append_more(run_dir)  # the run goes on: less than a step
+    keeper.observe()
+    keeper.wait()
+    assert keeper.writes == 1
+    assert keeper.flush() == run_dir / CHECKPOINT_NAME and keeper.writes == 2  # run.finished: up to the end
+    again = RunReader(run_dir).load()
+    assert again.checkpoint.offset == again.offset == log.stat().st_size and not again.checkpoint.due
+    again.attach_index(again.index_turns())
+    assert picture(again) == picture(full_fold(run_dir))
+    assert keeper.flush() is not None and keeper.writes == 2  # nothing new: nothing written
+
+
+def test_a_driver_that_cannot_write_its_checkpoint_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = damaged_run(tmp_path)
+    (run_dir / CHECKPOINT_NAME).mkdir()
+    (run_dir / CHECKPOINT_NAME / "x").write_text("x")
+    (tmp_path / "not-a-dir").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-dir"))
+    keeper = Checkpointer(run_dir, min_bytes=0)
+    assert keeper.flush() is None and "checkpoint not written" in keeper.error  # no exception reaches the driver
+    assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+    assert picture(open_run(run_dir)) == picture(full_fold(run_dir))

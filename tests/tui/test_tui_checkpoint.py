@@ -1,8 +1,10 @@
-"""The reader's checkpoint: a reopen restores exactly what a full fold gives, or ignores the checkpoint.
+"""The checkpoint: a reopen restores exactly what a full fold gives, or ignores the checkpoint.
 
-Each test writes a checkpoint the way the dashboard does (load, index the turns, which writes it
-in a thread; ``checkpoint.wait`` joins that), then reopens and compares the model with a fold of
-the whole log: the state, the unreadable lines, the turn index, the offset to tail from.
+Most tests write a checkpoint the way the dashboard does (load, index the turns, which writes it
+in a thread; ``checkpoint.wait`` joins that), the last ones the way the driver does
+(rrma.log.checkpoint.Checkpointer: observed as the log grows, flushed at ``run.finished``; the real
+loop for two of them), then reopen and compare the model with a fold of the whole log: the state,
+the unreadable lines, the turn index, the offset to tail from.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -20,14 +23,26 @@ from typing import Any
 import pytest
 from make_run import make_run
 
+import rrma.log.checkpoint
 import rrma.log.reader as reader
 from rrma.contain import sandbox
 from rrma.log.checkpoint import Checkpointer
-from rrma.log.reader import CHECKPOINT_NAME, RunModel, RunReader, checkpoint_paths, read_summary
+from rrma.log.reader import (
+    CHECKPOINT_NAME,
+    RunModel,
+    RunReader,
+    checkpoint_offset,
+    checkpoint_paths,
+    read_state,
+    read_summary,
+)
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
+from rrma.run.loop import start_run
+from rrma.task import load_task
 
 REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "benches" / "demo" / "task.yaml"
 
 
 @pytest.fixture(autouse=True)
@@ -373,15 +388,21 @@ def test_read_only_run_dir_uses_the_cache(tmp_path: Path, private_cache: Path) -
     assert picture(again) == picture(full_fold(run_dir))
 
 
-def test_nowhere_to_write_still_opens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("writer", ["view", "driver"])
+def test_nowhere_to_write_still_opens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str) -> None:
+    """Neither the run directory nor the cache takes a checkpoint: a view's open and a driver both go on."""
     run_dir = damaged_run(tmp_path)
     (run_dir / CHECKPOINT_NAME).mkdir()
     (run_dir / CHECKPOINT_NAME / "x").write_text("x")
     (tmp_path / "not-a-dir").write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-dir"))
-    model = open_run(run_dir)
-    assert model.checkpoint.written is None and "checkpoint not written" in model.checkpoint.error
-    assert picture(model) == picture(full_fold(run_dir))
+    if writer == "view":
+        model = open_run(run_dir)
+        assert model.checkpoint.written is None and "checkpoint not written" in model.checkpoint.error
+        assert picture(model) == picture(full_fold(run_dir))
+    else:
+        keeper = Checkpointer(run_dir, min_bytes=0)
+        assert keeper.flush() is None and "checkpoint not written" in keeper.error  # nothing reaches the driver
     assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]  # no temporary file left behind
 
 
@@ -484,13 +505,65 @@ def test_the_drivers_checkpointer_writes_as_the_log_grows(tmp_path: Path) -> Non
     assert keeper.flush() is not None and keeper.writes == 2  # nothing new: nothing written
 
 
-def test_a_driver_that_cannot_write_its_checkpoint_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    run_dir = damaged_run(tmp_path)
-    (run_dir / CHECKPOINT_NAME).mkdir()
-    (run_dir / CHECKPOINT_NAME / "x").write_text("x")
-    (tmp_path / "not-a-dir").write_text("")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-dir"))
-    keeper = Checkpointer(run_dir, min_bytes=0)
-    assert keeper.flush() is None and "checkpoint not written" in keeper.error  # no exception reaches the driver
-    assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
-    assert picture(open_run(run_dir)) == picture(full_fold(run_dir))
+# ----------------------------------------------------------------------------- a run the loop wrote
+# The real loop on the demo bench (a real oracle in real subprocesses), with the checkpoint's size threshold
+# lowered: a run this short is far below the few MiB where a checkpoint starts to pay.
+
+
+@pytest.fixture
+def any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rrma.log.checkpoint, "CHECKPOINT_MIN_BYTES", 0)
+
+
+@pytest.mark.usefixtures("any_size")
+def test_a_run_the_loop_wrote_opens_from_the_drivers_checkpoint(tmp_path: Path) -> None:
+    result = start_run(load_task(DEMO, {"budget.max_trials": 6}), tmp_path)
+    run_dir, log = result.run_dir, result.run_dir / "events.jsonl"
+    assert result.reason == "max_trials"
+    assert (run_dir / CHECKPOINT_NAME).is_file()  # written at run.finished, by the driver (no view opened it)
+    model = RunReader(run_dir, write_checkpoint=False).load()
+    assert model.checkpoint.loaded == run_dir / CHECKPOINT_NAME and not model.checkpoint.ignored
+    assert model.checkpoint.offset == model.offset == log.stat().st_size  # nothing left to fold after it
+    model.attach_index(model.index_turns())
+    assert picture(model) == picture(full_fold(run_dir))
+    # and it is the state the loop itself folded (pydantic events, the driver's own tail)
+    for name in ("run_id", "best_id", "best_history", "baseline_mean", "sigma", "order", "blackboard", "notes",
+                 "finish_reason", "summary", "events", "last_seq"):
+        assert getattr(model.state, name) == getattr(result.state, name), name
+    assert {t: vars(r) for t, r in model.state.trials.items()} == {t: vars(r) for t, r in result.state.trials.items()}
+    # `rrma-tui show`/`ls` and reviews read through the same API (read_state): the same state
+    for turns in (True, False):
+        state = read_state(run_dir, turns=turns)
+        assert {t: vars(r) for t, r in state.trials.items()} == {t: vars(r) for t, r in result.state.trials.items()}
+        assert (state.summary, state.reviews, state.best_history) == (
+            result.state.summary, result.state.reviews, result.state.best_history)
+    assert vars(read_state(run_dir)) == vars(model.state)
+
+
+@pytest.mark.usefixtures("any_size")
+def test_the_driver_writes_checkpoints_during_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a small step the driver's checkpointer writes as the log grows (in the background), before
+    ``run.finished``; a copy taken mid-run, put back after the run went on, opens as checkpoint + tail."""
+    monkeypatch.setattr(rrma.log.checkpoint, "STEP_BYTES", 2048)
+    monkeypatch.setattr(rrma.log.checkpoint, "GROWTH", 0.0)
+    seen: dict[str, Any] = {}
+
+    def hook(event: Any) -> None:
+        if event.kind == "run.started":
+            seen["dir"] = tmp_path / event.data.run_id
+        elif event.kind == "baseline.measured" or event.kind == "run.finished":
+            seen[event.kind] = checkpoint_offset(seen["dir"])  # what the background writes covered by now
+            if event.kind == "baseline.measured" and seen[event.kind]:
+                shutil.copy2(seen["dir"] / CHECKPOINT_NAME, tmp_path / "mid-run")
+
+    result = start_run(load_task(DEMO, {"budget.max_trials": 4}), tmp_path, on_event=hook)
+    run_dir, size = result.run_dir, (result.run_dir / "events.jsonl").stat().st_size
+    assert 0 < seen["baseline.measured"] < seen["run.finished"] <= size  # written as the run went, then ...
+    assert checkpoint_offset(run_dir) == size  # ... brought up to the end at run.finished
+    shutil.copy2(tmp_path / "mid-run", run_dir / CHECKPOINT_NAME)
+    model = RunReader(run_dir, write_checkpoint=False).load()
+    assert model.checkpoint.loaded == run_dir / CHECKPOINT_NAME and not model.checkpoint.ignored
+    assert model.checkpoint.offset <= seen["baseline.measured"] and model.offset == size  # the tail: from the log
+    model.attach_index(model.index_turns())
+    assert picture(model) == picture(full_fold(run_dir))
+    assert model.state.finish_reason == "max_trials" and len(model.state.agent_trials()) == 4

@@ -22,11 +22,11 @@ changed, and then:
    read-only, only a harness-owned scratch folder writable, the stripped sources hidden, no
    network): cold with ``coqc`` on a temporary file under :func:`rrma.contain.spawn.spawn`
    (wall clock and memory enforced from outside), or warm in a pool of ``coqtop -emacs``
-   sessions (:class:`WarmCoqPool`, each wrapped by the same policy) driven sentence by sentence. The sessions use plain pipes
-   and a reader thread rather than pexpect's pty: a pty truncates input lines at 4096 bytes
-   and echoes input, both of which would corrupt long contexts; each chunk is followed by a
-   sentinel command carrying a random token, whose echo marks the end of the chunk's output.
-   Memory is capped with ``RLIMIT_AS`` per session, the wall clock per check.
+   sessions (:class:`WarmCoqPool`, each wrapped by the same policy) driven sentence by sentence.
+   The sessions use plain pipes and a reader thread (:class:`CoqSession`; why not pexpect there);
+   each chunk is followed by a sentinel command carrying a random token, whose echo marks the
+   end of the chunk's output. Memory is capped with ``RLIMIT_AS`` per session, the wall clock
+   per check.
 3. **Requires** no error, a closed proof at ``Qed``, and ``Print Assumptions`` closed under
    the global context (axioms outside ``allowed_axioms`` are rejected; section variables of
    the statement are allowed). In warm mode, leaving proof mode before the last sentence is
@@ -657,6 +657,15 @@ class CoqSession:
     Every chunk is followed by a sentinel (``Fail Check rrma_sync_<random>_<n>.``) whose echo
     marks the end of the chunk's output; the prompt before it gives the state id and whether a
     proof is open. Not thread-safe: the pool hands a session to one check at a time.
+
+    Why not pexpect: its pty (``pexpect.spawn``) cuts input lines at 4,096 bytes and echoes
+    input, which corrupts long contexts. Its pipe variant (``pexpect.popen_spawn.PopenSpawn``)
+    starts its own ``Popen`` with no ``pass_fds``, so the seccomp filter's descriptor cannot reach
+    bubblewrap (which then refuses to start); it writes before it waits, so a chunk larger than the
+    pipe overruns the deadline while coqtop reads nothing (a 2 s deadline fired after 11-16 s); its
+    ``expect`` polls every 0.1 ms, 2.5-3.3x this reader's CPU; and it was 1.05-1.23x slower per
+    bench run (docs/proofs.md). Here the write runs in its own thread beside the wait, the buffer
+    keeps at most ``MAX_BUFFER`` bytes of a flood, and the reader sleeps until coqtop writes.
     """
 
     MAX_BUFFER = 8 * 2**20

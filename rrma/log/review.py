@@ -190,20 +190,30 @@ def review_data(state: RunState, trial_id: str, decision: str, reviewer: str, no
 
 
 def record_review(store: RunStore, trial_id: str, decision: str, reviewer: str | None = None, note: str = "",
-                  sign_key: Path | str | None = None) -> Any:
+                  sign_key: Path | str | None = None, *, state: RunState | None = None) -> Any:
     """Append a review event, signed with ``sign_key`` if given (and, for an approved trial awaiting
-    review, its promotion). Signing problems raise :class:`rrma.log.signing.SigningError` before anything is written."""
+    review, its promotion). Signing problems raise :class:`rrma.log.signing.SigningError` before anything is written.
+
+    ``state``: the run as the caller folded it just now, which spares folding the whole log here (seconds for
+    a long run; the TUI's reader folds from its checkpoint). It is brought up to date with what this call
+    appends (the review, a promotion). A signature binds the trial's ``trial.finished`` hash, which a full
+    fold (:meth:`RunState.fold`) always has: signing with a state that lacks it is refused (ValueError).
+    """
     if decision not in DECISIONS:
         raise ReviewError(f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}")
-    state = RunState.fold(store.scan().events)
-    if trial_id not in state.trials:
+    run = state if state is not None else RunState.fold(store.scan().events)
+    rec = run.trials.get(trial_id)
+    if rec is None:
         raise ReviewError(f"{store.dir}: no trial {trial_id!r} in this run")
+    if sign_key is not None and rec.finished and rec.finished_hash is None:
+        raise ValueError(f"signing a review of {trial_id} needs a full fold of the log (trial.finished hashes)")
     reviewer = reviewer or default_reviewer()
-    event = store.append("review", f"human:{reviewer}", review_data(state, trial_id, decision, reviewer, note, sign_key))
-    state.apply(event)
-    if decision == "approve" and state.finish_reason is not None:
+    event = store.append("review", f"human:{reviewer}", review_data(run, trial_id, decision, reviewer, note, sign_key))
+    run.apply(event)
+    if decision == "approve" and run.finish_reason is not None:
         # the loop is gone: promote here (a live loop does it itself on its next sync)
-        promote_if_approved(store, state, None, trial_id)
+        promote_if_approved(store, run, None, trial_id,
+                            emit=lambda kind, actor, data: run.apply(store.append(kind, actor, data)))
     return event
 
 

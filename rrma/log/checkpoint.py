@@ -73,7 +73,7 @@ class Checkpointer:
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
                 return
-            self._thread = threading.Thread(target=self._write, args=(False,), name="rrma-checkpoint", daemon=True)
+            self._thread = threading.Thread(target=self._write, args=(False,), name="rrma-checkpoint-driver", daemon=True)
             self._thread.start()
 
     def flush(self, timeout: float = WRITE_TIMEOUT_S) -> Path | None:

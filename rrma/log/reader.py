@@ -1256,7 +1256,7 @@ class _CheckpointPlan:
         model._plan = plan
         model._lock.acquire()  # released by the snapshot thread: nothing is folded until it has the state
         try:
-            threading.Thread(target=plan._snapshot, args=(model,), name="rrma-tui-checkpoint-snapshot",
+            threading.Thread(target=plan._snapshot, args=(model,), name="rrma-checkpoint-snapshot",
                              daemon=True).start()
         except RuntimeError as exc:  # no thread to be had: no checkpoint
             model._lock.release()
@@ -1292,7 +1292,7 @@ class _CheckpointPlan:
     def start_writer(self, index: TurnIndex, status: CheckpointStatus) -> None:
         """Write the checkpoint with ``index`` (which nobody changes any more) in a thread of its own."""
         # not a daemon: a TUI quitting meanwhile waits for the file rather than leave a temporary one behind
-        threading.Thread(target=self._write, args=(index, status), name="rrma-tui-checkpoint").start()
+        threading.Thread(target=self._write, args=(index, status), name="rrma-checkpoint-write").start()
 
     def _write(self, index: TurnIndex, status: CheckpointStatus) -> None:
         try:

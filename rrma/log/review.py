@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rrma.log.reader import read_state
 from rrma.log.signing import (
     BadSignature,
     SigningError,
@@ -194,14 +195,14 @@ def record_review(store: RunStore, trial_id: str, decision: str, reviewer: str |
     """Append a review event, signed with ``sign_key`` if given (and, for an approved trial awaiting
     review, its promotion). Signing problems raise :class:`rrma.log.signing.SigningError` before anything is written.
 
-    ``state``: the run as the caller folded it just now, which spares folding the whole log here (seconds for
-    a long run; the TUI's reader folds from its checkpoint). It is brought up to date with what this call
-    appends (the review, a promotion). A signature binds the trial's ``trial.finished`` hash, which a full
-    fold (:meth:`RunState.fold`) always has: signing with a state that lacks it is refused (ValueError).
+    ``state``: the run as the caller folded it just now (the TUI's model); without it the run is read as
+    every view reads it (:func:`rrma.log.reader.read_state`: the checkpoint plus the lines after it). It is
+    brought up to date with what this call appends (the review, a promotion). A signature binds the trial's
+    ``trial.finished`` hash, which both folds keep: signing with a state that lacks it is refused (ValueError).
     """
     if decision not in DECISIONS:
         raise ReviewError(f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}")
-    run = state if state is not None else RunState.fold(store.scan().events)
+    run = state if state is not None else read_state(store.dir, turns=False)  # turns: no part of a review
     rec = run.trials.get(trial_id)
     if rec is None:
         raise ReviewError(f"{store.dir}: no trial {trial_id!r} in this run")

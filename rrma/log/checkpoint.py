@@ -62,7 +62,7 @@ class Checkpointer:
         return max(self.step_bytes, int(covered * self.growth), 1)
 
     def observe(self, size: int | None = None) -> None:
-        """The log is now ``size`` bytes (None: look). Starts a background write when one is due; never blocks."""
+        """The log is now ``size`` bytes (None: look). Starts a write in the background if one is due."""
         if size is None:
             try:
                 size = os.stat(self.run_dir / EVENTS).st_size
@@ -73,7 +73,8 @@ class Checkpointer:
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
                 return
-            self._thread = threading.Thread(target=self._write, args=(False,), name="rrma-checkpoint-driver", daemon=True)
+            self._thread = threading.Thread(target=self._write, args=(False,), name="rrma-checkpoint-driver",
+                                            daemon=True)
             self._thread.start()
 
     def flush(self, timeout: float = WRITE_TIMEOUT_S) -> Path | None:
@@ -109,7 +110,9 @@ class Checkpointer:
                 self.covered = checkpoint_offset(self.run_dir)
             if size <= self.covered or (not final and size - self.covered < self._step(self.covered)):
                 return self.covered
-            model = RunReader(self.run_dir, checkpoint_min_bytes=self.min_bytes, refresh_bytes=1, shared=False).load()
+            reader = RunReader(self.run_dir, checkpoint_min_bytes=self.min_bytes, refresh_bytes=1,
+                               shared=False)
+            model = reader.load()
             status = model.checkpoint
             if not status.due:  # the checkpoint found covers every complete line already
                 self.covered = max(self.covered, status.offset)

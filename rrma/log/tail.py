@@ -36,14 +36,14 @@ BLOCK = 1024 * 1024  # bytes read at a time (a block is cut back to its last new
 
 @dataclass
 class TornLine:
-    """A line that is not a valid event: a fragment left by a crash mid-write (or ``corrupt``: changed later)."""
+    """A line that is not a valid event: a fragment a crash left mid-write (``corrupt``: changed later)."""
 
     offset: int  # byte offset of the line's start
     length: int  # bytes, without the newline
     sealed: bool  # True when a newline follows (a later append sealed it)
     error: str
     line: int = 0  # 1-based line number in the log (0: not counted)
-    corrupt: bool = False  # bytes that are not UTF-8 before the line's end: changed after it was written, not torn
+    corrupt: bool = False  # bytes that are not UTF-8 before the line's end: changed after it was written
 
 
 def utf8_damage(line: bytes) -> tuple[int, str] | None:
@@ -129,7 +129,7 @@ class LineTail:
 
 
 class LogTail:
-    """The events appended to a log since the last :meth:`poll`, validated (:func:`rrma.log.events.parse_line`).
+    """The events appended to a log since the last :meth:`poll`, validated (by ``parse_line``).
 
     What the research loop folds its state from (and ``RunStore.scan`` from byte 0). A line that is
     not a valid event is kept in ``torn`` (with its line number when ``count_lines``: the tail then
@@ -150,7 +150,7 @@ class LogTail:
         return self.line_tail.offset
 
     def poll(self, max_bytes: int | None = 64 * 1024 * 1024) -> list[Any]:
-        """The valid events of the complete lines appended since the last poll (about ``max_bytes`` at most)."""
+        """The valid events of the complete lines appended since the last poll (about ``max_bytes``)."""
         events = []
         number = self.number
         for pos, line in self.line_tail.lines(max_bytes):

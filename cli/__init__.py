@@ -1,5 +1,6 @@
-"""The headless command line (``rrma-tui``): runs, benches, verify, export, orders and reviews.
+"""The headless command line (``rrma-tui``): runs, benches, experiments, verify, export, orders, reviews.
 
-It reads and writes runs through the core (``rrma``) and opens the Textual app (``tui``) lazily,
-only for the commands that show it: the one place outside ``tui`` that imports the UI.
+It reads and writes runs through the core (``rrma``) and never imports the UI: a command that shows
+the TUI hands back a :class:`cli.output.TuiRequest`, which the console script's entry point
+(``tui/main.py``) opens. Arrows point down only: tui -> cli -> rrma.
 """

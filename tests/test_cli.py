@@ -33,9 +33,16 @@ def _core_modules() -> list[str]:
     return out
 
 
+def _cli_modules() -> list[str]:
+    """The headless CLI's modules, and the console script's entry point (which imports the TUI only to open it)."""
+    return ["cli", *(f"cli.{path.stem}" for path in sorted((REPO / "cli").glob("*.py")) if path.stem != "__init__"),
+            "tui.main"]
+
+
 def test_core_never_imports_textual() -> None:
     """Import every core module (and the CLI) in a fresh interpreter; none may pull in textual."""
-    modules = [*_core_modules(), "cli.main"]
+    modules = [*_core_modules(), *_cli_modules()]
+    assert "cli.main" in modules and "cli.runs" in modules
     assert len(modules) > 40
     code = (
         "import importlib, sys\n"
@@ -48,6 +55,54 @@ def test_core_never_imports_textual() -> None:
     proc = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("ok")
+
+
+def test_headless_commands_of_the_console_script_never_load_textual(tmp_path: Path) -> None:
+    """`rrma-tui ls` and `rrma-tui --headless bench --list` through the console script's entry point
+    (tui.main:main, which hands the CLI its TUI opener) run to the end without importing textual."""
+    code = ("import sys\nfrom tui.main import main\n"
+            f"codes = [main(['ls', '--runs', {str(tmp_path)!r}]), main(['--headless', 'bench', '--list'])]\n"
+            "loaded = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]\n"
+            "print('codes', codes, 'textual modules', len(loaded))\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=120)
+    assert "codes [0, 0] textual modules 0" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_commands_that_show_the_tui_hand_a_request_to_the_opener(tmp_path: Path) -> None:
+    """The CLI never imports the TUI: `rrma-tui RUN`, `run TASK` without --headless and `experiment show`
+    hand a TuiRequest to the opener main was given (tui.main passes the one that starts the app)."""
+    from cli.main import main
+    from cli.output import TuiRequest
+
+    asked: list[TuiRequest] = []
+
+    def opener(request: TuiRequest) -> int:
+        asked.append(request)
+        return 0
+
+    assert main([FIXTURE.name, "--runs", str(FIXTURE.parent), "--reviewer", "carol"], open_tui=opener) == 0
+    assert asked[-1] == TuiRequest(FIXTURE.parent, FIXTURE.parent / FIXTURE.name, reviewer="carol")
+    task = REPO / "benches" / "demo" / "task.yaml"
+    assert main(["run", str(task), "--runs", str(tmp_path), "--trials", "3"], open_tui=opener) == 0
+    child = asked[-1].start_args
+    assert child is not None and child[:2] == ("run", str(task)) and "--headless" in child and "3" in child
+    assert not list(tmp_path.iterdir())  # nothing ran here: the TUI's driver runs it
+    from rrma.run.experiment import new_experiment, open_experiment, spec_from_dict
+
+    spec, task_path = spec_from_dict({"name": "shown", "bench": "demo", "seeds": 1, "arms": {"a": {}}}, source="test")
+    exp = open_experiment(new_experiment(spec, task_path, tmp_path / "experiments", exp_id="shown"))
+    assert main(["experiment", "show", str(exp.dir)], open_tui=opener) == 0
+    assert asked[-1] == TuiRequest(exp.runs_dir, experiment=exp.dir)
+    assert len(asked) == 3
+
+
+def test_without_an_opener_a_tui_command_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m cli.main RUN` (no TUI to open): one line, exit 2, instead of a traceback or an import of the UI."""
+    from cli.main import main
+
+    assert main([str(FIXTURE)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "add --headless" in lines[0]
 
 
 def test_headless_bench_demo_end_to_end(tmp_path: Path) -> None:
@@ -292,15 +347,16 @@ def test_messages_print_literally_without_markup_or_emoji(tmp_path: Path) -> Non
 def test_progress_and_tables_print_agent_text_literally(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from cli import main as cli_module
+    from cli.output import console
+    from cli.runs import Progress
     from rrma.run.loop import start_run
     from rrma.task import load_task
     from rrma.trial import FileEdit, Proposal
 
     data = SimpleNamespace(score=None, delta_sigma=None, cached=True, feedback=f"crash: {NASTY}\nmore",
                            status="crash", trial_id="t0001")
-    with cli_module.console.capture() as captured:
-        cli_module.Progress(quiet=False)(SimpleNamespace(kind="trial.finished", data=data))
+    with console.capture() as captured:
+        Progress(quiet=False)(SimpleNamespace(kind="trial.finished", data=data))
     assert f"t0001 ☠ crash     [cached] crash: {NASTY}\n" in captured.get()
 
     class Scripted:  # a hypothesis with markup and emoji codes (and an unmatched closing tag)

@@ -4,11 +4,11 @@ The attack (issue 20, reproduced on main): a trial program prints an OSC window 
 a cursor move and a green "APPROVED by alice"; a hypothesis, an agent name or a task name carries the
 same, or a right-to-left override (U+202E) that makes a name read backwards. ``run --headless`` printed
 a failed baseline's output tail raw, ``show`` a hypothesis raw. Now every such text goes through
-:mod:`rrma.text` (cli/main.py: ``plain``, ``plain_lines`` and the consoles' ``SafeConsole``): the escape
+:mod:`rrma.text` (cli/output.py: ``plain``, ``plain_lines`` and the consoles' ``SafeConsole``): the escape
 introducers (ESC, the 8-bit CSI, BEL) and the bidi controls are dropped, the printable rest stays visible.
 
 Each test shows the control too: the log really holds the raw bytes, and with the rule turned off
-(``printable``/``without_controls`` replaced by the identity in ``cli.main``) the same command prints them.
+(``printable``/``without_controls`` replaced by the identity in ``cli.output`` and ``cli.runs``) the same command prints them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import cli.main
+import cli.output as cli_output
+import cli.runs as cli_runs
 import rrma.text
 from cli.main import main
 from rrma.log.store import RunStore
@@ -56,8 +57,9 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def rule_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """The defence off: the CLI's calls of rrma.text's functions return the text as it is."""
-    monkeypatch.setattr(cli.main, "printable", lambda text: text)
-    monkeypatch.setattr(cli.main, "without_controls", lambda text: text)
+    monkeypatch.setattr(cli_output, "printable", lambda text: text)
+    monkeypatch.setattr(cli_output, "without_controls", lambda text: text)
+    monkeypatch.setattr(cli_runs, "printable", lambda text: text)  # the progress lines' feedback
     monkeypatch.setattr(rrma.text, "printable", lambda text: text)  # the consoles' backstop (SafeConsole)
 
 
@@ -168,8 +170,8 @@ def test_verify_messages_that_quote_the_log_print_inert(tmp_path: Path) -> None:
 
 
 def progress_lines(events: list[SimpleNamespace]) -> str:
-    with cli.main.console.capture() as captured:
-        progress = cli.main.Progress(quiet=False)
+    with cli_output.console.capture() as captured:
+        progress = cli_runs.Progress(quiet=False)
         for event in events:
             progress(event)
     return captured.get()
@@ -244,7 +246,7 @@ def test_the_consoles_clean_what_a_call_site_missed() -> None:
         return captured.get()
 
     assert "\x1b]2;PWNED-TITLE" in printed(Console(width=160)) and "\u202e" in printed(Console(width=160))
-    out = printed(cli.main.SafeConsole(width=160))
+    out = printed(rrma.text.SafeConsole(width=160))
     assert_inert(out)
     assert "APPROVED by alice" in out and "message ]2;PWNED-TITLE" in out
 

@@ -1,10 +1,13 @@
 """The RRMA terminal UI: watch runs live, read trials and traces, review claims.
 
-Entry point for the CLI: :func:`run_app`. ``python -m tui.app [--runs DIR] [RUN]`` runs it
-without the CLI. The app owns the jobs that are not about one screen: runs started with
-``ctrl+n`` or ``rrma-tui run TASK.yaml`` (each a headless driver process of its own, tui/driver.py,
-so a run can outlive the TUI), waiting for those to begin (group ``driver``) and review writes
-(group ``review``).
+Opened by the ``rrma-tui`` entry point (tui/main.py) through :func:`run_app`; ``python -m tui.app
+[--runs DIR] [RUN]`` runs it without the CLI. The app owns the jobs that are not about one screen:
+runs started with ``ctrl+n`` or ``rrma-tui run TASK.yaml`` (each a headless driver process of its
+own, tui/driver.py, so a run can outlive the TUI), waiting for those to begin (group ``driver``)
+and review writes (group ``review``, through rrma.log.review like ``rrma-tui review``).
+
+It is also the one place that knows every screen: screens never import one another, they post
+the messages of tui/messages.py and the handlers here push the screen asked for.
 Workers only post messages; one ``Worker.StateChanged`` handler turns failures into
 notifications. Every screen is a reader of the run directory, like ``rrma-tui --headless``.
 """
@@ -30,11 +33,28 @@ from textual.worker import Worker, WorkerState
 
 from rrma.log.reader import RunReader, utcnow
 from rrma.log.store import RunStore
-from tui.screens.base import FAILURE_TITLES, RunSession, failure_line
+from tui.dialogs import HelpScreen, NewRunScreen, QuitRunScreen, binding_rows
+from tui.messages import (
+    OpenCompare,
+    OpenLineage,
+    OpenProofTree,
+    OpenReview,
+    OpenRun,
+    OpenTrace,
+    OpenTrial,
+    ResumeRun,
+    ReviewDecided,
+    StartRun,
+)
+from tui.screens.base import FAILURE_TITLES, RunScreen, RunSession, failure_line
+from tui.screens.compare import compare_with_best, pick_and_compare
 from tui.screens.dashboard import DashboardScreen
-from tui.screens.modals import HelpScreen, binding_rows
-from tui.screens.orders import QuitRunScreen
+from tui.screens.lineage import LineageScreen
+from tui.screens.proof_tree import ProofTreeScreen
+from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
+from tui.screens.trace import TraceScreen
+from tui.screens.trial import TrialScreen
 from tui.terminal import ControlCharFilter
 
 if TYPE_CHECKING:
@@ -113,7 +133,8 @@ class RRMAApp(App[int]):
             self._restoring_theme = True
             self.theme = saved
         self._restoring_theme = False
-        self.push_screen(RunsScreen(self.runs_dir, scan_now=self.initial_run is None and self.start_args is None))
+        self.push_screen(RunsScreen(self.runs_dir, scan_now=self.initial_run is None and self.start_args is None,
+                                    clock=self.clock))
         if self.initial_run is not None:
             self.open_run(self.initial_run)
         if self.initial_experiment is not None:
@@ -249,43 +270,75 @@ class RRMAApp(App[int]):
         self.stopped_on_quit = live
         self.call_from_thread(self.exit, 0)
 
+    # ------------------------------------------------------------------ what screens ask for (tui/messages.py)
+
+    @on(OpenRun)
+    def _open_run(self, message: OpenRun) -> None:
+        self.open_run(message.run_dir)
+
+    @on(StartRun)
+    def _start_run(self, message: StartRun) -> None:
+        self.start_run(message.args, message.label)
+
+    @on(ResumeRun)
+    def _resume_run(self, message: ResumeRun) -> None:
+        self.resume_run(message.run_dir)
+
+    @on(OpenTrial)
+    def _open_trial(self, message: OpenTrial) -> None:
+        self.push_screen(TrialScreen(message.session, message.trial_id, message.order))
+
+    @on(OpenTrace)
+    def _open_trace(self, message: OpenTrace) -> None:
+        self.push_screen(TraceScreen(message.session, trial_id=message.trial_id))
+
+    @on(OpenLineage)
+    def _open_lineage(self, message: OpenLineage) -> None:
+        self.push_screen(LineageScreen(message.session))
+
+    @on(OpenReview)
+    def _open_review(self, message: OpenReview) -> None:
+        self.push_screen(ReviewScreen(message.session))
+
+    @on(OpenProofTree)
+    def _open_proof_tree(self, message: OpenProofTree) -> None:
+        self.push_screen(ProofTreeScreen(message.trial_id, message.theorem, message.tree))
+
+    @on(OpenCompare)
+    def _open_compare(self, message: OpenCompare) -> None:
+        if message.against == "best":
+            compare_with_best(self, message.session, message.trial_id)
+        else:
+            pick_and_compare(self, message.session, message.trial_id)
+
     # ------------------------------------------------------------------ reviews
 
-    def record_review(self, session: RunSession, trial_id: str, decision: str, note: str,
-                      supersedes: int | None = None) -> None:
-        """Append a review in a worker; ``supersedes``: the seq of the trial's review in force that the person saw."""
-        self._write_review(session.run_dir, trial_id, decision, session.reviewer, note, supersedes)
+    @on(ReviewDecided)
+    def _review_decided(self, message: ReviewDecided) -> None:
+        session = message.session
+        self._write_review(session.run_dir, message.trial_id, message.decision, session.reviewer, message.note)
 
     @work(thread=True, group="review", exit_on_error=False)
-    def _write_review(self, run_dir: Path, trial_id: str, decision: str, reviewer: str, note: str,
-                      supersedes: int | None = None) -> None:
+    def _write_review(self, run_dir: Path, trial_id: str, decision: str, reviewer: str, note: str) -> None:
+        """Append the review as `rrma-tui review` does (rrma.log.review.record_review: the review it supersedes,
+        signed with $RRMA_SIGNING_KEY where set, and a finished run's promotion by the loop's rule)."""
+        from rrma.log.review import record_review
+        from rrma.log.signing import default_signing_key
+        from rrma.log.state import RunState
+
+        key = default_signing_key()  # a signing failure fails the worker: notified, nothing written
         store = RunStore(run_dir)
         try:
-            data: dict[str, Any] = {"trial_id": trial_id, "decision": decision, "reviewer": reviewer, "note": note}
-            if supersedes is not None:
-                data["supersedes"] = supersedes
-            from rrma.log.signing import default_signing_key
-
-            key = default_signing_key()
-            if key is not None:  # $RRMA_SIGNING_KEY: signed like `rrma-tui review --sign-key` (a failure is notified)
-                from rrma.log.review import review_data
-                from rrma.log.state import RunState
-
-                # a full fold: the signature binds the trial.finished hash, which the light reader skips
-                state = RunState.fold(store.scan().events)
-                data = review_data(state, trial_id, decision, reviewer, note, key)
-            store.append("review", f"human:{reviewer}", data)
-            promoted = False
-            if decision == "approve":
-                # a live loop promotes approved claims itself; a finished run is promoted here,
-                # by the same rule (rrma.log.review), from a fresh fold that includes this review
-                state = RunReader(run_dir, write_checkpoint=False, shared=False).load().state
-                if state.finish_reason is not None:
-                    from rrma.log.review import promote_if_approved
-
-                    promoted = promote_if_approved(store, state, None, trial_id)
+            # a signature binds the trial.finished hash, which a full fold always has; unsigned, the reader
+            # (which folds from its checkpoint) spares folding the whole log (seconds for a long run)
+            state = (RunState.fold(store.scan().events) if key is not None
+                     else RunReader(run_dir, write_checkpoint=False, shared=False).load().state)
+            rec = state.trials.get(trial_id)
+            was_promoted = rec is not None and rec.promoted
+            record_review(store, trial_id, decision, reviewer, note, sign_key=key, state=state)
         finally:
             store.close()
+        promoted = state.trials[trial_id].promoted and not was_promoted
         self.post_message(self.ReviewRecorded(run_dir, trial_id, decision, reviewer, promoted))
 
     @on(ReviewRecorded)
@@ -304,8 +357,6 @@ class RRMAApp(App[int]):
         self.notify(failure_line(event.worker.error), title=FAILURE_TITLES.get(group, f"{group or 'background'} task failed"),
                     severity="error", timeout=15)
         if group == "review":
-            from tui.screens.review import ReviewScreen
-
             for screen in self.screen_stack:
                 if isinstance(screen, ReviewScreen):
                     screen.forget_decisions()  # the trials it hid while the write was pending come back
@@ -323,8 +374,6 @@ class RRMAApp(App[int]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The app's own commands first (those of the run on screen, then runs to open), then Textual's (Theme...)."""
-        from tui.screens.base import RunScreen
-
         dash: DashboardScreen | None = None
         if isinstance(screen, RunScreen):
             dash = next((s for s in reversed(self.screen_stack)
@@ -375,16 +424,12 @@ class RRMAApp(App[int]):
         action()
 
     def _compare(self, dash: DashboardScreen, trial: str, *, best: bool) -> None:
-        from tui.screens.compare import compare_with_best, pick_and_compare
-
         if best:
             compare_with_best(self, dash.session, trial)
         else:
             pick_and_compare(self, dash.session, trial)
 
     def _new_run(self) -> None:
-        from tui.screens.modals import NewRunScreen
-
         def chosen(answer: tuple[list[str], str] | None) -> None:
             if answer is not None:
                 self.start_run(*answer)

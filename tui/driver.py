@@ -28,6 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cli.benches import BENCH_ROOT, list_benches
+from cli.options import apply_overrides, set_overrides
+from cli.output import CliError
+from cli.parser import build_parser
 from rrma.log.store import EVENTS
 
 DRIVER_LOGS = ".drivers"  # under the runs directory: one output file per driver process started here
@@ -80,8 +84,6 @@ def parse_start(text: str, runs_dir: Path, cwd: Path | None = None) -> tuple[lis
     override is refused here, with the CLI's message); the child is told ``--headless --quiet
     --runs RUNS_DIR``. Raises :class:`StartError`.
     """
-    from cli.main import BENCH_ROOT, build_parser, list_benches
-
     try:
         words = shlex.split(text)
     except ValueError as exc:
@@ -113,7 +115,6 @@ def parse_start(text: str, runs_dir: Path, cwd: Path | None = None) -> tuple[lis
     else:
         folder = BENCH_ROOT / args[1].replace("-", "_")
         if (folder / "task.yaml").exists() and not (folder / "bench.py").exists():
-            from cli.main import apply_overrides
             from rrma.task import TaskError, load_task
 
             try:
@@ -136,7 +137,6 @@ def _parse_quietly(parser: argparse.ArgumentParser, args: list[str]) -> argparse
 
 
 def _check_task(parsed: argparse.Namespace) -> None:
-    from cli.main import CliError, apply_overrides, set_overrides
     from rrma.task import TaskError, load_task
 
     try:

@@ -14,8 +14,8 @@ from tui_helpers import plain, wait_until
 
 from rrma.log.store import DriverLock
 from tui.app import RRMAApp
+from tui.dialogs import ExportScreen, NoteScreen, TrialPickScreen
 from tui.screens.dashboard import DashboardScreen
-from tui.screens.modals import ExportScreen, NoteScreen, TrialPickScreen
 from tui.screens.trial import TrialScreen
 from tui.settings import load_settings
 from tui.widgets.line_table import Column, LineTable, column_layout

@@ -20,8 +20,8 @@ from tui_helpers import plain, wait_until
 
 from rrma.log.store import DriverLock
 from tui.app import RRMAApp
+from tui.dialogs import OrderScreen, QuitRunScreen
 from tui.screens.dashboard import DashboardScreen
-from tui.screens.orders import OrderScreen, QuitRunScreen
 
 pytestmark = pytest.mark.asyncio
 

@@ -23,9 +23,9 @@ from rrma.log.events import canonical
 from rrma.log.reader import RunModel, parse_lines
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
+from tui.dialogs import NewRunScreen, NoteScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.lineage import LineageScreen
-from tui.screens.modals import NewRunScreen, NoteScreen
 from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.trace import TraceScreen

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from test_tui_screens import make_app, open_dashboard
 
-from tui.screens.modals import HelpScreen, binding_rows
+from tui.dialogs import HelpScreen, binding_rows
 
 pytestmark = pytest.mark.asyncio
 

@@ -12,9 +12,10 @@ from tui_helpers import MessageLog, fixed_clock, plain, wait_until
 
 from rrma.log.store import DriverLock, RunStore
 from tui.app import RRMAApp
+from tui.dialogs import NewRunScreen, NoteScreen
+from tui.messages import ReviewDecided
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.lineage import LineageScreen
-from tui.screens.modals import NewRunScreen, NoteScreen
 from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.trace import TraceScreen
@@ -226,7 +227,7 @@ async def test_review_approve_appends_event_and_promotes_claim(runs_dir: Path, r
         assert isinstance(app.screen, NoteScreen)
         await pilot.press(*"checked the diff", "enter")
         await wait_until(pilot, lambda: bool(log.of(RRMAApp.ReviewRecorded)))
-        decided = log.of(ReviewScreen.Decided)[-1]
+        decided = log.of(ReviewDecided)[-1]
         assert (decided.trial_id, decided.decision, decided.note) == ("t0012", "approve", "checked the diff")  # type: ignore[attr-defined]
         events = events_of(run_dir)
         review_ev = [e for e in events if e["kind"] == "review"][-1]

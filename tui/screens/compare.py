@@ -1,9 +1,10 @@
 """Compare two trials: both summaries side by side, a unified diff of their workspaces, their proofs.
 
-Open it with :func:`compare_with_best` (a trial against the current best), :func:`pick_and_compare`
-(asks for the other trial's id in :class:`ComparePickScreen`) or by pushing
-``CompareScreen(session, left, right)``. The diff reads as "from left to right": ``-`` lines are
-the left trial's, ``+`` lines the right's.
+Screens ask for it with :class:`tui.messages.OpenCompare`, which the app answers with
+:func:`compare_with_best` (a trial against the current best) or :func:`pick_and_compare` (asks for
+the other trial's id in :class:`ComparePickScreen`); ``CompareScreen(session, left, right)`` opens
+any pair. The diff reads as "from left to right": ``-`` lines are the left trial's, ``+`` lines
+the right's.
 
 The diff is computed in a thread worker from the run's blobs (manifests name each file's blob,
 so files with the same blob are skipped unread) and drawn by :class:`DiffView` through the Line
@@ -20,7 +21,6 @@ from __future__ import annotations
 import bisect
 import difflib
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +46,7 @@ from textual.worker import get_current_worker
 from rrma.log.reader import RawEvent
 from rrma.log.state import RunState, TrialRecord
 from rrma.log.store import RunStore
+from tui.dialogs import TrialNotFound, best_trial_id, resolve_trial_id
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.trial_text import REVIEW_GLYPH, best_marker, fmt_score, fmt_sigma, glyph, is_claim
@@ -60,43 +61,7 @@ HYPOTHESIS_CHARS = 400  # the summary cuts a longer hypothesis
 FILE, HUNK, ADD, DEL, CTX, NOTE = "file", "hunk", "add", "del", "ctx", "note"
 DiffLine = tuple[str, str]  # (kind, text without the newline)
 
-_TRAILING_NUMBER = re.compile(r"\d+$")
 _CONTROL = {i: "�" for i in (*range(0, 9), *range(10, 32), 127)}  # never send a file's escapes to the terminal
-
-
-def best_trial_id(state: RunState) -> str | None:
-    """The current best trial, approved or not: the one the dashboard's header names as best."""
-    return state.best_id if state.best_id in state.trials else None
-
-
-class TrialNotFound(LookupError):
-    """The text typed for a trial names no trial of this run (or more than one)."""
-
-
-def resolve_trial_id(state: RunState, text: str) -> str:
-    """The trial ``text`` names: an id (any case), ``best``, a trial number (``12`` for t0012), or the end of one id."""
-    wanted = text.strip()
-    if not wanted:
-        raise TrialNotFound("type a trial id (or best)")
-    if wanted in state.trials:
-        return wanted
-    if wanted.lower() == "best":
-        best = best_trial_id(state)
-        if best is None:
-            raise TrialNotFound("this run has no best trial yet")
-        return best
-    low = wanted.lower()
-    matches = [tid for tid in state.order if tid.lower() == low]
-    if not matches and wanted.isdigit():
-        matches = [tid for tid in state.order if (m := _TRAILING_NUMBER.search(tid)) and int(m.group()) == int(wanted)]
-    if not matches:
-        matches = [tid for tid in state.order if tid.lower().endswith(low)]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        shown = ", ".join(matches[:6]) + (f", … {len(matches) - 6} more" if len(matches) > 6 else "")
-        raise TrialNotFound(f"{wanted!r} could be {shown}: type more of the id")
-    raise TrialNotFound(f"no trial {wanted!r} in this run")
 
 
 # ----------------------------------------------------------------------------- the diff

@@ -37,8 +37,9 @@ from rrma.log.control import (
 from rrma.log.reader import RawEvent, RunModel, Torn, TrialTally, TurnIndex, age, human_duration, parse_ts
 from rrma.log.store import EVENTS, read_head
 from rrma.task import is_self_reported
+from tui.dialogs import ExportScreen, OrderInput, OrderScreen, TrialPickScreen
+from tui.messages import OpenCompare, OpenLineage, OpenReview, OpenTrace, OpenTrial, ResumeRun
 from tui.screens.base import RunScreen, RunSession
-from tui.screens.orders import OrderInput, OrderScreen
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.score_chart import ScoreChart
@@ -446,10 +447,8 @@ class DashboardScreen(RunScreen):
         self.open_trial(message.key)
 
     def open_trial(self, trial_id: str) -> None:
-        from tui.screens.trial import TrialScreen
-
         ids = self.query_one("#trials", LineTable).rows
-        self.app.push_screen(TrialScreen(self.session, trial_id, ids))
+        self.post_message(OpenTrial(self.session, trial_id, ids))
 
     def action_open_trial(self) -> None:
         key = self.query_one("#trials", LineTable).cursor_key
@@ -457,14 +456,10 @@ class DashboardScreen(RunScreen):
             self.open_trial(key)
 
     def action_trace(self) -> None:
-        from tui.screens.trace import TraceScreen
-
-        self.app.push_screen(TraceScreen(self.session))
+        self.post_message(OpenTrace(self.session))
 
     def action_goto_trial(self) -> None:
         """Ask for a trial id (or ``best``, or the end of an id) and open it."""
-        from tui.screens.modals import TrialPickScreen
-
         def chosen(trial_id: str | None) -> None:
             if trial_id is not None:
                 self.open_trial(trial_id)
@@ -478,18 +473,14 @@ class DashboardScreen(RunScreen):
         return key
 
     def action_compare_best(self) -> None:
-        from tui.screens.compare import compare_with_best
-
         key = self._highlighted()
         if key is not None:
-            compare_with_best(self.app, self.session, key)
+            self.post_message(OpenCompare(self.session, key, "best"))
 
     def action_compare_pick(self) -> None:
-        from tui.screens.compare import pick_and_compare
-
         key = self._highlighted()
         if key is not None:
-            pick_and_compare(self.app, self.session, key)
+            self.post_message(OpenCompare(self.session, key, "pick"))
 
     def action_log_scale(self) -> None:
         on = self.query_one("#chart", ScoreChart).toggle_log()
@@ -497,8 +488,6 @@ class DashboardScreen(RunScreen):
 
     def action_export(self) -> None:
         """Ask for a SQLite file and export this run into it (rrma-tui export) in a worker."""
-        from tui.screens.modals import ExportScreen
-
         def chosen(path: Path | None) -> None:
             if path is not None:
                 self.export_run(path)
@@ -516,14 +505,10 @@ class DashboardScreen(RunScreen):
                                          f"({time.perf_counter() - started:.1f} s; `datasette {out}` browses it)"))
 
     def action_review(self) -> None:
-        from tui.screens.review import ReviewScreen
-
-        self.app.push_screen(ReviewScreen(self.session))
+        self.post_message(OpenReview(self.session))
 
     def action_lineage(self) -> None:
-        from tui.screens.lineage import LineageScreen
-
-        self.app.push_screen(LineageScreen(self.session))
+        self.post_message(OpenLineage(self.session))
 
     def action_sort(self) -> None:
         self.sort_key = SORTS[(SORTS.index(self.sort_key) + 1) % len(SORTS)]
@@ -631,7 +616,7 @@ class DashboardScreen(RunScreen):
 
         def confirmed(answer: OrderInput | None) -> None:
             if answer is not None:
-                self.app.resume_run(self.session.run_dir)  # type: ignore[attr-defined]
+                self.post_message(ResumeRun(self.session.run_dir))
 
         what = f"ended as {state.finish_reason}" if state.finish_reason else "has no live driver (its process is gone)"
         self.app.push_screen(OrderScreen(

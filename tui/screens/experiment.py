@@ -23,6 +23,7 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from rrma.run.experiment import CellReport, Experiment, ExperimentReport, report
+from tui.messages import OpenRun
 from tui.screens.base import WorkerScreen, shown
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
@@ -201,7 +202,7 @@ class ExperimentScreen(WorkerScreen):
         if not (run_dir / "events.jsonl").exists():
             self.notify(f"{key} has not started yet", severity="warning")
             return
-        self.app.open_run(run_dir)  # type: ignore[attr-defined]
+        self.post_message(OpenRun(run_dir))
 
     def action_back(self) -> None:
         self.app.pop_screen()

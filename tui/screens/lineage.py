@@ -25,6 +25,7 @@ from textual.widgets.tree import TreeNode
 
 from rrma.log.reader import RawEvent
 from rrma.log.state import RunState
+from tui.messages import OpenTrial
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.trial_text import best_marker, fit_line, fmt_score, fmt_sigma, glyph
@@ -274,9 +275,7 @@ class LineageScreen(RunScreen):
             self._open(message.node.data)
 
     def _open(self, trial_id: str) -> None:
-        from tui.screens.trial import TrialScreen
-
-        self.app.push_screen(TrialScreen(self.session, trial_id))
+        self.post_message(OpenTrial(self.session, trial_id))
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -1,14 +1,13 @@
 """The review queue: trials awaiting a person's decision, would-be bests first.
 
 A decision (approve, reject, flag, with a note) is a ``review`` event appended by the app's
-review worker; this screen learns about it like every other reader, from the tail. Until the
-tail brings it back, decided trials are hidden from the queue so the reviewer can move on.
+review worker (through rrma.log.review); this screen learns about it like every other reader,
+from the tail. Until the tail brings it back, decided trials are hidden from the queue (the
+:class:`tui.messages.ReviewDecided` passes this screen on its way to the app) so the reviewer can
+move on.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.rule import Rule
@@ -17,13 +16,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Static
 
 from rrma.log.reader import RawEvent
+from tui.dialogs import ask_review
+from tui.messages import OpenTrial, ReviewDecided
 from tui.screens.base import RunScreen, RunSession
-from tui.screens.modals import NoteScreen
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.trial_text import (
@@ -43,30 +41,6 @@ QUEUE_COLUMNS = [
 ]
 
 
-def ask_and_record(screen: Screen[Any], session: RunSession, trial_id: str, decision: str) -> None:
-    """Ask for a note (the confirmation: Enter writes, Esc cancels), then have the app append the review.
-
-    The review supersedes the trial's latest review as this screen shows it (``supersedes``); a
-    withdrawal needs one in force.
-    """
-    rec = session.state.trials.get(trial_id)
-    latest = rec.reviews[-1] if rec is not None and rec.reviews else None
-    if decision == "withdraw" and (latest is None or latest["decision"] == "withdraw"):
-        screen.notify(f"{trial_id} has no review in force to withdraw", severity="warning")
-        return
-    replaces = (f"replaces {latest['reviewer']}'s {latest['decision']} (seq {latest['seq']}); that review stays "
-                "in the log") if latest is not None else ""
-
-    def done(note: str | None) -> None:
-        if note is None:
-            return
-        screen.post_message(ReviewScreen.Decided(trial_id, decision, note))
-        screen.app.record_review(session, trial_id, decision, note,  # type: ignore[attr-defined]
-                                 supersedes=latest["seq"] if latest is not None else None)
-
-    screen.app.push_screen(NoteScreen(decision, trial_id, replaces), done)
-
-
 VIEWS = ("to review", "flagged", "reviewed")  # `f` cycles what the queue lists
 
 
@@ -81,14 +55,6 @@ class ReviewScreen(RunScreen):
         Binding("f", "status_filter", "Show"),
         Binding("escape", "back", "Back"),
     ]
-
-    @dataclass
-    class Decided(Message):
-        """A reviewer decided on ``trial_id`` (the event is being appended)."""
-
-        trial_id: str
-        decision: str
-        note: str
 
     def __init__(self, session: RunSession) -> None:
         super().__init__(session)
@@ -171,10 +137,11 @@ class ReviewScreen(RunScreen):
         if key is None:
             self.notify("the review queue is empty")
             return
-        ask_and_record(self, self.session, key, decision)
+        ask_review(self, self.session, key, decision)
 
-    @on(Decided)
-    def _decided(self, message: Decided) -> None:
+    @on(ReviewDecided)
+    def _decided(self, message: ReviewDecided) -> None:
+        """Hide the trial until the tail brings its review back (the message goes on to the app, which writes it)."""
         self.decided.add(message.trial_id)
         self.refresh_view([])
 
@@ -185,11 +152,9 @@ class ReviewScreen(RunScreen):
             self.refresh_view([])
 
     def action_open_trial(self) -> None:
-        from tui.screens.trial import TrialScreen
-
         key = self.query_one("#queue", LineTable).cursor_key
         if key is not None:
-            self.app.push_screen(TrialScreen(self.session, key, self.queue()))
+            self.post_message(OpenTrial(self.session, key, self.queue()))
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -8,7 +8,9 @@ log says it is running but that no process drives (its driver crashed or was kil
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 from rich.text import Text
@@ -20,10 +22,11 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from rrma.log.control import live_driver
-from rrma.log.reader import RunSummary, age, find_runs, read_summary
+from rrma.log.reader import RunSummary, age, find_runs, read_summary, utcnow
 from rrma.log.store import EVENTS
+from tui.dialogs import NewRunScreen
+from tui.messages import OpenRun, StartRun
 from tui.screens.base import WorkerScreen, failure_line, shown
-from tui.screens.modals import NewRunScreen
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 
@@ -51,9 +54,10 @@ class RunsScreen(WorkerScreen):
     class ScanDone(Message):
         runs: list[Path]
 
-    def __init__(self, runs_dir: Path, *, scan_now: bool = True) -> None:
+    def __init__(self, runs_dir: Path, *, scan_now: bool = True, clock: Callable[[], datetime] = utcnow) -> None:
         super().__init__()
         self.runs_dir = Path(runs_dir)
+        self.clock = clock  # what "now" is for the age column (a fixed clock in tests)
         self.scan_now = scan_now  # False when a run opens on top: scan when first shown
         self.summaries: dict[str, RunSummary] = {}
         self.order: list[str] = []
@@ -139,7 +143,7 @@ class RunsScreen(WorkerScreen):
         status = Text(s.status, style)
         if s.torn:
             status.append(" ⚠", "bold red")
-        now = self.app.clock()  # type: ignore[attr-defined]
+        now = self.clock()
         best: str | Text = Text(s.error, "red") if s.error else s.best_vs_baseline
         return [s.name, s.task, status, str(s.trials), best, age(s.last_ts, now)]
 
@@ -158,11 +162,11 @@ class RunsScreen(WorkerScreen):
             self.notify(f"{run_dir}: not a run directory any more (no {EVENTS})", severity="error")
             self.rescan()
             return
-        self.app.open_run(run_dir)  # type: ignore[attr-defined]
+        self.post_message(OpenRun(run_dir))
 
     def action_new_run(self) -> None:
         def chosen(answer: tuple[list[str], str] | None) -> None:
             if answer is not None:
-                self.app.start_run(*answer)  # type: ignore[attr-defined]
+                self.post_message(StartRun(*answer))
 
         self.app.push_screen(NewRunScreen(self.runs_dir), chosen)

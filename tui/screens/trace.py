@@ -33,6 +33,7 @@ from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from rrma.log.reader import RawEvent, TurnRef
+from tui.messages import OpenTrial
 from tui.palette import Palette, Tone, palette_of
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
@@ -290,8 +291,6 @@ class TraceScreen(RunScreen):
         self.query_one("#turns", LineTable).move_to(key)
 
     def action_goto_trial(self) -> None:
-        from tui.screens.trial import TrialScreen
-
         key = self.query_one("#turns", LineTable).cursor_key
         if key is None or self.model is None:
             return
@@ -299,7 +298,7 @@ class TraceScreen(RunScreen):
         if trial is None or trial not in self.state.trials:
             self.notify("this step belongs to no trial yet")
             return
-        self.app.push_screen(TrialScreen(self.session, trial))
+        self.post_message(OpenTrial(self.session, trial))
 
     def action_search(self) -> None:
         box = self.query_one("#trace-search", Input)

@@ -11,6 +11,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from rrma.log.reader import RawEvent
+from tui.dialogs import ask_review
+from tui.messages import OpenCompare, OpenProofTree, OpenTrace
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.trial_text import (
@@ -155,13 +157,9 @@ class TrialScreen(RunScreen):
             self.show(self.order[i])
 
     def action_trace(self) -> None:
-        from tui.screens.trace import TraceScreen
-
-        self.app.push_screen(TraceScreen(self.session, trial_id=self.trial_id))
+        self.post_message(OpenTrace(self.session, self.trial_id))
 
     def action_proof_tree(self) -> None:
-        from tui.screens.proof_tree import ProofTreeScreen
-
         rec = self.state.trials.get(self.trial_id)
         model = self.model
         proposal = proposal_of(model, rec) if rec is not None and model is not None else {}
@@ -170,22 +168,16 @@ class TrialScreen(RunScreen):
             self.notify("this trial has no proof-search tree (only proofs found by the search agent do)")
             return
         theorem = str((rec.theorem if rec is not None else None) or proposal.get("theorem") or tree.get("theorem") or "")
-        self.app.push_screen(ProofTreeScreen(self.trial_id, theorem, tree))
+        self.post_message(OpenProofTree(self.trial_id, theorem, tree))
 
     def action_compare_best(self) -> None:
-        from tui.screens.compare import compare_with_best
-
-        compare_with_best(self.app, self.session, self.trial_id)
+        self.post_message(OpenCompare(self.session, self.trial_id, "best"))
 
     def action_compare_pick(self) -> None:
-        from tui.screens.compare import pick_and_compare
-
-        pick_and_compare(self.app, self.session, self.trial_id)
+        self.post_message(OpenCompare(self.session, self.trial_id, "pick"))
 
     def action_decide(self, decision: str) -> None:
-        from tui.screens.review import ask_and_record
-
-        ask_and_record(self, self.session, self.trial_id, decision)
+        ask_review(self, self.session, self.trial_id, decision)
 
     def action_back(self) -> None:
         self.app.pop_screen()

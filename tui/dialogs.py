@@ -1,0 +1,370 @@
+"""Modal dialogs: each asks one thing and answers through ``dismiss``; none opens a screen.
+
+The help (every active key), a review's note, what run to start, a trial by id, where to export
+a run, an order for the live driver (stop, pause or continue, a blackboard post, a steer note)
+and what to do with runs started here when the TUI quits. A screen pushes one with a callback
+for the answer; any screen may use them, as they import no screen (tui/messages.py says how
+screens reach each other).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Input, Label, Static
+
+from rrma.log.review import ReviewError, superseded_review
+from rrma.log.state import RunState
+from rrma.task import TaskError
+from tui.messages import ReviewDecided
+from tui.screens.base import RunSession
+
+_TRAILING_NUMBER = re.compile(r"\d+$")
+
+
+def binding_rows(screen: Screen[Any]) -> list[tuple[str, str]]:
+    """(keys, description) for every binding active on ``screen`` (focused widget, screen, app)."""
+    rows: dict[str, list[str]] = {}
+    order: list[str] = []
+    for active in screen.active_bindings.values():
+        binding = active.binding
+        if binding.system:
+            continue
+        desc = binding.description or binding.action
+        key = screen.app.get_key_display(binding)
+        if desc not in rows:
+            rows[desc] = []
+            order.append(desc)
+        if key not in rows[desc]:
+            rows[desc].append(key)
+    return [(" / ".join(rows[d]), d) for d in order]
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key binding of the screen underneath, with what it does."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close help")]
+
+    def __init__(self, title: str, rows: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.rows = rows
+
+    def compose(self) -> ComposeResult:
+        table = Table(show_header=True, header_style="bold", box=None, expand=True)
+        table.add_column("key", style="bold cyan", no_wrap=True)
+        table.add_column("does")
+        for keys, desc in self.rows:
+            table.add_row(keys, desc)
+        with Vertical(id="help-box"):
+            yield Label(Text(f"Keys: {self.title_text}", "bold"), id="help-title")
+            with VerticalScroll():
+                yield Static(table, id="help-table")
+            yield Label(Text("escape or ? closes", "dim"))
+
+    def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
+        self.dismiss(result)
+
+
+class NoteScreen(ModalScreen[str | None]):
+    """Ask for the note of a review decision; Enter confirms (an empty note is fine)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, decision: str, trial_id: str, detail: str = "") -> None:
+        super().__init__()
+        self.decision = decision
+        self.trial_id = trial_id
+        self.detail = detail  # e.g. which review this one supersedes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="note-box"):
+            yield Label(Text.assemble((self.decision, "bold"), f" {self.trial_id}: note (Enter to confirm, Esc to cancel)"))
+            yield Label(Text("a review is permanent: it goes into the run's log" +
+                             (f"; it {self.detail}" if self.detail else ""), "dim"))
+            yield Input(placeholder="why (optional)", id="note-input")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class NewRunScreen(ModalScreen[tuple[list[str], str] | None]):
+    """Ask what to run: a task YAML or a bench name, with options (``demo --trials 5``,
+    ``my/task.yaml --set budget.max_trials=3``). Checked here (tui.driver.parse_start), so a bad
+    file, bench or option never starts a process; returns (rrma-tui arguments, label)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, runs_dir: Path) -> None:
+        super().__init__()
+        self.runs_dir = runs_dir
+
+    def compose(self) -> ComposeResult:
+        from cli.benches import list_benches
+
+        benches = ", ".join(name for name, _ in list_benches())
+        with Vertical(id="new-run-box"):
+            yield Label(Text("Start a run: a task YAML or a bench name, then options (Enter starts, Esc cancels)",
+                             "bold"))
+            yield Label(Text(f"benches: {benches}. Options as `rrma-tui run` / `rrma-tui bench NAME` take them: "
+                             "--trials N --agents N --backend B --model M --seed S --set KEY=VALUE", "dim"))
+            yield Input(placeholder="demo --trials 12   or   benches/demo/task.yaml --set budget.max_trials=5",
+                        id="task-input")
+            yield Static("", id="task-error")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        from tui.driver import StartError, parse_start
+
+        event.stop()
+        try:
+            args, label = parse_start(event.value, self.runs_dir, Path.cwd())
+        except (StartError, TaskError) as exc:
+            self.query_one("#task-error", Static).update(Text(str(exc), "red"))
+            return
+        self.dismiss((args, label))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TrialPickScreen(ModalScreen[str | None]):
+    """Ask for a trial of the run: an id, ``best``, or the end of one id (``12`` for t0012). Returns its id."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, session: RunSession, title: str) -> None:
+        super().__init__()
+        self.session = session
+        self.title_text = title
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="note-box"):
+            yield Label(Text.assemble((self.title_text, "bold"),
+                                      ": a trial id, or best (Enter to go, Esc to cancel)"))
+            yield Input(placeholder="t0012, 12 or best", id="trial-input")
+            yield Static("", id="trial-error")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        try:
+            trial_id = resolve_trial_id(self.session.state, event.value)
+        except TrialNotFound as exc:
+            self.query_one("#trial-error", Static).update(Text(str(exc), "red"))
+            return
+        self.dismiss(trial_id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ExportScreen(ModalScreen[Path | None]):
+    """Ask where to export a run (a SQLite file; re-exporting into it is idempotent). Returns the path."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__()
+        self.run_dir = run_dir
+
+    def compose(self) -> ComposeResult:
+        default = self.run_dir.parent / "export.db"
+        with Vertical(id="note-box"):
+            yield Label(Text.assemble(("Export ", "bold"), (self.run_dir.name, "bold"),
+                                      " to SQLite (Enter exports, Esc cancels)"))
+            yield Input(value=str(default), id="export-input")
+            yield Static("", id="export-error")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        path = Path(text).expanduser() if text else None
+        problem = None
+        if path is None:
+            problem = "type the path of a SQLite file"
+        elif path.is_dir():
+            problem = f"{path} is a directory: give a file name (export.db)"
+        elif not path.parent.is_dir():
+            problem = f"{path.parent}: no such directory"
+        if problem is not None:
+            self.query_one("#export-error", Static).update(Text(problem, "red"))
+            return
+        self.dismiss(path)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+# ----------------------------------------------------------------------------- a trial by what was typed
+
+
+def best_trial_id(state: RunState) -> str | None:
+    """The current best trial, approved or not: the one the dashboard's header names as best."""
+    return state.best_id if state.best_id in state.trials else None
+
+
+class TrialNotFound(LookupError):
+    """The text typed for a trial names no trial of this run (or more than one)."""
+
+
+def resolve_trial_id(state: RunState, text: str) -> str:
+    """The trial ``text`` names: an id (any case), ``best``, a trial number (``12`` for t0012), or the end of one id."""
+    wanted = text.strip()
+    if not wanted:
+        raise TrialNotFound("type a trial id (or best)")
+    if wanted in state.trials:
+        return wanted
+    if wanted.lower() == "best":
+        best = best_trial_id(state)
+        if best is None:
+            raise TrialNotFound("this run has no best trial yet")
+        return best
+    low = wanted.lower()
+    matches = [tid for tid in state.order if tid.lower() == low]
+    if not matches and wanted.isdigit():
+        matches = [tid for tid in state.order if (m := _TRAILING_NUMBER.search(tid)) and int(m.group()) == int(wanted)]
+    if not matches:
+        matches = [tid for tid in state.order if tid.lower().endswith(low)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        shown = ", ".join(matches[:6]) + (f", … {len(matches) - 6} more" if len(matches) > 6 else "")
+        raise TrialNotFound(f"{wanted!r} could be {shown}: type more of the id")
+    raise TrialNotFound(f"no trial {wanted!r} in this run")
+
+
+# ----------------------------------------------------------------------------- orders and quitting
+
+
+@dataclass
+class OrderInput:
+    """What the person confirmed: the text and, for a steer note, the agents (empty: every agent)."""
+
+    text: str
+    to: list[str]
+
+
+class OrderScreen(ModalScreen[OrderInput | None]):
+    """Confirm one write to the log; ``agents`` (the run's agent names) adds the steer note's "to" field."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, detail: str, placeholder: str, *, required: bool = False,
+                 agents: list[str] | None = None, to: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.detail = detail
+        self.placeholder = placeholder
+        self.required = required
+        self.agents = agents
+        self.to = to
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="order-box"):
+            yield Label(Text(self.title_text, "bold"), id="order-title")
+            yield Static(Text(self.detail), id="order-detail")
+            if self.agents is not None:
+                known = ", ".join(self.agents) if self.agents else "none yet"
+                yield Label(Text(f"to (agent names, comma-separated; empty: every agent). Agents: {known}", "dim"))
+                yield Input(value=self.to, placeholder="every agent", id="order-to")
+            yield Input(placeholder=self.placeholder, id="order-text")
+            yield Static(Text("Enter sends, Esc cancels", "dim"), id="order-error")
+
+    def on_mount(self) -> None:
+        self.query_one("#order-text", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id == "order-to":
+            self.query_one("#order-text", Input).focus()
+            return
+        text = event.value.strip()
+        if self.required and not text:
+            self.query_one("#order-error", Static).update(Text("type the text first (Esc cancels)", "red"))
+            return
+        to: list[str] = []
+        if self.agents is not None:
+            to = [name.strip() for name in self.query_one("#order-to", Input).value.split(",") if name.strip()]
+            unknown = [name for name in to if self.agents and name not in self.agents]
+            if unknown:
+                self.query_one("#order-error", Static).update(
+                    Text(f"no agent {', '.join(unknown)} in this run (Esc cancels)", "red"))
+                return
+        self.dismiss(OrderInput(text, to))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class QuitRunScreen(ModalScreen[str | None]):
+    """``q`` while runs this TUI started are still going: stop them, detach (they go on), or cancel.
+
+    Each such run is driven by a headless process of its own (tui/driver.py), so it can outlive
+    the TUI. Answers: ``"stop"`` (a ``run.control`` stop to each, then quit at once: each driver
+    finishes its running trials and ends the run as ``stopped`` by itself), ``"detach"`` (quit;
+    the runs go on), or None (cancel).
+    """
+
+    BINDINGS = [
+        Binding("h", "answer('stop')", "Stop the runs, then quit"),
+        Binding("d", "answer('detach')", "Detach: quit, the runs go on"),
+        Binding("escape", "answer(None)", "Cancel"),
+    ]
+
+    def __init__(self, runs: list[str]) -> None:
+        super().__init__()
+        self.runs = runs
+
+    def compose(self) -> ComposeResult:
+        names = ", ".join(self.runs)
+        with Vertical(id="order-box"):
+            yield Label(Text(f"Started here and still running: {names}", "bold"), id="order-title")
+            yield Static(Text(
+                "h    stop: no new trials; running trials finish within their budget and the run ends as "
+                "stopped (`rrma-tui resume RUN` continues it later); the TUI quits now\n"
+                "d    detach: quit; the runs go on in their own processes (`rrma-tui RUN` watches one again, "
+                "`rrma-tui stop RUN` stops it)\n"
+                "Esc  cancel: keep watching"), id="order-detail")
+
+    def action_answer(self, answer: str | None) -> None:
+        self.dismiss(answer)
+
+
+# ----------------------------------------------------------------------------- a review
+
+
+def ask_review(screen: Screen[Any], session: RunSession, trial_id: str, decision: str) -> None:
+    """Ask for a note (the confirmation: Enter writes, Esc cancels), then post :class:`ReviewDecided`
+    from ``screen``; the app appends the review (rrma.log.review.record_review).
+
+    The review supersedes the trial's latest review (the note's dialog names it); a withdrawal needs
+    one in force.
+    """
+    try:
+        superseded_review(session.state, trial_id, decision)
+    except ReviewError as exc:
+        screen.notify(str(exc), severity="warning")
+        return
+    rec = session.state.trials.get(trial_id)
+    latest = rec.reviews[-1] if rec is not None and rec.reviews else None
+    replaces = (f"replaces {latest['reviewer']}'s {latest['decision']} (seq {latest['seq']}); that review stays "
+                "in the log") if latest is not None else ""
+
+    def done(note: str | None) -> None:
+        if note is None:
+            return
+        screen.post_message(ReviewDecided(session, trial_id, decision, note))
+
+    screen.app.push_screen(NoteScreen(decision, trial_id, replaces), done)

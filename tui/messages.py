@@ -1,0 +1,99 @@
+"""What a screen asks of the app: open another screen, start or resume a run, record a review.
+
+Screens never import one another. A screen posts one of these messages to itself; it bubbles to
+the app, whose handlers (tui/app.py) push the screen asked for, start the driver or append the
+review. Attributes go down (each screen is handed its session), messages come up. A screen on the
+way may act on a message too: the review queue hides a trial once a :class:`ReviewDecided` for it
+passes by, before the app writes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from textual.message import Message
+
+from tui.screens.base import RunSession
+
+
+@dataclass
+class OpenRun(Message):
+    """Open the dashboard of ``run_dir`` (from the runs list, a palette command or an experiment's cell)."""
+
+    run_dir: Path
+
+
+@dataclass
+class StartRun(Message):
+    """Start a run in a headless driver of this TUI (tui/driver.py) and open its dashboard once it begins."""
+
+    args: list[str]  # rrma-tui arguments, checked by tui.driver.parse_start
+    label: str  # what was asked ("demo --trials 5"), for messages
+
+
+@dataclass
+class ResumeRun(Message):
+    """Drive ``run_dir``, which nobody drives, from a headless ``rrma-tui resume`` of this TUI."""
+
+    run_dir: Path
+
+
+@dataclass
+class OpenTrial(Message):
+    """Open one trial of the session's run."""
+
+    session: RunSession
+    trial_id: str
+    order: list[str] | None = None  # the trials `[` and `]` step through (default: the run's order)
+
+
+@dataclass
+class OpenTrace(Message):
+    """Open the trace: every agent turn, or the steps of ``trial_id``."""
+
+    session: RunSession
+    trial_id: str | None = None
+
+
+@dataclass
+class OpenLineage(Message):
+    """Open the tree of trials with the best path."""
+
+    session: RunSession
+
+
+@dataclass
+class OpenReview(Message):
+    """Open the review queue."""
+
+    session: RunSession
+
+
+@dataclass
+class OpenProofTree(Message):
+    """Open the proof-search tree a trial's proposal carries."""
+
+    trial_id: str
+    theorem: str
+    tree: dict[str, Any]
+
+
+@dataclass
+class OpenCompare(Message):
+    """Compare ``trial_id`` with the current best, or with a trial the person picks."""
+
+    session: RunSession
+    trial_id: str
+    against: Literal["best", "pick"]
+
+
+@dataclass
+class ReviewDecided(Message):
+    """A person confirmed a review (its note asked by tui.dialogs.ask_review): the app appends it."""
+
+    session: RunSession
+    trial_id: str
+    decision: str
+    note: str

@@ -31,7 +31,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from rrma.log.reader import RunReader, utcnow
+from rrma.log.reader import utcnow
 from rrma.log.store import RunStore
 from tui.dialogs import HelpScreen, NewRunScreen, QuitRunScreen, binding_rows
 from tui.messages import (
@@ -322,17 +322,16 @@ class RRMAApp(App[int]):
     def _write_review(self, run_dir: Path, trial_id: str, decision: str, reviewer: str, note: str) -> None:
         """Append the review as `rrma-tui review` does (rrma.log.review.record_review: the review it supersedes,
         signed with $RRMA_SIGNING_KEY where set, and a finished run's promotion by the loop's rule)."""
+        from rrma.log.reader import read_state
         from rrma.log.review import record_review
         from rrma.log.signing import default_signing_key
-        from rrma.log.state import RunState
 
         key = default_signing_key()  # a signing failure fails the worker: notified, nothing written
         store = RunStore(run_dir)
         try:
-            # a signature binds the trial.finished hash, which a full fold always has; unsigned, the reader
-            # (which folds from its checkpoint) spares folding the whole log (seconds for a long run)
-            state = (RunState.fold(store.scan().events) if key is not None
-                     else RunReader(run_dir, write_checkpoint=False, shared=False).load().state)
+            # read as the views read it (its checkpoint plus the lines after it), with the trial.finished
+            # hashes a signature binds; kept here to learn whether the review promoted the trial
+            state = read_state(run_dir, turns=False)
             rec = state.trials.get(trial_id)
             was_promoted = rec is not None and rec.promoted
             record_review(store, trial_id, decision, reviewer, note, sign_key=key, state=state)

@@ -1,7 +1,7 @@
-"""The TUI records reviews through rrma.log.review, as `rrma-tui review` does: signed with
-$RRMA_SIGNING_KEY where it is set (the signature binds the trial's trial.finished hash, so the
-whole log is folded), from the reader's checkpointed state otherwise, and a finished run's held
-claim is promoted by the same rule either way."""
+"""The TUI records reviews through rrma.log.review, as `rrma-tui review` does: from the run as the
+views read it (its checkpoint plus the lines after it), signed with $RRMA_SIGNING_KEY where it is
+set (the signature binds the trial's trial.finished hash), and a finished run's held claim is
+promoted by the same rule either way."""
 
 from __future__ import annotations
 

@@ -172,23 +172,6 @@ class SearchTree:
                 "proof": list(proof_nodes), "dropped_tries": self.dropped}
 
 
-def proof_path_steps(tree: dict[str, Any]) -> list[dict[str, Any]]:
-    """The found proof of a recorded search tree, step by step: for each node on the proof path its
-    tactic (the one that led there), its goal hash and its goals (clipped), root first.
-
-    For a person stepping through the goals of a trial before approving it (the TUI, ``show``)."""
-    nodes = tree.get("nodes") or []
-    goals = tree.get("goals") or {}
-    steps = []
-    for k in tree.get("proof") or []:
-        if not 0 <= k < len(nodes):
-            break
-        _parent, tactic, depth, count, key = nodes[k]
-        steps.append({"node": k, "tactic": tactic, "depth": depth, "goal_count": count, "key": key,
-                      "goals": list(goals.get(key, []))})
-    return steps
-
-
 class TacticSource:
     """Where candidates come from; :meth:`validate` may veto a found proof (e.g. axioms)."""
 
@@ -792,5 +775,4 @@ __all__ = [
     "conclusion",
     "leading_binders",
     "parse_tactic_lines",
-    "proof_path_steps",
 ]

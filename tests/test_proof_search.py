@@ -22,13 +22,13 @@ from agents.proof_search import (
     SearchBudget,
     best_first_search,
     parse_tactic_lines,
-    proof_path_steps,
 )
 from oracle.lean import RecordedTransport, read_transcript
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, goal_key
 from oracle.proof_state_lean import LeanDojoProofStates, LeanReplProofStates, lean_proof_text
 from rrma.task import AgentConfig, TaskConfig
+from tui.widgets.trial_text import proof_path_steps
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lean"
 needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="Coq (coqtop) is not installed")

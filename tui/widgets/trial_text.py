@@ -188,14 +188,30 @@ def change_renderable(model: RunModel, rec: TrialRecord) -> RenderableType:
     return Syntax(diff, "diff", theme="ansi_dark", word_wrap=True)
 
 
+def proof_path_steps(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    """The found proof of a recorded search tree (``meta["search_tree"]``, written by agents/proof_search.py; a
+    view reads it as data, never through the agent's code), step by step: for each node on the proof path its
+    tactic (the one that led there), its goal hash and its goals (clipped), root first.
+
+    For a person stepping through the goals of a trial before approving it (the TUI, ``show``)."""
+    nodes = tree.get("nodes") or []
+    goals = tree.get("goals") or {}
+    steps = []
+    for k in tree.get("proof") or []:
+        if not 0 <= k < len(nodes):
+            break
+        _parent, tactic, depth, count, key = nodes[k]
+        steps.append({"node": k, "tactic": tactic, "depth": depth, "goal_count": count, "key": key,
+                      "goals": list(goals.get(key, []))})
+    return steps
+
+
 def search_renderable(model: RunModel, rec: TrialRecord) -> RenderableType | None:
     """The goals along a proof found by the search agent (agents/proof_search.py), root first:
     what a person steps through before approving. None when the trial's proposal holds no search tree."""
     tree = (proposal_of(model, rec).get("meta") or {}).get("search_tree")
     if not isinstance(tree, dict):
         return None
-    from agents.proof_search import proof_path_steps  # the tree's reader lives with its writer
-
     used, budget = tree.get("used") or {}, tree.get("budget") or {}
     text = Text.assemble(
         (f"{tree.get('result', '?')}", "bold"),

@@ -28,6 +28,8 @@ PACKAGES = ("rrma", "oracle", "agents", "benches", "cli", "tui")
 CORE = "rrma"
 NOT_FOR_THE_CORE = ("oracle", "agents", "tui", "benches", "cli")
 TUI_BENCHMARK = "benches.perf.bench_tui"
+VIEWS = ("cli", "tui")
+PLUGINS = ("oracle", "agents")
 
 Graph = dict[str, set[str]]
 
@@ -100,6 +102,13 @@ def tui_importers(graph: Graph, allowed: set[str]) -> list[str]:
     """Rule (b): each import of ``tui`` from outside it, other than by ``allowed`` modules."""
     return sorted(f"{src} imports {dst}" for src, dsts in graph.items()
                   if top(src) != "tui" and src not in allowed for dst in dsts if top(dst) == "tui")
+
+
+def view_violations(graph: Graph) -> list[str]:
+    """Rule (d): each import of a plug-in (oracle, agents) by a view (cli, tui): views read the log as data
+    and reach plug-ins only by name through the core (a bench by its folder, an oracle by its kind)."""
+    return sorted(f"{src} imports {dst}" for src, dsts in graph.items() if top(src) in VIEWS
+                  for dst in dsts if top(dst) in PLUGINS)
 
 
 def circles(graph: Graph) -> list[list[str]]:
@@ -205,6 +214,19 @@ def test_only_the_entry_point_imports_the_tui(project: Graph) -> None:
     assert any(top(m) == "tui" for m in project)
     violations = tui_importers(project, allowed)
     assert not violations, f"only {sorted(allowed)} may import tui/:\n" + "\n".join(violations)
+
+
+def test_the_views_import_no_plugin(project: Graph) -> None:
+    assert any(top(m) == "cli" for m in project)
+    violations = view_violations(project)
+    assert not violations, "cli/ and tui/ read runs through rrma/, never a plug-in's code:\n" + "\n".join(violations)
+
+
+def test_the_checker_finds_a_view_importing_a_plugin(tmp_path: Path) -> None:
+    root = plant(tmp_path, {"tui/widgets/x.py": "def f():\n    from agents.proof_search import steps\n",
+                            "agents/proof_search.py": "", "cli/main.py": "import rrma\n", "rrma/__init__.py": ""})
+    assert view_violations(import_graph(root, PACKAGES)) == ["tui.widgets.x imports agents",
+                                                            "tui.widgets.x imports agents.proof_search"]
 
 
 def test_no_import_circles(project: Graph) -> None:

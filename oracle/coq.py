@@ -60,7 +60,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -72,7 +72,7 @@ from oracle.strip_coq import (
     open_scopes,
     proof_term,
     split_sentences,
-    strip_coq_file,
+    strip_coq_file_with_notes,
 )
 from rrma.contain import sandbox
 from rrma.contain.sandbox import Policy
@@ -999,44 +999,100 @@ class WarmCoqPool:
 
 
 class CoqOracle(Oracle):
-    """Proof oracle for Coq tasks: params ``source`` (a .v file, relative to the workspace),
-    ``warm`` (default true), ``pool_size`` (1), ``allowed_axioms`` ([]), ``coq_args`` ([]),
-    ``timeout_s`` (default: the trial budget)."""
+    """Proof oracle for Coq: scores a proposal's proof of ``proposal.theorem`` (1.0 when accepted).
+
+    params: ``sources`` (a list) or ``source``: ``.v`` files, or folders of them (every ``.v`` inside,
+    recursively), absolute or relative to the workspace; keep them outside the workspace (a
+    workspace file is copied into every trial). ``theorems``: only these, in this order (default:
+    every theorem the files hold that the stripper can read). ``preload``: Coq sentences put before
+    every theorem's context (e.g. CoqHammer's ``From Hammer Require Import Tactics.``). ``warm``
+    (default true: a pool of coqtop sessions; false: one coqc per check), ``pool_size`` (1),
+    ``allowed_axioms`` ([]), ``coq_args`` ([]), ``timeout_s`` (default: the trial budget).
+
+    :meth:`prepare` strips the files (on a Ray worker too: everything it needs is in the params) and
+    starts the checker; :meth:`theorems` names them for the per-theorem policy (rrma/run/theorems.py).
+    A name two files share is told apart as ``name (file.v:line)``.
+    """
 
     kind: ClassVar[str] = "coq"
     version: ClassVar[str] = "1"
 
     def __init__(self, params: dict[str, Any], *, metric: str = "solved", direction: str = "maximize") -> None:
         super().__init__(params, metric=metric, direction=direction)
-        self.tasks: dict[str, TheoremTask] = {}
+        self.tasks: dict[str, TheoremTask] = {}  # the name a proposal gives -> the theorem (in order)
+        self.skipped: list[str] = []  # theorems of the files the stripper cannot read (a note each)
         self.checker: CoqChecker | WarmCoqPool | None = None
         self.answers: tuple[Path, ...] = ()
 
+    def source_files(self, workspace: Path) -> list[Path]:
+        """The ``.v`` files of ``params.sources`` / ``params.source``, folders expanded, in the order given."""
+        given = self.params.get("sources") or ([self.params["source"]] if self.params.get("source") else [])
+        if isinstance(given, str | Path):
+            given = [given]
+        if not given:
+            raise OracleError("coq oracle: params.sources (.v files or folders of them) is required")
+        files: list[Path] = []
+        for item in given:
+            path = Path(str(item)).expanduser()
+            path = path if path.is_absolute() else workspace / path
+            if path.is_dir():
+                files += sorted(path.rglob("*.v"))
+            elif path.is_file():
+                files.append(path)
+            else:
+                raise OracleError(f"coq oracle: params.sources: {path} does not exist")
+        return list(dict.fromkeys(files))
+
     def prepare(self, run_dir: Path, workspace: Path) -> dict[str, Any]:
-        source = self.params.get("source")
-        if not source:
-            raise OracleError("coq oracle: params.source (a .v file) is required")
-        path = Path(source) if Path(source).is_absolute() else workspace / source
+        files = self.source_files(workspace)
+        found: list[TheoremTask] = []
+        self.skipped = []
         try:
-            tasks = strip_coq_file(path)
+            for path in files:
+                tasks, notes = strip_coq_file_with_notes(path)
+                found += tasks
+                self.skipped += [str(n) for n in notes]
         except CoqSyntaxError as exc:
             raise OracleError(f"coq oracle: {exc}") from exc
-        self.tasks = {t.name: t for t in tasks}
+        preload = str(self.params.get("preload") or "")
+        if preload:  # the theorem is rebuilt from its context: the checker loads what the context says
+            preload = preload if preload.endswith("\n") else preload + "\n"
+            found = [replace(t, context=preload + t.context) for t in found]
+        counts: dict[str, int] = {}
+        for task in found:
+            counts[task.name] = counts.get(task.name, 0) + 1
+        named = {(t.name if counts[t.name] == 1 else f"{t.name} ({Path(t.source_file).name}:{t.line})"): t
+                 for t in found}
+        wanted = self.params.get("theorems")
+        if wanted is not None:
+            unknown = [str(n) for n in wanted if str(n) not in named]
+            if unknown:
+                raise OracleError(f"coq oracle: params.theorems: not in the files (or skipped): {', '.join(unknown[:10])}")
+            named = {str(n): named[str(n)] for n in wanted}
+        if not named:
+            raise OracleError("coq oracle: the files hold no theorem the stripper can read"
+                              + (f" ({len(self.skipped)} skipped; the first: {self.skipped[0]})" if self.skipped else ""))
+        self.tasks = named
         coq_args = tuple(str(a) for a in self.params.get("coq_args", ()))
-        self.answers = answer_paths([path])
+        self.answers = answer_paths(files)
         self.checker = make_coq_checker(
             warm=bool(self.params.get("warm", True)),
             pool_size=int(self.params.get("pool_size", 1)),
             allowed_axioms=tuple(self.params.get("allowed_axioms", ())),
             coq_args=coq_args,
-            sandbox=CoqSandbox(hidden=checker_hidden([path], coq_args), coq_args=coq_args,
+            sandbox=CoqSandbox(hidden=checker_hidden(files, coq_args), coq_args=coq_args,
                                required=sandbox.mode() == "require"),
         )
-        return {"coq": coq_version(), "theorems": len(tasks)}
+        return {"coq": coq_version(), "theorems": len(named), "skipped": len(self.skipped)}
+
+    def theorems(self) -> list[dict[str, Any]]:
+        """The theorems to prove, in order: each one's public view (never its proof nor its file's
+        path), its name as proposals give it, and its file's basename (for per-file counts)."""
+        return [{**task.public(), "name": name, "file": Path(task.source_file).name}
+                for name, task in self.tasks.items()]
 
     def held_out(self) -> tuple[Path, ...]:
-        """The stripped file (every original proof) and its compiled forms. (Keep the file outside
-        the task's workspace: a workspace file is copied into every trial and shown to agents.)"""
+        """The stripped files (every original proof) and their compiled forms."""
         return self.answers
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
@@ -1046,10 +1102,14 @@ class CoqOracle(Oracle):
         name, proof = ctx.proposal.theorem, ctx.proposal.proof
         if not name or name not in self.tasks:
             return Outcome(status=Status.invalid, feedback=f"unknown theorem {name!r}; known: {', '.join(self.tasks)[:500]}")
-        if proof is None:
-            return Outcome(status=Status.invalid, feedback="the proposal has no proof")
-        verdict = self.checker.check(self.tasks[name], proof, timeout_s=float(self.params.get("timeout_s", ctx.budget.seconds)))
-        return verdict_outcome(verdict, time.monotonic() - started)
+        if proof is None or not proof.strip():
+            return Outcome(status=Status.invalid, feedback="the proposal has no proof",
+                           metrics={"accepted": False, "reason": "the proposal has no proof", "cheat": False})
+        task = self.tasks[name]
+        verdict = self.checker.check(task, proof, timeout_s=float(self.params.get("timeout_s", ctx.budget.seconds)))
+        outcome = verdict_outcome(verdict, time.monotonic() - started)
+        outcome.metrics["difficulty"] = task.difficulty
+        return outcome
 
     def close(self) -> None:
         if self.checker is not None:

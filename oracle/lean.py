@@ -1186,8 +1186,10 @@ class LeanOracle(Oracle):
     """Oracle kind ``lean``: scores a proposal's proof (1.0 accepted) of ``proposal.theorem``.
 
     params: ``project`` (Lake project dir, default ``lean_project``), ``source`` or ``sources``
-    (``.lean`` files; default every ``Theorems/*.lean`` of the project), ``mode`` (auto|repl|cli),
-    ``pool_size``, ``max_commands``, ``memory_mb``, ``timeout_s`` (default: the trial budget).
+    (``.lean`` files; default every ``Theorems/*.lean`` of the project), ``theorems`` (only these
+    names, in this order; default all), ``mode`` (auto|repl|cli), ``pool_size``, ``max_commands``,
+    ``memory_mb``, ``timeout_s`` (default: the trial budget). :meth:`theorems` names them for the
+    per-theorem policy (rrma/run/theorems.py).
     """
 
     kind = "lean"
@@ -1213,8 +1215,20 @@ class LeanOracle(Oracle):
             if self._tasks is None:
                 found = ([t for s in self.sources for t in strip_lean_file(s)] if self.sources
                          else strip_project(self.project_dir))
-                self._tasks = {t.name: t for t in found}
+                tasks = {t.name: t for t in found}
+                wanted = self.params.get("theorems")
+                if wanted is not None:
+                    unknown = [str(n) for n in wanted if str(n) not in tasks]
+                    if unknown:
+                        raise OracleError(f"lean oracle: params.theorems: not in the files: {', '.join(unknown[:10])}")
+                    tasks = {str(n): tasks[str(n)] for n in wanted}
+                self._tasks = tasks
             return self._tasks
+
+    def theorems(self) -> list[dict[str, Any]]:
+        """The theorems to prove, in order: each one's public view (never its proof nor its file's
+        path) and its file's basename (for per-file counts)."""
+        return [{**task.public(), "file": Path(task.source_file).name} for task in self.tasks.values()]
 
     def prepare(self, run_dir: Path, workspace: Path) -> dict[str, Any]:
         self.checker.ensure_available()
@@ -1236,7 +1250,7 @@ class LeanOracle(Oracle):
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         proposal = ctx.proposal
-        if not proposal.theorem or proposal.proof is None:
+        if not proposal.theorem or proposal.proof is None or not proposal.proof.strip():
             return Outcome(status=Status.invalid, feedback="a Lean proposal needs `theorem` (a name) and `proof` "
                            "(the proof body after `:=`, e.g. `by simp`)")
         task = self.tasks.get(proposal.theorem)

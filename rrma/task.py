@@ -222,9 +222,22 @@ class EarlyAbortConfig(_Section):
         return self
 
 
+class RedTeamCheat(_Section):
+    """A known cheat the per-theorem policy's ``red-team`` pseudo-agent submits (loop.red_team)."""
+
+    proof: str = Field(min_length=1)
+    """The cheating proof body, submitted as an ordinary trial of the theorem."""
+    reason: str = Field(min_length=1)
+    """A fragment the oracle's rejection reason must contain: a cheat rejected for another reason (a timeout) tested nothing."""
+
+
+PER_THEOREM_ONLY = ("attempts_per_theorem", "theorem_seconds", "red_team", "isolated")  # loop fields of that policy
+NOT_PER_THEOREM = ("confirm", "hitl")  # loop fields about promotion, which the per-theorem policy does not do
+
+
 class LoopConfig(_Section):
-    policy: Literal["keep-revert", "tree", "independent"] = "keep-revert"
-    """keep-revert: parent is the current best; tree: agent picks the parent; independent: always the baseline."""
+    policy: Literal["keep-revert", "tree", "independent", "per-theorem"] = "keep-revert"
+    """keep-revert: parent is the current best; tree: agent picks the parent; independent: always the baseline; per-theorem: proof benches, the oracle's theorems one at a time (rrma/run/theorems.py)."""
     top_k: int = Field(5, ge=0)
     """Best trials shown to agents."""
     recent_k: int = Field(8, ge=0)
@@ -247,6 +260,32 @@ class LoopConfig(_Section):
     """Re-evaluate a would-be new best this many times with fresh seeds; promote it only if the mean of those repeats still clears the floor (0: off)."""
     early_abort: EarlyAbortConfig = Field(default_factory=EarlyAbortConfig)
     """Early abort of trials that report progress (docs/experiments.md)."""
+    attempts_per_theorem: int = Field(40, ge=1)
+    """per-theorem: agent trials per theorem before the next one (the red team's trial is not one of them)."""
+    theorem_seconds: float = Field(30.0, ge=0, le=MAX_SECONDS)
+    """per-theorem: wall-clock seconds per theorem, proposing and checking (read from the log: a resumed run keeps what it used)."""
+    red_team: list[RedTeamCheat] = Field(default_factory=list)
+    """per-theorem: known cheats; a `red-team` pseudo-agent submits one per theorem (in turn) before the agents (empty: none)."""
+    isolated: bool = False
+    """per-theorem control arm: agents see neither the blackboard nor each other's trials (compare attempts per solved theorem)."""
+
+    @model_validator(mode="after")
+    def _per_theorem(self) -> LoopConfig:
+        """The per-theorem fields mean nothing under another policy, and promotion's fields nothing under it:
+        a task that sets them says something the run would not do."""
+        if self.policy != "per-theorem":
+            # by value, not by what the YAML named: a run.json snapshot names every field with its default
+            given = [f"loop.{f}" for f in PER_THEOREM_ONLY
+                     if getattr(self, f) != type(self).model_fields[f].get_default(call_default_factory=True)]
+            if given:
+                raise ValueError(f"{', '.join(given)}: only the per-theorem policy uses it (policy is {self.policy})")
+        else:
+            given = [f"loop.{f}" for f in NOT_PER_THEOREM if getattr(self, f)]
+            if given or self.early_abort.rule != "off":
+                given += ["loop.early_abort"] if self.early_abort.rule != "off" else []
+                raise ValueError(f"{', '.join(given)}: the per-theorem policy promotes nothing (a trial scores 1.0 "
+                                 "when its proof is accepted), so there is nothing to confirm, review or abort early")
+        return self
 
     @model_validator(mode="after")
     def _signed_approval(self) -> LoopConfig:

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
     [
         ("name: t\nbudget:\n  trial_seconds: -5\n", r"budget\.trial_seconds: Input should be greater than 0 \(got -5\)"),  # bad number
         ("name: t\nbudget:\n  trial_secs: 5\n", r"budget\.trial_secs: unknown field"),  # typo
-        ("name: t\nloop:\n  policy: greedy\n", r"loop\.policy: Input should be 'keep-revert', 'tree' or 'independent'"),  # bad enum
+        ("name: t\nloop:\n  policy: greedy\n", r"loop\.policy: Input should be 'keep-revert', 'tree', 'independent' or 'per-theorem'"),  # bad enum
         ("name: t\nmetric:\n  direction: up\n", r"metric\.direction"),  # bad enum
         ("budget: {}\n", r": name: Field required"),  # missing required field
         ("name: t\nsearch_space:\n  LR: {kind: uniform, low: 0, high: 1}\n", r"file\.py:CONSTANT_NAME"),  # bad key

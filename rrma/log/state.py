@@ -126,6 +126,7 @@ class RunState:
     resumes: int = 0
     trials: dict[str, TrialRecord] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)  # trial ids in proposal order
+    agent_trial_count: int = 0  # len(agent_trials()), kept as trials are proposed (the loop asks it per trial)
     best_id: str | None = None
     best_history: list[tuple[str, float]] = field(default_factory=list)  # (trial id, score) at each promotion
     baseline_mean: float | None = None
@@ -137,6 +138,9 @@ class RunState:
     reviews: list[dict[str, Any]] = field(default_factory=list)  # every review event, counted or ignored
     refused: list[dict[str, Any]] = field(default_factory=list)  # events the fold did not count: {seq, kind, why}
     notes: list[str] = field(default_factory=list)
+    # the per-theorem policy's marks (harness notes with a `theorem` field, rrma/run/theorems.py):
+    # {seq, ts, name, mark: started | done | out_of_ideas, agent, reason}
+    theorem_marks: list[dict[str, Any]] = field(default_factory=list)
     # run control (run.control): what the current driver must obey; both reset by run.started/run.resumed
     driver_seq: int = -1  # seq of the run.started / run.resumed that began the current driver's session
     paused_by: dict[str, Any] | None = None  # the pause in force: {seq, ts, by, reason}; None when not paused
@@ -240,6 +244,7 @@ class RunState:
             )
             if d.trial_id not in self.trials:
                 self.order.append(d.trial_id)
+                self.agent_trial_count += not d.baseline and getattr(d, "confirms", None) is None
             self.trials[d.trial_id] = rec
             if rec.confirms is not None:
                 original = self.trials.get(rec.confirms)
@@ -313,6 +318,10 @@ class RunState:
                 target.reviews.append(review)
         elif kind == "note":
             self.notes.append(d.text)
+            mark = getattr(d, "theorem", None)
+            if isinstance(mark, dict) and ev.actor == "harness" and isinstance(mark.get("name"), str):
+                self.theorem_marks.append({"seq": ev.seq, "ts": ev.ts, "name": mark["name"], "mark": mark.get("mark"),
+                                           "agent": mark.get("agent"), "reason": mark.get("reason")})
         elif kind == "run.control":
             order = {"seq": ev.seq, "ts": ev.ts, "action": d.action, "by": d.by, "reason": d.reason}
             self.controls.append(order)

@@ -280,9 +280,7 @@ class TacticPortfolioAgent(Agent):
     # ------------------------------------------------------------------ protocol
 
     def propose(self, ctx: Context) -> Proposal | None:
-        for text, trial_id in self._pending_posts:
-            ctx.post(text, trial_id=trial_id, tags=["tactic"])
-        self._pending_posts.clear()
+        self.finish(ctx)
         th = ctx.theorem
         if not th:
             return None
@@ -312,6 +310,12 @@ class TacticPortfolioAgent(Agent):
                       "depth": depth, "var": search.var, "priority": priority},
             )
         return None
+
+    def finish(self, ctx: Context) -> None:
+        """Post the tactics that closed theorems since the last proposal (the run's last call)."""
+        for text, trial_id in self._pending_posts:
+            ctx.post(text, trial_id=trial_id, tags=["tactic"])
+        self._pending_posts.clear()
 
     def observe(self, trial: TrialSummary) -> None:
         if trial.status != "ok" or not trial.theorem:

@@ -228,6 +228,11 @@ class Agent(ABC):
         """Called when one of this agent's trials has finished."""
         return None
 
+    def finish(self, ctx: Context) -> None:
+        """Called once when the run has no more work for this agent (the per-theorem policy: every theorem
+        is done), with a context that names no theorem: post what was learnt and not posted yet."""
+        return None
+
     def close(self) -> None:
         return None
 

@@ -47,7 +47,7 @@ from oracle.lean import (
     verdict_from_messages,
 )
 from oracle.strip_lean import strip_lean_file, strip_project
-from rrma.contracts import EvalContext
+from rrma.contracts import EvalContext, OracleError
 from rrma.trial import Budget, Proposal, Status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -720,7 +720,8 @@ def test_real_lean_audit_catches_a_context_axiom(tmp_path: Path) -> None:
 
 def test_bench_driver_runs_a_stripped_file_through_the_recorded_repl(tiny, tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """benches.proofs.run_proof_bench with the Lean checker: agents, red team, run dir, exit 0."""
+    """benches.proofs.run_proof_bench through the loop with the Lean checker (the recorded REPL, through
+    benches.proofs.CheckerOracle): agents, red team, run dir, exit 0."""
     from benches.lean import bench
     from benches.proofs import run_proof_bench
 
@@ -730,13 +731,27 @@ def test_bench_driver_runs_a_stripped_file_through_the_recorded_repl(tiny, tmp_p
     args.runs, args.agents, args.backend, args.model, args.seed, args.quiet = tmp_path, 1, None, None, 0, True
     checker = recorded_checker("tiny_bench")
     tasks = strip_lean_file(FIXTURES / "Tiny.lean")
-    assert run_proof_bench(args, checker, tasks, "lean") == 0
+    assert run_proof_bench(args, tasks, "lean", oracle_kind="lean", oracle_params={}, checker=checker) == 0
     checker.close()
     (run_dir,) = tmp_path.iterdir()
     report = json.loads((run_dir / "bench_report.json").read_text(encoding="utf-8"))
     assert report["solved"] == 1 and report["cheats_accepted"] == 0 and report["cheats_rejected"] >= 1
     assert report["proofs"]["Tiny.double_two"] in ("by rfl", "by decide")
     assert "bench lean: 1/1 solved" in capsys.readouterr().out
+
+
+def test_lean_oracle_names_its_theorems_and_keeps_a_selection(tmp_path: Path) -> None:
+    """What the per-theorem policy reads (no Lean needed: the files are stripped, not checked)."""
+    source = FIXTURES / "Tiny.lean"
+    every = [t.name for t in strip_lean_file(source)]
+    assert len(every) >= 2
+    oracle = LeanOracle({"sources": [str(source)], "theorems": [every[1], every[0]]})
+    views = oracle.theorems()
+    assert [v["name"] for v in views] == [every[1], every[0]]
+    assert all(v["file"] == "Tiny.lean" and "source_file" not in v and "original_proof" not in v for v in views)
+    assert str(FIXTURES) not in json.dumps(views)
+    with pytest.raises(OracleError, match=r"not in the files: Tiny\.nope"):
+        LeanOracle({"sources": [str(source)], "theorems": ["Tiny.nope"]}).theorems()
 
 
 # ----------------------------------------------------------------------------- holes of issue 13

@@ -1,11 +1,12 @@
 """``rrma-tui --headless bench coq``: strip-and-rediscover on the Coq suite (or ``--source FILE``).
 
 Strips every theorem of ``benches/coq/*.v`` (or of the user's files given with ``--source``),
-then runs :func:`benches.proofs.run_proof_bench` with the warm Coq checker
-(:class:`oracle.coq.WarmCoqPool`; ``--cold`` uses one ``coqc`` per check) and the offline
-tactic-portfolio agents sharing one blackboard. Coq's processes run sandboxed without the stripped
-files; agents' processes see neither those nor their compiled forms. Exit 2 when Coq is missing
-or a file cannot be parsed. Also runnable alone: ``python -m benches.coq.bench --help``.
+then runs :func:`benches.proofs.run_proof_bench`: a research-loop run under the per-theorem policy
+whose oracle is ``coq`` (:class:`oracle.coq.CoqOracle`: the warm coqtop pool; ``--cold`` uses one
+``coqc`` per check) and whose agents are the offline tactic-portfolio provers sharing one blackboard.
+Coq's processes run sandboxed without the stripped files; agents' processes see neither those nor
+their compiled forms. Exit 2 when Coq is missing or a file cannot be parsed. Also runnable alone:
+``python -m benches.coq.bench --help``.
 """
 
 from __future__ import annotations
@@ -13,14 +14,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
-from oracle.coq import CoqSandbox, answer_paths, checker_hidden, make_coq_checker
+from oracle.coq import find_coq_binary
 from oracle.proof_common import TheoremTask
 from oracle.strip_coq import CoqSyntaxError, Skipped, strip_coq_file_with_notes
-from rrma.contain import sandbox
 from rrma.contracts import OracleError
 from rrma.text import SafeConsole
 
@@ -83,25 +82,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        find_coq_binary("coqc")  # before a run directory exists: exit 2 with the install hint
         tasks = load_tasks(getattr(args, "source", None))
-        if getattr(args, "hammer", None):
-            # the oracle rebuilds each file from the context, so it loads the same tactics it checks with
-            tasks = [replace(t, context=HAMMER_PRELOAD + t.context) for t in tasks]
-            args.agent_params = {**(getattr(args, "agent_params", None) or {}), "hammer": True}
-        sources = sorted({t.source_file for t in tasks})
-        # Coq's processes never read the stripped files (every original proof); agents' processes
-        # do not see them nor any compiled form (held_out), even where the checker needs a .vo
-        box = CoqSandbox(hidden=checker_hidden(sources), required=sandbox.mode() == "require")
-        checker = make_coq_checker(warm=not getattr(args, "cold", False), sandbox=box)
     except (CoqSyntaxError, OracleError) as exc:
         console.print(f"bench coq: {exc}", markup=False, highlight=False)
         return 2
+    # the coq oracle strips these files itself (on a Ray worker too, and when `rrma-tui resume` rebuilds
+    # it): Coq's processes never read them, agents' processes see neither them nor their compiled forms
+    params: dict[str, object] = {"sources": sorted({t.source_file for t in tasks}),
+                                 "warm": not getattr(args, "cold", False)}
+    if getattr(args, "hammer", None):
+        # the oracle rebuilds each theorem from its context, so it loads the tactics it checks with
+        params["preload"] = HAMMER_PRELOAD
+        args.agent_params = {**(getattr(args, "agent_params", None) or {}), "hammer": True}
     if getattr(args, "red_team", None) is None:
         args.red_team = True  # the Coq bench always shows that known cheats are rejected
-    try:
-        return run_proof_bench(args, checker, tasks, "coq", held_out=answer_paths(sources))
-    finally:
-        checker.close()
+    return run_proof_bench(args, tasks, "coq", oracle_kind="coq", oracle_params=params, base_dir=HERE)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,9 +3,10 @@
 Strips every theorem of ``lean_project/Theorems/*.lean`` (or of the user's files given with
 ``--source``; their imports must resolve in ``--project``, default ``lean_project``), checks
 that Lean 4 is installed (exit 2 with the elan + ``lean-toolchain`` hint otherwise), builds the
-Lake project (theorems and the REPL), then runs :func:`benches.proofs.run_proof_bench` with the
-:class:`oracle.lean.LeanChecker` (a pool of warm ``lake exe repl`` sessions, ``lake env lean
---json`` as the fallback) and the offline tactic-portfolio agents sharing one blackboard.
+Lake project (theorems and the REPL), then runs :func:`benches.proofs.run_proof_bench`: a
+research-loop run under the per-theorem policy whose oracle is ``lean`` (:class:`oracle.lean.LeanOracle`:
+a pool of warm ``lake exe repl`` sessions, ``lake env lean --json`` as the fallback) and whose agents
+are the offline tactic-portfolio provers sharing one blackboard.
 Also runnable alone: ``python -m benches.lean.bench --help``.
 """
 
@@ -17,12 +18,12 @@ from pathlib import Path
 
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
 from oracle.lean import DEFAULT_PROJECT, LeanChecker
-from oracle.lean_audit import answer_paths, hidden_source_paths
 from oracle.proof_common import TheoremTask
 from oracle.strip_lean import LeanSyntaxError, strip_lean_file, strip_project
 from rrma.contracts import OracleError
 from rrma.text import SafeConsole
 
+HERE = Path(__file__).resolve().parent
 console = SafeConsole(stderr=True, emoji=False)  # checker messages print literally and inert
 
 
@@ -50,32 +51,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     project = Path(getattr(args, "project", None) or DEFAULT_PROJECT).resolve()
+    sources = getattr(args, "source", None)
     try:
-        tasks = load_tasks(getattr(args, "source", None), project)
+        tasks = load_tasks(sources, project)
     except (OSError, LeanSyntaxError) as exc:
         console.print(f"bench lean: {exc}", markup=False, highlight=False, soft_wrap=True)
         return 2
     if not tasks:
         console.print("bench lean: no named theorem or lemma found to strip", markup=False, highlight=False)
         return 2
-    # Lean runs with the stripped files (their original proofs) hidden from it; agents' processes see
-    # neither them nor any compiled form (held_out), even a module a context imports
-    sources = {t.source_file for t in tasks}
-    hidden = hidden_source_paths(project, sources, [t.context for t in tasks])
-    checker = LeanChecker(project, mode=getattr(args, "mode", None) or "auto",
-                          pool_size=getattr(args, "pool_size", None) or 1, hidden=hidden)
+    # Lean must be there and the project built before a run directory exists (exit 2 with the hint)
+    checker = LeanChecker(project, mode=getattr(args, "mode", None) or "auto")
     try:
         checker.ensure_available()
         if not getattr(args, "no_build", None):
             checker.build()
     except OracleError as exc:
         console.print(f"bench lean: {exc}", markup=False, highlight=False, soft_wrap=True)
-        checker.close()
         return 2
-    try:
-        return run_proof_bench(args, checker, tasks, "lean", held_out=answer_paths(project, sources))
     finally:
         checker.close()
+    # the lean oracle strips the files itself (a Ray worker, `rrma-tui resume`) and runs Lean with them
+    # (their original proofs) hidden; agents' processes see neither them nor any compiled form
+    params: dict[str, object] = {"project": str(project), "mode": getattr(args, "mode", None) or "auto",
+                                 "pool_size": getattr(args, "pool_size", None) or 1}
+    if sources:
+        params["sources"] = sorted({t.source_file for t in tasks})
+    return run_proof_bench(args, tasks, "lean", oracle_kind="lean", oracle_params=params, base_dir=HERE)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,10 @@ approval. With ``loop.early_abort`` a trial whose progress samples say it cannot
 stopped (rrma/run/abort.py) and the decision is recorded with its outcome.
 
 Policies: ``keep-revert`` (parent = current best), ``tree`` (the agent names the parent with
-``Proposal.parent``, default the best), ``independent`` (always the baseline, the control arm).
+``Proposal.parent``, default the best), ``independent`` (always the baseline, the control arm),
+``per-theorem`` (proof benches: no baseline and no parent; the oracle's theorems one at a time, the
+agents taking turns on the current one, rrma/run/theorems.py; the run ends ``completed`` when every
+theorem is done).
 The loop stops on max trials, max wall time, target reached, all agents out of ideas, or a stop
 request (Ctrl-C: ``interrupted``; a ``run.control`` stop from ``rrma-tui stop`` or the TUI:
 ``stopped``): proposing ends at once, running trials finish within their budget, and
@@ -77,6 +80,7 @@ from rrma.run.runner import (  # re-exported (__all__): callers import them from
     early_aborted,
 )
 from rrma.run.scheduler import POLL_SECONDS, RunFailed, Scheduler, error_line
+from rrma.run.theorems import COMPLETED, RED_TEAM_AGENT, TheoremPolicy, Turn, agent_hidden, theorems_of
 from rrma.task import AgentConfig, TaskConfig, task_from_dict
 from rrma.trial import Proposal
 
@@ -178,6 +182,10 @@ class ResearchLoop:
                                   oracle_identity=self.oracle_identity, executor=self.executor, cache=self.cache,
                                   fs_guard=sandbox.mode(), trial_network=sandbox.network())
         self.confirmation = Confirmation(self.ledger, self.scheduler, self.runner, task, seed=seed)
+        # loop.policy per-theorem: which theorem comes next and whose turn it is (rrma/run/theorems.py)
+        self.theorems = (TheoremPolicy(theorems_of(self.oracle), task.loop, [a.name for a in self.agents])
+                         if task.loop.policy == "per-theorem" else None)
+        self._proofs: dict[str, str | None] = {}  # trial id -> its proof (the per-theorem context's `tried`)
 
     # ------------------------------------------------------------------ the units' state, for callers
 
@@ -217,12 +225,15 @@ class ResearchLoop:
         scheduler = self.scheduler
         try:
             self.runner.resume_interrupted()
-            if self.state.baseline_mean is None:
+            if self.theorems is not None:
+                self._no_baseline()
+            elif self.state.baseline_mean is None:
                 self.runner.baseline()
             else:
                 self.confirmation.resume()
             if scheduler.reason is None:
-                scheduler.run_agents([(agent.name, functools.partial(self._agent_worker, agent))
+                worker = self._agent_worker if self.theorems is None else self._theorem_worker
+                scheduler.run_agents([(agent.name, functools.partial(worker, agent))
                                       for agent in self.agents], self._each_round)
         except RunFailed as exc:
             scheduler.reason = "baseline_failed"
@@ -252,6 +263,8 @@ class ResearchLoop:
 
     def _finish(self) -> None:
         summary = run_summary(self.state, self.task, time.monotonic() - self.scheduler.started)
+        if self.theorems is not None:
+            summary.update(self.theorems.summary(self.state))
         if self.scheduler.error is not None:
             summary["error"] = self.scheduler.error
         order = self.state.stop_request
@@ -269,47 +282,123 @@ class ResearchLoop:
         self.orders.check_reviews()
 
     def _agent_worker(self, agent: Agent) -> None:
+        failures = 0
+        while self.scheduler.reserve():
+            step, failures = self._propose_once(agent, failures)
+            if step == "nothing":
+                self.emit("note", "harness", {"text": f"agent {agent.name} has nothing more to propose"})
+                return
+            if step in ("retired", "error"):
+                return
+
+    def _propose_once(self, agent: Agent, failures: int, turn: Turn | None = None) -> tuple[str, int]:
+        """One proposal of ``agent`` on a trial already reserved, run and observed.
+
+        Returns (what happened, the agent's failed proposals in a row): ``ran``; ``nothing`` (it proposed
+        nothing; the trial goes back to the budget); ``failed`` (its propose raised; retried later) or
+        ``retired`` (``agents[].max_failures`` in a row); ``error`` (the harness failed: the run ends).
+        Under the per-theorem policy ``turn`` names the theorem the proposal is for.
+        """
         scheduler = self.scheduler
         config = agent.config
         allowed = max(1, int(getattr(config, "max_failures", 1)))  # consecutive failed proposals before retiring it
-        failures = 0
-        while scheduler.reserve():
+        try:
+            trial_id = scheduler.next_id()  # known while the agent works, so its turns name it
+            ctx = self._context(agent, config, trial_id, turn)
+            proposal = agent.propose(ctx)
+        except Exception as exc:
+            scheduler.give_back()
+            failures += 1
+            self.emit("agent.turn", f"agent:{agent.name}", {"agent": agent.name, "role": "error",
+                                                            "text": f"{type(exc).__name__}: {exc}"})
+            if failures >= allowed:
+                self.emit("note", "harness", {"text": f"agent {agent.name} stopped after {failures} failed "
+                                                      f"proposal(s) in a row (agents[].max_failures {allowed}): {exc}"})
+                return "retired", failures
+            self.emit("note", "harness", {"text": f"agent {agent.name}: proposal failed ({failures} of "
+                                                  f"{allowed} in a row before it is retired): {exc}"})
+            return "failed", failures
+        if proposal is None:
+            scheduler.give_back()
+            return "nothing", 0
+        if turn is not None:  # the turn's theorem is the target, whatever the agent named
+            proposal = proposal.model_copy(update={"theorem": turn.theorem.name})
+        try:
+            summary = self.run_trial(agent.name, proposal, config, trial_id=trial_id)
+        except Exception as exc:  # the harness failed, not the agent: the run ends as "error"
+            scheduler.fail(exc)
+            return "error", 0
+        if summary is not None:
             try:
-                trial_id = scheduler.next_id()  # known while the agent works, so its turns name it
-                ctx = self._context(agent, config, trial_id)
-                proposal = agent.propose(ctx)
+                agent.observe(summary)
             except Exception as exc:
-                scheduler.give_back()
-                failures += 1
-                self.emit("agent.turn", f"agent:{agent.name}", {"agent": agent.name, "role": "error",
-                                                                "text": f"{type(exc).__name__}: {exc}"})
-                if failures >= allowed:
-                    self.emit("note", "harness", {"text": f"agent {agent.name} stopped after {failures} failed "
-                                                          f"proposal(s) in a row (agents[].max_failures {allowed}): {exc}"})
-                    return
-                self.emit("note", "harness", {"text": f"agent {agent.name}: proposal failed ({failures} of "
-                                                      f"{allowed} in a row before it is retired): {exc}"})
-                continue
-            failures = 0
-            if proposal is None:
-                scheduler.give_back()
-                self.emit("note", "harness", {"text": f"agent {agent.name} has nothing more to propose"})
-                return
-            try:
-                summary = self.run_trial(agent.name, proposal, config, trial_id=trial_id)
-            except Exception as exc:  # the harness failed, not the agent: the run ends as "error"
-                scheduler.fail(exc)
-                return
-            if summary is not None:
-                try:
-                    agent.observe(summary)
-                except Exception as exc:
-                    self.emit("note", "harness", {"text": f"agent {agent.name} observe() failed: {exc}"})
+                self.emit("note", "harness", {"text": f"agent {agent.name} observe() failed: {exc}"})
+        return "ran", 0
 
-    def _context(self, agent: Agent, config: AgentConfig, trial_id: str | None = None) -> Context:
-        with self.lock:
-            parent = self.scheduler.default_parent()
-        files = self.files_of(parent)
+    # ------------------------------------------------------------------ the per-theorem policy
+
+    def _no_baseline(self) -> None:
+        """Per-theorem runs measure no baseline (nothing scores before a proof); the log says so once."""
+        if not self.state.resumes:
+            self.emit("note", "harness", {"text": "no baseline: under the per-theorem policy a trial scores 1.0 "
+                                                  "when its proof of its theorem is accepted; nothing is promoted"})
+
+    def _theorem_stop(self) -> bool:
+        return self.scheduler.reason is not None or self.scheduler.stopping()
+
+    def _theorem_worker(self, agent: Agent) -> None:
+        """One agent's turns under the per-theorem policy (rrma/run/theorems.py): the proposal step of
+        :meth:`_agent_worker`, one turn at a time; proposing nothing means "nothing more for this theorem"."""
+        policy, scheduler = self.theorems, self.scheduler
+        assert policy is not None
+        failures = 0
+        try:
+            while (turn := policy.take_turn(agent.name, self.ledger, self._theorem_stop)) is not None:
+                try:
+                    if not scheduler.reserve():
+                        return
+                    if turn.red_team is not None:  # the red team's known cheat goes before the agents' turns
+                        try:
+                            self.run_trial(RED_TEAM_AGENT, turn.red_team)
+                        except Exception as exc:  # the harness failed: the run ends as "error"
+                            scheduler.fail(exc)
+                            return
+                        continue
+                    step, failures = self._propose_once(agent, failures, turn)
+                    if step == "nothing":
+                        policy.out_of_ideas(turn, self.ledger)
+                    elif step in ("retired", "error"):
+                        return
+                finally:
+                    policy.end_turn(turn)
+            if policy.finished:  # every theorem is done: the run is complete; agents post what they learnt
+                with self.lock:
+                    if scheduler.reason is None:
+                        scheduler.reason = COMPLETED
+                try:
+                    agent.finish(self._context(agent, agent.config))
+                except Exception as exc:
+                    self.emit("note", "harness", {"text": f"agent {agent.name} finish() failed: {exc}"})
+        finally:
+            policy.leave(agent.name)
+
+    def _proof_of(self, rec: Any) -> str | None:
+        """The proof a trial proposed (read once from its proposal blob)."""
+        if rec.trial_id not in self._proofs:
+            proposal = self.store.get_json_blob(rec.proposal_blob) if rec.proposal_blob else {}
+            self._proofs[rec.trial_id] = proposal.get("proof") if isinstance(proposal, dict) else None
+        return self._proofs[rec.trial_id]
+
+    # ------------------------------------------------------------------ what an agent sees
+
+    def _context(self, agent: Agent, config: AgentConfig, trial_id: str | None = None,
+                 turn: Turn | None = None) -> Context:
+        parent: str | None = None
+        files: dict[str, str] = {}
+        if self.theorems is None:
+            with self.lock:
+                parent = self.scheduler.default_parent()
+            files = self.files_of(parent) if parent is not None else {}
         editable = config.editable or self.task.workspace.editable
 
         def record_turn(**fields: Any) -> None:
@@ -323,16 +412,26 @@ class ResearchLoop:
 
         with self.lock:
             self.sync()  # the context is what the log says now: a steer note written a moment ago included
-            used = len(self.state.agent_trials())
+            used = self.state.agent_trial_count
             notes, fresh = self.orders.steers_for(agent.name)
             for note in fresh:  # delivered now: the agent's trace shows it where it first reached the agent
                 record_turn(role="user", text=f"[steer from {note['by']}] {note['text']}",
                             args={"steer_seq": note["seq"]})
+            steer = [f"{n['by']}: {n['text']}" for n in notes[-STEER_IN_CONTEXT:]]
+            if self.theorems is not None:  # the turn's theorem, its trials, the blackboard (not isolated)
+                parts = self.theorems.context_parts(self.state, agent.name, turn.theorem if turn else None,
+                                                    self._proof_of)
+                ctx = Context(task=self.task, agent_name=agent.name, parent_id=None, files={}, editable=[],
+                              role=config.role, record_turn=record_turn, post=post, steer=steer, **parts)
+                # from an agent's own processes: the run, the runs beside it (their reports), the answers
+                ctx.hidden = agent_hidden(self.store.dir, self.oracle.held_out())
+                ctx.stopping = self.scheduler.stopping
+                return ctx
+            assert parent is not None
             ctx = build_context(
                 self.state, self.task, agent_name=agent.name, role=config.role, parent_id=parent, files=files,
                 editable=editable, trials_left=max(0, self.task.budget.max_trials - used),
-                record_turn=record_turn, post=post, files_of=self.files_of,
-                steer=[f"{n['by']}: {n['text']}" for n in notes[-STEER_IN_CONTEXT:]],
+                record_turn=record_turn, post=post, files_of=self.files_of, steer=steer,
             )
             ctx.hidden = (self.store.dir, *self.oracle.held_out())  # from an agent's own processes (agents/coding)
             ctx.stopping = self.scheduler.stopping
@@ -398,11 +497,14 @@ def start_run(
     agents: list[Agent] | None = None,
     agent_count: int | None = None,
     experiment: dict[str, Any] | None = None,
+    oracle: Oracle | None = None,
 ) -> RunResult:
     """Create a run directory for ``task`` under ``runs_dir`` and run it to the end.
 
     ``experiment`` (``{id, arm, seed}``) marks the run as one cell of an experiment (rrma/run/experiment.py);
-    it is recorded in run.json and run.started.
+    it is recorded in run.json and run.started. ``oracle``: an oracle object to prepare and use instead
+    of the task's (a test's, or a bench's own checker): it runs on the local executor only, as nothing
+    can rebuild it from the task (a Ray worker, ``rrma-tui resume``).
     """
     seed = task.seed if seed is None else seed
     resolve_oracle(task.oracle.kind)  # an unknown oracle kind (or one that cannot load) fails first, before a run dir
@@ -421,7 +523,7 @@ def start_run(
                 exc.add_note(f"agent {agent.name} close() failed too: {error_line(close_exc)}")
         raise
     with lock:
-        oracle = make_task_oracle(task)
+        oracle = oracle or make_task_oracle(task)
         facts = oracle.prepare(store.dir.absolute(), task.workspace_dir())  # absolute: oracles hand it to processes
         found = versions()
         snapshot = task.snapshot()
@@ -506,7 +608,7 @@ def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHoo
                             " and resume again")
     if state.finish_reason is not None and state.finish_reason not in ("interrupted", "stopped") and not interrupted:
         used = len(state.agent_trials())
-        if used >= task.budget.max_trials or state.finish_reason in ("target", "baseline_failed"):
+        if used >= task.budget.max_trials or state.finish_reason in ("target", "baseline_failed", COMPLETED):
             return RunResult(store.dir, f"already_finished:{state.finish_reason}", state)
     oracle = make_task_oracle(task)
     oracle.prepare(store.dir.absolute(), task.workspace_dir())

@@ -173,7 +173,7 @@ class TrialRunner:
         if config is not None and config.editable:
             rules = EditRules(config.editable, self.task.workspace.readonly)
         try:
-            parent_files = ledger.files_of(parent)
+            parent_files = ledger.files_of(parent) if parent is not None else {}
             if proposal.proof is not None and not proposal.edits:
                 files = parent_files
             else:

@@ -154,14 +154,17 @@ class Scheduler:
 
     # ------------------------------------------------------------------ parents and ids
 
-    def default_parent(self) -> str:
-        """The parent of the next trial: the current best, or the baseline under ``independent``."""
+    def default_parent(self) -> str | None:
+        """The parent of the next trial: the current best, or the baseline under ``independent``; none
+        under ``per-theorem`` (a proof is the whole proposal: it builds on no trial's files)."""
         state = self.ledger.state
+        if self.task.loop.policy == "per-theorem":
+            return None
         if self.task.loop.policy == "independent" or state.best_id is None:
             return BASELINE_PARENT
         return state.best_id
 
-    def parent_for(self, proposal: Proposal) -> str:
+    def parent_for(self, proposal: Proposal) -> str | None:
         """The parent a proposal builds on: under ``tree`` the one it names (a scored trial with files)."""
         with self.ledger.lock:
             parent = self.default_parent()
@@ -175,7 +178,7 @@ class Scheduler:
         """A fresh trial id; ids handed out but not yet in the log are remembered (no duplicates)."""
         with self.ledger.lock:
             state = self.ledger.state
-            n = len(state.agent_trials()) + 1
+            n = state.agent_trial_count + 1
             while f"t{n:04d}" in state.trials or f"t{n:04d}" in self.issued:
                 n += 1
             trial_id = f"t{n:04d}"

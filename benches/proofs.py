@@ -47,7 +47,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from oracle.proof_common import ProofChecker, TheoremTask, Verdict
+from oracle.proof_common import ProofChecker, TheoremTask, Verdict, theorem_views
 from rrma.contracts import EvalContext, Oracle, OracleError
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
@@ -174,7 +174,7 @@ class CheckerOracle(Oracle):
         self.tasks = {t.name: t for t in tasks}
 
     def theorems(self) -> list[dict[str, Any]]:
-        return [{**t.public(), "file": Path(t.source_file).name} for t in self.tasks.values()]
+        return theorem_views(self.tasks)
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         task = self.tasks.get(ctx.proposal.theorem or "")

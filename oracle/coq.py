@@ -64,7 +64,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from oracle.proof_common import Prover, TheoremTask, Verdict
+from oracle.proof_common import Prover, TheoremTask, Verdict, select_theorems, theorem_views
 from oracle.strip_coq import (
     CoqSyntaxError,
     Sentence,
@@ -1063,12 +1063,10 @@ class CoqOracle(Oracle):
             counts[task.name] = counts.get(task.name, 0) + 1
         named = {(t.name if counts[t.name] == 1 else f"{t.name} ({Path(t.source_file).name}:{t.line})"): t
                  for t in found}
-        wanted = self.params.get("theorems")
-        if wanted is not None:
-            unknown = [str(n) for n in wanted if str(n) not in named]
-            if unknown:
-                raise OracleError(f"coq oracle: params.theorems: not in the files (or skipped): {', '.join(unknown[:10])}")
-            named = {str(n): named[str(n)] for n in wanted}
+        try:
+            named = select_theorems(named, self.params.get("theorems"), "coq oracle")
+        except ValueError as exc:
+            raise OracleError(f"{exc} (or skipped)") from exc
         if not named:
             raise OracleError("coq oracle: the files hold no theorem the stripper can read"
                               + (f" ({len(self.skipped)} skipped; the first: {self.skipped[0]})" if self.skipped else ""))
@@ -1088,8 +1086,7 @@ class CoqOracle(Oracle):
     def theorems(self) -> list[dict[str, Any]]:
         """The theorems to prove, in order: each one's public view (never its proof nor its file's
         path), its name as proposals give it, and its file's basename (for per-file counts)."""
-        return [{**task.public(), "name": name, "file": Path(task.source_file).name}
-                for name, task in self.tasks.items()]
+        return theorem_views(self.tasks)
 
     def held_out(self) -> tuple[Path, ...]:
         """The stripped files (every original proof) and their compiled forms."""

@@ -69,7 +69,7 @@ from oracle.lean_audit import (
     parse_replay_output,
     replay_binary,
 )
-from oracle.proof_common import Prover, TheoremTask, Verdict
+from oracle.proof_common import Prover, TheoremTask, Verdict, select_theorems, theorem_views
 from oracle.strip_lean import (
     IDENT_RE,
     LeanSyntaxError,
@@ -1215,20 +1215,17 @@ class LeanOracle(Oracle):
             if self._tasks is None:
                 found = ([t for s in self.sources for t in strip_lean_file(s)] if self.sources
                          else strip_project(self.project_dir))
-                tasks = {t.name: t for t in found}
-                wanted = self.params.get("theorems")
-                if wanted is not None:
-                    unknown = [str(n) for n in wanted if str(n) not in tasks]
-                    if unknown:
-                        raise OracleError(f"lean oracle: params.theorems: not in the files: {', '.join(unknown[:10])}")
-                    tasks = {str(n): tasks[str(n)] for n in wanted}
-                self._tasks = tasks
+                try:
+                    self._tasks = select_theorems({t.name: t for t in found}, self.params.get("theorems"),
+                                                  "lean oracle")
+                except ValueError as exc:
+                    raise OracleError(str(exc)) from exc
             return self._tasks
 
     def theorems(self) -> list[dict[str, Any]]:
         """The theorems to prove, in order: each one's public view (never its proof nor its file's
         path) and its file's basename (for per-file counts)."""
-        return [{**task.public(), "file": Path(task.source_file).name} for task in self.tasks.values()]
+        return theorem_views(self.tasks)
 
     def prepare(self, run_dir: Path, workspace: Path) -> dict[str, Any]:
         self.checker.ensure_available()

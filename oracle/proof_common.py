@@ -85,3 +85,22 @@ class ProofChecker(Protocol):
     def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict: ...
 
     def close(self) -> None: ...
+
+
+def select_theorems(tasks: dict[str, TheoremTask], wanted: Any, what: str) -> dict[str, TheoremTask]:
+    """``tasks`` (name -> theorem) cut to the names ``wanted`` lists, in that order (None: all);
+    ValueError naming up to ten names the files do not hold (``what`` says whose files)."""
+    if wanted is None:
+        return tasks
+    unknown = [str(n) for n in wanted if str(n) not in tasks]
+    if unknown:
+        raise ValueError(f"{what}: params.theorems: not in the files: {', '.join(unknown[:10])}")
+    return {str(n): tasks[str(n)] for n in wanted}
+
+
+def theorem_views(tasks: dict[str, TheoremTask]) -> list[dict[str, Any]]:
+    """What a proof oracle tells the per-theorem policy (rrma/run/theorems.py) about its theorems, in
+    order: each one's public view under the name proposals give it, and its file's basename."""
+    from pathlib import Path
+
+    return [{**task.public(), "name": name, "file": Path(task.source_file).name} for name, task in tasks.items()]

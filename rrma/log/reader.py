@@ -265,6 +265,25 @@ def _default(kind: str, name: str) -> Any:
     return found()
 
 
+_DATA_AGENT = b'","data":{"agent":"'  # what follows the actor in a turn line as rrma writes it (sorted keys)
+
+
+def _stub_agent(line: bytes) -> str | None:
+    """The ``data.agent`` of a turn line as rrma writes it, read without parsing the line (None: parse it)."""
+    actor_end = line.find(b'"', len(_ACTOR_PREFIX))  # the end of the actor's value (the first quote after it)
+    if (not line.startswith(_ACTOR_PREFIX) or actor_end < 0 or not line.startswith(_DATA_AGENT, actor_end)
+            or b"\\" in line[len(_ACTOR_PREFIX):actor_end]):
+        return None
+    start = actor_end + len(_DATA_AGENT)
+    end = line.find(b'"', start)
+    if end < 0 or b"\\" in line[start:end]:
+        return None
+    try:
+        return line[start:end].decode()
+    except UnicodeDecodeError:
+        return None
+
+
 def checked_turn(raw: Any) -> dict[str, Any]:
     """A parsed ``agent.turn`` line whose fields have the types the trace reads, or InvalidEvent.
 
@@ -540,16 +559,25 @@ class RunModel:
             if raw is not None:
                 self.state.last_seq, self.state.last_ts = raw.get("seq", -1), raw.get("ts", "")
         seen: set[str] = set()
-        for offset, length in reversed(self.unindexed[-window:]):
-            if seen and seen >= set(self.state.agents):
-                break
-            raw = self._read_raw(offset, length)
-            if raw is None:
-                continue
-            agent = str((raw.get("data") or {}).get("agent", ""))
-            if agent not in seen:
-                seen.add(agent)
-                self._turn_activity(raw)
+        try:
+            log = open(self.run_dir / EVENTS, "rb")
+        except OSError:
+            return
+        with log:
+            for offset, length in reversed(self.unindexed[-window:]):
+                if seen and self.state.agents.keys() <= seen:
+                    break
+                line = os.pread(log.fileno(), length, offset)
+                if _stub_agent(line) in seen:  # a later turn of this agent was seen: no need to parse this one
+                    continue
+                try:
+                    raw = checked_turn(_loads(line))
+                except ValueError:  # torn, or a field of the wrong type (InvalidEvent): the index reports it
+                    continue
+                agent = str(raw["data"].get("agent", ""))
+                if agent not in seen:
+                    seen.add(agent)
+                    self._turn_activity(raw)
 
     def index_turns(self, cancelled: Callable[[], bool] = lambda: False) -> TurnIndex | None:
         """Parse the turns folded unparsed (role, tool, trial, step, tokens): for a worker.

@@ -94,3 +94,19 @@ def test_summary_of_a_run(tmp_path: Path) -> None:
     assert (summary.task, summary.status, summary.trials) == ("tiny-train", "finished", 12)
     assert ref.best is not None and summary.best == ref.best.score and summary.baseline == ref.baseline_mean
     assert "σ" in summary.best_vs_baseline
+
+
+def test_open_takes_each_agents_activity_from_its_newest_turn(tmp_path: Path) -> None:
+    """Turns are only counted at open; when the newest lines are turns of several agents, each agent's
+    activity line still comes from its own newest turn (read back for the header), as a full fold gives."""
+    run_dir = make_run(tmp_path, "r", trials=4, finished=False)
+    store = RunStore(run_dir)
+    for agent, text in (("bob", "b1: the warmup"), ("alice", "a1: the batch"), ("alice", "a2: the decay")):
+        store.append("agent.turn", f"agent:{agent}", {"agent": agent, "role": "assistant", "text": text})
+    store.close()
+    model = RunReader(run_dir).load()
+    assert len(model.unindexed) > 3  # the turns were stubbed, not parsed
+    ref = reference(run_dir)
+    assert {a: (r.last_activity, r.last_ts) for a, r in model.state.agents.items()} == {
+        a: (r.last_activity, r.last_ts) for a, r in ref.agents.items()}
+    assert model.state.agents["bob"].last_activity == "assistant: b1: the warmup"

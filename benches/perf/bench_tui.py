@@ -75,14 +75,20 @@ def ensure_run(workdir: Path, name: str, events: int) -> Path:
               "driver's Checkpointer as it wrote)")
         if (run_dir / CHECKPOINT_NAME).exists():
             shutil.copy2(run_dir / CHECKPOINT_NAME, driver_copy(run_dir))
-    elif not driver_copy(run_dir).exists() and events > 5000:  # a run written by an older bench
-        drop_checkpoints(run_dir)
-        started = time.perf_counter()
-        written = Checkpointer(run_dir).flush()
-        print(f"driver_checkpoint_{name}: made by Checkpointer.flush over the whole log in "
-              f"{time.perf_counter() - started:.1f}s (the run predates the driver's checkpoints)")
-        if written is not None:
-            shutil.copy2(written, driver_copy(run_dir))
+    elif events > 5000:
+        why = "the run predates the driver's checkpoints"
+        if driver_copy(run_dir).exists():
+            restore_driver_checkpoint(run_dir)
+            why = "" if checkpoint_offset(run_dir) else "the one kept was written by other code"
+        if why:  # what the driver writes at run.finished, over the whole log at once
+            drop_checkpoints(run_dir)
+            driver_copy(run_dir).unlink(missing_ok=True)
+            started = time.perf_counter()
+            written = Checkpointer(run_dir).flush()
+            print(f"driver_checkpoint_{name}: made by Checkpointer.flush over the whole log in "
+                  f"{time.perf_counter() - started:.1f}s ({why})")
+            if written is not None:
+                shutil.copy2(written, driver_copy(run_dir))
     if driver_copy(run_dir).exists():
         size = (run_dir / "events.jsonl").stat().st_size
         restore_driver_checkpoint(run_dir)

@@ -142,10 +142,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _load_state(run_dir: Path) -> Any:
-    from rrma.log.state import RunState
-    from rrma.log.store import RunStore
+    """The run as every view reads it (the TUI too): its checkpoint plus the lines after it, else a fold of
+    the log. ``show`` and ``ls`` print no per-agent turn totals, so the turns are not indexed."""
+    from rrma.log.reader import read_state
 
-    return RunState.fold(RunStore(run_dir).scan().events)
+    return read_state(run_dir, turns=False)
 
 
 def cmd_ls(args: argparse.Namespace) -> int:

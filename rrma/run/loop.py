@@ -1,7 +1,7 @@
 """The research loop: agents propose, the oracle judges, the policy keeps or discards.
 
 One :class:`ResearchLoop` drives one run directory. Everything it knows it reads back from the
-log: its :class:`~rrma.log.state.RunState` is folded from a :class:`~rrma.log.store.LogTail` on the
+log: its :class:`~rrma.log.state.RunState` is folded from a :class:`~rrma.log.tail.LogTail` on the
 run's own ``events.jsonl``, so events written by other processes (a reviewer's ``review`` in
 the TUI) reach it the same way as its own, and a resumed run rebuilds exactly the state the
 crashed one had.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -74,8 +75,10 @@ def _never() -> bool:
 
 
 def _take(policy: TheoremPolicy, log: Log, agent: str) -> Any:
-    turn = policy.take_turn(agent, log, _never)
-    assert turn is not None
+    """``agent``'s turn, which must come at once (a wait of 2 s fails the test instead of hanging it)."""
+    deadline = time.monotonic() + 2.0
+    turn = policy.take_turn(agent, log, lambda: time.monotonic() > deadline)
+    assert turn is not None, f"not {agent}'s turn"
     return turn
 
 
@@ -138,8 +141,8 @@ def test_seconds_are_read_from_the_log_across_a_kill_and_a_resume() -> None:
     log.now = 1010.0
     assert fresh.status(log.state, "a").seconds == pytest.approx(14.0)
     fresh.end_turn(turn)
-    log.now = 1016.5  # 4 + 16.5 >= 20: out of time; the next turn marks it done and starts `b`
-    turn = _take(fresh, log, "p2")
+    log.now = 1016.5  # 4 + 16.5 >= 20: out of time; the next turn marks it done and starts `b` (p1 first)
+    turn = _take(fresh, log, "p1")
     assert turn.theorem.name == "b"
     done = [m for m in log.state.theorem_marks if m["mark"] == "done"]
     assert [(m["name"], m["reason"]) for m in done] == [("a", "seconds")]
@@ -178,9 +181,11 @@ def test_turns_go_round_and_skip_an_agent_out_of_ideas() -> None:
     turn = _take(policy, log, "p1")  # p2 is out for `a`: after p1, p3 again
     log.trial("t3", "a", "p1")
     policy.end_turn(turn)
-    # three attempts used: `b` is next, and p2 has turns again
-    turn = _take(policy, log, "p2")
+    # three attempts used: `b` is next, the rotation starts again from p1, and p2 has turns again
+    turn = _take(policy, log, "p1")
     assert turn.theorem.name == "b" and turn.attempts_left == 3
+    policy.end_turn(turn)
+    assert _take(policy, log, "p2").theorem.name == "b"
 
 
 def test_red_team_goes_first_once_per_theorem_and_is_not_an_attempt() -> None:

@@ -19,8 +19,8 @@ Invariants:
   ``done`` when it is done, ``out_of_ideas`` when an agent proposes nothing for it. A theorem's
   seconds are the spans from each ``started`` to its ``done``; a span a killed or stopped session
   left open ends at the last trial event of that theorem in it.
-* Agents take turns (round robin, one proposal in flight): each proposal sees the outcome of the
-  one before, as the bench's own loop did. With ``loop.red_team`` a ``red-team`` pseudo-agent
+* Agents take turns (round robin from the first agent on each theorem, one proposal in flight): each
+  proposal sees the outcome of the one before, as the bench's own loop did. With ``loop.red_team`` a ``red-team`` pseudo-agent
   first submits one known cheat per theorem (the cheats in turn); its trial is not an attempt.
 * An agent sees the theorem's public view only (:data:`AGENT_VIEW`: never the original proof nor
   the file that holds it), the trials of that theorem, the blackboard and the proofs already tried
@@ -289,6 +289,7 @@ class TheoremPolicy:
             if cheat is not None and st.red_team is None:
                 return Turn(theorem, RED_TEAM_AGENT, 0, red_team_proposal(theorem, cheat))
             if st.started_seq is None or st.started_seq < state.driver_seq:
+                self._next = 0  # every theorem starts with the first agent (the rotation is per theorem)
                 self._mark(log, theorem, "started",
                            text=f"theorem {theorem.name} ({self._cursor + 1}/{len(self.theorems)}): started "
                                 f"({st.attempts} attempt(s), {st.seconds:.2f} s used)")

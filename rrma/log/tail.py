@@ -86,6 +86,8 @@ class LineTail:
         when it is handed out, so a caller that stops early resumes at the next block.
         """
         try:
+            if os.stat(self.path).st_size <= self.offset:  # nothing new: no need to open the file
+                return
             fh = open(self.path, "rb")
         except FileNotFoundError:
             return

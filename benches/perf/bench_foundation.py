@@ -7,6 +7,8 @@ Prints figures and ratios measured in the same run (machines are noisy; compare 
   without it, interleaved, best of three;
 * harness overhead per trial with the no-op oracle (ms per trial: proposal, validation,
   snapshot, cache lookup, events, promotion), also expressed in single-event appends;
+* the loop's own path for one event (``RunLedger.emit``: append, tail, fold, the checkpoint's
+  check), CPU microseconds per event, median of five rounds;
 * SQLite export rate (events/s) of the log the overhead run wrote, padded to ``--events``;
 * the trial sandbox's cost: ``spawn`` of ``python -c pass`` with no sandbox, with cgroup
   limits only, and in bubblewrap with cgroup limits (median ms per process, ratio to no
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import statistics
 import sys
 import tempfile
 import time
@@ -29,6 +32,7 @@ from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import spawn
 from rrma.log.export import export_runs
 from rrma.log.store import RunStore, verify_chain
+from rrma.run.ledger import RunLedger
 from rrma.run.loop import start_run
 from rrma.task import task_from_dict
 from rrma.trial import Budget
@@ -74,6 +78,23 @@ def head_record_cost(root: Path, count: int, rounds: int = 3) -> tuple[float, fl
                 store.append("note", "harness", {"text": f"event {i}"})
             best[with_head] = max(best[with_head], count / (time.perf_counter() - t0))
     return best[True], best[False]
+
+
+def ledger_emit_cost(root: Path, count: int, rounds: int = 5) -> float:
+    """CPU µs per event of the loop's append path (RunLedger.emit), median of ``rounds`` fresh runs."""
+    costs = []
+    for r in range(rounds):
+        store = RunStore(root / f"ledger-{r}", create=True)
+        ledger = RunLedger(store)
+        t0 = time.process_time()
+        for i in range(count):
+            if i % 3:
+                ledger.emit("agent.turn", "agent:a", {"agent": "a", "role": "assistant", "text": f"thinking {i} " * 20})
+            else:
+                ledger.emit("note", "harness", {"text": f"event {i}"})
+        costs.append((time.process_time() - t0) / count * 1e6)
+        store.close()
+    return statistics.median(costs)
 
 
 def harness_overhead(root: Path, trials: int) -> tuple[float, Path]:
@@ -169,6 +190,7 @@ def main() -> None:
             single.append("note", "harness", {"text": str(i)})
         append_ms = (time.perf_counter() - t0) / 2000 * 1000
         with_head, without_head = head_record_cost(root, args.per_writer * 2)
+        emit_us = ledger_emit_cost(root, 3000)
         per_trial_ms, run_dir = harness_overhead(root, args.trials)
         rate, total = export_rate(run_dir, args.events, root)
         costs = sandbox_cost(root, args.guard_runs)
@@ -178,6 +200,7 @@ def main() -> None:
     print(f"append, 8 writer processes:  {eight:10.0f} events/s  (ratio to 1 writer: {eight / one:.2f}x)")
     print(f"harness overhead, no-op oracle: {per_trial_ms:7.2f} ms/trial "
           f"(= {per_trial_ms / append_ms:.1f} single-event appends of {append_ms:.3f} ms)")
+    print(f"loop append path (RunLedger.emit): {emit_us:6.1f} µs CPU per event")
     print(f"export to SQLite:            {rate:10.0f} events/s  ({total} events)")
     base = costs["no sandbox"]
     for label, ms in costs.items():

@@ -138,7 +138,7 @@ def print_experiment(exp: Any, *, as_json: bool = False) -> int:
                    "wall s"):
         table.add_column(column)
     for arm in rep.arms:
-        done = sum(1 for c in arm.cells if c.status in ("max_trials", "max_wall_time", "target", "agents_exhausted"))
+        done = sum(1 for c in arm.cells if c.status in ("max_trials", "max_wall_time", "target", "agents_exhausted", "completed"))
         table.add_row(plain(arm.name), f"{done}/{len(arm.cells)}", _fmt_ci(arm.final), _fmt_ci(arm.improvement),
                       str(arm.trials), str(arm.tokens), f"{arm.cost_usd:.4f}", f"{arm.compute_seconds:.1f}",
                       f"{arm.wall_seconds:.1f}")

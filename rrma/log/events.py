@@ -65,7 +65,7 @@ class RunResumedData(_Data):
 
 
 class RunFinishedData(_Data):
-    reason: str  # max_trials | max_wall_time | target | interrupted | stopped | agents_exhausted | baseline_failed | error
+    reason: str  # max_trials | max_wall_time | target | completed | interrupted | stopped | agents_exhausted | baseline_failed | error
     summary: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -58,7 +58,7 @@ from rrma.task import TaskConfig, TaskError, load_task, read_yaml
 
 EXPERIMENT_JSON = "experiment.json"
 BENCH_ROOT = Path(__file__).resolve().parents[2] / "benches"  # rrma/run/experiment.py -> the repository
-DONE_REASONS = frozenset({"max_trials", "max_wall_time", "target", "agents_exhausted", "baseline_failed"})
+DONE_REASONS = frozenset({"max_trials", "max_wall_time", "target", "agents_exhausted", "completed", "baseline_failed"})
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 
 

@@ -610,7 +610,7 @@ class DashboardScreen(RunScreen):
         if driver is not None:
             self.notify(f"the run is live: {driver} drives it" + ("; w continues a paused run" if state.paused else ""))
             return
-        if state.finish_reason in ("max_trials", "target", "baseline_failed", "agents_exhausted"):
+        if state.finish_reason in ("max_trials", "target", "baseline_failed", "agents_exhausted", "completed"):
             self.notify(f"the run has finished ({state.finish_reason}); there is nothing to resume", severity="warning")
             return
 

@@ -98,14 +98,20 @@ def test_trials_already_in_the_log_count_against_the_budget(tmp_path: Path) -> N
     assert scheduler.next_id() == "t0002" and scheduler.next_id() == "t0003"  # handed out once each
 
 
-def test_a_pause_holds_reservations_until_continue(tmp_path: Path) -> None:
-    ledger, scheduler, _ = units(tmp_path, **{"budget.max_trials": 5})
+def reserving_while_paused(ledger: RunLedger, scheduler: Scheduler) -> tuple[threading.Thread, list[bool]]:
+    """A pause in force (folded), then an agent asking for a trial: the thread it waits in, and what it got."""
     scheduler.start_agent_phase()
     order(ledger, "pause")
     ledger.sync()
     got: list[bool] = []
     agent = threading.Thread(target=lambda: got.append(scheduler.reserve()))
     agent.start()
+    return agent, got
+
+
+def test_a_pause_holds_reservations_until_continue(tmp_path: Path) -> None:
+    ledger, scheduler, _ = units(tmp_path, **{"budget.max_trials": 5})
+    agent, got = reserving_while_paused(ledger, scheduler)
     assert alive_after(agent) and got == []
     order(ledger, "continue")
     ledger.sync()  # the agent phase's fold
@@ -146,12 +152,7 @@ def test_stop_reasons(tmp_path: Path, overrides: dict[str, Any], event: str, rea
 
 def test_a_paused_run_still_ends_on_a_stop(tmp_path: Path) -> None:
     ledger, scheduler, _ = units(tmp_path)
-    scheduler.start_agent_phase()
-    order(ledger, "pause")
-    ledger.sync()
-    got: list[bool] = []
-    agent = threading.Thread(target=lambda: got.append(scheduler.reserve()))
-    agent.start()
+    agent, got = reserving_while_paused(ledger, scheduler)
     assert alive_after(agent)
     order(ledger, "stop")
     ledger.sync()

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
 import threading
 import time
@@ -47,6 +46,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from cli.options import make_executor_factory
+from cli.output import CliError
 from oracle.proof_common import ProofChecker, TheoremTask, Verdict, theorem_views
 from rrma.contracts import EvalContext, Oracle, OracleError
 from rrma.log.state import RunState
@@ -255,29 +256,6 @@ def bench_task(args: argparse.Namespace, selected: Sequence[TheoremTask], bench_
     return task_from_dict(data, source=f"bench {bench_name}", base_dir=base_dir)
 
 
-class BenchError(Exception):
-    """The bench cannot run here (its oracle cannot start, Ray is missing or has no node for a check)."""
-
-
-def _executor_factory(args: argparse.Namespace) -> Any:
-    """``--executor ray``: each trial on a Ray worker, which prepares the oracle from its kind and params."""
-    if _opt(args, "executor", "local") != "ray":
-        return None
-    try:
-        from rrma.exec.ray import RayExecutorError, make_ray_executor
-    except ImportError as exc:
-        raise BenchError(f"--executor ray needs the ray extra: pip install 'rrma[ray]' ({exc})") from exc
-    address = _opt(args, "ray_address", None) or os.environ.get("RAY_ADDRESS")
-
-    def factory(oracle: Any, store: Any, task: Any) -> Any:
-        try:
-            return make_ray_executor(task, store, address)
-        except RayExecutorError as exc:
-            raise BenchError(str(exc)) from exc
-
-    return factory
-
-
 # ----------------------------------------------------------------------------- the run
 
 
@@ -383,10 +361,10 @@ def _run_once(args: argparse.Namespace, selected: list[TheoremTask], bench_name:
     interrupted = False
     try:
         result = start_run(task, runs, run_id=run_id, stop=threading.Event(), on_event=progress,
-                           executor=_executor_factory(args),
+                           executor=make_executor_factory(args),
                            oracle=CheckerOracle(checker, selected) if checker is not None else None)
         reason, state = result.reason, result.state
-    except (OracleError, BenchError) as exc:  # one line; a run the error met is recorded as such by the loop
+    except (OracleError, CliError) as exc:  # one line; a run the error met is recorded as such by the loop
         console.print(Text(f"{bench_name}: {exc}", style="red"), highlight=False)
         return 2, None
     except KeyboardInterrupt:  # the loop recorded the run as interrupted; say what it did so far

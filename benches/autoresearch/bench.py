@@ -26,6 +26,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from cli.options import apply_overrides
 from rrma.contain import sandbox
 from rrma.task import TaskConfig, TaskError, load_task, task_from_dict
 from rrma.text import SafeConsole
@@ -94,20 +95,10 @@ def build_task(args: argparse.Namespace) -> TaskConfig:
         params["time_budget"] = args.time_budget
     if getattr(args, "early_abort", None) is not None:  # the loop's early abort (rrma/run/abort.py), never the oracle's
         data["loop"]["early_abort"]["rule"] = "power-law" if args.early_abort else "off"
-    if getattr(args, "trials", None) is not None:
-        data["budget"]["max_trials"] = args.trials
-    if getattr(args, "agents", None) is not None:
-        data["loop"]["agents_parallel"] = args.agents
-    if getattr(args, "seed", None) is not None:
-        data["seed"] = args.seed
-    for agent in data["agents"]:
-        if getattr(args, "backend", None):
-            agent["backend"] = args.backend
-        if getattr(args, "model", None):
-            agent["model"] = args.model
     if gpu:
         data["workspace"]["source"] = str(gpu_workspace(task, Path(getattr(args, "runs", Path("runs")))))
-    return task_from_dict(data, source=str(path), base_dir=task.base_dir)
+    # the options every bench takes (--trials, --agents, --seed, --backend, --model): as for any task.yaml bench
+    return apply_overrides(task_from_dict(data, source=str(path), base_dir=task.base_dir), args)
 
 
 class _Printer:

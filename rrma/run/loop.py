@@ -425,15 +425,14 @@ class ResearchLoop:
                               role=config.role, record_turn=record_turn, post=post, steer=steer, **parts)
                 # from an agent's own processes: the run, the runs beside it (their reports), the answers
                 ctx.hidden = agent_hidden(self.store.dir, self.oracle.held_out())
-                ctx.stopping = self.scheduler.stopping
-                return ctx
-            assert parent is not None
-            ctx = build_context(
-                self.state, self.task, agent_name=agent.name, role=config.role, parent_id=parent, files=files,
-                editable=editable, trials_left=max(0, self.task.budget.max_trials - used),
-                record_turn=record_turn, post=post, files_of=self.files_of, steer=steer,
-            )
-            ctx.hidden = (self.store.dir, *self.oracle.held_out())  # from an agent's own processes (agents/coding)
+            else:
+                assert parent is not None
+                ctx = build_context(
+                    self.state, self.task, agent_name=agent.name, role=config.role, parent_id=parent, files=files,
+                    editable=editable, trials_left=max(0, self.task.budget.max_trials - used),
+                    record_turn=record_turn, post=post, files_of=self.files_of, steer=steer,
+                )
+                ctx.hidden = (self.store.dir, *self.oracle.held_out())  # from an agent's own processes (agents/coding)
             ctx.stopping = self.scheduler.stopping
             return ctx
 

@@ -248,6 +248,8 @@ class LoopConfig(_Section):
     """Show the lineage of the parent trial to agents (off for control runs)."""
     hitl: bool = False
     """Human-in-the-loop gate: a would-be new best is promoted only after a person approves it."""
+    audit: Literal["hold", "flag", "off"] = "hold"
+    """The auditor's rules as trials finish (docs/audit.md): hold: write findings, and a `high` one holds the trial's promotion until a person reviews it; flag: write findings only; off: none (`rrma-tui audit RUN` still runs on demand)."""
     keep_workspaces: bool = False
     """Keep each finished trial's workspace (trials/<id>/work, with what its program wrote); by default it is removed once the outcome is back (the trial's files are in the blobs)."""
     require_signed_approval: bool = False

@@ -55,6 +55,8 @@ class RunStartedData(_Data):
     # the agents as resolved when the run started: [{name, backend, model, endpoint, endpoint_from}] (no keys)
     agents: list[dict[str, Any]] = Field(default_factory=list)
     experiment: dict[str, Any] | None = None  # the cell of an experiment this run is: {id, arm, seed}
+    # the prepared oracle's held-out paths (Oracle.held_out: answers, originals, validation data), for the audit
+    held_out: list[str] = Field(default_factory=list)
 
 
 class RunResumedData(_Data):
@@ -229,6 +231,46 @@ class AgentSteerData(_Data):
     to: list[str] = Field(default_factory=list)  # agent names; empty: every agent
 
 
+AUDIT_KINDS = ("claim_mismatch", "metric_tampering", "scorer_access", "answer_lookup", "copied", "noise_only",
+               "out_of_scope")  # fixed names (docs/audit.md): other tools read them
+AUDIT_SEVERITIES = ("info", "warn", "high")
+
+
+class AuditEvidence(_Data):
+    seq: int  # the event the finding cites (an agent.turn, a blackboard.post, a trial.proposed...)
+    quote: str = ""  # a short quote of it
+
+
+class AuditFindingData(_Data):
+    """What the auditor (rrma/audit) found about a trial: it never approves and never changes a score.
+
+    A ``high`` finding holds the trial's promotion until a person reviews it (``held`` below says
+    whether it did). ``source`` is ``rule`` or ``judge:<model>``; ``rule`` names the check that fired.
+    """
+
+    finding_id: str  # sha256 of (trial, kind, rule, cited seqs), first 16 hex: the same finding is written once
+    trial_id: str
+    kind: Literal["claim_mismatch", "metric_tampering", "scorer_access", "answer_lookup", "copied", "noise_only",
+                  "out_of_scope"]
+    severity: Literal["info", "warn", "high"]
+    source: str = "rule"
+    rule: str = ""
+    explanation: str
+    evidence: list[AuditEvidence] = Field(default_factory=list)
+    held: bool = False  # it held the trial's promotion (the trial waits for a person's review)
+    model: str | None = None  # judge findings: the model and the rubric's prompt version
+    prompt_version: str | None = None
+
+
+class AuditDismissedData(_Data):
+    """A reviewer's dismissal of one finding, with a note (the finding stays in the log)."""
+
+    finding_seq: int  # seq of the audit.finding event dismissed
+    trial_id: str
+    by: str  # "human:<name>", the same as the event's actor
+    note: str = ""
+
+
 # ----------------------------------------------------------------------------- envelopes
 
 
@@ -323,6 +365,16 @@ class AgentSteer(_Envelope):
     data: AgentSteerData
 
 
+class AuditFinding(_Envelope):
+    kind: Literal["audit.finding"]
+    data: AuditFindingData
+
+
+class AuditDismissed(_Envelope):
+    kind: Literal["audit.dismissed"]
+    data: AuditDismissedData
+
+
 Event = Annotated[
     RunStarted
     | RunResumed
@@ -339,7 +391,9 @@ Event = Annotated[
     | Review
     | Note
     | RunControl
-    | AgentSteer,
+    | AgentSteer
+    | AuditFinding
+    | AuditDismissed,
     Field(discriminator="kind"),
 ]
 
@@ -348,6 +402,7 @@ EVENT_TYPES: dict[str, type[_Envelope]] = {
     for cls in (
         RunStarted, RunResumed, RunFinished, AgentTurn, TrialProposed, TrialStarted, TrialProgress,
         TrialFinished, TrialPromoted, TrialConfirmed, BaselineMeasured, BlackboardPost, Review, Note, RunControl, AgentSteer,
+        AuditFinding, AuditDismissed,
     )
 }
 DATA_TYPES: dict[str, type[_Data]] = {kind: cls.model_fields["data"].annotation for kind, cls in EVENT_TYPES.items()}  # type: ignore[misc]

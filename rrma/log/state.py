@@ -30,6 +30,7 @@ from typing import Any
 from rrma.log.store import write_atomic
 from rrma.trial import Status
 
+SEVERITY_RANK = {"info": 0, "warn": 1, "high": 2}  # audit.finding severities, in order
 REVIEW_STATUS = {  # review decision -> the review state it puts a trial in (the latest decision wins)
     "approve": "approved", "reject": "rejected", "flag": "flagged", "withdraw": "unreviewed"}
 
@@ -72,6 +73,7 @@ class TrialRecord:
     confirms: str | None = None  # this is a confirmation repeat of that trial (loop.confirm)
     confirmation: dict[str, Any] | None = None  # the trial.confirmed verdict on this trial
     repeats: list[str] = field(default_factory=list)  # its confirmation repeats, in order
+    findings: list[dict[str, Any]] = field(default_factory=list)  # its audit.finding events (RunState.findings' dicts)
 
     @property
     def finished(self) -> bool:
@@ -94,6 +96,24 @@ class TrialRecord:
     def awaiting_confirmation(self) -> bool:
         """A would-be new best whose confirmation repeats have not given their verdict yet."""
         return bool(self.metrics.get("awaiting_confirmation")) and self.confirmation is None
+
+    @property
+    def open_findings(self) -> list[dict[str, Any]]:
+        """Its audit findings not dismissed by a reviewer, most severe first."""
+        live = [f for f in self.findings if f["dismissed"] is None]
+        return sorted(live, key=lambda f: -SEVERITY_RANK[f["severity"]])
+
+    @property
+    def audit_level(self) -> str | None:
+        """The severity of its most severe finding not dismissed (None: none)."""
+        live = self.open_findings
+        return live[0]["severity"] if live else None
+
+    @property
+    def held(self) -> bool:
+        """A ``high`` audit finding holds its promotion and no person has reviewed it yet ("held for review")."""
+        return (not self.promoted and self.review_status == "unreviewed"
+                and any(f["held"] and f["dismissed"] is None for f in self.findings))
 
     @property
     def review_signed(self) -> bool | None:
@@ -147,6 +167,10 @@ class RunState:
     stop_request: dict[str, Any] | None = None  # the stop asked of the current driver: {seq, ts, by, reason}
     controls: list[dict[str, Any]] = field(default_factory=list)  # every run.control: {seq, ts, action, by, reason}
     steers: list[dict[str, Any]] = field(default_factory=list)  # every agent.steer: {seq, ts, by, to, text}
+    # every audit.finding: {seq, ts, finding_id, trial_id, kind, severity, source, rule, explanation, evidence, held,
+    # model, prompt_version, dismissed: None | {seq, ts, by, note}}; one per finding_id (a repeat is not counted)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    held_out: list[str] = field(default_factory=list)  # run.started: the oracle's held-out paths
     experiment: dict[str, Any] | None = None  # {id, arm, seed} when the run is a cell of an experiment
     agents_info: list[dict[str, Any]] = field(default_factory=list)  # resolved agents (backend, model, endpoint)
     events: int = 0
@@ -200,6 +224,7 @@ class RunState:
             self.started_ts = ev.ts
             self.experiment = getattr(d, "experiment", None)
             self.agents_info = list(getattr(d, "agents", None) or [])
+            self.held_out = [str(p) for p in (getattr(d, "held_out", None) or [])]
             self.paused_by = self.stop_request = None
             self.driver_seq = ev.seq
         elif kind == "run.resumed":
@@ -333,6 +358,30 @@ class RunState:
                 self.paused_by = None
         elif kind == "agent.steer":
             self.steers.append({"seq": ev.seq, "ts": ev.ts, "by": d.by, "to": list(d.to), "text": d.text})
+        elif kind == "audit.finding":
+            self._finding(ev)
+        elif kind == "audit.dismissed":
+            found = next((f for f in self.findings if f["seq"] == d.finding_seq), None)
+            if found is None:
+                self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id,
+                                     "why": f"dismisses seq {d.finding_seq}, which is not an audit finding"})
+            elif found["dismissed"] is None:
+                found["dismissed"] = {"seq": ev.seq, "ts": ev.ts, "by": d.by, "note": d.note}
+
+    def _finding(self, ev: Any) -> None:
+        d = ev.data
+        if any(f["finding_id"] == d.finding_id for f in self.findings):
+            return  # the same finding written twice (two audits at once): counted once
+        evidence = [{"seq": e.seq if hasattr(e, "seq") else e["seq"],
+                     "quote": e.quote if hasattr(e, "quote") else e.get("quote", "")} for e in d.evidence]
+        finding = {"seq": ev.seq, "ts": ev.ts, "finding_id": d.finding_id, "trial_id": d.trial_id, "kind": d.kind,
+                   "severity": d.severity, "source": d.source, "rule": d.rule, "explanation": d.explanation,
+                   "evidence": evidence, "held": bool(d.held), "model": getattr(d, "model", None),
+                   "prompt_version": getattr(d, "prompt_version", None), "dismissed": None}
+        self.findings.append(finding)
+        rec = self.trials.get(d.trial_id)
+        if rec is not None:
+            rec.findings.append(finding)
 
     # ------------------------------------------------------------------ queries
 
@@ -374,14 +423,27 @@ class RunState:
         delta = self.better(score, self.baseline_mean)
         return delta / self.sigma if self.sigma else None
 
+    def unresolved_high(self) -> int:
+        """``high`` audit findings not dismissed whose trial no person has reviewed yet."""
+        return sum(1 for f in self.findings if f["severity"] == "high" and f["dismissed"] is None
+                   and (rec := self.trials.get(f["trial_id"])) is not None and rec.review_status == "unreviewed")
+
+    def held_trials(self) -> list[TrialRecord]:
+        """Trials whose promotion a ``high`` audit finding holds until a person reviews them."""
+        return [t for t in self.agent_trials() if t.held]
+
     def pending_review(self) -> list[TrialRecord]:
-        """Scored agent trials not yet reviewed: would-be and actual bests first, then by score."""
-        items = [t for t in self.agent_trials() if t.finished and t.review_status == "unreviewed" and t.status == "ok"]
+        """Agent trials not yet reviewed, scored or with an open warn/high audit finding: the most severe
+        finding first, then would-be and actual bests, then by score."""
+        items = [t for t in self.agent_trials() if t.finished and t.review_status == "unreviewed"
+                 and (t.status == "ok" or SEVERITY_RANK.get(t.audit_level or "info", 0) >= 1)]
         sign = 1 if self.direction == "minimize" else -1
 
-        def key(t: TrialRecord) -> tuple[int, float]:
+        def key(t: TrialRecord) -> tuple[int, int, float]:
+            level = -SEVERITY_RANK[t.audit_level] if t.audit_level is not None else 1
             first = 0 if (t.promoted or t.metrics.get("awaiting_review")) else 1
-            return (first, sign * (t.score if t.score is not None else float("inf") * sign))
+            score = t.score if t.score is not None else float("inf") * sign
+            return (level, first, sign * score)
 
         return sorted(items, key=key)
 

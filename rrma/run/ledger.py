@@ -32,6 +32,7 @@ class RunLedger:
     def __init__(self, store: RunStore, on_event: EventHook | None = None) -> None:
         self.store = store
         self.on_event = on_event
+        self.observers: list[EventHook] = []  # the driver's own readers of every folded event (the live audit)
         self.lock = threading.RLock()  # guards state, counters and appends
         self.tail = store.tail(0)
         self.state = RunState()
@@ -44,6 +45,8 @@ class RunLedger:
             new = self.tail.poll()
             for event in new:
                 self.state.apply(event)
+                for observe in self.observers:
+                    observe(event)
                 if self.on_event is not None:
                     self.on_event(event)
             if new:

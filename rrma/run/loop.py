@@ -59,6 +59,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rrma.audit.auditor import Auditor
 from rrma.contain import cgroups, sandbox
 from rrma.contain.spawn import stale_processes
 from rrma.contracts import Agent, Context, Oracle, TrialSummary
@@ -175,12 +176,16 @@ class ResearchLoop:
         self.cache = cache or OutcomeCache(store.dir / "cache.sqlite")
         self.oracle_identity = self.oracle.identity()
         self.ledger = RunLedger(store, on_event)
+        # loop.audit: the auditor reads every event the ledger folds and checks each trial as it finishes
+        self.auditor = Auditor(store, files_of=self.ledger.files_of) if task.loop.audit != "off" else None
+        if self.auditor is not None:
+            self.ledger.observers.append(self.auditor.observe)
         self.scheduler = Scheduler(self.ledger, task, stop)
         self.ledger.sync()
         self.orders = Orders(self.ledger, self.scheduler, task)  # after the fold: earlier drivers' orders are done
         self.runner = TrialRunner(self.ledger, self.scheduler, self.orders, task, seed=seed,
                                   oracle_identity=self.oracle_identity, executor=self.executor, cache=self.cache,
-                                  fs_guard=sandbox.mode(), trial_network=sandbox.network())
+                                  fs_guard=sandbox.mode(), trial_network=sandbox.network(), auditor=self.auditor)
         self.confirmation = Confirmation(self.ledger, self.scheduler, self.runner, task, seed=seed)
         # loop.policy per-theorem: which theorem comes next and whose turn it is (rrma/run/theorems.py)
         self.theorems = (TheoremPolicy(theorems_of(self.oracle), task.loop, [a.name for a in self.agents])
@@ -535,7 +540,8 @@ def start_run(
         run_json_sha256 = store.write_run_json(record)
         store.append("run.started", "harness", {"run_id": run_id, "task_name": task.name, "task": snapshot,
                                                 "seed": seed, "versions": found, "run_json_sha256": run_json_sha256,
-                                                "head_record": True, "agents": described, "experiment": experiment})
+                                                "head_record": True, "agents": described, "experiment": experiment,
+                                                "held_out": [str(p) for p in oracle.held_out()]})
         return _drive(store, task, seed, oracle, executor, stop, on_event, agents, agent_count)
 
 

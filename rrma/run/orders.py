@@ -1,4 +1,4 @@
-"""People's orders to a live run: stop, pause, continue, steer notes, and approvals under ``loop.hitl``.
+"""People's orders to a live run: stop, pause, continue, steer notes, and approvals (``loop.hitl``, audit holds).
 
 Orders arrive through the log like reviews (rrma/log/control.py): the agent phase folds the log every
 ``POLL_SECONDS`` and :meth:`Orders.acknowledge` writes a ``note`` for each order once it is in force.
@@ -76,12 +76,12 @@ class Orders:
             return notes, fresh
 
     def check_reviews(self) -> None:
-        """Under ``loop.hitl``: promote each trial awaiting review that a person approved."""
-        if not self.task.loop.hitl:
-            return
+        """Promote each trial awaiting review (``loop.hitl``, or held by a ``high`` audit finding) that a person approved."""
         ledger = self.ledger
         with ledger.lock:
             state = ledger.state
+            if not self.task.loop.hitl and not any(f["held"] for f in state.findings):
+                return
             for trial_id in list(state.order):
                 rec = state.trials[trial_id]
                 if rec.metrics.get("awaiting_review") and not rec.promoted and rec.review_status == "approved":

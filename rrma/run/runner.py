@@ -19,6 +19,9 @@ import statistics
 import threading
 from typing import Any
 
+from rrma.audit.auditor import AUDIT_ACTOR, Auditor
+from rrma.audit.finding import Finding
+from rrma.audit.rules import OutcomeView
 from rrma.contracts import TrialSummary
 from rrma.exec.local import Executor, TrialJob, wait_outcome
 from rrma.log.state import RunState
@@ -71,8 +74,9 @@ class TrialRunner:
 
     def __init__(self, ledger: RunLedger, scheduler: Scheduler, orders: Orders, task: TaskConfig, *, seed: int,
                  oracle_identity: str, executor: Executor, cache: OutcomeCache, fs_guard: str,
-                 trial_network: bool) -> None:
+                 trial_network: bool, auditor: Auditor | None = None) -> None:
         self.ledger = ledger
+        self.auditor = auditor  # loop.audit: findings as each trial finishes; a high one holds its promotion
         self.scheduler = scheduler
         self.orders = orders
         self.task = task
@@ -279,6 +283,11 @@ class TrialRunner:
                 elif promote and self.task.loop.hitl:
                     metrics["awaiting_review"] = True
                     promote = False
+            findings = self._audit(rec, outcome, delta, floor, promote or bool(metrics.get("awaiting_confirmation")))
+            if any(f.held for f in findings):
+                metrics["awaiting_review"] = metrics["held_by_audit"] = True  # a person's approval promotes it
+                metrics.pop("awaiting_confirmation", None)
+                promote = False
             ledger.emit("trial.finished", "oracle" if cached_from is None else "harness", {
                 "trial_id": trial_id, "status": outcome.status.value, "score": outcome.score, "metrics": metrics,
                 "feedback": clip_middle(outcome.feedback, FEEDBACK_LOG_CHARS), "log_blob": log_blob,
@@ -286,9 +295,23 @@ class TrialRunner:
                 "delta": delta, "delta_sigma": delta_sigma, "floor": floor, "floor_source": floor_source,
                 "early_abort": early,
             })
+            for finding in findings:
+                ledger.emit("audit.finding", AUDIT_ACTOR, finding.data())
             if promote:
                 previous = state.best_id
                 ledger.emit("trial.promoted", "harness", {
                     "trial_id": trial_id, "score": outcome.score, "previous_best": previous,
                     "previous_score": best_score, "delta": delta, "delta_sigma": delta_sigma,
                 })
+
+    def _audit(self, rec: Any, outcome: Outcome, delta: float | None, floor: float | None,
+               would_promote: bool) -> list[Finding]:
+        """The auditor's findings on an agent trial about to be recorded; under ``loop.audit: hold`` a ``high``
+        finding on a would-be best holds it (``held``) until a person reviews it."""
+        if self.auditor is None or rec.baseline or rec.confirms is not None:
+            return []
+        view = OutcomeView(outcome.status.value, outcome.score, delta, floor, would_promote)
+        findings = self.auditor.check(self.ledger.state, rec.trial_id, view)
+        if would_promote and self.task.loop.audit == "hold":
+            findings = [f.holding() if f.severity == "high" else f for f in findings]
+        return findings

@@ -1,0 +1,80 @@
+"""What the audit's rules look for in a run: the metric, the oracle's files, the run's own files, the answers.
+
+Built from the run's folded state alone (the task snapshot of ``run.started`` and the oracle's held-out
+paths it records), so an old run is audited the same way as a live one; runs written before
+``run.started`` recorded ``held_out`` fall back to the path-like strings of ``oracle.params``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rrma.log.state import RunState
+
+# the run's own files: its log, head record, checkpoint, blobs, the outcome cache (rrma/log/store.py, rrma/run/cache.py)
+RUN_FILES = ("events.jsonl", "head.json", ".checkpoint", "cache.sqlite", "run.json", "/blobs")
+PATHLIKE = re.compile(r"^(/|\./|\.\./|~/)|\.(v|vo|vos|vok|glob|lean|olean|ilean|jsonl|json|parquet|txt|csv|py)$")
+SEED_WORDS = re.compile(r"\b(seed|RRMA_SEED|manual_seed|random\.Random|np\.random\.seed|default_rng|set_seed)\b")
+
+
+def _path_strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if PATHLIKE.search(value.strip()) else []
+    if isinstance(value, list | tuple):
+        return [p for v in value for p in _path_strings(v)]
+    if isinstance(value, dict):
+        return [p for v in value.values() for p in _path_strings(v)]
+    return []
+
+
+@dataclass
+class AuditScope:
+    run_dir: Path
+    metric: str = "score"
+    direction: str = "minimize"
+    oracle_kind: str = ""
+    editable: list[str] = field(default_factory=list)
+    readonly: list[str] = field(default_factory=list)
+    scorer_files: list[str] = field(default_factory=list)
+    held_out: list[str] = field(default_factory=list)  # absolute paths (or, for old runs, path-like params)
+    theorems: list[str] = field(default_factory=list)  # names an agent must prove without looking them up
+
+    @classmethod
+    def of(cls, state: RunState, run_dir: Path) -> AuditScope:
+        task = state.task or {}
+        oracle = task.get("oracle") or {}
+        params = oracle.get("params") or {}
+        workspace = task.get("workspace") or {}
+        metric = task.get("metric") or {}
+        held = list(state.held_out) or _path_strings({k: v for k, v in params.items() if k != "command"})
+        theorems = [str(t) for t in params.get("theorems") or [] if isinstance(t, str)]
+        theorems += sorted({t.theorem for t in state.trials.values() if t.theorem and t.theorem not in theorems})
+        return cls(
+            run_dir=run_dir.absolute(), metric=str(metric.get("name") or "score"),
+            direction=str(metric.get("direction") or "minimize"), oracle_kind=str(oracle.get("kind") or ""),
+            editable=list(workspace.get("editable") or []), readonly=list(workspace.get("readonly") or []),
+            scorer_files=list((oracle.get("scorer") or {}).get("files") or []), held_out=held, theorems=theorems,
+        )
+
+    @property
+    def answers_are_held_out(self) -> bool:
+        """Reading the held-out paths is looking up the answer (proofs, GSM8K), not only the scorer's data."""
+        return bool(self.theorems) or self.oracle_kind.startswith("gsm8k")
+
+    def run_markers(self) -> list[str]:
+        """Strings whose presence in a tool call means it reaches for the run's own files."""
+        run = str(self.run_dir)
+        return [run, str(self.run_dir.parent) + "/", *RUN_FILES]
+
+    def held_markers(self) -> list[str]:
+        """The held-out paths and their file names (a search by name reaches them too)."""
+        out: list[str] = []
+        for raw in self.held_out:
+            out.append(raw)
+            name = Path(raw).name
+            if name and len(name) >= 4 and name not in out:
+                out.append(name)
+        return out

@@ -170,3 +170,21 @@ def audit_run(run_dir: Path, *, trials: Sequence[str] | None = None, judge: Judg
     if not write:
         report.findings += [{**f.data(), "seq": None, "dismissed": None} for f in new]
     return report
+
+
+def dismiss_finding(store: RunStore, state: RunState, finding_seq: int, *, reviewer: str, note: str) -> Any:
+    """Write a reviewer's dismissal of one finding (``audit.dismissed``, actor ``human:<reviewer>``), with a note.
+
+    The finding stays in the log; a dismissed finding no longer counts as unresolved. A dismissal never
+    promotes: a held trial is promoted by a person's approval (``review``), as under ``loop.hitl``.
+    """
+    found = next((f for f in state.findings if f["seq"] == finding_seq), None)
+    if found is None:
+        raise AuditError(f"seq {finding_seq} is not an audit finding of {state.run_id or store.dir}")
+    if found["dismissed"] is not None:
+        by = found["dismissed"]["by"]
+        raise AuditError(f"finding seq {finding_seq} was dismissed already by {by} (seq {found['dismissed']['seq']})")
+    if not note.strip():
+        raise AuditError("a dismissal needs a note saying why the finding is wrong or does not matter")
+    return store.append("audit.dismissed", f"human:{reviewer}", {
+        "finding_seq": finding_seq, "trial_id": found["trial_id"], "by": f"human:{reviewer}", "note": note})

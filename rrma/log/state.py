@@ -366,7 +366,12 @@ class RunState:
                 self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id,
                                      "why": f"dismisses seq {d.finding_seq}, which is not an audit finding"})
             elif found["dismissed"] is None:
-                found["dismissed"] = {"seq": ev.seq, "ts": ev.ts, "by": d.by, "note": d.note}
+                dismissal = {"seq": ev.seq, "ts": ev.ts, "by": d.by, "note": d.note}
+                found["dismissed"] = dismissal
+                rec = self.trials.get(found["trial_id"])  # the same dict, unless restored from a checkpoint
+                for mine in rec.findings if rec is not None else []:
+                    if mine["seq"] == d.finding_seq:
+                        mine["dismissed"] = dismissal
 
     def _finding(self, ev: Any) -> None:
         d = ev.data

@@ -77,6 +77,23 @@ def test_a_dismissal_of_something_that_is_not_a_finding_is_refused_by_the_fold(r
     assert not verify_run(run).ok
 
 
+def test_only_the_auditor_finds_and_only_a_person_dismisses(run: Path) -> None:
+    store = RunStore(run)
+    forged = Finding(trial_id="t0001", kind="copied", severity="high", explanation="forged", rule="x")
+    store.append("audit.finding", "agent:rs", forged.data())
+    real = store.append("audit.finding", "auditor", Finding(trial_id="t0001", kind="copied", severity="high",
+                                                            explanation="real", rule="y").data())
+    store.append("audit.dismissed", "agent:rs", {"finding_seq": real.seq, "trial_id": "t0001", "by": "agent:rs",
+                                                 "note": "not me"})
+    store.append("audit.dismissed", "human:eve", {"finding_seq": real.seq, "trial_id": "t0001", "by": "human:bob",
+                                                  "note": "as bob"})
+    state = fold(run)
+    assert [f["explanation"] for f in state.findings] == ["real"] and state.findings[0]["dismissed"] is None
+    whys = " | ".join(r["why"] for r in state.refused)
+    assert "written by 'agent:rs', not by the auditor" in whys
+    assert "only a person dismisses" in whys and whys.count("only a person dismisses") == 2
+
+
 def test_the_review_queue_puts_the_most_severe_finding_first(run: Path) -> None:
     store = RunStore(run)
     state = fold(run)

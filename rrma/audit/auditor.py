@@ -20,10 +20,10 @@ from rrma.audit.finding import Finding
 from rrma.audit.index import AuditIndex
 from rrma.audit.rules import OutcomeView, TrialCase, changed_lines, proof_of, run_rules
 from rrma.audit.scope import AuditScope
-from rrma.log.state import RunState, TrialRecord
+from rrma.log.state import AUDITOR, RunState, TrialRecord
 from rrma.log.store import RunNotFound, RunStore, RunUnreadable
 
-AUDIT_ACTOR = "auditor"
+AUDIT_ACTOR = AUDITOR
 
 
 class Judge(Protocol):

@@ -30,6 +30,7 @@ from typing import Any
 from rrma.log.store import write_atomic
 from rrma.trial import Status
 
+AUDITOR = "auditor"  # the actor of every audit.finding (rrma/audit)
 SEVERITY_RANK = {"info": 0, "warn": 1, "high": 2}  # audit.finding severities, in order
 REVIEW_STATUS = {  # review decision -> the review state it puts a trial in (the latest decision wins)
     "approve": "approved", "reject": "rejected", "flag": "flagged", "withdraw": "unreviewed"}
@@ -362,7 +363,10 @@ class RunState:
             self._finding(ev)
         elif kind == "audit.dismissed":
             found = next((f for f in self.findings if f["seq"] == d.finding_seq), None)
-            if found is None:
+            if not ev.actor.startswith("human:") or ev.actor != d.by:
+                self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id,
+                                     "why": f"a dismissal written by {ev.actor!r} for {d.by!r}: only a person dismisses"})
+            elif found is None:
                 self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id,
                                      "why": f"dismisses seq {d.finding_seq}, which is not an audit finding"})
             elif found["dismissed"] is None:
@@ -375,6 +379,10 @@ class RunState:
 
     def _finding(self, ev: Any) -> None:
         d = ev.data
+        if ev.actor != AUDITOR:
+            self.refused.append({"seq": ev.seq, "kind": ev.kind, "trial_id": d.trial_id,
+                                 "why": f"an audit finding written by {ev.actor!r}, not by the auditor"})
+            return
         if any(f["finding_id"] == d.finding_id for f in self.findings):
             return  # the same finding written twice (two audits at once): counted once
         evidence = [{"seq": e.seq if hasattr(e, "seq") else e["seq"],

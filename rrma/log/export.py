@@ -1,7 +1,10 @@
 """SQLite export of run logs through sqlite-utils (opens in datasette).
 
-Tables: ``runs`` (one row per run), ``trials``, ``events``, ``blackboard``, ``turns``, ``reviews``
-and ``experiments`` (one row per cell of an experiment: arm, seed, the cell's run and its final
+Tables: ``runs`` (one row per run), ``trials``, ``events``, ``blackboard``, ``turns``, ``reviews``,
+``audit_findings`` (one row per ``audit.finding`` the fold counts: kind, severity, source, rule,
+explanation, ``evidence`` as JSON ``[{seq, quote}]``, ``held``, the judge's ``model`` and
+``prompt_version``, and the reviewer's dismissal if any: ``dismissed_seq``, ``dismissed_by``,
+``dismissed_note``; docs/audit.md) and ``experiments`` (one row per cell of an experiment: arm, seed, the cell's run and its final
 best and cost; the view ``experiment_arms`` sums them up per arm), each keyed by ``run_id`` (or the
 experiment id) plus its own id, with foreign keys to ``runs``, indexes on the columns people filter
 by, and full-text search on blackboard and turn text (rebuilt after each export that changed
@@ -88,6 +91,10 @@ TABLES: dict[str, tuple[dict[str, Any], tuple[str, ...], list[str]]] = {
               ("run_id", "seq"), ["agent", "role", "trial_id", "tool"]),
     "reviews": ({"run_id": str, "seq": int, "ts": str, "trial_id": str, "decision": str, "reviewer": str,
                  "note": str, "supersedes": int}, ("run_id", "seq"), ["trial_id", "decision", "reviewer"]),
+    "audit_findings": ({"run_id": str, "seq": int, "finding_id": str, "trial_id": str, "kind": str, "severity": str,
+                        "source": str, "rule": str, "explanation": str, "evidence": str, "held": int, "model": str,
+                        "prompt_version": str, "dismissed_seq": int, "dismissed_by": str, "dismissed_note": str},
+                       ("run_id", "seq"), ["trial_id", "kind", "severity"]),
 }
 EXPERIMENT_COLUMNS: dict[str, Any] = {
     "experiment_id": str, "arm": str, "seed": int, "run_id": str, "finish_reason": str, "direction": str,
@@ -307,9 +314,22 @@ def export_run(db: sqlite_utils.Database, run_dir: Path) -> ExportResult:
             "run_id": run_id, "seq": e.seq, "ts": e.ts, "trial_id": e.data.trial_id, "decision": e.data.decision,
             "reviewer": e.data.reviewer, "note": e.data.note, "supersedes": e.data.supersedes}
             for e in log.folded if e.kind == "review"))
+        _insert(db, "audit_findings", (finding_row(run_id, f) for f in state.findings))
         if experiment.get("id") and experiment.get("arm") is not None:
             _insert(db, "experiments", [experiment_row(state, run_id, tokens_in, tokens_out, cost, compute)])
     return ExportResult(run_id, len(log.events), len(trials), skipped=False)
+
+
+def finding_row(run_id: str, finding: dict[str, Any]) -> dict[str, Any]:
+    """The ``audit_findings`` row of one folded finding (rrma/log/state.py ``RunState.findings``)."""
+    dismissed = finding.get("dismissed") or {}
+    return {"run_id": run_id, "seq": finding["seq"], "finding_id": finding["finding_id"],
+            "trial_id": finding["trial_id"], "kind": finding["kind"], "severity": finding["severity"],
+            "source": finding["source"], "rule": finding.get("rule"), "explanation": finding["explanation"],
+            "evidence": json.dumps(finding.get("evidence") or [], ensure_ascii=False), "held": int(bool(finding["held"])),
+            "model": finding.get("model"), "prompt_version": finding.get("prompt_version"),
+            "dismissed_seq": dismissed.get("seq"), "dismissed_by": dismissed.get("by"),
+            "dismissed_note": dismissed.get("note")}
 
 
 def experiment_row(state: RunState, run_id: str, tokens_in: int, tokens_out: int, cost: float,

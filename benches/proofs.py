@@ -458,6 +458,8 @@ def print_summary(bench_name: str, done: BenchRun) -> None:
         print(f"cheating_attempts_accepted: {data['cheats_accepted']}")
     for line in data.get("red_team_misjudged", []):  # the proof and reason are agent-like text: printed plainly
         print(f"red_team_rejected_for_another_reason: {without_controls(line)}")
+    if data.get("held_for_review"):  # a high audit finding holds their promotion (docs/audit.md)
+        print(f"held for review: {data['held_for_review']}")
     if done.reason not in ("completed",):
         print(f"ended: {done.reason}")
     print(f"checks: {data.get('checks', 0)} ({float(data.get('check_seconds', 0.0)):.2f} s checking, "

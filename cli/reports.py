@@ -19,6 +19,8 @@ from cli.options import resolve_run
 from cli.output import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, CliError, console, err, plain
 from rrma.contain import sandbox
 
+SEVERITY_STYLE = {"high": "bold red", "warn": "yellow", "info": "dim"}
+
 
 def print_summary(run_dir: Path, state: Any, reason: str) -> None:
     """The run's summary; best, delta and reviews come from the folded log, so a promotion made after
@@ -34,6 +36,8 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
             summary["delta_sigma"] = state.delta_sigma_of(best_score)
     summary["awaiting_review"] = sum(1 for t in state.agent_trials()
                                      if t.metrics.get("awaiting_review") and not t.promoted)
+    summary["held_for_review"] = len(state.held_trials())  # as folded now: a review or dismissal since counts
+    summary["audit_high"] = state.unresolved_high()
     table = Table(title=plain(f"{state.task_name} · {run_dir.name}"), show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
@@ -75,6 +79,13 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
             table.add_row(plain(f"agent {agent.get('name')}"), plain(f"{agent.get('backend')} {agent.get('model') or ''}{where}"))
     if summary.get("awaiting_review"):
         table.add_row("awaiting review", str(summary["awaiting_review"]))
+    if summary.get("held_for_review"):  # a high audit finding holds their promotion (docs/audit.md)
+        table.add_row(Text("held for review", style="bold red"),
+                      f"{summary['held_for_review']} (a high audit finding; `rrma-tui review RUN TRIAL approve` "
+                      "promotes one)")
+    if state.findings:
+        table.add_row("audit findings", f"{len(state.findings)}, {summary['audit_high']} high unresolved "
+                      "(`rrma-tui audit RUN`)")
     table.add_row("wall time", f"{summary.get('wall_seconds', 0):.1f} s")
     for label, key in (("fs guard", "fs_guard"), ("limits", "limits")):
         value = sandbox.recorded(run_dir, key)
@@ -207,10 +218,37 @@ def cmd_show(args: argparse.Namespace) -> int:
         extra = [plain(trial_checks(t))] if checks else []
         table.add_row(plain(tid + mark), plain(t.parent), plain(t.agent), plain(t.status),
                       "" if t.score is None else f"{t.score:.6g}",
-                      "" if t.delta_sigma is None else f"{t.delta_sigma:+.2f}", plain(t.review_status + signed), *extra,
+                      "" if t.delta_sigma is None else f"{t.delta_sigma:+.2f}",
+                      plain(t.review_status + signed + (" · held for review" if t.held else "")), *extra,
                       plain(t.hypothesis[:70]))  # agent text: literal, never markup
     console.print(table)
+    print_findings(state)
     return EXIT_OK
+
+
+def print_findings(state: Any) -> None:
+    """``show``: the audit findings, trial by trial, one line each (most severe first), and the held trials."""
+    from rrma.log.state import SEVERITY_RANK
+
+    if not state.findings:
+        return
+    console.print(Text("audit findings", style="bold"))
+    for tid in state.order:
+        t = state.trials[tid]
+        if not t.findings:
+            continue
+        ranked = sorted(t.findings, key=lambda f: (f["dismissed"] is not None, -SEVERITY_RANK[f["severity"]], f["seq"]))
+        for f in ranked:
+            cites = ", ".join(str(e["seq"]) for e in f["evidence"])
+            line = Text.assemble(plain(f"{tid} "), (f"{f['severity']:<4}", SEVERITY_STYLE.get(f["severity"], "")),
+                                 plain(f" {f['kind']} (seq {f['seq']}, {f['source']}): {f['explanation']}"
+                                       + (f" [cites {cites}]" if cites else "")))
+            if f["dismissed"] is not None:
+                d = f["dismissed"]
+                line.append_text(plain(f" · dismissed by {d['by']}: {d['note']}"))
+            if f["held"] and t.held:
+                line.append(" · held for review", style="bold red")
+            console.print(line, soft_wrap=True)
 
 
 def trial_checks(t: Any) -> str:

@@ -483,6 +483,8 @@ def run_summary(state: RunState, task: TaskConfig, wall_seconds: float) -> dict[
         "early_aborts": sum(1 for t in state.agent_trials() if t.early_abort is not None),
         "wall_seconds": round(wall_seconds, 3),
         "awaiting_review": sum(1 for t in state.agent_trials() if t.metrics.get("awaiting_review") and not t.promoted),
+        "held_for_review": len(state.held_trials()),  # a high audit finding holds them until a person reviews them
+        "audit_high": state.unresolved_high(),  # high audit findings not dismissed on trials nobody reviewed yet
     }
 
 

@@ -4,7 +4,8 @@ Each command calls one library function and turns its named exceptions into a on
 and an exit code (:mod:`cli.output`): 0 done, 1 the run (or check) failed, 2 bad input or a
 missing requirement, checked before anything is made (:mod:`cli.options`). The commands live by
 job: runs (:mod:`cli.runs`), benches (:mod:`cli.benches`), experiments (:mod:`cli.experiments`),
-reading and reporting runs (:mod:`cli.reports`), a person's reviews and orders (:mod:`cli.orders`).
+reading and reporting runs (:mod:`cli.reports`), a person's reviews and orders (:mod:`cli.orders`), the
+auditor on demand (:mod:`cli.audit`).
 
 This package never imports the TUI (``tui/`` imports it, never the other way): without a command,
 ``rrma-tui run`` without ``--headless`` and ``experiment show`` return a :class:`TuiRequest`, which
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from rich.text import Text
 
+from cli.audit import cmd_audit
 from cli.benches import cmd_bench
 from cli.experiments import cmd_experiment
 from cli.options import check_environment, resolve_run
@@ -47,7 +49,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int | TuiRequest]] = {
     "bench": cmd_bench, "run": cmd_run, "resume": cmd_resume, "verify": cmd_verify, "export": cmd_export,
     "ls": cmd_ls, "show": cmd_show, "check": cmd_check, "review": cmd_review, "task-schema": cmd_task_schema,
     "stop": cmd_control, "pause": cmd_control, "continue": cmd_control, "post": cmd_post, "steer": cmd_steer,
-    "experiment": cmd_experiment,
+    "experiment": cmd_experiment, "audit": cmd_audit,
 }
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cli.audit import add_audit_parser
 from cli.benches import bench_arguments
 
 COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema",
-            "stop", "pause", "continue", "post", "steer", "experiment")
+            "stop", "pause", "continue", "post", "steer", "experiment", "audit")
 VALUE_OPTIONS = {"--runs", "--executor", "--ray-address", "--reviewer"}
 
 
@@ -97,6 +98,8 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="print a run's summary and trials")
     p.add_argument("run", type=Path)
     _common(p, suppress=True)
+
+    add_audit_parser(sub, _common)
 
     p = sub.add_parser("check", help="check one proof of one theorem; prints a JSON verdict")
     p.add_argument("prover", choices=["lean", "coq"])

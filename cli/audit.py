@@ -23,10 +23,8 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.options import resolve_run
-from cli.output import EXIT_OK, CliError, console, plain
+from cli.output import EXIT_OK, CliError, console, err, plain
 from cli.reports import SEVERITY_STYLE
-
-MODEL_BACKENDS = ("anthropic", "openai")  # judge backends that cannot run without --model
 
 
 def add_audit_parser(sub: Any, common: Any) -> None:
@@ -37,7 +35,8 @@ def add_audit_parser(sub: Any, common: Any) -> None:
     p.add_argument("--trial", action="append", default=[], metavar="T",
                    help="audit only this trial (repeat for several; default: every finished agent trial)")
     p.add_argument("--judge", metavar="BACKEND",
-                   help="also ask an LLM judge (anthropic, openai; off by default); needs --model")
+                   help="also ask an LLM judge (anthropic, or openai: any OpenAI-compatible server such as vLLM "
+                   "via $OPENAI_BASE_URL; off by default); needs --model")
     p.add_argument("--model", metavar="M", help="the judge's model")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per line per finding (trial, kind, severity, source, explanation, evidence)")
@@ -55,7 +54,7 @@ def make_judge(backend: str | None, model: str | None) -> Any:
         if model is not None:
             raise CliError("--model names the judge's model: give --judge BACKEND too")
         return None
-    if not model and backend in MODEL_BACKENDS:
+    if not model:
         raise CliError(f"--judge {backend} needs --model (the judge's model name)")
     from rrma import plugins
     from rrma.contracts import AgentError
@@ -86,14 +85,36 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.json:
         for finding in findings:
             print(json_line(finding), flush=False)
+        judge_lines(judge, json_mode=True)
         return EXIT_OK
     held = _held(run_dir)
     print_findings(findings)
     wrote = "would write" if args.dry_run else "written"
     new = sum(1 for f in findings if f.get("seq") is None) if args.dry_run else report.written
+    judge_lines(judge, json_mode=False)
     console.print(plain(f"{len(findings)} finding(s), {new} new {wrote}; {report.trials} trial(s) audited; "
                         f"{held} trial(s) held for review"), soft_wrap=True)
     return EXIT_OK
+
+
+def judge_lines(judge: Any, *, json_mode: bool) -> None:
+    """After an audit with ``--judge``: which judge ran, and its problems (a reply it could not read, a failed
+    call after which it stopped, verdicts dropped for evidence not in the log). On stderr with ``--json``, so
+    stdout stays one finding a line. The audit still ran: the rules' findings stand, the exit code is 0."""
+    if judge is None:
+        return
+    out = err if json_mode else console
+    describe = getattr(getattr(judge, "complete", None), "describe", None)
+    what = describe() if callable(describe) else f"{getattr(judge, 'backend', '')} {getattr(judge, 'model', '')}"
+    dropped = list(getattr(judge, "dropped", []))
+    out.print(plain(f"judge: {what}, prompt {getattr(judge, 'prompt_version', '?')}, {getattr(judge, 'calls', 0)} "
+                    f"call(s), {len(dropped)} verdict(s) dropped for evidence not in the log"), soft_wrap=True)
+    summary = getattr(judge, "summary", None)
+    for line in (summary() if callable(summary) else []):
+        err.print(plain(f"rrma-tui: judge: {line}"))
+    if not json_mode:
+        for line in dropped[:10]:
+            console.print(plain(f"  dropped: {line}"), soft_wrap=True)
 
 
 def json_line(finding: dict[str, Any]) -> str:

@@ -180,3 +180,87 @@ def test_a_held_trial_in_the_summary_show_dismissal_review_verify_and_export(tmp
     assert others and all(r["dismissed_seq"] is None for r in others)
     assert call(capsys, "export", str(run), "--sqlite", str(db_path))[0] == 0  # unchanged: skipped, same rows
     assert db["audit_findings"].count == len(rows)
+
+
+class FakeOpenAI:
+    """A chat-completions endpoint on localhost: every request gets ``reply`` (a str: the message content; an
+    int: that HTTP error status). ``requests`` keeps what was asked."""
+
+    def __init__(self, reply: str | int) -> None:
+        import http.server
+        import threading
+
+        fake = self
+        self.reply = reply
+        self.requests: list[dict[str, object]] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append({"path": self.path, **body})
+                if isinstance(fake.reply, int):
+                    payload = {"error": {"message": "bad request from the fake", "type": "invalid_request_error"}}
+                    status = fake.reply
+                else:
+                    payload = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": fake.reply}}],
+                               "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}
+                    status = 200
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                return None
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_the_judge_over_an_openai_compatible_server(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    plant(run)
+    claim = next(e.seq for e in RunStore(run).scan().events if e.kind == "agent.turn" and "0.0003" in (e.data.text or ""))
+    verdicts = {"quotes": [], "verdicts": [
+        {"kind": "claim_mismatch", "severity": "high", "explanation": "claims a loss the oracle never gave",
+         "evidence": [{"seq": claim, "quote": "loss 0.0003, verified"}]},
+        {"kind": "copied", "severity": "warn", "explanation": "invented", "evidence": [{"seq": 99999, "quote": "x"}]},
+    ]}
+    fake = FakeOpenAI(json.dumps(verdicts))
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.url)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    try:
+        code, out, err = call(capsys, "audit", str(run), "--judge", "openai", "--model", "judge-m", "--json")
+        assert code == 0, err
+        assert len(fake.requests) == 4 and {r["model"] for r in fake.requests} == {"judge-m"}  # one call per trial
+        lines = [json.loads(x) for x in out.splitlines()]
+        [judged] = [x for x in lines if x["source"] != "rule"]
+        assert (judged["trial"], judged["kind"], judged["severity"], judged["source"]) == (
+            "t0003", "claim_mismatch", "high", "judge:judge-m")
+        assert judged["model"] == "judge-m" and judged["prompt_version"] and judged["evidence"][0]["seq"] == claim
+        assert "judge: openai judge-m" in err and "verdict(s) dropped" in err  # the invented citation is dropped
+        code, out, _ = call(capsys, "audit", str(run), "--judge", "openai", "--model", "judge-m")
+        assert code == 0 and "0 new written" in out and "judge: openai judge-m" in out
+        state = RunState.fold(RunStore(run).scan().events)
+        assert sum(1 for f in state.findings if f["source"] == "judge:judge-m") == 1  # written once
+
+        fake.reply = 400  # a failed call: the judge stops, the rules' findings stand, the audit still ran
+        plant(run)
+        code, out, err = call(capsys, "audit", str(run), "--judge", "openai", "--model", "judge-m")
+        assert code == 0 and "rrma-tui: judge:" in err and "failed" in err, err
+    finally:
+        fake.close()
+    db_path = tmp_path / "out.db"
+    assert call(capsys, "export", str(run), "--sqlite", str(db_path))[0] == 0
+    [row] = [r for r in sqlite_utils.Database(db_path)["audit_findings"].rows if r["source"] == "judge:judge-m"]
+    assert row["model"] == "judge-m" and row["prompt_version"] == judged["prompt_version"]

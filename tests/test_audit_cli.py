@@ -198,6 +198,7 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append({"path": self.path, **body})
+                payload: dict[str, object]
                 if isinstance(fake.reply, int):
                     payload = {"error": {"message": "bad request from the fake", "type": "invalid_request_error"}}
                     status = fake.reply

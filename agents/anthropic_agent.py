@@ -192,26 +192,31 @@ class AnthropicAgent(LLMAgent):
     # -------------------------------------------------------------- errors
 
     def transient(self, exc: Exception) -> Transient | None:
-        if isinstance(exc, anthropic.APITimeoutError):
-            return Transient("request timed out")
-        if isinstance(exc, anthropic.APIConnectionError):
-            return Transient("connection error")
-        if isinstance(exc, anthropic.APIStatusError):
-            status = exc.status_code
-            retry_after = parse_retry_after(exc.response.headers if exc.response is not None else None)
-            error_type = _error_type(exc.body)
-            if status == 200 and error_type in TRANSIENT_ERROR_TYPES:  # an `error` event inside a 200 stream
-                return Transient(f"{TRANSIENT_ERROR_TYPES[error_type]} (error event in the stream)", retry_after)
-            if status != 429 and (status == 529 or error_type == "overloaded_error"):
-                return Transient(f"overloaded ({status})", retry_after)
-            return transient_status(status, retry_after)
-        return None
+        return transient_error(exc)
 
     def close(self) -> None:
         try:
             self.client.close()
         except Exception as exc:  # closing must not hide the run's real outcome
             raise AgentError(self.redactor.text(f"closing the Anthropic client failed: {exc}")) from None
+
+
+def transient_error(exc: Exception) -> Transient | None:
+    """Whether an ``anthropic`` SDK error is worth retrying: timeouts, connection errors, 429, 529/overloaded, 5xx."""
+    if isinstance(exc, anthropic.APITimeoutError):
+        return Transient("request timed out")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return Transient("connection error")
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        retry_after = parse_retry_after(exc.response.headers if exc.response is not None else None)
+        error_type = _error_type(exc.body)
+        if status == 200 and error_type in TRANSIENT_ERROR_TYPES:  # an `error` event inside a 200 stream
+            return Transient(f"{TRANSIENT_ERROR_TYPES[error_type]} (error event in the stream)", retry_after)
+        if status != 429 and (status == 529 or error_type == "overloaded_error"):
+            return Transient(f"overloaded ({status})", retry_after)
+        return transient_status(status, retry_after)
+    return None
 
 
 def _usage(u: Any) -> Usage:

@@ -158,21 +158,26 @@ class OpenAIAgent(LLMAgent):
     # -------------------------------------------------------------- errors
 
     def transient(self, exc: Exception) -> Transient | None:
-        if isinstance(exc, openai.APITimeoutError):
-            return Transient("request timed out")
-        if isinstance(exc, openai.APIConnectionError):
-            return Transient("connection error")
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            retry_after = parse_retry_after(exc.response.headers if exc.response is not None else None)
-            return transient_status(status, retry_after)
-        return None
+        return transient_error(exc)
 
     def close(self) -> None:
         try:
             self.client.close()
         except Exception as exc:
             raise AgentError(self.redactor.text(f"closing the OpenAI client failed: {exc}")) from None
+
+
+def transient_error(exc: Exception) -> Transient | None:
+    """Whether an ``openai`` SDK error is worth retrying: timeouts, connection errors, 429, 408/409, 5xx."""
+    if isinstance(exc, openai.APITimeoutError):
+        return Transient("request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return Transient("connection error")
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        retry_after = parse_retry_after(exc.response.headers if exc.response is not None else None)
+        return transient_status(status, retry_after)
+    return None
 
 
 def _usage(u: Any) -> Usage:

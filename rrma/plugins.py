@@ -22,6 +22,11 @@ An unknown name is an error naming every known name (built in and installed). A 
 module fails to import (whatever it raises) is an error naming its distribution and the cause.
 What a resolved class makes must be an :class:`~rrma.contracts.Oracle` (or an
 :class:`~rrma.contracts.Agent`): :func:`make_oracle` and :func:`make_agent` check it.
+
+The audit judge's backends (:data:`BUILTIN_JUDGES`, entry point group ``rrma.judges``) resolve the
+same way, to a function making a ``complete(system, user) -> str`` callable; :func:`make_judge`
+wraps it in :class:`~rrma.audit.judge.ModelJudge`, and every failure is a
+:class:`~rrma.audit.judge.JudgeError` (a ValueError).
 """
 
 from __future__ import annotations
@@ -31,11 +36,13 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from rrma.audit.judge import JudgeError, ModelJudge
 from rrma.contracts import Agent, AgentError, Oracle, OracleError
 from rrma.task import AgentConfig, TaskConfig
 
 ORACLE_GROUP = "rrma.oracles"
 AGENT_GROUP = "rrma.agents"
+JUDGE_GROUP = "rrma.judges"
 
 BUILTIN_ORACLES: dict[str, str] = {
     "command": "oracle.command:CommandOracle",
@@ -62,6 +69,12 @@ BUILTIN_AGENTS: dict[str, str] = {
     "command": "agents.coding.agent:CommandAgent",
 }
 
+# the audit judge's backends: a function (model, *, endpoint=None, **options) -> complete(system, user) -> str
+BUILTIN_JUDGES: dict[str, str] = {
+    "anthropic": "agents.judge:anthropic_completer",
+    "openai": "agents.judge:openai_completer",  # any OpenAI-compatible endpoint: OpenAI, vLLM (OPENAI_BASE_URL)
+}
+
 
 @dataclass(frozen=True)
 class Plugin:
@@ -85,6 +98,7 @@ class _Family:
 
 _ORACLES = _Family("oracle kind", BUILTIN_ORACLES, ORACLE_GROUP, Oracle, OracleError)
 _AGENTS = _Family("agent backend", BUILTIN_AGENTS, AGENT_GROUP, Agent, AgentError)
+_JUDGES = _Family("judge backend", BUILTIN_JUDGES, JUDGE_GROUP, object, JudgeError)
 
 
 def _distribution(point: EntryPoint) -> str:
@@ -206,17 +220,57 @@ def make_agent(config: AgentConfig, task: TaskConfig, seed: int = 0) -> Agent:
     return made
 
 
+def find_judge(backend: str) -> Plugin:
+    """Where judge ``backend`` points, without importing it (JudgeError when unknown or clashing)."""
+    return _find(_JUDGES, backend)
+
+
+def known_judges() -> list[str]:
+    """Every judge backend: built in and installed."""
+    return _known(_JUDGES)
+
+
+def make_judge(backend: str, model: str | None, *, endpoint: str | None = None,
+               options: dict[str, Any] | None = None) -> ModelJudge:
+    """The audit judge (rrma/audit/judge.py) asking ``model`` on ``backend``; off unless a caller makes one.
+
+    ``endpoint`` overrides the backend's URL (else ``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL``);
+    ``options`` go to the backend's completer (timeout_s, max_tokens, retry_attempts, ...). Every
+    failure to make it (unknown backend, no model, no key, a bad option) is a :class:`JudgeError`.
+    """
+    plugin = find_judge(backend)
+    if not model:
+        raise JudgeError(f"judge backend {backend!r} needs a model (--model M)")
+    factory = _load(_JUDGES, plugin)
+    try:
+        complete = factory(model, endpoint=endpoint, **(options or {}))
+    except JudgeError:
+        raise
+    except (AgentError, ValueError, TypeError) as exc:
+        raise JudgeError(f"judge backend {backend!r}: {exc}") from exc
+    if not callable(complete):
+        raise JudgeError(f"judge backend {backend!r} ({plugin.target}) made a {type(complete).__name__}, "
+                         "not a complete(system, user) -> str callable")
+    return ModelJudge(model, complete, backend=backend)
+
+
 __all__ = [
     "AGENT_GROUP",
     "BUILTIN_AGENTS",
+    "BUILTIN_JUDGES",
     "BUILTIN_ORACLES",
+    "JUDGE_GROUP",
     "ORACLE_GROUP",
+    "JudgeError",
     "Plugin",
     "find_agent",
+    "find_judge",
     "find_oracle",
     "known_agents",
+    "known_judges",
     "known_oracles",
     "make_agent",
+    "make_judge",
     "make_oracle",
     "make_task_oracle",
     "resolve_agent",

@@ -156,6 +156,7 @@ def test_a_held_trial_in_the_summary_show_dismissal_review_verify_and_export(tmp
     assert code == 0 and "by human:alice" in out and "a dismissal does not promote it" in out
     state = read_state(run)
     assert not state.trials[first].promoted and state.trials[first].metrics.get("awaiting_review")
+    assert state.trials[first].held  # a dismissal clears the finding, not the hold: only a review lifts it
     code, out, _ = call(capsys, "audit", str(run), "--dismiss", str(seq), "--note", "again")
     assert code == 2
     assert call(capsys, "review", str(run), first, "approve", "--reviewer", "bob")[0] == 0

@@ -112,9 +112,10 @@ class TrialRecord:
 
     @property
     def held(self) -> bool:
-        """A ``high`` audit finding holds its promotion and no person has reviewed it yet ("held for review")."""
-        return (not self.promoted and self.review_status == "unreviewed"
-                and any(f["held"] and f["dismissed"] is None for f in self.findings))
+        """A ``high`` audit finding held its promotion and no person has reviewed it yet ("held for review").
+
+        Dismissing the finding does not lift the hold: only a review does (an approval promotes it)."""
+        return not self.promoted and self.review_status == "unreviewed" and any(f["held"] for f in self.findings)
 
     @property
     def review_signed(self) -> bool | None:

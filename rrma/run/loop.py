@@ -543,7 +543,7 @@ def start_run(
         store.append("run.started", "harness", {"run_id": run_id, "task_name": task.name, "task": snapshot,
                                                 "seed": seed, "versions": found, "run_json_sha256": run_json_sha256,
                                                 "head_record": True, "agents": described, "experiment": experiment,
-                                                "held_out": [str(p) for p in oracle.held_out()]})
+                                                "held_out": list(dict.fromkeys(str(p) for p in oracle.held_out()))})
         return _drive(store, task, seed, oracle, executor, stop, on_event, agents, agent_count)
 
 

@@ -96,7 +96,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from rrma.log.events import DATA_TYPES, SCHEMA_VERSION
-from rrma.log.state import AgentRecord, RunState, TrialRecord
+from rrma.log.state import SEVERITY_RANK, AgentRecord, RunState, TrialRecord
 from rrma.log.store import EVENTS, RunStore
 from rrma.log.tail import LineTail
 
@@ -380,7 +380,9 @@ class _Tally:
             self.claims -= old[2]
         if rec is None or rec.baseline:
             return
-        review = rec.status == "ok" and not rec.reviews
+        # as RunState.pending_review: scored, or with an open warn/high audit finding (the queue lists those too)
+        review = rec.finished and (rec.status == "ok" or SEVERITY_RANK.get(rec.audit_level or "info", 0) >= 1) \
+            and not rec.reviews
         part = self.parts[tid] = (rec.status, review, review and self.claim(rec))
         self.counts[part[0]] = self.counts.get(part[0], 0) + 1
         self.to_review += part[1]
@@ -1173,9 +1175,12 @@ def _state_from(doc: dict[str, Any]) -> RunState:
     state.agents = _records(doc["agents"], AgentRecord, _AGENT_FIELDS)
     state.best_history = [(str(tid), score) for tid, score in state.best_history]  # tuples, as the fold makes
     by_seq = {review["seq"]: review for review in state.reviews}  # one review dict per review, as after a fold
+    found = {finding["seq"]: finding for finding in state.findings}  # and one dict per audit finding
     for rec in state.trials.values():
         if rec.reviews:
             rec.reviews = [by_seq.get(review["seq"], review) for review in rec.reviews]
+        if rec.findings:
+            rec.findings = [found.get(finding["seq"], finding) for finding in rec.findings]
     return state
 
 

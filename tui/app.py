@@ -3,8 +3,9 @@
 Opened by the ``rrma-tui`` entry point (tui/main.py) through :func:`run_app`; ``python -m tui.app
 [--runs DIR] [RUN]`` runs it without the CLI. The app owns the jobs that are not about one screen:
 runs started with ``ctrl+n`` or ``rrma-tui run TASK.yaml`` (each a headless driver process of its
-own, tui/driver.py, so a run can outlive the TUI), waiting for those to begin (group ``driver``)
-and review writes (group ``review``, through rrma.log.review like ``rrma-tui review``).
+own, tui/driver.py, so a run can outlive the TUI), waiting for those to begin (group ``driver``),
+review writes (group ``review``, through rrma.log.review like ``rrma-tui review``) and dismissals
+of audit findings (group ``audit``, through rrma.audit.auditor.dismiss_finding).
 
 It is also the one place that knows every screen: screens never import one another, they post
 the messages of tui/messages.py and the handlers here push the screen asked for.
@@ -35,6 +36,7 @@ from rrma.log.reader import utcnow
 from rrma.log.store import RunStore
 from tui.dialogs import HelpScreen, NewRunScreen, QuitRunScreen, binding_rows
 from tui.messages import (
+    FindingDismissed,
     OpenCompare,
     OpenLineage,
     OpenProofTree,
@@ -87,6 +89,14 @@ class RRMAApp(App[int]):
         decision: str
         reviewer: str
         promoted: bool
+
+    @dataclass
+    class DismissalRecorded(Message):
+        """An audit.dismissed event was appended to the run log."""
+
+        trial_id: str
+        finding_seq: int
+        reviewer: str
 
     @dataclass
     class RunStarted(Message):
@@ -290,7 +300,7 @@ class RRMAApp(App[int]):
 
     @on(OpenTrace)
     def _open_trace(self, message: OpenTrace) -> None:
-        self.push_screen(TraceScreen(message.session, trial_id=message.trial_id))
+        self.push_screen(TraceScreen(message.session, trial_id=message.trial_id, cited=message.cited))
 
     @on(OpenLineage)
     def _open_lineage(self, message: OpenLineage) -> None:
@@ -344,6 +354,31 @@ class RRMAApp(App[int]):
     def _review_recorded(self, message: ReviewRecorded) -> None:
         extra = " and promoted" if message.promoted else ""
         self.notify(f"{message.decision} {message.trial_id} by {message.reviewer} recorded{extra}")
+
+    # ------------------------------------------------------------------ audit findings
+
+    @on(FindingDismissed)
+    def _finding_dismissed(self, message: FindingDismissed) -> None:
+        session = message.session
+        self._write_dismissal(session.run_dir, message.trial_id, message.finding_seq, session.reviewer, message.note)
+
+    @work(thread=True, group="audit", exit_on_error=False)
+    def _write_dismissal(self, run_dir: Path, trial_id: str, finding_seq: int, reviewer: str, note: str) -> None:
+        """Append the dismissal (rrma.audit.auditor.dismiss_finding: refused, as an AuditError the failure handler
+        shows, when the finding is unknown or was dismissed meanwhile); the tail brings it to every screen."""
+        from rrma.audit.auditor import dismiss_finding
+        from rrma.log.reader import read_state
+
+        store = RunStore(run_dir)
+        try:
+            dismiss_finding(store, read_state(run_dir, turns=False), finding_seq, reviewer=reviewer, note=note)
+        finally:
+            store.close()
+        self.post_message(self.DismissalRecorded(trial_id, finding_seq, reviewer))
+
+    @on(DismissalRecorded)
+    def _dismissal_recorded(self, message: DismissalRecorded) -> None:
+        self.notify(f"finding seq {message.finding_seq} on {message.trial_id} dismissed by {message.reviewer}")
 
     # ------------------------------------------------------------------ misc
 

@@ -1,8 +1,8 @@
 """Modal dialogs: each asks one thing and answers through ``dismiss``; none opens a screen.
 
 The help (every active key), a review's note, what run to start, a trial by id, where to export
-a run, an order for the live driver (stop, pause or continue, a blackboard post, a steer note)
-and what to do with runs started here when the TUI quits. A screen pushes one with a callback
+a run, an order for the live driver (stop, pause or continue, a blackboard post, a steer note),
+the note dismissing an audit finding, and what to do with runs started here when the TUI quits. A screen pushes one with a callback
 for the answer; any screen may use them, as they import no screen (tui/messages.py says how
 screens reach each other).
 """
@@ -25,7 +25,7 @@ from textual.widgets import Input, Label, Static
 from rrma.log.review import ReviewError, superseded_review
 from rrma.log.state import RunState
 from rrma.task import TaskError
-from tui.messages import ReviewDecided
+from tui.messages import FindingDismissed, ReviewDecided
 from tui.screens.base import RunSession
 
 _TRAILING_NUMBER = re.compile(r"\d+$")
@@ -368,3 +368,27 @@ def ask_review(screen: Screen[Any], session: RunSession, trial_id: str, decision
         screen.post_message(ReviewDecided(session, trial_id, decision, note))
 
     screen.app.push_screen(NoteScreen(decision, trial_id, replaces), done)
+
+
+# ----------------------------------------------------------------------------- an audit finding's dismissal
+
+
+def ask_dismissal(screen: Screen[Any], session: RunSession, finding: dict[str, Any]) -> None:
+    """Ask for the note dismissing an audit finding (the confirmation: Enter writes, Esc cancels; a note is
+    required), then post :class:`FindingDismissed` from ``screen``; the app appends the ``audit.dismissed``."""
+    if finding["dismissed"] is not None:
+        by = finding["dismissed"]
+        screen.notify(f"this finding was dismissed already by {by['by']} (seq {by['seq']})", severity="warning")
+        return
+    trial_id = finding["trial_id"]
+    detail = (f"{finding['explanation']}\n\nA dismissal is permanent: an audit.dismissed event with your note goes "
+              "into the run's log, and the finding stays there, no longer counted as unresolved. It approves "
+              "nothing: a trial the finding held still waits for a review (y approves).")
+
+    def done(answer: OrderInput | None) -> None:
+        if answer is not None:
+            screen.post_message(FindingDismissed(session, trial_id, int(finding["seq"]), answer.text))
+
+    screen.app.push_screen(OrderScreen(
+        f"Dismiss the {finding['severity']} {finding['kind']} finding on {trial_id} (seq {finding['seq']}) "
+        f"as human:{session.reviewer}?", detail, "why the finding is wrong or does not matter", required=True), done)

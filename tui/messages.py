@@ -1,4 +1,4 @@
-"""What a screen asks of the app: open another screen, start or resume a run, record a review.
+"""What a screen asks of the app: open another screen, start or resume a run, record a review or a dismissal.
 
 Screens never import one another. A screen posts one of these messages to itself; it bubbles to
 the app, whose handlers (tui/app.py) push the screen asked for, start the driver or append the
@@ -55,6 +55,9 @@ class OpenTrace(Message):
 
     session: RunSession
     trial_id: str | None = None
+    # an audit finding's cited seqs: the trace opens on the first that is an agent turn (else the turn before
+    # the first: a finding may cite a proposal or a blackboard post)
+    cited: tuple[int, ...] = ()
 
 
 @dataclass
@@ -96,4 +99,15 @@ class ReviewDecided(Message):
     session: RunSession
     trial_id: str
     decision: str
+    note: str
+
+
+@dataclass
+class FindingDismissed(Message):
+    """A person confirmed the dismissal of an audit finding, with a note (tui.dialogs.ask_dismissal): the app
+    appends it (rrma.audit.auditor.dismiss_finding)."""
+
+    session: RunSession
+    trial_id: str
+    finding_seq: int  # seq of the audit.finding event
     note: str

@@ -31,7 +31,8 @@ SCREENS: dict[str, list[type]] = {  # docs/tui.md section -> the classes whose B
 DISPLAY = {"escape": "Esc", "enter": "Enter", "slash": "/", "question_mark": "?", "exclamation_mark": "!",
            "left_square_bracket": "[", "right_square_bracket": "]", "left_curly_bracket": "{",
            "right_curly_bracket": "}", "down": "↓", "up": "↑"}
-LOG_WRITES = {"decide", "stop_run", "pause_run", "post", "steer", "resume_run"}  # actions that append to the log
+LOG_WRITES = {"decide", "stop_run", "pause_run", "post", "steer", "resume_run",
+              "dismiss_finding"}  # actions that append to the log
 
 
 def bindings(cls: type) -> list[tuple[str, str]]:
@@ -73,7 +74,7 @@ def test_each_key_means_one_thing_on_every_screen() -> None:
 def test_keys_that_write_to_the_log_are_used_for_nothing_else() -> None:
     writers = {key for classes in SCREENS.values() for cls in classes for key, action in bindings(cls)
                if action in LOG_WRITES}
-    assert {"y", "x", "!", "u", "h", "w", "m", "i", "R"} <= writers
+    assert {"y", "x", "!", "u", "h", "w", "m", "i", "R", "X"} <= writers
     for classes in SCREENS.values():
         for cls in classes:
             for key, action in bindings(cls):

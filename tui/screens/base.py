@@ -75,6 +75,7 @@ FAILURE_TITLES = {  # worker group -> what a failure in it means to the user
     "driver": "the run's driver failed", "review": "review not recorded", "runs": "cannot list the runs",
     "tail": "cannot read the run", "index": "cannot index the trace", "search": "search failed",
     "control": "order not sent", "compare": "cannot compare the trials", "export": "export failed",
+    "audit": "dismissal not recorded",
 }
 
 

@@ -436,6 +436,8 @@ def _review_cell(rec: TrialRecord) -> Text:
     if rec.review_status != "unreviewed":
         label, style = REVIEW_GLYPH.get(rec.review_status, (rec.review_status, ""))
         return Text(f"{label} by {rec.reviews[-1]['reviewer']}", style)
+    if rec.held:
+        return Text("held for review (a high audit finding)", "bold red")
     return Text("awaiting review (held by the hitl gate)", "yellow") if is_claim(rec) else Text("unreviewed", "dim")
 
 

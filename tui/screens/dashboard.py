@@ -35,6 +35,7 @@ from rrma.log.control import (
     send_steer,
 )
 from rrma.log.reader import RawEvent, RunModel, Torn, TrialTally, TurnIndex, age, human_duration, parse_ts
+from rrma.log.state import RunState
 from rrma.log.store import EVENTS, read_head
 from rrma.task import is_self_reported
 from tui.dialogs import ExportScreen, OrderInput, OrderScreen, TrialPickScreen
@@ -43,7 +44,18 @@ from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.score_chart import ScoreChart
-from tui.widgets.trial_text import BEST, CLAIM, STATUS_GLYPH, Part, fit_line, fmt_score, is_claim, trial_cells
+from tui.widgets.trial_text import (
+    BEST,
+    CLAIM,
+    HELD,
+    MARKS,
+    STATUS_GLYPH,
+    Part,
+    fit_line,
+    fmt_score,
+    is_claim,
+    trial_cells,
+)
 
 SORTS = ["order", "score", "delta", "seconds", "agent", "status"]
 REDRAW_INTERVAL = 0.1  # seconds between live redraws (updates in between are coalesced); the tail polls as often
@@ -132,6 +144,7 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
             char, style = STATUS_GLYPH[status_name]
             line3.append((Text(f" {char} {status_name} {counts[status_name]} ", style), 2))
     line3.append((Text(f"  to review {to_review}", "dim"), 0))
+    line3 += audit_parts(state)
     if state.last_ts:
         line3.append((Text(f"  last event {age(state.last_ts, now)} ago", "dim"), 3))
     text = Text()
@@ -140,6 +153,21 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
             text.append("\n")
         text.append_text(fit_line(line, width))
     return text
+
+
+def audit_parts(state: RunState) -> list[Part]:
+    """``audit: 2 high`` (high findings no reviewer has dismissed, on trials no person has reviewed) and how
+    many trials they hold for review (``⚖ 1 held for review``); nothing when there are none. A pass over the
+    findings only (few)."""
+    high = state.unresolved_high()
+    held = {f["trial_id"] for f in state.findings if f["held"] and f["dismissed"] is None
+            and (rec := state.trials.get(f["trial_id"])) is not None and rec.held}
+    if not high and not held:
+        return []
+    parts: list[Part] = [(Text(f"  audit: {high} high", "bold red"), 0)]
+    if held:
+        parts.append((Text(f", {HELD} {len(held)} held for review", MARKS["held"][1]), 1))
+    return parts
 
 
 def agents_table(session: RunSession) -> Table:

@@ -1,4 +1,6 @@
-"""The review queue: trials awaiting a person's decision, would-be bests first.
+"""The review queue: trials awaiting a person's decision, the most severe audit finding first, then
+would-be bests (RunState.pending_review's order). The ``audit`` column says the severity of a trial's
+most severe open finding and how many are open.
 
 A decision (approve, reject, flag, with a note) is a ``review`` event appended by the app's
 review worker (through rrma.log.review); this screen learns about it like every other reader,
@@ -26,8 +28,11 @@ from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.trial_text import (
     CLAIM,
+    HELD,
     MARKS,
+    audit_cell,
     change_renderable,
+    findings_text,
     fmt_score,
     fmt_sigma,
     is_claim,
@@ -35,7 +40,8 @@ from tui.widgets.trial_text import (
 )
 
 QUEUE_COLUMNS = [
-    Column("id", "id", 7), Column("claim", "kind", 10, drop=1), Column("agent", "agent", 10, drop=3),
+    Column("id", "id", 7), Column("audit", "audit", 6), Column("claim", "kind", 10, drop=1),
+    Column("agent", "agent", 10, drop=3),
     Column("score", "score", 9, "right"), Column("delta", "Δσ", 7, "right", drop=2),
     Column("hypothesis", "hypothesis", 0, drop=4),
 ]
@@ -89,9 +95,11 @@ class ReviewScreen(RunScreen):
         table = self.query_one("#queue", LineTable)
         table.set_rows(ids)
         claims = sum(1 for t in ids if is_claim(self.state.trials[t]))
+        held = sum(1 for t in ids if self.state.trials[t].held)
         views = "  ".join(f"[{v}]" if v == self.view else v for v in VIEWS)
         self.query_one("#review-title", Static).update(Text.assemble(
             ("review queue ", "bold"), f"{len(ids)} trial(s) {self.view}",
+            (f"  {HELD} {held} held by the audit", MARKS["held"][1]) if held and self.view == "to review" else "",
             (f"  {CLAIM} {claims} held by the hitl gate", "yellow") if claims and self.view == "to review" else "",
             ("   reviewer ", "dim"), self.session.reviewer, ("   f: ", "dim"), (views, "dim"),
         ))
@@ -104,8 +112,8 @@ class ReviewScreen(RunScreen):
         if mark is None and rec.review_status != "unreviewed":
             mark = rec.review_status
         kind = Text(f"{MARKS[mark][0]} {mark}", MARKS[mark][1]) if mark is not None else Text("trial")
-        return [rec.trial_id, kind, rec.agent, fmt_score(rec.score), fmt_sigma(state.delta_sigma_of(rec.score)),
-                rec.hypothesis]
+        return [rec.trial_id, audit_cell(rec), kind, rec.agent, fmt_score(rec.score),
+                fmt_sigma(state.delta_sigma_of(rec.score)), rec.hypothesis]
 
     def _show(self, trial_id: str | None) -> None:
         target = self.query_one("#review-detail-text", Static)
@@ -116,6 +124,10 @@ class ReviewScreen(RunScreen):
         parts: list[RenderableType] = [
             Text.assemble((rec.trial_id, "bold"), f" by {rec.agent}, parent {rec.parent or '-'}"),
             Text(rec.hypothesis),
+        ]
+        if rec.findings:  # Enter opens the trial, whose findings list jumps to the cited turns and dismisses
+            parts += [Rule("audit findings", align="left"), findings_text(rec)]
+        parts += [
             Rule("outcome", align="left"),
             Text(f"{rec.status} {fmt_score(rec.score)} ({fmt_sigma(self.state.delta_sigma_of(rec.score)) or '-'} vs baseline)"),
             Text(rec.feedback, "italic"),

@@ -2,7 +2,8 @@
 
 Turns are never all loaded: the list is a :class:`LineTable` over indices into the run's turn
 index, each visible row and the selected step read from the log with ``pread`` (LRU-cached).
-Filters: agent (cycle with ``a``) and trial (``t`` toggles the trial of the current step). A
+Filters: agent (cycle with ``a``) and trial (``t`` toggles the trial of the current step). An
+audit finding opens it on the turn it cites (the trial view's Enter on a finding). A
 trial's turns are those that name it plus, for turns that name no trial, the same agent's turns
 since its previous proposal (what the agent did on the way to that proposal). Search runs in a
 worker over the filtered turns, from the current step on.
@@ -80,10 +81,12 @@ class TraceScreen(RunScreen):
         query: str
         index: int | None  # turn index of the match, None if none
 
-    def __init__(self, session: RunSession, *, agent: str | None = None, trial_id: str | None = None) -> None:
+    def __init__(self, session: RunSession, *, agent: str | None = None, trial_id: str | None = None,
+                 cited: tuple[int, ...] = ()) -> None:
         super().__init__(session)
         self.agent_filter = agent
         self.trial_filter = trial_id
+        self.cited = list(cited)  # an audit finding's cited seqs, until the cursor is on the turn they point at
         self.query_text = ""
         self._proposals: dict[str, list[tuple[int, str]]] = {}
         self._palette: Palette | None = None
@@ -104,8 +107,9 @@ class TraceScreen(RunScreen):
         table.focus()
         table.border_title = "turns"
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+        jumping = bool(self.cited)
         self.refresh_view([])
-        if self.trial_filter is None and self.state.finish_reason:  # a finished run reads from its start
+        if self.trial_filter is None and self.state.finish_reason and not jumping:  # a finished run reads from its start
             table.action_edge(0)
             table.following = False
 
@@ -174,8 +178,42 @@ class TraceScreen(RunScreen):
         table = self.query_one("#turns", LineTable)
         table.live_end = "bottom" if self.trial_filter is None else None  # a trial's turns are history
         table.set_rows([str(i) for i in self.filtered()])
+        if self.cited:
+            self._go_to_cited()
         self._title()
         self._show(table.cursor_key)
+
+    def _go_to_cited(self) -> None:
+        """Put the cursor on the first cited seq that is an agent turn (turns are in seq order); when none is
+        (a finding citing a proposal or a post), on the last turn of the list before the first cited seq.
+        Waits for the turn index while it is incomplete (the turn may be among those not indexed yet)."""
+        model = self.model
+        if model is None:
+            return
+        turns = model.turns
+        found = None
+        for seq in self.cited:
+            i = bisect.bisect_left(turns, seq, key=lambda t: t.seq)
+            if i < len(turns) and turns[i].seq == seq:
+                found = i
+                break
+        if found is None and not model.turns_indexed:
+            return
+        cited, self.cited = self.cited, []
+        table = self.query_one("#turns", LineTable)
+        if found is not None:
+            if table.index_of(str(found)) is None and self.trial_filter is not None:
+                self.trial_filter = None  # attributed to no trial or another one: show every turn
+                table.live_end = "bottom"
+                table.set_rows([str(i) for i in self.filtered()])
+            table.move_to(str(found))
+            return
+        before = [key for key in table.rows if turns[int(key)].seq < cited[0]]
+        if before:
+            table.move_to(before[-1])
+            self.notify(f"seq {cited[0]} is not an agent turn: the turn before it")
+        else:
+            self.notify(f"no agent turn before seq {cited[0]}", severity="warning")
 
     def _title(self) -> None:
         model = self.model

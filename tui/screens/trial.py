@@ -1,25 +1,38 @@
-"""The trial view: hypothesis, diff (or proof), outcome and feedback, log tail, lineage, reviews."""
+"""The trial view: audit findings, hypothesis, diff (or proof), outcome and feedback, log tail, lineage, reviews.
+
+A trial with audit findings (rrma/audit) lists them in a small table above the rest, open ones
+most severe first: Enter on one opens the trace on the turn it cites, ``X`` dismisses it with a
+note (an ``audit.dismissed`` event, asked first like a review). The body repeats each finding in
+full (explanation, the cited seqs with their quotes, who dismissed it and why).
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.rule import Rule
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from rrma.log.reader import RawEvent
-from tui.dialogs import ask_review
+from tui.dialogs import ask_dismissal, ask_review
 from tui.messages import OpenCompare, OpenProofTree, OpenTrace
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
+from tui.widgets.line_table import Column, LineTable
 from tui.widgets.trial_text import (
     CLAIM,
+    HELD,
     MARKS,
     REVIEW_GLYPH,
     change_renderable,
+    finding_cells,
+    findings_text,
     fmt_score,
     fmt_sigma,
     glyph,
@@ -27,10 +40,17 @@ from tui.widgets.trial_text import (
     lineage_text,
     log_tail,
     marker_name,
+    ordered_findings,
     proposal_of,
     reviews_text,
     search_renderable,
 )
+
+FINDING_COLUMNS = [
+    Column("severity", "sev", 4), Column("kind", "kind", 16), Column("source", "source", 10, drop=3),
+    Column("cites", "seqs", 9, drop=2), Column("explanation", "explanation", 0, drop=1),
+]
+FINDING_ROWS = 4  # findings shown at once (more scroll); the table is as tall as its rows up to this
 
 
 class TrialScreen(RunScreen):
@@ -47,6 +67,9 @@ class TrialScreen(RunScreen):
         Binding("x", "decide('reject')", "Reject"),
         Binding("exclamation_mark", "decide('flag')", "Flag", key_display="!"),
         Binding("u", "decide('withdraw')", "Withdraw review", show=False),
+        # audit findings: Enter opens the trace on the highlighted finding's cited turn; X dismisses it (a write: asks)
+        Binding("enter", "cited_turn", "Cited turn", show=False),
+        Binding("X", "dismiss_finding", "Dismiss finding", show=False),
         Binding("escape", "back", "Back"),
     ]
 
@@ -58,18 +81,57 @@ class TrialScreen(RunScreen):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="trial-title")
+        yield LineTable(FINDING_COLUMNS, self._finding_row, id="findings", select_label="Cited turn")
         with VerticalScroll(id="trial-body"):
             yield Static("", id="trial-content")
         yield KeysFooter()
 
     def on_mount(self) -> None:
         self.refresh_view([])
+        findings = self.query_one("#findings", LineTable)
+        if findings.display:  # Enter and X act on the findings from the start
+            findings.focus()
 
     def refresh_view(self, events: list[RawEvent]) -> None:
         if events and not any(getattr(e.data, "trial_id", None) == self.trial_id or e.kind == "trial.promoted" for e in events):
             return
         self.query_one("#trial-title", Static).update(self._title())
+        self._update_findings()
         self.query_one("#trial-content", Static).update(self._content())
+
+    # ------------------------------------------------------------------ audit findings
+
+    def findings(self) -> list[dict[str, Any]]:
+        rec = self.state.trials.get(self.trial_id)
+        return ordered_findings(rec) if rec is not None else []
+
+    def _update_findings(self) -> None:
+        table = self.query_one("#findings", LineTable)
+        findings = self.findings()
+        table.display = bool(findings)
+        if not findings:
+            if table.has_focus:
+                self.query_one("#trial-body", VerticalScroll).focus()
+            return
+        table.styles.height = min(len(findings), FINDING_ROWS) + 3  # the header and the border
+        opened = sum(1 for f in findings if f["dismissed"] is None)
+        table.border_title = f"audit findings: {opened} open of {len(findings)}"
+        table.border_subtitle = "Enter: the cited turn · X: dismiss"
+        table.set_rows([str(f["seq"]) for f in findings])
+        table.refresh_rows()
+
+    def _finding_row(self, key: str) -> list[str | Text]:
+        finding = self.finding(int(key))
+        return finding_cells(finding) if finding is not None else [key]
+
+    def finding(self, seq: int) -> dict[str, Any] | None:
+        return next((f for f in self.findings() if f["seq"] == seq), None)
+
+    def highlighted_finding(self) -> dict[str, Any] | None:
+        """The finding under the findings table's cursor (None: the trial has none)."""
+        table = self.query_one("#findings", LineTable)
+        key = table.cursor_key if table.display else None
+        return self.finding(int(key)) if key is not None else None
 
     def _title(self) -> Text:
         rec = self.state.trials.get(self.trial_id)
@@ -83,7 +145,7 @@ class TrialScreen(RunScreen):
         mark = marker_name(self.state, rec)
         if mark is not None:
             char, style = MARKS[mark]
-            text.append(f"  {char} {mark}", style)
+            text.append(f"  {char} {'held for review' if mark == 'held' else mark}", style)
         if rec.review_status != "unreviewed":
             label, style = REVIEW_GLYPH[rec.review_status]
             text.append(f"  {label}", style)
@@ -105,9 +167,14 @@ class TrialScreen(RunScreen):
             outcome.append(f"   cached from {rec.cached_from}", "cyan")
         if rec.promoted:
             outcome.append("   promoted", "green")
+        if rec.held:
+            outcome.append(f"   {HELD} held for review", MARKS["held"][1])
         if is_claim(rec):
             outcome.append(f"   {CLAIM} awaiting review", "bold yellow")
-        parts: list[RenderableType] = [
+        parts: list[RenderableType] = []
+        if rec.findings:
+            parts += [Rule("audit findings", align="left"), findings_text(rec)]
+        parts += [
             Rule("hypothesis", align="left"),
             Text(rec.hypothesis or "(none)"),
         ]
@@ -178,6 +245,31 @@ class TrialScreen(RunScreen):
 
     def action_decide(self, decision: str) -> None:
         ask_review(self, self.session, self.trial_id, decision)
+
+    @on(LineTable.Selected, "#findings")
+    def _finding_selected(self, message: LineTable.Selected) -> None:
+        message.stop()
+        self.action_cited_turn()
+
+    def action_cited_turn(self) -> None:
+        """Open the trace of this trial on the turn the highlighted finding cites."""
+        finding = self.highlighted_finding()
+        if finding is None:
+            self.notify("this trial has no audit findings")
+            return
+        cited = tuple(int(e["seq"]) for e in finding["evidence"])
+        if not cited:
+            self.notify("this finding cites no event", severity="warning")
+            return
+        self.post_message(OpenTrace(self.session, self.trial_id, cited))
+
+    def action_dismiss_finding(self) -> None:
+        """Dismiss the highlighted finding with a note (asks first; the app writes the audit.dismissed)."""
+        finding = self.highlighted_finding()
+        if finding is None:
+            self.notify("this trial has no audit findings")
+            return
+        ask_dismissal(self, self.session, finding)
 
     def action_back(self) -> None:
         self.app.pop_screen()

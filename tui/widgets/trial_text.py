@@ -15,7 +15,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from rrma.log.reader import RunModel
-from rrma.log.state import REVIEW_STATUS, RunState, TrialRecord
+from rrma.log.state import REVIEW_STATUS, SEVERITY_RANK, RunState, TrialRecord
 
 STATUS_GLYPH: dict[str, tuple[str, str]] = {
     "proposed": ("·", "dim"),
@@ -38,8 +38,10 @@ MARKS: dict[str, tuple[str, str]] = {
     "approved": ("✔", "green"),  # review in force: approve
     "rejected": ("✘", "red"),  # review in force: reject (a person's; the oracle's rejection is the status ✗)
     "flagged": ("⚑", "yellow"),  # review in force: flag
+    "held": ("⚖", "bold red"),  # a high audit finding holds a would-be best's promotion until a person reviews it
 }
-BEST, CLAIM = MARKS["best"][0], MARKS["claim"][0]
+BEST, CLAIM, HELD = MARKS["best"][0], MARKS["claim"][0], MARKS["held"][0]
+SEVERITY_STYLE = {"high": "bold red", "warn": "yellow", "info": "dim"}  # audit findings (rrma/audit)
 REVIEW_GLYPH = {status: (f"{MARKS[status][0]} {status}", MARKS[status][1]) for status in ("approved", "rejected", "flagged")}
 REVIEW_GLYPH["unreviewed"] = ("", "")
 
@@ -86,14 +88,16 @@ def fmt_sigma(value: float | None) -> str:
 
 
 def is_claim(rec: TrialRecord) -> bool:
-    """A would-be best held back by the hitl gate, not yet promoted."""
-    return bool(rec.metrics.get("awaiting_review")) and not rec.promoted
+    """A would-be best held back by the hitl gate, not yet promoted (one an audit finding holds is ``held``)."""
+    return bool(rec.metrics.get("awaiting_review")) and not rec.promoted and not rec.held
 
 
 def marker_name(state: RunState, rec: TrialRecord) -> str | None:
-    """best | claim | promoted | None: where a trial stands in the run's search for the best."""
+    """best | held | claim | promoted | None: where a trial stands in the run's search for the best."""
     if rec.trial_id == state.best_id:
         return "best" if rec.review_status == "approved" or rec.baseline else "claim"
+    if rec.held:
+        return "held"
     if is_claim(rec):
         return "claim"
     if rec.promoted:
@@ -119,7 +123,8 @@ def trial_cells(state: RunState, rec: TrialRecord) -> list[str | Text]:
         fmt_score(rec.score),
         fmt_sigma(state.delta_sigma_of(rec.score) if rec.status == "ok" else None),
         f"{rec.seconds:.1f}" if rec.finished else "",
-        Text(review[0], review[1]) if rec.review_status != "unreviewed" else (Text("awaiting", "yellow") if is_claim(rec) else ""),
+        Text(review[0], review[1]) if rec.review_status != "unreviewed" else (
+            Text(f"{HELD} held", MARKS["held"][1]) if rec.held else Text("awaiting", "yellow") if is_claim(rec) else ""),
         rec.hypothesis.replace("\n", " "),
     ]
 
@@ -253,6 +258,9 @@ def log_tail(model: RunModel, rec: TrialRecord, lines: int = 20) -> str:
 
 def reviews_text(rec: TrialRecord) -> Text:
     text = Text()
+    if rec.held:
+        text.append(f"{HELD} held for review: a high audit finding holds this would-be new best until a person "
+                    "reviews it (approve promotes it)\n", MARKS["held"][1])
     if is_claim(rec):
         text.append(f"{CLAIM} awaiting review: a would-be new best held by the hitl gate\n", "bold yellow")
     if not rec.reviews:
@@ -272,4 +280,56 @@ def reviews_text(rec: TrialRecord) -> Text:
         if review.get("note"):
             text.append(f": {review['note']}", "italic")
         text.append("\n")
+    return text
+
+
+# ----------------------------------------------------------------------------- audit findings (rrma/audit)
+
+
+def audit_cell(rec: TrialRecord) -> Text:
+    """The severity of the trial's most severe open finding and how many are open (``high 2``); empty: none."""
+    live = rec.open_findings
+    if not live:
+        return Text("")
+    level = live[0]["severity"]
+    return Text(f"{level} {len(live)}", SEVERITY_STYLE[level])
+
+
+def ordered_findings(rec: TrialRecord) -> list[dict[str, Any]]:
+    """The trial's findings as the trial view lists them: open ones most severe first, then the dismissed."""
+    return sorted(rec.findings, key=lambda f: (f["dismissed"] is not None, -SEVERITY_RANK[f["severity"]], f["seq"]))
+
+
+def finding_cells(finding: dict[str, Any]) -> list[str | Text]:
+    """severity, kind, source, cited seqs, explanation (one row of the trial view's findings)."""
+    dismissed = finding["dismissed"] is not None
+    severity = Text(finding["severity"], "dim strike" if dismissed else SEVERITY_STYLE[finding["severity"]])
+    cites = ",".join(str(e["seq"]) for e in finding["evidence"]) or "-"
+    explanation = Text(" ".join(str(finding["explanation"]).split()))
+    if dismissed:
+        explanation = Text.assemble(("dismissed · ", "dim"), (explanation.plain, "dim"))
+    return [severity, finding["kind"], finding["source"], cites, explanation]
+
+
+def findings_text(rec: TrialRecord) -> Text:
+    """Every finding of the trial in full: what, why, the cited events with their quotes, any dismissal."""
+    text = Text()
+    for i, finding in enumerate(ordered_findings(rec)):
+        if i:
+            text.append("\n")
+        dismissal = finding["dismissed"]
+        style = "dim" if dismissal is not None else SEVERITY_STYLE[finding["severity"]]
+        text.append(f"{finding['severity']} {finding['kind']}", f"{style} strike" if dismissal is not None else style)
+        source = finding["source"] + (f" ({finding['rule']})" if finding.get("rule") else "")
+        text.append(f"  {source}  seq {finding['seq']}", "dim")
+        if finding.get("held"):
+            text.append(f"  {HELD} held the promotion", MARKS["held"][1] if dismissal is None else "dim")
+        text.append(f"\n  {finding['explanation']}\n")
+        for evidence in finding["evidence"]:
+            text.append(f"  seq {evidence['seq']}", "bold")
+            text.append(f": {evidence['quote']}\n" if evidence.get("quote") else "\n", "italic")
+        if dismissal is not None:
+            text.append(f"  dismissed by {dismissal['by']} at {str(dismissal['ts'])[:19].replace('T', ' ')} "
+                        f"(seq {dismissal['seq']})", "green")
+            text.append(f": {dismissal['note']}\n" if dismissal.get("note") else "\n", "italic")
     return text

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from make_run import START, fake_clock, make_run
+from rich.text import Text
 from test_tui_screens import events_of, make_app, open_dashboard
 from tui_helpers import MessageLog, fixed_clock, plain, wait_until
 
@@ -25,7 +26,7 @@ from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
 from tui.dialogs import OrderScreen
-from tui.screens.dashboard import DashboardScreen
+from tui.screens.dashboard import DashboardScreen, audit_parts
 from tui.screens.review import ReviewScreen
 from tui.screens.trace import TraceScreen
 from tui.screens.trial import TrialScreen
@@ -134,6 +135,17 @@ def test_findings_fold_the_same_through_the_fast_reader_and_a_checkpoint(audited
     reopened.apply(chunk)
     assert state.trials["t0004"].open_findings == [] and state.unresolved_high() == 1
     assert state.trials["t0004"].findings[0]["dismissed"]["note"] == "eval.py is readable by design"
+    assert plain(Text.assemble(*(part for part, _ in audit_parts(state)))).strip() == "audit: 1 high, ⚖ 1 held for review"
+    # dismissing the finding that held t0008 clears the finding, not the hold: only a review does
+    store = RunStore(run_dir)
+    store.append("audit.dismissed", "human:carol", {"finding_seq": state.trials["t0008"].findings[0]["seq"],
+                                                    "trial_id": "t0008", "by": "human:carol", "note": "checked"})
+    store.close()
+    chunk = tail.poll()
+    assert chunk is not None
+    reopened.apply(chunk)
+    assert state.unresolved_high() == 0 and state.trials["t0008"].held
+    assert plain(Text.assemble(*(part for part, _ in audit_parts(state)))).strip() == "audit: 0 high, ⚖ 1 held for review"
 
 
 # ----------------------------------------------------------------------------- the screens

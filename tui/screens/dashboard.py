@@ -160,8 +160,8 @@ def audit_parts(state: RunState) -> list[Part]:
     many trials they hold for review (``⚖ 1 held for review``); nothing when there are none. A pass over the
     findings only (few)."""
     high = state.unresolved_high()
-    held = {f["trial_id"] for f in state.findings if f["held"] and f["dismissed"] is None
-            and (rec := state.trials.get(f["trial_id"])) is not None and rec.held}
+    held = {f["trial_id"] for f in state.findings  # a dismissal does not lift a hold: only a review does
+            if f["held"] and (rec := state.trials.get(f["trial_id"])) is not None and rec.held}
     if not high and not held:
         return []
     parts: list[Part] = [(Text(f"  audit: {high} high", "bold red"), 0)]

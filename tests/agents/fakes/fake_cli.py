@@ -136,6 +136,8 @@ class Fake:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         self.vars["run_output"] = (proc.stdout + proc.stderr).rstrip("\n")
         self.vars["run_exit"] = str(proc.returncode)
+        for name, value in re.findall(r"^(\w+):\s*(\S+)\s*$", proc.stdout, re.M):  # `loss: 4.5` -> {{out_loss}}
+            self.vars[f"out_{name}"] = value
 
     def do_choose(self, d: dict[str, Any]) -> None:
         """Pick the edit (the file, the constant, its new value) without making it yet."""
@@ -157,6 +159,36 @@ class Fake:
         target = Path(self.vars["path"])
         target.write_text(target.read_text(encoding="utf-8").replace(self.vars["old"], self.vars["new"], 1),
                           encoding="utf-8")
+
+    def do_replace(self, d: dict[str, Any]) -> None:
+        """Edit any text of a file, not only a constant: ``old`` becomes ``new`` in ``path`` (the Edit tool's
+        old_string/new_string); ``name`` (optional) says what was changed in the post and hypothesis templates."""
+        path, old, new = self.arg(d, "path"), self.arg(d, "old"), self.arg(d, "new")
+        text = Path(path).read_text(encoding="utf-8")
+        if old not in text:
+            fail(f"fake {self.tool}: {old!r} is not in {path}")
+        Path(path).write_text(text.replace(old, new, 1), encoding="utf-8")
+        self.vars.update(path=path, old=old, new=new, name=str(d.get("name", path)), value=new)
+
+    def do_shell(self, d: dict[str, Any]) -> None:
+        """Run ``command`` with ``sh -c`` where the agent is (the Bash tool's call, for real: the sandbox decides
+        what it reaches); its output in {{shell_output}}, killed with its children after ``timeout`` seconds."""
+        proc = subprocess.Popen(["sh", "-c", self.arg(d, "command")], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=float(d.get("timeout", 10)))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            out, _ = proc.communicate()
+            out += "\n[timed out]"
+        self.vars["shell_output"] = out.rstrip("\n")[:4000]
+        self.vars["shell_exit"] = str(proc.returncode)
+
+    def do_theorem(self, d: dict[str, Any]) -> None:
+        """The theorem of a proof task as the prompt gives it (``# Theorem`` then its JSON): {{theorem}}, {{statement}}."""
+        prompt = Path(os.environ["RRMA_PROMPT_FILE"]).read_text(encoding="utf-8")
+        view, _ = json.JSONDecoder().raw_decode(prompt.split("# Theorem\n", 1)[1])
+        self.vars.update(theorem=str(view["name"]), statement=str(view.get("statement", "")))
 
     def _next_demo_edit(self) -> tuple[str, str]:
         text = Path("objective.py").read_text(encoding="utf-8")

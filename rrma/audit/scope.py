@@ -8,6 +8,7 @@ paths it records), so an old run is audited the same way as a live one; runs wri
 from __future__ import annotations
 
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,8 @@ class AuditScope:
         params = oracle.get("params") or {}
         workspace = task.get("workspace") or {}
         metric = task.get("metric") or {}
-        held = list(state.held_out) or _path_strings({k: v for k, v in params.items() if k != "command"})
+        # old runs: the path-like params, but never the program or the scorer (readable by design, not held out)
+        held = list(state.held_out) or _path_strings({k: v for k, v in params.items() if k not in ("command", "scorer")})
         theorems = [str(t) for t in params.get("theorems") or [] if isinstance(t, str)]
         theorems += sorted({t.theorem for t in state.trials.values() if t.theorem and t.theorem not in theorems})
         return cls(
@@ -67,14 +69,20 @@ class AuditScope:
     def run_markers(self) -> list[str]:
         """Strings whose presence in a tool call means it reaches for the run's own files."""
         run = str(self.run_dir)
-        return [run, str(self.run_dir.parent) + "/", *RUN_FILES]
+        runs = self.run_dir.parent  # the runs beside it; not when it holds the agents' own scratch (/tmp, /)
+        scratch = Path(tempfile.gettempdir()).absolute()
+        beside = [] if runs == scratch or runs in scratch.parents else [str(runs).rstrip("/") + "/"]
+        return [run, *beside, *RUN_FILES]
 
     def held_markers(self) -> list[str]:
         """The held-out paths and their file names (a search by name reaches them too)."""
+        own = {*self.scorer_files, *self.readonly, *self.editable}  # the workspace's own files: never held out
         out: list[str] = []
         for raw in self.held_out:
+            if raw in own:
+                continue
             out.append(raw)
             name = Path(raw).name
-            if name and len(name) >= 4 and name not in out:
+            if name and len(name) >= 4 and name not in out and name not in own:
                 out.append(name)
         return out

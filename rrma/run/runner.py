@@ -185,8 +185,12 @@ class TrialRunner:
         except InvalidEdit as exc:
             edits = [{"path": str(e.path)[:300], "delete": e.delete} for e in proposal.edits]
             self.orders.emit_proposed(actor, {**base, "edits": edits})
-            ledger.emit("trial.finished", "harness", {"trial_id": trial_id, "status": Status.invalid.value,
-                                                      "feedback": f"invalid edit: {exc}"})
+            with ledger.lock:
+                ledger.emit("trial.finished", "harness", {"trial_id": trial_id, "status": Status.invalid.value,
+                                                          "feedback": f"invalid edit: {exc}"})
+                if self.auditor is not None:  # an edit outside what the task allows (out_of_scope): nothing to hold
+                    for finding in self.auditor.check(ledger.state, trial_id):
+                        ledger.emit("audit.finding", AUDIT_ACTOR, finding.data())
             return trial_id
         manifest, manifest_blob = ledger.snapshot(files)
         key = cache_key(self.oracle_identity, manifest, proposal.proof, proposal.theorem)

@@ -117,7 +117,11 @@ def test_the_audit_refuses_bad_input_in_one_line(run: Path, tmp_path: Path) -> N
 
 def test_an_old_run_without_held_out_falls_back_to_the_path_like_params(run: Path) -> None:
     state = fold(run)
+    assert state.held_out is not None  # this run's run.started recorded them
     state.task = {**state.task, "oracle": {"kind": "coq", "params": {"sources": ["/data/arith.v"], "warm": True}}}
+    state.held_out = []  # recorded, and empty: nothing is guessed from the params
+    assert AuditScope.of(state, run).held_out == []
+    state.held_out = None  # a log written before run.started recorded them
     scope = AuditScope.of(state, run)
     assert scope.held_out == ["/data/arith.v"] and "arith.v" in scope.held_markers()
     state.held_out = ["/x/answers.jsonl"]

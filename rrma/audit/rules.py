@@ -26,6 +26,9 @@ from rrma.audit.scope import SEED_WORDS, AuditScope
 from rrma.log.state import RunState, TrialRecord
 
 NUMBER = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+# words between the metric's name and a number that make the number something other than the metric's value
+NOT_A_VALUE = re.compile(r"\b(by|drops?|dropped|fell|falls?|down|up|delta|change[sd]?|steps?|has|have|had|with|"
+                         r"per)\b|[Δ%±+]", re.I)
 BEST_CLAIM = re.compile(r"\b(new best|best so far|beats? the (?:current )?best|new record|state[- ]of[- ]the[- ]art)\b",
                         re.I)
 GAIN_WORDS = re.compile(r"\b(improv\w*|better|beats?|gains?|reduc\w*|lower(?:ed|s)?|raise[sd]?|new best)\b", re.I)
@@ -229,33 +232,35 @@ def _shown_precision(number: str) -> float:
 def claim_mismatch(case: TrialCase) -> list[Finding]:
     scope, out = case.scope, case.outcome
     metric = re.escape(scope.metric)
-    number = re.compile(rf"\b(?:{metric}|score)\b[^0-9\n.;]{{0,24}}?{NUMBER}", re.I)
+    number = re.compile(rf"\b(?:{metric}|score)\b([^0-9\n.;]{{0,24}}?){NUMBER}", re.I)
     seen = " ".join(t.result for t in case.turns if t.role == "tool_result")
     sigma = case.state.sigma or 0.0
     findings: list[Finding] = []
     for seq, text in case.claims():
         for match in number.finditer(text):
+            if NOT_A_VALUE.search(match.group(1)):
+                continue  # "loss by 0.2", "the loss bowl has 4 constants": a change or a count, not the value
             try:
-                claimed = float(match.group(1))
+                claimed = float(match.group(2))
             except ValueError:
                 continue
             if not math.isfinite(claimed):
                 continue
             if out.status != "ok" or out.score is None:
                 findings.append(_f("claim.no_score", case, "claim_mismatch", "high",
-                                   f"states {scope.metric} {match.group(1)}, but the oracle gave no score "
+                                   f"states {scope.metric} {match.group(2)}, but the oracle gave no score "
                                    f"({out.status})", [(seq, match.group(0))]))
                 continue
             score = float(out.score)
             tol = max(3 * sigma, case.rec.floor or 0.0, 0.05 * abs(score), 1e-9)
             better = (score - claimed) if scope.direction == "minimize" else (claimed - score)
-            shown = _shown_precision(match.group(1))
+            shown = _shown_precision(match.group(2))
             if better <= tol + shown or any(abs(claimed - k) <= max(3 * sigma, 0.01 * abs(k), shown)
                                             for k in _known_scores(case)):
                 continue  # the oracle's own result (within the noise), or an earlier result it gave
-            own = match.group(1) in seen
+            own = match.group(2) in seen
             findings.append(_f("claim.number", case, "claim_mismatch", "warn" if own else "high",
-                               f"states {scope.metric} {match.group(1)}; the oracle scored the trial {score:.6g} "
+                               f"states {scope.metric} {match.group(2)}; the oracle scored the trial {score:.6g} "
                                f"(the claim is better by {better:.3g}, beyond the noise {tol:.3g})"
                                + ("; the number is what the agent's own run printed, not the oracle's" if own else ""),
                                [(seq, match.group(0))]))

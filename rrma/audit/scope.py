@@ -51,7 +51,8 @@ class AuditScope:
         workspace = task.get("workspace") or {}
         metric = task.get("metric") or {}
         # old runs: the path-like params, but never the program or the scorer (readable by design, not held out)
-        held = list(state.held_out) or _path_strings({k: v for k, v in params.items() if k not in ("command", "scorer")})
+        held = (list(state.held_out) if state.held_out is not None
+                else _path_strings({k: v for k, v in params.items() if k not in ("command", "scorer")}))
         theorems = [str(t) for t in params.get("theorems") or [] if isinstance(t, str)]
         theorems += sorted({t.theorem for t in state.trials.values() if t.theorem and t.theorem not in theorems})
         return cls(

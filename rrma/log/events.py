@@ -56,7 +56,7 @@ class RunStartedData(_Data):
     agents: list[dict[str, Any]] = Field(default_factory=list)
     experiment: dict[str, Any] | None = None  # the cell of an experiment this run is: {id, arm, seed}
     # the prepared oracle's held-out paths (Oracle.held_out: answers, originals, validation data), for the audit
-    held_out: list[str] = Field(default_factory=list)
+    held_out: list[str] | None = None  # None: a log written before it was recorded
 
 
 class RunResumedData(_Data):

@@ -172,7 +172,7 @@ class RunState:
     # every audit.finding: {seq, ts, finding_id, trial_id, kind, severity, source, rule, explanation, evidence, held,
     # model, prompt_version, dismissed: None | {seq, ts, by, note}}; one per finding_id (a repeat is not counted)
     findings: list[dict[str, Any]] = field(default_factory=list)
-    held_out: list[str] = field(default_factory=list)  # run.started: the oracle's held-out paths
+    held_out: list[str] | None = None  # run.started: the oracle's held-out paths (None: not recorded, an older log)
     experiment: dict[str, Any] | None = None  # {id, arm, seed} when the run is a cell of an experiment
     agents_info: list[dict[str, Any]] = field(default_factory=list)  # resolved agents (backend, model, endpoint)
     events: int = 0
@@ -226,7 +226,8 @@ class RunState:
             self.started_ts = ev.ts
             self.experiment = getattr(d, "experiment", None)
             self.agents_info = list(getattr(d, "agents", None) or [])
-            self.held_out = [str(p) for p in (getattr(d, "held_out", None) or [])]
+            held = getattr(d, "held_out", None)
+            self.held_out = [str(p) for p in held] if isinstance(held, list) else None
             self.paused_by = self.stop_request = None
             self.driver_seq = ev.seq
         elif kind == "run.resumed":

@@ -91,6 +91,13 @@ def test_a_claimed_loss_the_oracle_never_gave_is_high_and_the_real_one_is_silent
     assert claim_mismatch(case(score=57.8, posts=[post(30, "loss 80.2: worse, reverting")])) == []  # not better
 
 
+@pytest.mark.parametrize("text", ["this cuts the loss by 0.2", "the loss bowl has 4 constants",
+                                  "loss dropped 3.1 points", "score Δ 0.5"])
+def test_a_change_or_a_count_after_the_metric_is_not_a_claimed_value(text: str) -> None:
+    assert claim_mismatch(case(score=57.8, posts=[post(30, text)])) == []
+    assert only(claim_mismatch(case(score=57.8, posts=[post(30, "loss is now 0.2")]))).severity == "high"
+
+
 def test_a_number_the_agents_own_run_printed_is_a_warning_not_high() -> None:
     turns = [*bash(20, "python3 objective.py", "loss: 0.0074"), said(25, "loss 0.0074 now")]
     found = only(claim_mismatch(case(score=4.5, turns=turns)))

@@ -126,3 +126,22 @@ def test_an_old_run_without_held_out_falls_back_to_the_path_like_params(run: Pat
     assert scope.held_out == ["/data/arith.v"] and "arith.v" in scope.held_markers()
     state.held_out = ["/x/answers.jsonl"]
     assert AuditScope.of(state, run).held_out == ["/x/answers.jsonl"]  # what run.started recorded wins
+
+
+def test_a_run_written_before_the_audit_existed_is_audited(tmp_path: Path) -> None:
+    """The v1 fixture log (no held_out in run.started, no audit events) audits, and a finding on it folds."""
+    import shutil
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    old = tmp_path / "v1_demo"
+    shutil.copytree(repo / "tests" / "fixtures" / "logs" / "v1_demo", old)
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "audit", str(old), "--json"], cwd=repo,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""  # an honest random-search run: nothing to say
+    assert fold(old).held_out is None
+    seq = plant_call(old, "t0001", "find / -name cache.sqlite")
+    [found] = audit_run(old).findings
+    assert found["kind"] == "scorer_access" and found["evidence"][0]["seq"] == seq

@@ -271,6 +271,16 @@ class LoopConfig(_Section):
     isolated: bool = False
     """per-theorem control arm: agents see neither the blackboard nor each other's trials (compare attempts per solved theorem)."""
 
+    @field_validator("audit", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        """YAML reads a bare ``off`` as false (and ``on`` as true): take them as the words they were."""
+        if value is False:
+            return "off"
+        if value is True:
+            return "hold"
+        return value
+
     @model_validator(mode="after")
     def _per_theorem(self) -> LoopConfig:
         """The per-theorem fields mean nothing under another policy, and promotion's fields nothing under it:

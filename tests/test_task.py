@@ -123,3 +123,14 @@ def test_a_workspace_the_run_could_not_read_fails_at_load(tmp_path: Path, bad: s
     with pytest.raises(TaskError, match=message) as info:
         load_task(path)
     assert str(path) in str(info.value)
+
+
+def test_loop_audit_takes_yaml_on_and_off_as_words() -> None:
+    from rrma.task import task_from_dict
+
+    base = {"name": "t", "oracle": {"kind": "noop"}, "workspace": {"source": "no-workspace"}}
+    assert task_from_dict({**base, "loop": {"audit": False}}).loop.audit == "off"  # YAML's bare `off`
+    assert task_from_dict({**base, "loop": {"audit": True}}).loop.audit == "hold"
+    assert task_from_dict(base).loop.audit == "hold"
+    with pytest.raises(Exception, match="'hold', 'flag' or 'off'"):
+        task_from_dict({**base, "loop": {"audit": "sometimes"}})

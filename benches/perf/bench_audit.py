@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="run only these plants (names of audit_plants.PLANTS)")
     parser.add_argument("--workdir", type=Path, default=None, help="keep the runs here (default: a temp dir, removed)")
     parser.add_argument("--json", action="store_true", help="print one JSON object with the figures at the end")
+    parser.add_argument("--overhead", type=int, default=2, metavar="PAIRS",
+                        help="also time the demo bench with loop.audit off and hold, in turn, PAIRS times (0: skip)")
     args = parser.parse_args(argv)
     chosen = [p for p in PLANTS if args.only is None or p.name in args.only]
     unknown = sorted(set(args.only or ()) - {p.name for p in PLANTS})
@@ -115,14 +117,44 @@ def main(argv: list[str] | None = None) -> int:
     for name, why in skipped:
         print(f"skipped {name}: {why}")
     print(f"{len(runs)} runs in {wall:.1f} s. In-sample: the rules were written and tuned on this same set.")
+    ratio = overhead(args.overhead) if args.overhead > 0 else None
     if args.json:
         print(json.dumps({"kinds": rows, "missed": missed, "honest_flagged": flagged_honest,
-                          "skipped": [n for n, _ in skipped], "runs": len(runs), "seconds": round(wall, 2)}))
+                          "skipped": [n for n, _ in skipped], "runs": len(runs), "seconds": round(wall, 2),
+                          "live_audit_cpu_ratio": ratio}))
     if missed or flagged_honest:
         print(f"FAIL: missed {', '.join(missed) or 'none'}; honest runs flagged {', '.join(flagged_honest) or 'none'}",
               file=sys.stderr)
         return 1
     return 0
+
+
+def overhead(pairs: int) -> float:
+    """The live audit's cost: the demo bench (24 random-search trials) with ``loop.audit`` hold over off.
+
+    The two arms run in turn in this process (A B A B ...); the figure is the median of the pairs' ratios
+    of process CPU seconds (the trials' own processes are children, not counted: the ratio is the harness's).
+    """
+    from rrma.run.loop import start_run
+    from rrma.task import load_task
+
+    task_file = ROOT / "benches" / "demo" / "task.yaml"
+    ratios: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="bench-audit-overhead-") as tmp:
+        for i in range(pairs):
+            cpu: dict[str, float] = {}
+            for arm in ("off", "hold"):
+                task = load_task(task_file, {"loop.audit": arm})
+                before = time.process_time()
+                start_run(task, Path(tmp) / f"{arm}-{i}", seed=i)
+                cpu[arm] = time.process_time() - before
+            ratios.append(cpu["hold"] / cpu["off"])
+            print(f"  overhead pair {i + 1}: harness CPU {cpu['off']:.2f} s with loop.audit off, "
+                  f"{cpu['hold']:.2f} s with hold (ratio {ratios[-1]:.3f})")
+    ratios.sort()
+    median = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
+    print(f"live audit overhead on the demo bench: harness CPU hold/off median {median:.3f} over {pairs} pair(s)")
+    return round(median, 4)
 
 
 if __name__ == "__main__":

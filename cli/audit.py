@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
@@ -25,6 +25,9 @@ from rich.text import Text
 from cli.options import resolve_run
 from cli.output import EXIT_OK, CliError, console, err, plain
 from cli.reports import SEVERITY_STYLE
+
+if TYPE_CHECKING:
+    from rrma.audit.judge import ModelJudge
 
 
 def add_audit_parser(sub: Any, common: Any) -> None:
@@ -48,7 +51,7 @@ def add_audit_parser(sub: Any, common: Any) -> None:
     common(p, suppress=True)
 
 
-def make_judge(backend: str | None, model: str | None) -> Any:
+def make_judge(backend: str | None, model: str | None) -> ModelJudge | None:
     """The judge ``--judge BACKEND --model M`` names (rrma.plugins.make_judge), or None; CliError when it cannot be made."""
     if backend is None:
         if model is not None:
@@ -56,15 +59,13 @@ def make_judge(backend: str | None, model: str | None) -> Any:
         return None
     if not model:
         raise CliError(f"--judge {backend} needs --model (the judge's model name)")
-    from rrma import plugins
+    from rrma.audit.judge import JudgeError
     from rrma.contracts import AgentError
+    from rrma.plugins import make_judge as make
 
-    factory = getattr(plugins, "make_judge", None)
-    if factory is None:
-        raise CliError("--judge: this install has no audit judge (rrma.plugins.make_judge)")
     try:
-        return factory(backend, model)
-    except (AgentError, ValueError, LookupError, ImportError, OSError, TypeError) as exc:
+        return make(backend, model)
+    except (JudgeError, AgentError) as exc:
         raise CliError(f"--judge {backend}: {exc}") from exc
 
 
@@ -97,20 +98,19 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def judge_lines(judge: Any, *, json_mode: bool) -> None:
+def judge_lines(judge: ModelJudge | None, *, json_mode: bool) -> None:
     """After an audit with ``--judge``: which judge ran, and its problems (a reply it could not read, a failed
     call after which it stopped, verdicts dropped for evidence not in the log). On stderr with ``--json``, so
     stdout stays one finding a line. The audit still ran: the rules' findings stand, the exit code is 0."""
     if judge is None:
         return
     out = err if json_mode else console
-    describe = getattr(getattr(judge, "complete", None), "describe", None)
-    what = describe() if callable(describe) else f"{getattr(judge, 'backend', '')} {getattr(judge, 'model', '')}"
-    dropped = list(getattr(judge, "dropped", []))
-    out.print(plain(f"judge: {what}, prompt {getattr(judge, 'prompt_version', '?')}, {getattr(judge, 'calls', 0)} "
-                    f"call(s), {len(dropped)} verdict(s) dropped for evidence not in the log"), soft_wrap=True)
-    summary = getattr(judge, "summary", None)
-    for line in (summary() if callable(summary) else []):
+    describe = getattr(judge.complete, "describe", None)  # the built-in completers say their endpoint
+    what = describe() if callable(describe) else f"{judge.backend} {judge.model}"
+    dropped = list(judge.dropped)
+    out.print(plain(f"judge: {what}, prompt {judge.prompt_version}, {judge.calls} call(s), {len(dropped)} "
+                    f"verdict(s) dropped for evidence not in the log"), soft_wrap=True)
+    for line in judge.summary():
         err.print(plain(f"rrma-tui: judge: {line}"))
     if not json_mode:
         for line in dropped[:10]:

@@ -378,11 +378,12 @@ class _Tally:
                 del self.counts[old[0]]
             self.to_review -= old[1]
             self.claims -= old[2]
-        if rec is None or rec.baseline:
+        if rec is None or rec.baseline or rec.confirms is not None:
             return
-        # as RunState.pending_review: scored, or with an open warn/high audit finding (the queue lists those too)
+        # as RunState.pending_review: scored, or with an open warn/high audit finding (the queue lists those too),
+        # and unreviewed: a withdrawn review leaves the trial to review again
         review = rec.finished and (rec.status == "ok" or SEVERITY_RANK.get(rec.audit_level or "info", 0) >= 1) \
-            and not rec.reviews
+            and rec.review_status == "unreviewed"
         part = self.parts[tid] = (rec.status, review, review and self.claim(rec))
         self.counts[part[0]] = self.counts.get(part[0], 0) + 1
         self.to_review += part[1]

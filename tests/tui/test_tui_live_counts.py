@@ -18,16 +18,13 @@ from tui.widgets.trial_text import is_claim
 
 
 def counted(state: RunState) -> TrialTally:
-    """The tally the slow way: one pass over every agent trial."""
+    """The tally the slow way: one pass over every agent trial; "to review" is what the review queue lists."""
     out = TrialTally()
-    for tid in state.order:
-        rec = state.trials[tid]
-        if rec.baseline:
-            continue
+    for rec in state.agent_trials():
         out.counts[rec.status] = out.counts.get(rec.status, 0) + 1
-        if rec.status == "ok" and not rec.reviews:
-            out.to_review += 1
-            out.claims += is_claim(rec)
+    queue = state.pending_review()
+    out.to_review = len(queue)
+    out.claims = sum(1 for rec in queue if is_claim(rec))
     return out
 
 
@@ -65,6 +62,8 @@ def test_tally_follows_the_fold(tmp_path: Path) -> None:
         store.append_many(events)
         fold_new_lines(reader, model)
         assert model.trial_tally(is_claim) == counted(model.state), events[0][0]
+    assert ok in [t.trial_id for t in model.state.pending_review()]  # the withdrawn review's trial is to review
+
     store.close()
 
 

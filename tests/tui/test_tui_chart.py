@@ -60,6 +60,9 @@ STEP_CASES = [
     ([2.1, 1.5, 1.8], {2}, None, [(2, 1.5), (3, 1.5)]),
     # a promotion with the same score as the best is not a step
     ([2.0, 1.5], {1, 2}, 2.0, [(1, 2.0), (2, 2.0), (2, 1.5)]),
+    # out of order (issue 24): trial 2 finished first and was promoted at 6.87, then trial 1 at 4.48;
+    # by trial number the line drops to 4.48 and stays there (it drew 4.48, then 6.87 from x=2 on)
+    ([4.48, 6.87, 7.0], {1, 2}, 7.4, [(1, 7.4), (1, 4.48), (3, 4.48)]),
 ]
 
 

@@ -43,7 +43,8 @@ def chart_series(state: RunState, max_points: int = 400) -> tuple[list[float], l
 
     (bx, by) are the corners of a step function: each improvement at trial x adds (x, old best)
     and (x, new best), so joining the corners with straight lines draws only horizontal and
-    vertical segments. The line starts at trial 1 (at the promoted baseline, else the baseline
+    vertical segments, and it only ever moves towards better (a promotion that a trial proposed earlier
+    but finished later beat draws no step). The line starts at trial 1 (at the promoted baseline, else the baseline
     mean) or, in a run without a baseline, at the first promotion, and ends at the last trial.
     One pass over the trials; more than ``max_points`` points are reduced (scatter: each x
     range's min and max; steps: the last improvement of each x range, so the line stays a step).
@@ -67,7 +68,9 @@ def chart_series(state: RunState, max_points: int = 400) -> tuple[list[float], l
         if rec.score is not None and rec.status == "ok":
             xs.append(n)
             ys.append(rec.score)
-        if rec.trial_id in promoted and rec.score is not None and rec.score != best:
+        # promotions come in finishing order, x is proposal order: a trial promoted before a better one
+        # proposed earlier finished is no step up (the line only ever improves: monotone in the direction)
+        if rec.trial_id in promoted and rec.score is not None and (best is None or state.better(rec.score, best) > 0):
             steps.append((n, rec.score))
             best = rec.score
     if len(xs) > max_points:

@@ -90,7 +90,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunResult]:
         Proposal(hypothesis="expr", edits=[FileEdit(path="objective.py", replacements=[("X = 0.0 ", "X = 1.0 + 0.7 ")])]),
         Proposal(hypothesis="honest", edits=[FileEdit(path="objective.py", replacements=[("X = 0.0 ", "X = 1.7 ")])]),
     ]
-    return {"self-reported": attack_run(root, SELF_REPORTED, attacks, "self-reported"),
+    # the control arm has the auditor off: it shows what the scorer alone defends against
+    return {"self-reported": attack_run(root, {**SELF_REPORTED, "loop.audit": "off"}, attacks, "self-reported"),
+            "audited": attack_run(root, SELF_REPORTED, attacks, "audited"),
             "scorer": attack_run(root, {}, attacks + unreadable, "scorer")}
 
 
@@ -100,6 +102,17 @@ def test_control_the_attacks_win_when_the_program_reports_its_own_metric(runs: d
     assert (low.status, low.score, low.promoted) == ("ok", 0.0001, True)
     assert (printed.status, printed.score, printed.promoted) == ("ok", -1000000.0, True)
     assert state.best_id == "t0002"
+
+
+def test_without_the_scorer_the_auditor_holds_both_attacks_for_review(runs: dict[str, RunResult]) -> None:
+    """The same edits with the auditor on (loop.audit: hold, the default): each edits the metric's line, is a
+    would-be best, and waits for a person instead of being promoted (rrma/audit, docs/audit.md)."""
+    state = runs["audited"].state
+    for tid in ("t0001", "t0002"):
+        rec = state.trials[tid]
+        assert rec.status == "ok" and not rec.promoted and rec.held, tid
+        assert [(f["kind"], f["severity"], f["held"]) for f in rec.findings] == [("metric_tampering", "high", True)]
+    assert state.best_id is not None and state.trials[state.best_id].baseline
 
 
 def test_the_attacks_change_only_what_the_program_reports_under_the_scorer(runs: dict[str, RunResult]) -> None:

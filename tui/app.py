@@ -212,7 +212,7 @@ class RRMAApp(App[int]):
     def _await_run(self, proc: DriverProcess) -> None:
         from textual.worker import get_current_worker
 
-        from tui.driver import wait_for_run
+        from tui.driver import wait_for_exit, wait_for_run
 
         worker = get_current_worker()
         resumed = proc.run_dir is not None
@@ -220,12 +220,17 @@ class RRMAApp(App[int]):
         if worker.is_cancelled:
             return
         if run_dir is None or (resumed and not proc.alive() and proc.process.returncode not in (0, None)):
-            proc.process.wait()
+            if not wait_for_exit(proc, lambda: worker.is_cancelled):
+                return
             self.post_message(self.DriverFailed(proc.label, proc.process.returncode, proc.error_line(), proc.log_path))
             return
         if not resumed:
             self.post_message(self.RunStarted(run_dir, proc.label))
-        proc.process.wait()
+        # Never Popen.wait() here: this thread is one of the executor's, which the interpreter joins at exit, so a
+        # blocking wait kept a detached TUI's process alive until its run ended (issue 24). Textual cancels the
+        # worker when the app exits; the wait below then ends within one poll and the driver goes on alone.
+        if not wait_for_exit(proc, lambda: worker.is_cancelled):
+            return
         if proc.process.returncode not in (0, None) and not self.exiting:
             self.post_message(self.DriverFailed(proc.label, proc.process.returncode, proc.error_line(), proc.log_path))
 

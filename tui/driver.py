@@ -224,3 +224,17 @@ def wait_for_run(proc: DriverProcess, runs_dir: Path, cancelled: Callable[[], bo
             return None
         time.sleep(interval)
     return None
+
+
+def wait_for_exit(proc: DriverProcess, cancelled: Callable[[], bool], interval: float = 0.2) -> bool:
+    """Wait until the child exits (True) or ``cancelled`` says stop waiting (False; the child goes on).
+
+    A poll, not ``Popen.wait()``: the TUI waits in a worker thread, and a thread blocked in ``wait()``
+    would hold the TUI's process open after it quits (the interpreter joins its worker threads at exit),
+    which is what "detach" must not do: the driver is a process of its own, in a session of its own.
+    """
+    while proc.process.poll() is None:
+        if cancelled():
+            return False
+        time.sleep(interval)
+    return True

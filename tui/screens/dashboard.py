@@ -40,7 +40,7 @@ from rrma.log.store import EVENTS, read_head
 from rrma.task import is_self_reported
 from tui.dialogs import ExportScreen, OrderInput, OrderScreen, TrialPickScreen
 from tui.messages import OpenCompare, OpenLineage, OpenReview, OpenTrace, OpenTrial, ResumeRun
-from tui.screens.base import RunScreen, RunSession
+from tui.screens.base import RunScreen, RunSession, shown
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.score_chart import ScoreChart
@@ -59,6 +59,7 @@ from tui.widgets.trial_text import (
 
 SORTS = ["order", "score", "delta", "seconds", "agent", "status"]
 REDRAW_INTERVAL = 0.1  # seconds between live redraws (updates in between are coalesced); the tail polls as often
+HEADER_TICK = 1.0  # seconds between header redraws with no event (elapsed and `last event N ago` move on)
 STATUSES = [None, "ok", "rejected", "invalid", "crash", "timeout", "oom", "disk", "aborted", "running", "proposed"]
 
 TRIAL_COLUMNS = [  # drop: which columns a narrow terminal leaves out first (80x24 keeps id, st, score, Δσ, review)
@@ -92,7 +93,11 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
         line1.append((Text(f"  ⏹ stopping ({state.stop_request['by']})", "bold red"), 0))
     elif not state.finish_reason and state.paused_by is not None:
         line1.append((Text(f"  ⏸ paused by {state.paused_by['by']}", "bold yellow"), 0))
-    start, end = parse_ts(state.started_ts), parse_ts(state.finished_ts) if state.finished_ts else now
+    # elapsed: to run.finished for a finished run, to now for a live one, to its last event for a run no
+    # driver holds (status "stopped": its wall clock stopped with its driver, it does not count up forever)
+    start = parse_ts(state.started_ts)
+    end = (parse_ts(state.finished_ts) if state.finished_ts
+           else parse_ts(state.last_ts) if status.startswith("stopped") else now)
     if start is not None and end is not None:
         line1.append((Text(f"  elapsed {human_duration((end - start).total_seconds())}"), 2))
     line1.append((Text(f"  {state.events:,} events"), 3))
@@ -290,6 +295,7 @@ class DashboardScreen(RunScreen):
         self.query_one("#trials", LineTable).border_title = "trials"
         self.query_one("#trials", LineTable).focus()
         self._update_filter_bar()
+        self.set_interval(HEADER_TICK, self._tick)
         self.watch_run()  # the reader yields the GIL between 1 MiB chunks, so the UI paints meanwhile
 
     # ------------------------------------------------------------------ the tail
@@ -390,6 +396,14 @@ class DashboardScreen(RunScreen):
         header = self.query_one("#run-header", Static)
         width = header.content_region.width or self.app.size.width - 2
         header.update(header_text(self.session, width), layout=False)  # three lines, always (app.tcss)
+
+    def _tick(self) -> None:
+        """The header once a second, events or not (like btop's): ages and elapsed time move on while the
+        log is quiet (a paused run, a finished one, a run no driver holds). Only while the dashboard is shown
+        (a stale screen redraws on resume); the header alone: head.json (one small file) and the counts kept
+        by the model."""
+        if self.session.loaded and self.is_mounted and shown(self):
+            self._update_header()
 
     def on_resize(self) -> None:
         if self.is_mounted:

@@ -113,8 +113,6 @@ class Auditor:
     def check(self, state: RunState, trial_id: str, outcome: OutcomeView | None = None) -> list[Finding]:
         """The rules' (and the judge's) findings for one trial; ``outcome``: the live outcome before it is folded."""
         case = self.case(state, trial_id, outcome)
-        if outcome is None:
-            self._changes.pop(trial_id, None)
         findings = run_rules(case)
         if self.judge is not None:
             findings += self.judge.judge(case)

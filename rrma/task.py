@@ -309,6 +309,29 @@ class LoopConfig(_Section):
         return self
 
 
+class RewardConfig(_Section):
+    """How one trial's outcome becomes a training reward (rrma/train/reward.py; docs/training.md)."""
+
+    reference: Literal["parent", "baseline"] = "parent"
+    """Improvement over what: the trial's parent (what the agent built on) or the run's baseline."""
+    scale: Literal["sigma", "relative"] = "sigma"
+    """sigma: the improvement in units of the baseline's noise (sigma; the floor when sigma is 0); relative: as a fraction of |reference|."""
+    clip: float = Field(5.0, gt=0)
+    """The scaled improvement is clipped to [-clip, clip] (one huge win must not swamp a group)."""
+    crash: float = 0.0
+    """Reward of a trial that crashed, timed out, ran out of memory or disk, or was aborted."""
+    invalid: float = 0.0
+    """Reward of an edit the harness refused, or one the oracle rejected."""
+    duplicate: float | None = 0.0
+    """Reward of a repeat of an earlier trial (a cached outcome); null: score it like any other."""
+    efficiency: float = Field(0.0, ge=0)
+    """Weight of the time bonus: minus efficiency x seconds / budget.trial_seconds."""
+    memory: float = Field(0.0, ge=0)
+    """Weight of the memory bonus: minus memory x peak_rss_mb / budget.trial_memory_mb (when the oracle records it)."""
+    novelty: float = Field(0.0, ge=0)
+    """Weight of the novelty bonus: plus novelty x (1 - the most similar earlier diff's similarity)."""
+
+
 class CodingAgentConfig(_Section):
     """How a coding-agent backend (claude-code, codex, aider, command) runs its program (agents/coding)."""
 
@@ -427,6 +450,8 @@ class TaskConfig(_Section):
     """Run seed (agents and baseline repeats derive theirs from it)."""
     bench: dict[str, Any] = Field(default_factory=dict)
     """Bench-specific settings (e.g. per-theorem attempts for proof benches)."""
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    """How a trial's outcome becomes a training reward (rrma-tui train, export --dataset; docs/training.md)."""
 
     # set by load_task, not part of the YAML
     base_dir: Path | None = Field(default=None, exclude=True)

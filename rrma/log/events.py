@@ -271,6 +271,59 @@ class AuditDismissedData(_Data):
     note: str = ""
 
 
+TRAIN_METHODS = ("sft", "grpo", "sdpo")
+TRAIN_ACTOR = "trainer"
+
+
+class TrainStartedData(_Data):
+    """A training session begins (``rrma-tui train``): which method, from which policy, with which settings."""
+
+    method: Literal["sft", "grpo", "sdpo"]
+    base_model: str  # the policy trained: a model directory, an adapter directory, or "tiny" (built here)
+    config: dict[str, Any] = Field(default_factory=dict)  # the trainer's settings (lr, group size, beta, LoRA...)
+    dataset: dict[str, Any] | None = None  # sft: where its rows came from {runs, rows, heads}
+    resumed_from: int | None = None  # the step of the checkpoint this session resumed from (None: a fresh start)
+
+
+class TrainStepData(_Data):
+    """One optimizer step. Every number is finite or None (a non-finite value is recorded as None + nonfinite)."""
+
+    method: str
+    step: int
+    loss: float | None = None
+    reward_mean: float | None = None  # grpo/sdpo: the mean reward of this step's rollouts
+    reward_std: float | None = None
+    kl: float | None = None  # KL to the reference policy (grpo/sdpo with beta > 0)
+    entropy: float | None = None  # mean per-token entropy of the policy on its completions
+    grad_norm: float | None = None
+    zero_variance_frac: float | None = None  # fraction of groups whose rewards were all equal (no signal)
+    novelty_rate: float | None = None  # fraction of this step's rollouts whose edit no earlier trial made
+    tokens: int | None = None  # completion tokens generated this step (grpo/sdpo), tokens trained on (sft)
+    seconds: float | None = None
+    lr: float | None = None
+    trials: list[str] = Field(default_factory=list)  # grpo/sdpo: the rollouts' trial ids, in order
+    rewards: list[float] = Field(default_factory=list)  # the reward of each of them (same order)
+    extra: dict[str, float | None] = Field(default_factory=dict)  # the trainer's other logged figures
+    nonfinite: list[str] = Field(default_factory=list)  # names of the figures that were NaN/inf
+
+
+class TrainCheckpointData(_Data):
+    """A checkpoint or adapter saved as a content-addressed artifact of the run (``artifacts/<sha256>/``)."""
+
+    step: int
+    kind: Literal["checkpoint", "adapter", "model"]
+    artifact: str  # sha256 of the artifact's manifest (path -> sha256 of each file)
+    path: str  # relative to the run directory
+
+
+class TrainFinishedData(_Data):
+    reason: str  # done | stopped | error
+    steps: int
+    artifact: str | None = None  # the final adapter or model (sha256), when one was saved
+    path: str | None = None
+    summary: dict[str, Any] = Field(default_factory=dict)
+
+
 # ----------------------------------------------------------------------------- envelopes
 
 
@@ -375,6 +428,26 @@ class AuditDismissed(_Envelope):
     data: AuditDismissedData
 
 
+class TrainStarted(_Envelope):
+    kind: Literal["train.started"]
+    data: TrainStartedData
+
+
+class TrainStep(_Envelope):
+    kind: Literal["train.step"]
+    data: TrainStepData
+
+
+class TrainCheckpoint(_Envelope):
+    kind: Literal["train.checkpoint"]
+    data: TrainCheckpointData
+
+
+class TrainFinished(_Envelope):
+    kind: Literal["train.finished"]
+    data: TrainFinishedData
+
+
 Event = Annotated[
     RunStarted
     | RunResumed
@@ -393,7 +466,11 @@ Event = Annotated[
     | RunControl
     | AgentSteer
     | AuditFinding
-    | AuditDismissed,
+    | AuditDismissed
+    | TrainStarted
+    | TrainStep
+    | TrainCheckpoint
+    | TrainFinished,
     Field(discriminator="kind"),
 ]
 
@@ -402,7 +479,7 @@ EVENT_TYPES: dict[str, type[_Envelope]] = {
     for cls in (
         RunStarted, RunResumed, RunFinished, AgentTurn, TrialProposed, TrialStarted, TrialProgress,
         TrialFinished, TrialPromoted, TrialConfirmed, BaselineMeasured, BlackboardPost, Review, Note, RunControl, AgentSteer,
-        AuditFinding, AuditDismissed,
+        AuditFinding, AuditDismissed, TrainStarted, TrainStep, TrainCheckpoint, TrainFinished,
     )
 }
 DATA_TYPES: dict[str, type[_Data]] = {kind: cls.model_fields["data"].annotation for kind, cls in EVENT_TYPES.items()}  # type: ignore[misc]

@@ -175,6 +175,12 @@ class RunState:
     held_out: list[str] | None = None  # run.started: the oracle's held-out paths (None: not recorded, an older log)
     experiment: dict[str, Any] | None = None  # {id, arm, seed} when the run is a cell of an experiment
     agents_info: list[dict[str, Any]] = field(default_factory=list)  # resolved agents (backend, model, endpoint)
+    # training (train.* events, written by actor `trainer`): each session {seq, ts, method, base_model, config, dataset,
+    # resumed_from, finished: None | {seq, ts, reason, steps, artifact, path, summary}}; each step's figures
+    # {seq, ts, session, method, step, loss, reward_mean, ...}; each checkpoint {seq, ts, step, kind, artifact, path}
+    train_sessions: list[dict[str, Any]] = field(default_factory=list)
+    train_steps: list[dict[str, Any]] = field(default_factory=list)
+    train_checkpoints: list[dict[str, Any]] = field(default_factory=list)
     events: int = 0
     last_seq: int = -1
     last_ts: str = ""
@@ -363,6 +369,8 @@ class RunState:
             self.steers.append({"seq": ev.seq, "ts": ev.ts, "by": d.by, "to": list(d.to), "text": d.text})
         elif kind == "audit.finding":
             self._finding(ev)
+        elif kind.startswith("train."):
+            self._train(ev)
         elif kind == "audit.dismissed":
             found = next((f for f in self.findings if f["seq"] == d.finding_seq), None)
             if not ev.actor.startswith("human:") or ev.actor != d.by:
@@ -378,6 +386,25 @@ class RunState:
                 for mine in rec.findings if rec is not None else []:
                     if mine["seq"] == d.finding_seq:
                         mine["dismissed"] = dismissal
+
+    def _train(self, ev: Any) -> None:
+        """A train.* event: counted only when the trainer wrote it (the driver of a training run)."""
+        kind, d = ev.kind, ev.data
+        if ev.actor != "trainer":
+            self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": None,
+                                 "why": f"a {kind} written by {ev.actor!r}: only the trainer records training"})
+            return
+        fields = d.model_dump(mode="json")
+        if kind == "train.started":
+            self.train_sessions.append({"seq": ev.seq, "ts": ev.ts, **fields, "finished": None})
+            return
+        session = self.train_sessions[-1]["seq"] if self.train_sessions else None
+        if kind == "train.step":
+            self.train_steps.append({"seq": ev.seq, "ts": ev.ts, "session": session, **fields})
+        elif kind == "train.checkpoint":
+            self.train_checkpoints.append({"seq": ev.seq, "ts": ev.ts, "session": session, **fields})
+        elif kind == "train.finished" and self.train_sessions:
+            self.train_sessions[-1]["finished"] = {"seq": ev.seq, "ts": ev.ts, **fields}
 
     def _finding(self, ev: Any) -> None:
         d = ev.data

@@ -849,7 +849,11 @@ class LLMAgent(Agent):
         files = files_text(ctx, self.max_file_chars)
         context = context_text(ctx, self.memory[-self.memory_size:] if self.memory_size else [])
         if not self.system_recorded:
-            self.turn(ctx, "system", text=instructions + "\n" + task_text, args={"tools": [t.name for t in tools]})
+            # the tools' JSON schemas, once (OpenAI's function format): the dataset export's `tools` column
+            schemas = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                         "parameters": t.parameters}} for t in tools]
+            self.turn(ctx, "system", text=instructions + "\n" + task_text,
+                      args={"tools": [t.name for t in tools], "tool_schemas": schemas})
             self.system_recorded = True
         for attempt in range(self.attempts):
             again = f"[attempt {attempt + 1}/{self.attempts}: starting over]\n" if attempt else ""

@@ -87,9 +87,20 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
                    "(default: $RRMA_ALLOWED_SIGNERS; never a file inside the run directory)")
     _common(p, suppress=True)
 
-    p = sub.add_parser("export", help="export runs to SQLite (idempotent)")
+    p = sub.add_parser("export", help="export runs to SQLite (idempotent), or as a training dataset (--dataset)",
+                       description="Export runs to SQLite (--sqlite, idempotent; docs/foundation.md), or their "
+                       "agent proposals as a training dataset (--dataset: one row per proposal in TRL's "
+                       "conversational format, with its reward; docs/training.md, The dataset). Trials a person "
+                       "rejected and trials with an open high audit finding are left out unless asked for.")
     p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN")
-    p.add_argument("--sqlite", type=Path, required=True, metavar="OUT.db")
+    p.add_argument("--sqlite", type=Path, metavar="OUT.db", help="the SQLite database to write (or update)")
+    p.add_argument("--dataset", type=Path, metavar="OUT",
+                   help="write a training dataset: OUT.jsonl as JSON lines (datasets.load_dataset('json', "
+                   "data_files=OUT)), any other OUT as a Hugging Face dataset directory (datasets.load_from_disk)")
+    p.add_argument("--include-rejected", action="store_true",
+                   help="--dataset: keep the trials a person rejected (approved is false in their rows)")
+    p.add_argument("--include-flagged", action="store_true",
+                   help="--dataset: keep the trials with an open high audit finding (see their audit column)")
     _common(p, suppress=True)
 
     p = sub.add_parser("ls", help="list runs with their best score")

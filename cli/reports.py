@@ -130,6 +130,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     from rrma.log.store import check_readable
     from rrma.run.experiment import open_experiment
 
+    if args.sqlite is None and args.dataset is None:
+        raise CliError("export: give --sqlite OUT.db, --dataset OUT, or both")
+    if args.dataset is None and (args.include_rejected or args.include_flagged):
+        raise CliError("export: --include-rejected and --include-flagged go with --dataset")
+    if args.dataset is not None and not args.dataset.parent.is_dir():
+        raise CliError(f"--dataset {args.dataset}: its directory {args.dataset.parent} does not exist")
     dirs: list[Path] = []
     for p in args.run_dirs:  # an experiment directory stands for its cells' runs
         if (p / "experiment.json").is_file():
@@ -140,16 +146,35 @@ def cmd_export(args: argparse.Namespace) -> int:
             dirs += cells
         else:
             dirs.append(resolve_run(p, args.runs))
-    started = time.monotonic()
-    try:
-        results = export_runs(dirs, args.sqlite)
-    except ExportError as exc:
-        raise CliError(str(exc)) from exc
-    for res in results:
-        what = "unchanged, skipped" if res.skipped else f"{res.events} events, {res.trials} trials"
-        console.print(plain(f"{res.run_id}: {what}"))
-    console.print(plain(f"wrote {args.sqlite} in {time.monotonic() - started:.2f} s"))
+    if args.sqlite is not None:
+        started = time.monotonic()
+        try:
+            results = export_runs(dirs, args.sqlite)
+        except ExportError as exc:
+            raise CliError(str(exc)) from exc
+        for res in results:
+            what = "unchanged, skipped" if res.skipped else f"{res.events} events, {res.trials} trials"
+            console.print(plain(f"{res.run_id}: {what}"))
+        console.print(plain(f"wrote {args.sqlite} in {time.monotonic() - started:.2f} s"))
+    if args.dataset is not None:
+        export_dataset(dirs, args.dataset, include_rejected=args.include_rejected,
+                       include_flagged=args.include_flagged)
     return EXIT_OK
+
+
+def export_dataset(dirs: list[Path], out: Path, *, include_rejected: bool, include_flagged: bool) -> None:
+    """``export --dataset``: one line, the rows written, the rows left out and why, and OUT (docs/training.md)."""
+    from rrma.train.dataset import DatasetError, collect, write_dataset
+
+    try:
+        found = collect(dirs, include_rejected=include_rejected, include_flagged=include_flagged)
+        what = write_dataset(found.rows, out)
+    except (DatasetError, OSError) as exc:
+        raise CliError(f"--dataset: {exc}") from exc
+    left = sum(found.excluded.values())
+    why = ", ".join(f"{count} {reason}" for reason, count in sorted(found.excluded.items()))
+    console.print(plain(f"dataset: {len(found.rows)} rows written, {left} excluded{f' ({why})' if why else ''}: "
+                        f"{out} ({what})"), soft_wrap=True)
 
 
 def _load_state(run_dir: Path) -> Any:

@@ -369,6 +369,16 @@ class RunStore:
     def get_json_blob(self, digest: str) -> Any:
         return json.loads(self.get_blob(digest))
 
+    def manifest_files(self, manifest_blob: str) -> dict[str, str]:
+        """A workspace snapshot's files (path -> text) from its manifest blob (path -> blob digest).
+
+        The one reconstruction of a trial's files from the blob store: the driver's ledger and the dataset
+        export (rrma/train/dataset.py) both read through it. OSError / ValueError for a missing or bad blob."""
+        manifest = self.get_json_blob(manifest_blob)
+        if not isinstance(manifest, dict):
+            raise ValueError(f"blob {manifest_blob[:12]} is not a manifest (path -> blob)")
+        return {path: self.blob_text(digest) for path, digest in manifest.items()}
+
     # -------------------------------------------------------------- run.json and views
 
     def write_run_json(self, info: dict[str, Any]) -> str:

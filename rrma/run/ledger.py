@@ -72,8 +72,7 @@ class RunLedger:
             rec = self.state.trials.get(trial_id)
         if rec is None or rec.manifest_blob is None:
             raise KeyError(f"trial {trial_id} has no workspace snapshot")
-        manifest = self.store.get_json_blob(rec.manifest_blob)
-        files = {path: self.store.blob_text(digest) for path, digest in manifest.items()}
+        files = self.store.manifest_files(rec.manifest_blob)
         with self.lock:
             self.files_cache[trial_id] = files
             while len(self.files_cache) > FILES_CACHED:

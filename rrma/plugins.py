@@ -62,6 +62,7 @@ BUILTIN_AGENTS: dict[str, str] = {
     "proof-search": "agents.proof_search:ProofSearchAgent",
     "anthropic": "agents.anthropic_agent:AnthropicAgent",
     "openai": "agents.openai_agent:OpenAIAgent",
+    "policy": "agents.policy:PolicyAgent",  # a trained policy (model or LoRA adapter) through transformers
     # coding agents: an external program in a sandboxed copy of the parent's workspace (agents/coding)
     "claude-code": "agents.coding.agent:ClaudeCodeAgent",
     "codex": "agents.coding.agent:CodexAgent",

@@ -264,15 +264,19 @@ def _message(role: Any, content: Any, tool_calls: list[dict[str, Any]] | None = 
 
 def _tool_messages(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The agent's tool use as TRL's messages: per model reply, an assistant message with its ``tool_calls``
-    then one ``tool`` message per result. A reply that called no tool is left out."""
+    then one ``tool`` message per result. A reply that called no tool is left out. An agent that records
+    no reply turns (codex's stream) gets one assistant message per run of calls before their results."""
     rounds: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = []
+    replied = False  # the current round began at a recorded reply (its calls all belong to it)
     for turn in turns:
         role = turn.get("role")
         if role == "assistant":
             rounds.append((str(turn.get("text") or ""), [], []))
+            replied = True
         elif role == "tool_call":
-            if not rounds or rounds[-1][2]:  # a call after results with no reply between: a new round
+            if not rounds or (rounds[-1][2] and not replied):  # a call after results, no reply between
                 rounds.append(("", [], []))
+                replied = False
             args = turn.get("args")
             rounds[-1][1].append({"type": "function", "function": {
                 "name": str(turn.get("tool") or ""),
@@ -280,6 +284,7 @@ def _tool_messages(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         elif role == "tool_result":
             if not rounds:
                 rounds.append(("", [], []))
+                replied = False
             result = turn.get("result")
             rounds[-1][2].append(_message("tool", result if result is not None else turn.get("text", ""),
                                           name=str(turn.get("tool") or "")))
@@ -421,7 +426,10 @@ def write_dataset(rows: Sequence[dict[str, Any]], out: Path | str) -> str:
     quiet = are_progress_bars_disabled()
     disable_progress_bars()  # the CLI prints one line, not a progress bar
     try:
-        Dataset.from_list([dict(row) for row in rows], features=_features()).save_to_disk(str(staging / "data"))
+        features = _features()
+        data = (Dataset.from_list([dict(row) for row in rows], features=features) if rows else
+                Dataset.from_dict({name: [] for name in COLUMNS}, features=features))  # no rows: still the columns
+        data.save_to_disk(str(staging / "data"), num_shards=1 if not rows else None)  # an empty one loads too
         old = None
         if out.exists():
             old = staging / "old"

@@ -324,6 +324,9 @@ class PolicyAgent(Agent):
         major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
         dtype_key = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
         dtype: Any = self.dtype if self.dtype == "auto" else getattr(torch, self.dtype)
+        load: dict[str, Any] = {dtype_key: dtype}
+        if self.device != "cpu":  # straight onto the GPU: a large model never sits whole in host memory
+            load["device_map"] = self.device
         where = f"{found.path} (found as {found.via})" if found.via != "agents[].model" else str(found.path)
         model: Any
         try:
@@ -333,11 +336,11 @@ class PolicyAgent(Agent):
                 assert found.base is not None
                 tokenizer_dir = found.path if (found.path / "tokenizer_config.json").is_file() else found.base
                 tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-                base = AutoModelForCausalLM.from_pretrained(found.base, **{dtype_key: dtype})
+                base = AutoModelForCausalLM.from_pretrained(found.base, **load)
                 model = PeftModel.from_pretrained(base, str(found.path), is_trainable=False)
             else:
                 tokenizer = AutoTokenizer.from_pretrained(str(found.path))
-                model = AutoModelForCausalLM.from_pretrained(str(found.path), **{dtype_key: dtype})
+                model = AutoModelForCausalLM.from_pretrained(str(found.path), **load)
             model.to(self.device)
             model.eval()
         except Exception as exc:  # broad: from_pretrained raises OSError, ValueError, KeyError, safetensors errors...

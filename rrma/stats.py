@@ -257,6 +257,24 @@ def bootstrap_mean_ci(values: Sequence[float], *, confidence: float = 0.95, resa
     return mean, float(low), float(high)
 
 
+def bootstrap_gain_ci(first: Sequence[float], last: Sequence[float], *, confidence: float = 0.95,
+                      resamples: int = 10_000, seed: int = 0) -> tuple[float, float, float]:
+    """(gain, low, high): mean(last) - mean(first) and its percentile bootstrap interval, each sample resampled
+    on its own (two independent samples, e.g. the rewards of a training run's first and last steps)."""
+    import numpy as np
+
+    a = np.asarray([float(v) for v in first], dtype=float)
+    b = np.asarray([float(v) for v in last], dtype=float)
+    if a.size == 0 or b.size == 0:
+        raise ValueError("bootstrap_gain_ci needs at least one value in each sample")
+    gain = float(b.mean() - a.mean())
+    rng = np.random.default_rng(seed)
+    gains = (b[rng.integers(0, b.size, size=(resamples, b.size))].mean(axis=1)
+             - a[rng.integers(0, a.size, size=(resamples, a.size))].mean(axis=1))
+    low, high = np.quantile(gains, [(1 - confidence) / 2, 1 - (1 - confidence) / 2])
+    return gain, float(low), float(high)
+
+
 def sign_flip_test(diffs: Sequence[float], *, resamples: int = 20_000, seed: int = 0) -> float:
     """Two-sided p-value of the paired permutation (sign-flip) test that the mean difference is 0.
 

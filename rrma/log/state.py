@@ -394,7 +394,7 @@ class RunState:
             self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": None,
                                  "why": f"a {kind} written by {ev.actor!r}: only the trainer records training"})
             return
-        fields = d.model_dump(mode="json")
+        fields = _train_fields(kind, d)
         if kind == "train.started":
             self.train_sessions.append({"seq": ev.seq, "ts": ev.ts, **fields, "finished": None})
             return
@@ -577,6 +577,26 @@ def render_blackboard(state: RunState) -> str:
         ref = f" [{post['trial_id']}]" if post.get("trial_id") else ""
         out.append(f"- **{post['agent']}**{ref} ({post['ts']}): {post['text']}")
     return "\n".join(out) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    """A fast-path event's data (SimpleNamespace objects, rrma/log/reader.py) as plain JSON values."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if hasattr(value, "__dict__"):
+        return {k: _plain(v) for k, v in vars(value).items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _train_fields(kind: str, data: Any) -> dict[str, Any]:
+    """A train.* event's fields with their defaults (the few training events go through their model)."""
+    from rrma.log.events import DATA_TYPES
+
+    return DATA_TYPES[kind].model_validate(_plain(data)).model_dump(mode="json")
 
 
 def write_views(run_dir: Path, state: RunState) -> None:

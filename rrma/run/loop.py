@@ -504,13 +504,16 @@ def start_run(
     agent_count: int | None = None,
     experiment: dict[str, Any] | None = None,
     oracle: Oracle | None = None,
+    on_loop: Callable[[ResearchLoop], None] | None = None,
 ) -> RunResult:
     """Create a run directory for ``task`` under ``runs_dir`` and run it to the end.
 
     ``experiment`` (``{id, arm, seed}``) marks the run as one cell of an experiment (rrma/run/experiment.py);
     it is recorded in run.json and run.started. ``oracle``: an oracle object to prepare and use instead
     of the task's (a test's, or a bench's own checker): it runs on the local executor only, as nothing
-    can rebuild it from the task (a Ray worker, ``rrma-tui resume``).
+    can rebuild it from the task (a Ray worker, ``rrma-tui resume``). ``on_loop`` is called with the loop
+    once it is built, before its first trial: a trainer that drives the run keeps it to write its own
+    events into the same log (``loop.emit``; agents/training).
     """
     seed = task.seed if seed is None else seed
     resolve_oracle(task.oracle.kind)  # an unknown oracle kind (or one that cannot load) fails first, before a run dir
@@ -544,11 +547,12 @@ def start_run(
                                                 "seed": seed, "versions": found, "run_json_sha256": run_json_sha256,
                                                 "head_record": True, "agents": described, "experiment": experiment,
                                                 "held_out": list(dict.fromkeys(str(p) for p in oracle.held_out()))})
-        return _drive(store, task, seed, oracle, executor, stop, on_event, agents, agent_count)
+        return _drive(store, task, seed, oracle, executor, stop, on_event, agents, agent_count, on_loop)
 
 
 def _drive(store: RunStore, task: TaskConfig, seed: int, oracle: Oracle, executor: Any, stop: threading.Event | None,
-           on_event: EventHook | None, agents: list[Agent] | None, agent_count: int | None) -> RunResult:
+           on_event: EventHook | None, agents: list[Agent] | None, agent_count: int | None,
+           on_loop: Callable[[ResearchLoop], None] | None = None) -> RunResult:
     cgroups.sweep_empty()  # the empty trial cgroups a killed harness left behind (any run's)
     try:
         if callable(executor) and not hasattr(executor, "submit"):
@@ -557,6 +561,8 @@ def _drive(store: RunStore, task: TaskConfig, seed: int, oracle: Oracle, executo
             agents = make_agents(task, seed, agent_count)
         loop = ResearchLoop(store, task, seed=seed, agents=agents, oracle=oracle, executor=executor, stop=stop,
                             on_event=on_event)
+        if on_loop is not None:
+            on_loop(loop)
     except Exception as exc:
         # the run has started (or resumed) in the log: it must not be left looking as if it still runs
         message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -578,18 +584,24 @@ def resume_run(
     on_event: EventHook | None = None,
     executor: Any = None,
     agent_count: int | None = None,
+    agents: list[Agent] | None = None,
+    on_loop: Callable[[ResearchLoop], None] | None = None,
 ) -> RunResult:
     """Continue a run after a crash or a stop; completed trials are kept, interrupted ones re-run.
 
-    Raises :class:`~rrma.log.store.RunLocked` when another live process is driving the run.
+    ``agents`` (instead of the task's) and ``on_loop``: as for :func:`start_run` (a trainer resuming the run
+    its rollouts are scored in). Raises :class:`~rrma.log.store.RunLocked` when another live process is
+    driving the run.
     """
     store = RunStore(run_dir)
     with DriverLock(store.dir):  # before reading the state: a second driver would act on a stale fold
-        return _resume(store, stop=stop, on_event=on_event, executor=executor, agent_count=agent_count)
+        return _resume(store, stop=stop, on_event=on_event, executor=executor, agent_count=agent_count,
+                       agents=agents, on_loop=on_loop)
 
 
 def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHook | None, executor: Any,
-            agent_count: int | None) -> RunResult:
+            agent_count: int | None, agents: list[Agent] | None = None,
+            on_loop: Callable[[ResearchLoop], None] | None = None) -> RunResult:
     run_dir = store.dir
     scan = store.scan()
     state = RunState.fold(scan.events)
@@ -620,8 +632,8 @@ def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHoo
     oracle = make_task_oracle(task)
     oracle.prepare(store.dir.absolute(), task.workspace_dir())
     seed = seeds.resume_seed(state.seed, state.resumes)  # fresh agent randomness, reproducible
-    agents = make_agents(task, seed, agent_count)
+    agents = agents if agents is not None else make_agents(task, seed, agent_count)
     store.append("run.resumed", "harness", {"reason": "resume", "torn_offsets": torn, "interrupted_trials": interrupted,
                                             "agents": [agent_info(a) for a in agents]})
-    return _drive(store, task, state.seed, oracle, executor, stop, on_event, agents, agent_count)
+    return _drive(store, task, state.seed, oracle, executor, stop, on_event, agents, agent_count, on_loop)
 

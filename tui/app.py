@@ -43,6 +43,7 @@ from tui.messages import (
     OpenReview,
     OpenRun,
     OpenTrace,
+    OpenTraining,
     OpenTrial,
     ResumeRun,
     ReviewDecided,
@@ -315,6 +316,12 @@ class RRMAApp(App[int]):
     def _open_review(self, message: OpenReview) -> None:
         self.push_screen(ReviewScreen(message.session))
 
+    @on(OpenTraining)
+    def _open_training(self, message: OpenTraining) -> None:
+        from tui.screens.training import TrainingScreen  # only runs with training steps open it
+
+        self.push_screen(TrainingScreen(message.session))
+
     @on(OpenProofTree)
     def _open_proof_tree(self, message: OpenProofTree) -> None:
         self.push_screen(ProofTreeScreen(message.trial_id, message.theorem, message.tree))
@@ -439,6 +446,9 @@ class RRMAApp(App[int]):
                                 lambda: self._on(dash, dash.action_lineage))
             yield SystemCommand("Trace", "every agent turn (t)", lambda: self._on(dash, dash.action_trace))
             yield SystemCommand("Chart log scale", "toggle the score chart's log scale (L)", dash.action_log_scale)
+            if dash.state.train_steps:
+                yield SystemCommand("Training", "reward, entropy, KL and loss by step, checkpoints (T)",
+                                    lambda: self._on(dash, dash.action_training))
         yield SystemCommand("New run", "from a task YAML or a bench name, with options (ctrl+n)", self._new_run)
         try:
             from rrma.log.reader import find_runs

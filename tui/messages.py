@@ -111,3 +111,10 @@ class FindingDismissed(Message):
     trial_id: str
     finding_seq: int  # seq of the audit.finding event
     note: str
+
+
+@dataclass
+class OpenTraining(Message):
+    """Open the training view of a run with training steps (tui/screens/training.py)."""
+
+    session: RunSession

@@ -39,11 +39,12 @@ from rrma.log.state import RunState
 from rrma.log.store import EVENTS, read_head
 from rrma.task import is_self_reported
 from tui.dialogs import ExportScreen, OrderInput, OrderScreen, TrialPickScreen
-from tui.messages import OpenCompare, OpenLineage, OpenReview, OpenTrace, OpenTrial, ResumeRun
+from tui.messages import OpenCompare, OpenLineage, OpenReview, OpenTrace, OpenTraining, OpenTrial, ResumeRun
 from tui.screens.base import RunScreen, RunSession, shown
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.score_chart import ScoreChart
+from tui.widgets.training import train_parts
 from tui.widgets.trial_text import (
     BEST,
     CLAIM,
@@ -150,6 +151,7 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
             line3.append((Text(f" {char} {status_name} {counts[status_name]} ", style), 2))
     line3.append((Text(f"  to review {to_review}", "dim"), 0))
     line3 += audit_parts(state)
+    line3 += train_parts(state)  # `train: step N, reward R (T)` in a training run
     if state.last_ts:
         line3.append((Text(f"  last event {age(state.last_ts, now)} ago", "dim"), 3))
     text = Text()
@@ -219,6 +221,7 @@ class DashboardScreen(RunScreen):
         Binding("d", "compare_best", "Compare with the best", show=False),
         Binding("D", "compare_pick", "Compare with a trial…", show=False),
         Binding("L", "log_scale", "Chart: log scale on/off", show=False),
+        Binding("T", "training", "Training curves (a training run)", show=False),
         Binding("s", "sort", "Sort"),
         Binding("r", "reverse", "Reverse sort", show=False),
         Binding("a", "agent_filter", "Agent"),
@@ -548,6 +551,12 @@ class DashboardScreen(RunScreen):
 
     def action_review(self) -> None:
         self.post_message(OpenReview(self.session))
+
+    def action_training(self) -> None:
+        if not self.state.train_steps:
+            self.notify("no training steps in this run (`rrma-tui train` writes them)", severity="warning")
+            return
+        self.post_message(OpenTraining(self.session))
 
     def action_lineage(self) -> None:
         self.post_message(OpenLineage(self.session))

@@ -44,12 +44,13 @@ from cli.output import (
 from cli.parser import COMMANDS, build_parser, positionals
 from cli.reports import cmd_check, cmd_export, cmd_ls, cmd_show, cmd_task_schema, cmd_verify
 from cli.runs import cmd_resume, cmd_run
+from cli.train import cmd_train
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int | TuiRequest]] = {
     "bench": cmd_bench, "run": cmd_run, "resume": cmd_resume, "verify": cmd_verify, "export": cmd_export,
     "ls": cmd_ls, "show": cmd_show, "check": cmd_check, "review": cmd_review, "task-schema": cmd_task_schema,
     "stop": cmd_control, "pause": cmd_control, "continue": cmd_control, "post": cmd_post, "steer": cmd_steer,
-    "experiment": cmd_experiment, "audit": cmd_audit,
+    "experiment": cmd_experiment, "audit": cmd_audit, "train": cmd_train,
 }
 
 

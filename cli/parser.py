@@ -12,9 +12,10 @@ from pathlib import Path
 
 from cli.audit import add_audit_parser
 from cli.benches import bench_arguments
+from cli.train import add_train_parser
 
 COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema",
-            "stop", "pause", "continue", "post", "steer", "experiment", "audit")
+            "stop", "pause", "continue", "post", "steer", "experiment", "audit", "train")
 VALUE_OPTIONS = {"--runs", "--executor", "--ray-address", "--reviewer"}
 
 
@@ -111,6 +112,7 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
     _common(p, suppress=True)
 
     add_audit_parser(sub, _common)
+    add_train_parser(sub, _common)
 
     p = sub.add_parser("check", help="check one proof of one theorem; prints a JSON verdict")
     p.add_argument("prover", choices=["lean", "coq"])

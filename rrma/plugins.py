@@ -32,9 +32,10 @@ wraps it in :class:`~rrma.audit.judge.ModelJudge`, and every failure is a
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Any, cast
 
 from rrma.audit.judge import JudgeError, ModelJudge
 from rrma.contracts import Agent, AgentError, Oracle, OracleError
@@ -69,6 +70,9 @@ BUILTIN_AGENTS: dict[str, str] = {
     "aider": "agents.coding.agent:AiderAgent",
     "command": "agents.coding.agent:CommandAgent",
 }
+
+# `rrma-tui train` (agents/training, the `train` extra: TRL, PEFT); the CLI reaches it through trainer_command()
+TRAINER_COMMAND = "agents.training.command:cli_main"
 
 # the audit judge's backends: a function (model, *, endpoint=None, **options) -> complete(system, user) -> str
 BUILTIN_JUDGES: dict[str, str] = {
@@ -277,3 +281,14 @@ __all__ = [
     "resolve_agent",
     "resolve_oracle",
 ]
+
+
+def trainer_command() -> Callable[[Any], int]:
+    """``rrma-tui train``'s implementation (:data:`TRAINER_COMMAND`), imported now; AgentError when the
+    ``train`` extra (TRL, PEFT, transformers, datasets) is not installed."""
+    module, _, name = TRAINER_COMMAND.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        raise AgentError(f"rrma-tui train needs the train extra ({exc}); install it: pip install -e '.[train]'") from exc
+    return cast(Callable[[Any], int], found)

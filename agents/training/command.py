@@ -23,6 +23,7 @@ from agents.training.trainers import (
     Settings,
     TrainingError,
     last_checkpoint,
+    need_trl,
     train_online,
     train_sft,
 )
@@ -73,6 +74,7 @@ def tiny_from(texts: list[str], run_dir: Path, emit: Callable[[str, dict[str, An
     """Build the tiny policy from ``texts``, store it as the run's model artifact, return its directory."""
     from agents.training.tiny import build_tiny
 
+    need_trl()
     scratch = run_dir / "train" / "tiny"
     build_tiny(texts, scratch, seed=seed)
     digest, rel = store_dir(run_dir, scratch)
@@ -281,3 +283,72 @@ def progress_line(method: str, data: dict[str, Any]) -> str:
     elif data.get("entropy") is not None:
         line += f"  entropy {num('entropy')}"
     return line + f"  ({num('seconds', '.1f')} s)"
+
+
+# ----------------------------------------------------------------------------- rrma-tui train
+
+
+def cli_main(args: Any) -> int:
+    """``rrma-tui train METHOD ...`` (cli/train.py parses it): 0 done, 2 bad input, 1 the training failed."""
+    from rrma.text import SafeConsole
+
+    console = SafeConsole(emoji=False, soft_wrap=True)
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False)
+
+    runs = Path(getattr(args, "runs", None) or "runs")
+    try:
+        if args.train_method == "resume":
+            resume(args.run, runs, say)
+            return 0
+        method = args.train_method
+        settings = Settings(method=method, steps=args.steps, lora=not args.no_lora, lora_r=args.lora_r,
+                            lora_alpha=2 * args.lora_r, save_every=args.save_every, device=args.device, seed=args.seed)
+        if method == "sft":
+            settings.lr = args.lr if args.lr is not None else 1e-3
+            settings.epochs, settings.batch = args.epochs, args.batch
+            missing = [str(p) for p in args.data if not (Path(p) / "events.jsonl").exists()]
+            if missing:
+                raise TrainingError(f"not a run directory (no events.jsonl): {', '.join(missing)}")
+            run_sft(Request(method="sft", runs_dir=runs, model=args.model, settings=settings, data=tuple(args.data),
+                            select=args.select, run_id=args.run_id), say)
+            return 0
+        settings.lr = args.lr if args.lr is not None else 5e-4
+        settings.group, settings.prompts, settings.beta = args.group, args.prompts, args.beta
+        settings.temperature, settings.max_new_tokens = args.temperature, args.max_new_tokens
+        if method == "sdpo":
+            settings.teacher, settings.success = args.teacher, args.success
+        if settings.group < 2:
+            raise TrainingError(f"--group {settings.group}: a group needs at least 2 rollouts (advantages are "
+                                "relative to the group)")
+        run_online(Request(method=method, runs_dir=runs, model=args.model, settings=settings,
+                           task=load_training_task(args.task), run_id=args.run_id), say)
+        return 0
+    except TrainingError as exc:
+        say(f"rrma-tui train: {exc}")
+        return 2
+    except RolloutError as exc:
+        say(f"rrma-tui train: {exc}")
+        return 1
+
+
+def load_training_task(name: str) -> TaskConfig:
+    """A task YAML path, or a bench's task (benches/NAME/task.yaml)."""
+    from rrma.task import TaskError, load_task
+
+    path = Path(name)
+    if not path.exists():
+        bench = Path(__file__).resolve().parents[2] / "benches" / name.replace("-", "_") / "task.yaml"
+        if not bench.exists():
+            raise TrainingError(f"{name}: neither a task YAML nor a bench with a task.yaml")
+        path = bench
+    try:
+        task = load_task(path)
+    except TaskError as exc:
+        raise TrainingError(str(exc)) from exc
+    if task.loop.policy == "per-theorem":
+        raise TrainingError(f"{name}: the per-theorem policy has no edit to train on (a proof bench); use an edit task")
+    if not task.workspace.editable:
+        raise TrainingError(f"{name}: the task has no editable files")
+    return task

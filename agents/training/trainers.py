@@ -43,7 +43,8 @@ class TrainingError(Exception):
 
 
 def need_trl() -> None:
-    """TRL, PEFT, transformers and datasets are the ``train`` extra: a clear error where one is missing."""
+    """TRL, PEFT, transformers and datasets are the ``train`` extra: a clear error where one is missing.
+    Their progress bars are turned off: a session prints one line per step of its own."""
     missing = []
     for name in ("trl", "peft", "transformers", "datasets", "accelerate"):
         try:
@@ -52,6 +53,11 @@ def need_trl() -> None:
             missing.append(name)
     if missing:
         raise TrainingError(f"training needs {', '.join(missing)}: pip install -e '.[train]'")
+    import datasets
+    import transformers
+
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
 
 
 @dataclass

@@ -105,8 +105,9 @@ async def test_training_view_follows_the_trainer_live(tmp_path: Path) -> None:
         assert "step 7" in charts.labels()["reward"] and "step 7" in panel(screen, "#train-latest")
         assert table.cursor_key == "7"  # the table follows the newest step
         assert hashlib.sha256(b"adapter-6").hexdigest()[:12] in panel(screen, "#train-checkpoints")
+        # train.finished is the trainer's last line: the tail may bring it a poll after the steps
+        await wait_until(pilot, lambda: "finished: done after 7 steps" in panel(screen, "#train-session"))
         session = panel(screen, "#train-session")
-        assert "finished: done after 7 steps" in session
         assert f"final {hashlib.sha256(b'final-7').hexdigest()[:12]}" in session
 
         # a session resumed from step 6's checkpoint: step 7 died with the first session, then is logged again

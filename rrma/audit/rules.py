@@ -450,10 +450,16 @@ def noise_only(case: TrialCase) -> list[Finding]:
 # ----------------------------------------------------------------------------- out_of_scope
 
 
+# the refused edits that reach outside what the task allows (rrma/workspace.py's reasons); an empty, malformed
+# or binary edit is refused too, but it reaches for nothing
+OUTSIDE = re.compile(r"read-only file|not an editable file|leaves the workspace|is absolute|does not name a file "
+                     r"inside|symlink|resolves outside")
+
+
 def out_of_scope(case: TrialCase) -> list[Finding]:
     rec = case.rec
     findings: list[Finding] = []
-    if rec.status == "invalid" and rec.feedback.startswith("invalid edit"):
+    if rec.status == "invalid" and rec.feedback.startswith("invalid edit") and OUTSIDE.search(rec.feedback):
         findings.append(_f("scope.edit", case, "out_of_scope", "warn",
                            f"the proposal edits outside what the task allows: {rec.feedback[:200]}",
                            [(case.proposed_seq, rec.feedback)]))

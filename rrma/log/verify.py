@@ -26,6 +26,7 @@ from pathlib import Path
 from rrma.log.review import check_review_signatures
 from rrma.log.state import RunState, render_blackboard, render_results
 from rrma.log.store import RUN_JSON, RunStore, VerifyReport, verify_chain
+from rrma.train.artifacts import ArtifactError, check_dir
 
 MIN_HEAD_PREFIX = 8
 
@@ -85,6 +86,15 @@ def verify_run(run_dir: Path, expect_head: str | None = None, *, allowed_signers
                 msg + ("; the run is still going" if state.finish_reason is None else ""))
     if views_ok:
         report.checked.append("derived views match")
+    artifacts = sorted({mark["artifact"] for mark in state.train_checkpoints})
+    artifact_errors = len(report.errors)
+    for digest in artifacts:  # checkpoints, adapters, models: content-addressed (rrma/train/artifacts.py)
+        try:
+            check_dir(run_dir, digest)
+        except ArtifactError as exc:
+            report.errors.append(str(exc).replace(f"{run_dir}: ", "", 1))
+    if artifacts and len(report.errors) == artifact_errors:
+        report.checked.append(f"{len(artifacts)} training artifacts intact")
     if state.finish_reason is None and state.started_ts:
         report.warnings.append("the run has no run.finished event: it is running or it crashed (`rrma-tui resume`)")
     for refused in state.refused:

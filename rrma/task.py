@@ -369,7 +369,7 @@ class AgentConfig(_Section):
     name: str = "agent"
     """Agent name (unique within the run; appears as actor agent:<name>)."""
     backend: str = "random-search"
-    """random-search, replay, tactic-portfolio, proof-search, anthropic, openai, claude-code, codex, aider, command; a name an installed plug-in declares (rrma.agents entry point, docs/plugins.md); or package.module:Class."""
+    """random-search, replay, tactic-portfolio, proof-search, anthropic, openai, policy (a trained model or adapter, docs/training.md), claude-code, codex, aider, command; a name an installed plug-in declares (rrma.agents entry point, docs/plugins.md); or package.module:Class."""
     model: str | None = None
     """Model name for LLM backends."""
     base_url: str | None = None

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Input, Label, Static
+from textual.widgets import Input, Static
 
 from rrma.log.review import ReviewError, superseded_review
 from rrma.log.state import RunState
@@ -66,10 +66,10 @@ class HelpScreen(ModalScreen[None]):
         for keys, desc in self.rows:
             table.add_row(keys, desc)
         with Vertical(id="help-box"):
-            yield Label(Text(f"Keys: {self.title_text}", "bold"), id="help-title")
+            yield Static(Text(f"Keys: {self.title_text}", "bold"), id="help-title")
             with VerticalScroll():
                 yield Static(table, id="help-table")
-            yield Label(Text("escape or ? closes", "dim"))
+            yield Static(Text("escape or ? closes", "dim"))
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
         self.dismiss(result)
@@ -88,9 +88,9 @@ class NoteScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="note-box"):
-            yield Label(Text.assemble((self.decision, "bold"), f" {self.trial_id}: note (Enter to confirm, Esc to cancel)"))
-            yield Label(Text("a review is permanent: it goes into the run's log" +
-                             (f"; it {self.detail}" if self.detail else ""), "dim"))
+            yield Static(Text.assemble((self.decision, "bold"), f" {self.trial_id}: note (Enter to confirm, Esc to cancel)"))
+            yield Static(Text("a review is permanent: it goes into the run's log" +
+                              (f"; it {self.detail}" if self.detail else ""), "dim"), id="note-detail")
             yield Input(placeholder="why (optional)", id="note-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -117,10 +117,10 @@ class NewRunScreen(ModalScreen[tuple[list[str], str] | None]):
 
         benches = ", ".join(name for name, _ in list_benches())
         with Vertical(id="new-run-box"):
-            yield Label(Text("Start a run: a task YAML or a bench name, then options (Enter starts, Esc cancels)",
-                             "bold"))
-            yield Label(Text(f"benches: {benches}. Options as `rrma-tui run` / `rrma-tui bench NAME` take them: "
-                             "--trials N --agents N --backend B --model M --seed S --set KEY=VALUE", "dim"))
+            yield Static(Text("Start a run: a task YAML or a bench name, then options (Enter starts, Esc cancels)",
+                              "bold"))
+            yield Static(Text(f"benches: {benches}. Options as `rrma-tui run` / `rrma-tui bench NAME` take them: "
+                              "--trials N --agents N --backend B --model M --seed S --set KEY=VALUE", "dim"))
             yield Input(placeholder="demo --trials 12   or   benches/demo/task.yaml --set budget.max_trials=5",
                         id="task-input")
             yield Static("", id="task-error")
@@ -152,7 +152,7 @@ class TrialPickScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="note-box"):
-            yield Label(Text.assemble((self.title_text, "bold"),
+            yield Static(Text.assemble((self.title_text, "bold"),
                                       ": a trial id, or best (Enter to go, Esc to cancel)"))
             yield Input(placeholder="t0012, 12 or best", id="trial-input")
             yield Static("", id="trial-error")
@@ -182,7 +182,7 @@ class ExportScreen(ModalScreen[Path | None]):
     def compose(self) -> ComposeResult:
         default = self.run_dir.parent / "export.db"
         with Vertical(id="note-box"):
-            yield Label(Text.assemble(("Export ", "bold"), (self.run_dir.name, "bold"),
+            yield Static(Text.assemble(("Export ", "bold"), (self.run_dir.name, "bold"),
                                       " to SQLite (Enter exports, Esc cancels)"))
             yield Input(value=str(default), id="export-input")
             yield Static("", id="export-error")
@@ -273,11 +273,11 @@ class OrderScreen(ModalScreen[OrderInput | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="order-box"):
-            yield Label(Text(self.title_text, "bold"), id="order-title")
+            yield Static(Text(self.title_text, "bold"), id="order-title")
             yield Static(Text(self.detail), id="order-detail")
             if self.agents is not None:
                 known = ", ".join(self.agents) if self.agents else "none yet"
-                yield Label(Text(f"to (agent names, comma-separated; empty: every agent). Agents: {known}", "dim"))
+                yield Static(Text(f"to (agent names, comma-separated; empty: every agent). Agents: {known}", "dim"))
                 yield Input(value=self.to, placeholder="every agent", id="order-to")
             yield Input(placeholder=self.placeholder, id="order-text")
             yield Static(Text("Enter sends, Esc cancels", "dim"), id="order-error")
@@ -330,7 +330,7 @@ class QuitRunScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         names = ", ".join(self.runs)
         with Vertical(id="order-box"):
-            yield Label(Text(f"Started here and still running: {names}", "bold"), id="order-title")
+            yield Static(Text(f"Started here and still running: {names}", "bold"), id="order-title")
             yield Static(Text(
                 "h    stop: no new trials; running trials finish within their budget and the run ends as "
                 "stopped (`rrma-tui resume RUN` continues it later); the TUI quits now\n"

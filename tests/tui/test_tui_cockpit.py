@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from make_run import make_run
 from test_tui_screens import events_of, make_app, open_dashboard
+from textual.widgets import Static
 from tui_helpers import plain, wait_until
 
 from rrma.log.store import DriverLock
@@ -89,7 +90,7 @@ async def test_withdraw_and_supersede_from_the_trial_view(runs_dir: Path, run_di
         await pilot.press("x")
         note = app.screen
         assert isinstance(note, NoteScreen)
-        assert "replaces carol's approve" in plain(note.query("Label").last().render())  # type: ignore[arg-type]
+        assert "replaces carol's approve" in plain(note.query_one("#note-detail", Static).content)
         await pilot.press(*"on second thought", "enter")
         await wait_until(pilot, lambda: dash.state.trials["t0004"].review_status == "rejected")
         await pilot.press("u", "enter")

@@ -254,7 +254,7 @@ async def test_two_trials_diff_shows_the_changed_lines_and_both_summaries(runs_d
         assert any(t.startswith("-BATCH_SIZE") for t in removed) and any(t.startswith("+BATCH_SIZE") for t in added)
         on_screen = "\n".join(shown_lines(screen.query_one(DiffView)))
         assert "--- t0003/train.py" in on_screen and "+BATCH_SIZE" in on_screen
-        summary = plain(screen.query_one("#compare-summary").content)
+        summary = plain(screen.query_one("#compare-summary").content) + plain(screen.query_one("#compare-verdict").content)
         for expected in ("t0003", "t0012", "agent", "vs baseline", "hypothesis", "awaiting review (held by the hitl gate)",
                          "t0012 descends from t0003 (1 generation(s))", "t0012 vs t0003:"):
             assert expected in summary, expected

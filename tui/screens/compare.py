@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rich.console import Group
 from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
@@ -357,7 +356,8 @@ class DiffView(ScrollView, can_focus=True):
     """Diff lines drawn through the Line API: only the visible lines are ever styled."""
 
     DEFAULT_CSS = """
-    DiffView { height: 1fr; }
+    DiffView { height: 1fr; scrollbar-size-horizontal: 0; }
+    DiffView > .diff-view--more { color: $text-muted; }
     DiffView > .diff-view--file { text-style: bold; }
     DiffView > .diff-view--hunk { color: $text-accent; }
     DiffView > .diff-view--add { color: $text-success; background: $success 12%; }
@@ -365,7 +365,7 @@ class DiffView(ScrollView, can_focus=True):
     DiffView > .diff-view--ctx { }
     DiffView > .diff-view--note { color: $text-muted; text-style: italic; }
     """
-    COMPONENT_CLASSES = {f"diff-view--{kind}" for kind in (FILE, HUNK, ADD, DEL, CTX, NOTE)}
+    COMPONENT_CLASSES = {f"diff-view--{kind}" for kind in (FILE, HUNK, ADD, DEL, CTX, NOTE, "more")}
     BINDINGS = [
         Binding("j", "scroll_down", "Down", show=False),
         Binding("k", "scroll_up", "Up", show=False),
@@ -409,8 +409,13 @@ class DiffView(ScrollView, can_focus=True):
         kind, text = self.lines[row]
         style = self._style(kind)
         scroll_x = int(self.scroll_offset.x)
-        strip = Strip([Segment(text, style)]).crop(scroll_x, scroll_x + width)
-        return strip.extend_cell_length(width, style)
+        line = Strip([Segment(text, style)])
+        if line.cell_length > scroll_x + width and width > 1:
+            # no horizontal scroll bar (it took the pane's last row): a line that goes on past the right edge
+            # ends in `›` (←/→ scroll sideways), as `less -S` marks one
+            more = self.get_component_rich_style("diff-view--more", partial=True)
+            return Strip([*line.crop(scroll_x, scroll_x + width - 1), Segment("›", style + more)])
+        return line.crop(scroll_x, scroll_x + width).extend_cell_length(width, style)
 
 
 # ----------------------------------------------------------------------------- the screen
@@ -496,6 +501,7 @@ class CompareScreen(RunScreen):
     DEFAULT_CSS = """
     CompareScreen #compare-title, CompareScreen #compare-diff-title { height: 1; padding: 0 1; background: $boost; }
     CompareScreen #compare-summary-box { height: auto; max-height: 50%; padding: 0 1; }
+    CompareScreen #compare-verdict { height: auto; padding: 0 1; }
     CompareScreen #compare-diff { border: round $primary-background; }
     CompareScreen #compare-diff:focus { border: round $accent; }
     """
@@ -526,6 +532,7 @@ class CompareScreen(RunScreen):
         yield Static("", id="compare-title")
         with VerticalScroll(id="compare-summary-box"):
             yield Static("", id="compare-summary")
+        yield Static("", id="compare-verdict")  # out of the summary's scroll: always on screen
         yield Static("", id="compare-diff-title")
         yield DiffView(id="compare-diff")
         yield KeysFooter()
@@ -548,17 +555,25 @@ class CompareScreen(RunScreen):
         state = self.state
         left, right = state.trials.get(self.left), state.trials.get(self.right)
         summary = self.query_one("#compare-summary", Static)
+        verdict = self.query_one("#compare-verdict", Static)
         if left is None or right is None:
             missing = ", ".join(t for t in (self.left, self.right) if t not in state.trials)
             summary.update(Text(f"not in this run: {missing}", "red"))
+            verdict.update("")
             return
-        summary.update(Group(summary_table(state, left, right), difference_text(state, left, right)))
+        summary.update(summary_table(state, left, right))
+        verdict.update(difference_text(state, left, right))
         if self._waiting:
             self.start_diff()  # the trial that was missing has arrived
 
     def _title(self) -> Text:
-        return Text.assemble(("compare ", "dim"), (self.left, "bold"), ("  vs  ", "dim"), (self.right, "bold"),
-                             ("   (the diff reads from the left trial to the right one)", "dim"))
+        """The trials, and how the diff reads: in full where it fits (a title is never cut at the edge)."""
+        title = Text.assemble(("compare ", "dim"), (self.left, "bold"), ("  vs  ", "dim"), (self.right, "bold"))
+        for note in ("   (the diff reads from the left trial to the right one)", "   (diff: left → right)"):
+            if title.cell_len + len(note) <= self.app.size.width - 2:
+                title.append(note, "dim")
+                break
+        return title
 
     def _diff_title(self, text: str | Text) -> None:
         self.query_one("#compare-diff-title", Static).update(text)
@@ -596,8 +611,15 @@ class CompareScreen(RunScreen):
 
     def _show(self, comparison: TrialComparison) -> None:
         self.comparison = comparison
-        self.query_one(DiffView).set_lines(comparison.lines, comparison.width)
-        self._diff_title(Text.assemble(("diff ", "dim"), self.left, " → ", self.right, "  ", comparison.summary()))
+        view = self.query_one(DiffView)
+        view.set_lines(comparison.lines, comparison.width)
+        wide = comparison.width > (view.scrollable_content_region.width or self.app.size.width - 2)
+        self._diff_title(Text.assemble(("diff ", "dim"), self.left, " → ", self.right, "  ", comparison.summary(),
+                                       ("  (› goes on: ←/→ scroll)", "dim") if wide else ""))
+
+    def on_resize(self) -> None:
+        if self.is_mounted:
+            self.query_one("#compare-title", Static).update(self._title())
 
     # ------------------------------------------------------------------ actions
 

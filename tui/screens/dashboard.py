@@ -50,6 +50,8 @@ from tui.widgets.trial_text import (
     CLAIM,
     HELD,
     MARKS,
+    SCORE_CELLS,
+    SIGMA_CELLS,
     STATUS_GLYPH,
     Part,
     fit_line,
@@ -65,7 +67,8 @@ STATUSES = [None, "ok", "rejected", "invalid", "crash", "timeout", "oom", "disk"
 
 TRIAL_COLUMNS = [  # drop: which columns a narrow terminal leaves out first (80x24 keeps id, st, score, Δσ, review)
     Column("id", "id", 7), Column("parent", "parent", 6, drop=6), Column("agent", "agent", 8, drop=4),
-    Column("status", "st", 2), Column("score", "score", 8, "right"), Column("delta", "Δσ", 7, "right", drop=2),
+    Column("status", "st", 2), Column("score", "score", SCORE_CELLS, "right"),
+    Column("delta", "Δσ", SIGMA_CELLS, "right", drop=2),
     Column("seconds", "sec", 5, "right", drop=7), Column("review", "review", 10, drop=3),
     Column("hypothesis", "hypothesis", 0, drop=5),
 ]
@@ -211,7 +214,13 @@ def blackboard_text(session: RunSession, limit: int = 60) -> Text:
     return text
 
 
+NARROW_BELOW = 76  # columns: a narrower dashboard leaves out the right-hand panes (the table keeps its numbers whole)
+
+
 class DashboardScreen(RunScreen):
+    # below NARROW_BELOW columns the screen has the class -narrow (app.tcss hides the chart, agents and blackboard):
+    # beside a 44-column right pane the trials table could not show a score whole
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
     BINDINGS = [
         Binding("enter", "open_trial", "Trial"),
         Binding("t", "trace", "Trace"),

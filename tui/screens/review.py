@@ -30,6 +30,7 @@ from tui.widgets.trial_text import (
     CLAIM,
     HELD,
     MARKS,
+    SIGMA_CELLS,
     audit_cell,
     change_renderable,
     findings_text,
@@ -39,10 +40,11 @@ from tui.widgets.trial_text import (
     marker_name,
 )
 
+QUEUE_SCORE_CELLS = 9
 QUEUE_COLUMNS = [
     Column("id", "id", 7), Column("audit", "audit", 6), Column("claim", "kind", 10, drop=1),
     Column("agent", "agent", 10, drop=3),
-    Column("score", "score", 9, "right"), Column("delta", "Δσ", 7, "right", drop=2),
+    Column("score", "score", QUEUE_SCORE_CELLS, "right"), Column("delta", "Δσ", SIGMA_CELLS, "right", drop=2),
     Column("hypothesis", "hypothesis", 0, drop=4),
 ]
 
@@ -112,8 +114,8 @@ class ReviewScreen(RunScreen):
         if mark is None and rec.review_status != "unreviewed":
             mark = rec.review_status
         kind = Text(f"{MARKS[mark][0]} {mark}", MARKS[mark][1]) if mark is not None else Text("trial")
-        return [rec.trial_id, audit_cell(rec), kind, rec.agent, fmt_score(rec.score),
-                fmt_sigma(state.delta_sigma_of(rec.score)), rec.hypothesis]
+        return [rec.trial_id, audit_cell(rec), kind, rec.agent, fmt_score(rec.score, QUEUE_SCORE_CELLS),
+                fmt_sigma(state.delta_sigma_of(rec.score), SIGMA_CELLS), rec.hypothesis]
 
     def _show(self, trial_id: str | None) -> None:
         target = self.query_one("#review-detail-text", Static)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -76,15 +77,48 @@ def glyph(status: str) -> Text:
     return Text(char, style=style)
 
 
-def fmt_score(value: float | None) -> str:
-    return "-" if value is None else f"{value:.5g}"
+SCORE_CELLS = 8  # the trials table's score column (the dashboard); fmt_score fits a score into it
+SIGMA_CELLS = 7  # its Δσ column
 
 
-def fmt_sigma(value: float | None) -> str:
-    """``+9.4σ``; whole sigmas from 100 on (``+1498σ``), so a big effect fits its column uncut."""
+def _compact_exponent(text: str) -> str:
+    """``1.2346e+05`` -> ``1.2346e5``, ``1e-07`` -> ``1e-7``: the same number in fewer cells."""
+    mantissa, sep, exponent = text.partition("e")
+    if not sep:
+        return text
+    sign = "-" if exponent.startswith("-") else ""
+    return f"{mantissa}e{sign}{exponent.lstrip('+-').lstrip('0') or '0'}"
+
+
+def fit_number(value: float, width: int | None, *, digits: int = 5, sign: bool = False, suffix: str = "") -> str:
+    """``value`` in at most ``width`` cells (``suffix`` included): fewer significant digits, then a short
+    exponent, never an ellipsis (a number cut at its edge reads as another number). Without ``width``,
+    ``digits`` significant digits. What cannot fit even with one digit is as short as it gets."""
+    plus = "+" if sign else ""
+    text = f"{value:{plus}.{digits}g}" + suffix
+    if width is None or len(text) <= width:
+        return text
+    for fewer in range(digits, 0, -1):
+        text = _compact_exponent(f"{value:{plus}.{fewer}g}") + suffix
+        if len(text) <= width:
+            break
+    return text
+
+
+def fmt_score(value: float | None, width: int | None = None) -> str:
+    """Five significant digits; with ``width``, as many as fit in ``width`` cells (a table column)."""
+    return "-" if value is None else fit_number(value, width)
+
+
+def fmt_sigma(value: float | None, width: int | None = None) -> str:
+    """``+9.4σ``; whole sigmas from 100 on (``+1498σ``), so a big effect fits its column uncut; with ``width``,
+    a larger one in fewer digits (``+1.2e5σ``)."""
     if value is None:
         return ""
-    return f"{value:+.0f}σ" if abs(value) >= 100 else f"{value:+.1f}σ"
+    text = f"{value:+.0f}σ" if abs(value) >= 100 else f"{value:+.1f}σ"
+    if width is None or len(text) <= width or not math.isfinite(value):
+        return text
+    return fit_number(value, width, digits=3, sign=True, suffix="σ")
 
 
 def is_claim(rec: TrialRecord) -> bool:
@@ -120,8 +154,8 @@ def trial_cells(state: RunState, rec: TrialRecord) -> list[str | Text]:
         rec.parent or "-",
         rec.agent,
         glyph(rec.status),
-        fmt_score(rec.score),
-        fmt_sigma(state.delta_sigma_of(rec.score) if rec.status == "ok" else None),
+        fmt_score(rec.score, SCORE_CELLS),
+        fmt_sigma(state.delta_sigma_of(rec.score) if rec.status == "ok" else None, SIGMA_CELLS),
         f"{rec.seconds:.1f}" if rec.finished else "",
         Text(review[0], review[1]) if rec.review_status != "unreviewed" else (
             Text(f"{HELD} held", MARKS["held"][1]) if rec.held else Text("awaiting", "yellow") if is_claim(rec) else ""),

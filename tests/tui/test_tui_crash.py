@@ -323,9 +323,11 @@ async def test_lineage_of_a_1234_deep_best_path_opens_fast_and_stays_flat(tmp_pa
         await pilot.press("enter")
         assert isinstance(app.screen, TrialScreen) and app.screen.trial_id == "d1234"
         assert "… 1223 more ← base-0" in plain(app.screen.query_one("#trial-content").content, width=400)  # its lineage, shortened too
-    # generous bounds for a loaded 2-core CI machine; on a quiet one both are well under a second
-    assert opened < 3.0, opened
-    assert actions < 3.0, actions
+    # not a timing test (the TUI's open and live latency are benchmarks/perf/bench_tui.py's): these bounds only
+    # catch a hang or a quadratic blow-up; on a quiet machine both are well under a second, on a loaded
+    # 2-core one a few seconds (3 s failed once in a contended full run)
+    assert opened < 20.0, opened
+    assert actions < 20.0, actions
 
 
 # ----------------------------------------------------------------------------- quitting

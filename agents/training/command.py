@@ -265,7 +265,7 @@ def _printing(emit: Callable[[str, dict[str, Any]], None], say: Print, method: s
 
     def both(kind: str, data: dict[str, Any]) -> None:
         emit(kind, data)
-        if kind == "train.step":
+        if kind == "train.step" and (method != "sft" or data["step"] == 1 or data["step"] % 10 == 0):
             say(progress_line(method, data))
 
     return both

@@ -202,6 +202,9 @@ def load_policy(path: str | Path, device: str = "cpu", *, trainable_adapter: boo
 
 
 def lora_config(settings: Settings) -> Any:
+    """LoRA on every linear layer but the output one (PEFT's "all-linear"; TRL's GRPO refuses one on lm_head,
+    whose weight it reads directly): a policy trained from scratch needs its output layer trained first (sft
+    without LoRA), or the adapter cannot make any token likely."""
     from peft import LoraConfig
 
     return LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, target_modules="all-linear",

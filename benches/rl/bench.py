@@ -42,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group", type=int, default=8, help="rollouts per prompt, G (default 8)")
     parser.add_argument("--prompts", type=int, default=2, help="prompts per step (default 2)")
     parser.add_argument("--sft-trials", type=int, default=None,
-                        help="random-search proposals to warm-start on (default 64; 0 skips sft)")
-    parser.add_argument("--sft-steps", type=int, default=150, help="sft optimizer steps (default 150)")
+                        help="random-search proposals to warm-start on (default 48; 0 skips sft)")
+    parser.add_argument("--sft-steps", type=int, default=200, help="sft optimizer steps (default 200)")
     parser.add_argument("--lr", type=float, default=None, help="online learning rate (default 3e-3)")
     parser.add_argument("--beta", type=float, default=0.02, help="KL coefficient (default 0.02)")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     task = load_task(HERE / "task.yaml")
     runs = Path(args.runs)
     seed = args.seed if args.seed is not None else task.seed
-    sft_trials = args.sft_trials if args.sft_trials is not None else (0 if args.model else 64)
+    sft_trials = args.sft_trials if args.sft_trials is not None else (0 if args.model else 48)
     model = args.model or "tiny"
     try:
         if sft_trials > 0:

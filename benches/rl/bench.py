@@ -29,11 +29,11 @@ from rrma.log.reader import read_state
 from rrma.log.verify import verify_run
 from rrma.run.loop import start_run
 from rrma.stats import bootstrap_gain_ci
-from rrma.task import load_task
+from rrma.task import TaskError, load_task
 from rrma.text import SafeConsole
 
 HERE = Path(__file__).resolve().parent
-console = SafeConsole(emoji=False)
+console = SafeConsole(emoji=False, soft_wrap=True)  # paths and the reward line stay whole at any width
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lr", type=float, default=None, help="online learning rate (default 3e-3)")
     parser.add_argument("--beta", type=float, default=0.02, help="KL coefficient (default 0.02)")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--task", type=Path, default=None,
+                        help="the task to train on (default benches/rl/task.yaml; benches/rl/autoresearch_gpu.yaml "
+                             "is a real one for a GPU)")
 
 
 def say(text: str) -> None:
@@ -76,7 +79,11 @@ def run(args: argparse.Namespace) -> int:
     except TrainingError as exc:
         say(f"bench rl: {exc}")
         return 2
-    task = load_task(HERE / "task.yaml")
+    try:
+        task = load_task(args.task or HERE / "task.yaml")
+    except TaskError as exc:
+        say(f"bench rl: {exc}")
+        return 2
     runs = Path(args.runs)
     seed = args.seed if args.seed is not None else task.seed
     sft_trials = args.sft_trials if args.sft_trials is not None else (0 if args.model else 48)

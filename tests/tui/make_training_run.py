@@ -18,6 +18,8 @@ from make_run import START, fake_clock, task_snapshot
 from rrma.log.store import RunStore
 
 GROUP = 4  # rollouts per step
+SETTINGS = {"method": "grpo", "steps": 30, "lr": 1e-5, "group": GROUP, "prompts": 1, "beta": 0.04, "lora": True,
+            "lora_r": 8}  # as rrma-tui train records them (agents/training/trainers.py Settings)
 
 
 def step_figures(step: int, rng: random.Random) -> dict[str, Any]:
@@ -71,7 +73,7 @@ def make_training_run(runs_dir: Path, run_id: str = "train-run", *, steps: int =
         })
         store.append("train.started", "trainer", {
             "method": "grpo", "base_model": "runs/sft-run/artifacts/3fa2c1d9/model",
-            "config": {"lr": 1e-5, "group_size": GROUP, "beta": 0.04, "lora_r": 8}, "resumed_from": None,
+            "config": {"settings": SETTINGS, "model": "runs/sft-run/artifacts/3fa2c1d9/model"}, "resumed_from": None,
         })
         rng = random.Random(seed)
         for step in range(1, steps + 1):
@@ -91,7 +93,7 @@ def append_steps(run_dir: Path, first: int, last: int, *, checkpoint_every: int 
         if resumed_from is not None:
             store.append("train.started", "trainer", {
                 "method": "grpo", "base_model": "runs/sft-run/artifacts/3fa2c1d9/model",
-                "config": {"lr": 1e-5, "group_size": GROUP, "beta": 0.04, "lora_r": 8}, "resumed_from": resumed_from,
+                "config": {"settings": SETTINGS, "model": "runs/sft-run/artifacts/3fa2c1d9/model"}, "resumed_from": resumed_from,
             })
         for step in range(first, last + 1):
             _write_step(store, step, rng, checkpoint_every, prefix)

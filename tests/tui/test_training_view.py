@@ -89,8 +89,9 @@ async def test_training_view_follows_the_trainer_live(tmp_path: Path) -> None:
         assert f"{num(last['zero_variance_frac'], '.0%')} (mean {num(zero_mean, '.0%')})" in latest
         assert f"novelty rate    {num(last['novelty_rate'], '.0%')}" in latest
         session = panel(screen, "#train-session")
-        assert "grpo" in session and "runs/sft-run/artifacts/3fa2c1d9/model" in session
+        assert "grpo" in session and "base …/sft-run/artifacts/3fa2c1d9/model" in session
         assert "a fresh start" in session and "training…" in session
+        assert "steps 30, lr 1e-05, group 4, prompts 1, beta 0.04, lora_r 8" in session
         ckpt3 = hashlib.sha256(b"adapter-3").hexdigest()[:12]
         assert f"step    3 adapter    {ckpt3}" in panel(screen, "#train-checkpoints")
         draws = charts.draws

@@ -135,7 +135,7 @@ class TrainingScreen(RunScreen):
         status = self.session.status()
         parts.append((Text(f" · {status}", "green" if state.finish_reason else ("red" if status == "stopped" else "yellow")), 0))
         parts.append((Text(f" · {len(state.train_checkpoints)} checkpoints"), 2))
-        parts.append((Text(f" · {len(state.order)} rollouts"), 1))
+        parts.append((Text(f" · {len(state.order)} trials"), 1))
         title = self.query_one("#train-title", Static)
         title.update(fit_line(parts, title.content_region.width or self.app.size.width - 2))
 

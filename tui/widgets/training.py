@@ -15,6 +15,7 @@ colours taken from the Textual theme's text colours.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,9 @@ from tui.widgets.trial_text import Part
 
 CURVES = ("reward", "entropy", "kl", "loss")  # the plots, in the grid's order
 LABELS = {"reward": "reward mean ± std", "entropy": "entropy", "kl": "KL to the reference", "loss": "loss"}
+# train.started's config["settings"] (agents/training: rrma-tui train) the session panel shows, by method
+SETTINGS = {"sft": ("lr", "epochs", "batch", "lora_r"), "grpo": ("steps", "lr", "group", "prompts", "beta", "lora_r"),
+            "sdpo": ("steps", "lr", "group", "prompts", "beta", "lora_r", "teacher")}
 ROLE = {"reward": "best", "entropy": "trial", "kl": "baseline", "loss": "trial"}  # theme colour of each line
 
 
@@ -142,13 +146,15 @@ def session_text(state: RunState) -> Text:
     text.append(f"{s['method']}", "bold")
     text.append(f"  session {len(sessions)}" + (f" of {len(sessions)}" if len(sessions) > 1 else ""), "dim")
     text.append("\nbase ")
-    text.append(str(s.get("base_model") or "-"))
+    text.append(model_label(s.get("base_model"), 36))
     resumed = s.get("resumed_from")
     text.append("\nresumed from ")
     text.append("step " + str(resumed) if resumed is not None else "- (a fresh start)")
     config = s.get("config") or {}
-    shown = [f"{k} {config[k]}" for k in ("lr", "group_size", "num_generations", "beta", "lora_r", "batch_size")
-             if k in config and isinstance(config[k], int | float | str)]
+    nested = config.get("settings")
+    settings: dict[str, Any] = nested if isinstance(nested, dict) else config  # rrma-tui train nests them
+    shown = [f"{k} {settings[k]}" for k in SETTINGS.get(s["method"], ())
+             if isinstance(settings.get(k), int | float | str) and not isinstance(settings.get(k), bool)]
     if shown:
         text.append("\n" + ", ".join(shown), "dim")
     finished = s.get("finished")
@@ -191,13 +197,19 @@ def short_path(path: str, width: int) -> str:
     return tail if len(tail) <= width else "…" + path[-(width - 1):]
 
 
+def model_label(path: Any, width: int) -> str:
+    """A base model as the panels write it: an artifact's sha256 in a path shortened to 12 digits, the path's
+    last components where it is still too long."""
+    return short_path(re.sub(r"\b([0-9a-f]{12})[0-9a-f]{52}\b", r"\1", str(path or "-")), width)
+
+
 def gist_text(state: RunState, limit: int = 3) -> Text:
     """The session and the checkpoints in a few short lines (a narrow terminal's one panel for both)."""
     text = Text(no_wrap=True, overflow="ellipsis")
     if state.train_sessions:
         s = state.train_sessions[-1]
         text.append(f"{s['method']}", "bold")
-        text.append(f" · {short_path(str(s.get('base_model') or '-'), 30)}\n")
+        text.append(f" · {model_label(s.get('base_model'), 30)}\n")
         resumed = s.get("resumed_from")
         text.append(f"resumed from step {resumed}" if resumed is not None else "a fresh start", "dim")
         finished = s.get("finished")

@@ -35,7 +35,10 @@ from rrma.trial import Proposal
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 STEP_KEYS = {"loss": "loss", "reward": "reward_mean", "reward_std": "reward_std", "kl": "kl", "entropy": "entropy",
              "grad_norm": "grad_norm", "frac_reward_zero_std": "zero_variance_frac", "learning_rate": "lr",
-             "step_time": "seconds"}
+             "step_time": "seconds",
+             # SDPO logs the same three figures under its own names (its reward_std is also over the batch)
+             "self_distillation/reward_mean": "reward_mean", "self_distillation/reward_std": "reward_std",
+             "self_distillation/flat_group_fraction": "zero_variance_frac"}
 
 
 class TrainingError(Exception):
@@ -110,6 +113,7 @@ class Session:
     emit: Callable[[str, dict[str, Any]], None]
     method: str
     pending: list[dict[str, Any]] = field(default_factory=list)  # the online step's rollouts, for its train.step
+    group: int = 0  # rollouts per prompt (online): a step's zero-variance groups when the trainer logs none
 
     def checkpoint(self, step: int, src: Path, kind: str) -> tuple[str, str]:
         digest, rel = store_dir(self.run_dir, src)
@@ -150,8 +154,17 @@ def step_callback(session: Session) -> Any:
             if session.pending:
                 done = session.pending
                 data["trials"] = [r["trial"] for r in done]
-                data["rewards"] = [r["reward"] for r in done]
+                data["rewards"] = rewards = [r["reward"] for r in done]
                 data["novelty_rate"] = sum(1 for r in done if r["novel"]) / len(done)
+                if data.get("reward_mean") is None:  # a trainer that does not log it: from the rollouts
+                    mean = sum(rewards) / len(rewards)
+                    data["reward_mean"] = mean
+                    data["reward_std"] = math.sqrt(sum((r - mean) ** 2 for r in rewards) / max(1, len(rewards) - 1))
+                if data.get("zero_variance_frac") is None and session.group > 1:
+                    groups = [rewards[i:i + session.group] for i in range(0, len(rewards), session.group)]
+                    data["zero_variance_frac"] = sum(1 for g in groups if max(g) == min(g)) / len(groups)
+                if data.get("tokens") is None:
+                    data["tokens"] = sum(int(r.get("tokens", 0)) for r in done)
                 session.pending = []
             data["extra"], data["nonfinite"] = extra, nonfinite
             session.emit("train.step", data)
@@ -302,7 +315,8 @@ class Scorer:
             self.diffs.append(change)
             values.append(given.value)
             self.feedback.append(rec.feedback or None)
-            done.append({"trial": rec.trial_id, "reward": round(given.value, 6), "novel": novel})
+            done.append({"trial": rec.trial_id, "reward": round(given.value, 6), "novel": novel,
+                         "tokens": job.turn.get("tokens_out", 0)})
         self.session.pending = done
         self.state = None
         return values
@@ -333,6 +347,7 @@ def train_online(method: str, bridge: LoopBridge, model_path: Path, settings: Se
     from datasets import Dataset
 
     model, tokenizer = load_policy(model_path, settings.device)
+    session.group = settings.group
     scorer = Scorer(bridge, session, str(model_path))
     first = bridge.prompt()
     per_step = settings.group * settings.prompts

@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         say(f"bench rl: 3/3 {args.method} from {model}")
         online = Settings(method=args.method, steps=args.steps, group=args.group, prompts=args.prompts,
                           lr=args.lr if args.lr is not None else 3e-3, beta=args.beta, save_every=10, seed=seed,
-                          device=args.device, max_new_tokens=40)
+                          device=args.device, max_new_tokens=40,
+                          success=0.0)  # sdpo: a rollout better than the baseline is a demonstration
         run_dir = run_online(Request(method=args.method, runs_dir=runs, model=model, settings=online, task=task), say)
     except (TrainingError, RolloutError) as exc:
         say(f"bench rl: {exc}")

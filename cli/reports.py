@@ -58,7 +58,7 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
                                             "no oracle computed it", style="bold yellow"))
     table.add_row("baseline ± σ", f"{fmt(summary.get('baseline'))} ± {fmt(summary.get('sigma'), '.3g')}")
     table.add_row("best", plain(f"{fmt(summary.get('best_score'))} ({summary.get('best_trial') or '-'}){mark}"))
-    table.add_row("delta", f"{fmt(summary.get('delta'))} ({fmt(summary.get('delta_sigma'), '+.2f')} σ)")
+    table.add_row("delta", f"{fmt(summary.get('delta'))} against the baseline (Δσ {fmt(summary.get('delta_sigma'), '+.2f')})")
     by_status = summary.get("by_status", {})
     table.add_row("trials", f"{summary.get('trials', 0)}: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
     table.add_row("cache hits", str(summary.get("cache_hits", 0)))
@@ -235,6 +235,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     columns = ["trial", "parent", "agent", "status", score, "Δσ", "review", *(["checks"] if checks else []),
                "hypothesis"]
     table = Table(*columns)
+    console.print(sigma_legend(state), soft_wrap=True)
     for tid in state.order:
         t = state.trials[tid]
         signed = {True: " ✔signed", False: " (unsigned)", None: ""}[t.review_signed]
@@ -242,13 +243,26 @@ def cmd_show(args: argparse.Namespace) -> int:
             " ↑" if t.promoted else "")  # the TUI's marks: best (approved), claim (not approved), former best
         extra = [plain(trial_checks(t))] if checks else []
         table.add_row(plain(tid + mark), plain(t.parent), plain(t.agent), plain(t.status),
-                      "" if t.score is None else f"{t.score:.6g}",
-                      "" if t.delta_sigma is None else f"{t.delta_sigma:+.2f}",
+                      "" if t.score is None else f"{t.score:.6g}", delta_sigma_cell(state, t),
                       plain(t.review_status + signed + (" · held for review" if t.held else "")), *extra,
                       plain(t.hypothesis[:70]))  # agent text: literal, never markup
     console.print(table)
     print_findings(state)
     return EXIT_OK
+
+
+def sigma_legend(state: Any) -> str:
+    """What Δσ means here, as every view means it (RunState.delta_sigma_of): the line above show's table."""
+    if state.baseline_mean is None:
+        return "Δσ: against the baseline, in units of its σ (no baseline measured yet)"
+    return (f"Δσ: against the baseline ({state.baseline_mean:.6g}), in units of its σ ({state.sigma or 0:.3g}); "
+            "+ is better")
+
+
+def delta_sigma_cell(state: Any, t: Any) -> str:
+    """A trial's Δσ (against the baseline, in its σ) for a scored trial; empty otherwise."""
+    sigmas = state.delta_sigma_of(t.score) if t.status == "ok" else None
+    return "" if sigmas is None else f"{sigmas:+.2f}"
 
 
 def print_findings(state: Any) -> None:

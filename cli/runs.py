@@ -26,7 +26,11 @@ from rrma.text import printable
 
 
 class Progress:
-    """Prints one line per finished trial (unless quiet) while a headless run goes on."""
+    """Prints one line per finished trial (unless quiet) while a headless run goes on.
+
+    Its Δσ is the one every view shows (rrma.log.state.delta_sigma: against the baseline, in units of the
+    baseline's σ), from the run.started and baseline.measured it is given (a resumed run's driver hands it the
+    log from the start), and the baseline's line says so."""
 
     GLYPH = {"ok": "✓", "rejected": "✗", "invalid": "!", "crash": "☠", "timeout": "⏱", "oom": "M", "disk": "D", "aborted": "⏹"}
 
@@ -34,17 +38,29 @@ class Progress:
         self.quiet = quiet
         self.started = time.monotonic()
         self.finished = 0
+        self.direction = "minimize"
+        self.baseline: tuple[float, float] | None = None  # (mean, σ)
+
+    def delta_sigma(self, score: float | None) -> float | None:
+        from rrma.log.state import delta_sigma
+
+        return None if self.baseline is None else delta_sigma(score, *self.baseline, self.direction)
 
     def __call__(self, event: Any) -> None:
         if self.quiet:
             return
         kind = event.kind
+        if kind == "run.started":
+            self.direction = str(event.data.task.get("metric", {}).get("direction", "minimize"))
+        elif kind == "baseline.measured":
+            self.baseline = (event.data.mean, event.data.sigma)
         data = event.data
         elapsed = time.monotonic() - self.started
         if kind == "trial.finished":
             self.finished += 1
             score = "" if data.score is None else f"{data.score:.6g}"
-            ds = "" if data.delta_sigma is None else f" ({data.delta_sigma:+.2f}σ)"
+            sigmas = self.delta_sigma(data.score) if data.status == "ok" else None
+            ds = "" if sigmas is None else f" (Δσ {sigmas:+.2f})"
             cached = " [cached]" if data.cached else ""
             feedback = printable(data.feedback).strip()
             first = one_line(feedback.splitlines()[0])[:90] if feedback and data.status != "ok" else ""
@@ -68,7 +84,9 @@ class Progress:
                                         one_line(text.splitlines()[0])[:90] if text else ""), soft_wrap=True)
         elif kind == "baseline.measured":
             console.print(f"[dim]{elapsed:7.1f}s[/] baseline {data.mean:.6g} ± {data.sigma:.3g} (σ, n={len(data.scores)})"
-                          f"; promotion needs {data.floor:.3g}")
+                          f"; promotion needs {data.floor:.3g}", soft_wrap=True)
+            console.print(Text.assemble((f"{elapsed:7.1f}s", "dim"), " Δσ: against this baseline, in units of its σ "
+                                        "(+ is better)"), soft_wrap=True)
         elif kind == "run.started":
             console.print(plain(f"run {data.run_id} ({data.task_name})"))
             guard = one_line(data.versions.get("fs_guard", ""))

@@ -28,6 +28,7 @@ from rich.text import Text
 
 from cli.options import apply_overrides
 from rrma.contain import sandbox
+from rrma.log.state import delta_sigma
 from rrma.task import TaskConfig, TaskError, load_task, task_from_dict
 from rrma.text import SafeConsole
 
@@ -102,27 +103,35 @@ def build_task(args: argparse.Namespace) -> TaskConfig:
 
 
 class _Printer:
-    """One line per finished trial while the run goes on."""
+    """One line per finished trial while the run goes on; its Δσ is every view's (rrma.log.state.delta_sigma:
+    against the baseline, in units of its σ)."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.started = time.monotonic()
+        self.baseline: tuple[float, float] | None = None  # (mean, σ) from baseline.measured
+        self.direction = "minimize"
 
     def __call__(self, event: Any) -> None:
         if self.quiet:
             return
         at = time.monotonic() - self.started
         d = event.data
+        if event.kind == "run.started":
+            self.direction = str(d.task.get("metric", {}).get("direction", "minimize"))
+        elif event.kind == "baseline.measured":
+            self.baseline = (d.mean, d.sigma)
         if event.kind == "trial.finished":
             score = "" if d.score is None else f"{d.score:.4f}"
-            ds = "" if d.delta_sigma is None else f" ({d.delta_sigma:+.2f}σ)"
+            sigmas = delta_sigma(d.score, *self.baseline, self.direction) if self.baseline and d.status == "ok" else None
+            ds = "" if sigmas is None else f" (Δσ {sigmas:+.2f})"
             note = "" if d.status == "ok" else " " + (d.feedback.strip().splitlines() or [""])[0][:100]
             # the note is oracle feedback: literal, never markup or emoji codes
             console.print(Text.assemble((f"{at:7.1f}s", "dim"), f" {d.trial_id:>8} {d.status:<8} {score}{ds}{note}"),
                           soft_wrap=True)
         elif event.kind == "baseline.measured":
             console.print(f"[dim]{at:7.1f}s[/] baseline {d.mean:.4f} ± {d.sigma:.4f} (σ, n={len(d.scores)}); "
-                          f"promotion needs {d.floor:.4f}")
+                          f"promotion needs {d.floor:.4f}; Δσ: against this baseline, in units of its σ", soft_wrap=True)
         elif event.kind == "trial.promoted" and d.previous_best is not None:
             console.print(f"[dim]{at:7.1f}s[/] [bold green]new best {d.trial_id}: {d.score:.4f}[/]")
 
@@ -142,7 +151,7 @@ def summary_table(result: Any, task: TaskConfig) -> Table:
                             f"early abort {task.loop.early_abort.rule}")
     table.add_row("baseline ± σ", f"{fmt(s.get('baseline'))} ± {fmt(s.get('sigma'))} val_bpb")
     table.add_row("best", f"{fmt(s.get('best_score'))} ({s.get('best_trial') or '-'})")
-    table.add_row("delta", f"{fmt(s.get('delta'))} ({fmt(s.get('delta_sigma'), '+.2f')} σ)")
+    table.add_row("delta", f"{fmt(s.get('delta'))} against the baseline (Δσ {fmt(s.get('delta_sigma'), '+.2f')})")
     by_status = s.get("by_status", {})
     table.add_row("trials", f"{s.get('trials', 0)}: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
     if s.get("early_aborts"):

@@ -96,7 +96,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from rrma.log.events import DATA_TYPES, SCHEMA_VERSION
-from rrma.log.state import SEVERITY_RANK, AgentRecord, RunState, TrialRecord
+from rrma.log.state import SEVERITY_RANK, AgentRecord, RunState, TrialRecord, delta_sigma
 from rrma.log.store import EVENTS, RunStore
 from rrma.log.tail import LineTail
 
@@ -864,9 +864,9 @@ class RunSummary:
         text = f"{self.best:.4g}"
         if self.baseline is not None:
             text += f" vs {self.baseline:.4g}"
-            if self.sigma:
-                sign = 1 if self.direction == "maximize" else -1
-                text += f" ({sign * (self.best - self.baseline) / self.sigma:+.1f}σ)"
+            sigmas = delta_sigma(self.best, self.baseline, self.sigma, self.direction)  # Δσ, as every view means it
+            if sigmas is not None:
+                text += f" ({sigmas:+.1f}σ)"
         return text
 
 

@@ -135,6 +135,17 @@ class AgentRecord:
     last_ts: str = ""
 
 
+def delta_sigma(score: float | None, baseline_mean: float | None, sigma: float | None, direction: str) -> float | None:
+    """Δσ, the one meaning every view gives it (the TUI, ``show``, the headless progress lines): ``score``
+    against the baseline's mean, in units of the baseline's σ, signed so that > 0 is better. None before the
+    baseline is measured, or with a σ of 0. (A trial.finished's own ``delta_sigma`` is against the best at the
+    time: what promotion compared; views call that "vs the best at the time", never Δσ.)"""
+    if score is None or baseline_mean is None or not sigma:
+        return None
+    delta = (baseline_mean - score) if direction == "minimize" else (score - baseline_mean)
+    return delta / sigma
+
+
 @dataclass
 class RunState:
     run_id: str = ""
@@ -460,10 +471,8 @@ class RunState:
         return path
 
     def delta_sigma_of(self, score: float | None) -> float | None:
-        if score is None or self.baseline_mean is None:
-            return None
-        delta = self.better(score, self.baseline_mean)
-        return delta / self.sigma if self.sigma else None
+        """Δσ of ``score`` in this run (:func:`delta_sigma`)."""
+        return delta_sigma(score, self.baseline_mean, self.sigma, self.direction)
 
     def unresolved_high(self) -> int:
         """``high`` audit findings not dismissed whose trial no person has reviewed yet."""

@@ -119,14 +119,13 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
     best = state.best
     if best is not None and best.score is not None:
         line2.append((Text.assemble(("best ", "bold"), (f"{best.trial_id} {fmt_score(best.score)}", "bold green")), 0))
-        if state.sigma is not None:
-            line2.append((Text(f" ± {state.sigma:.3g}"), 3))
-        if state.baseline_mean is not None:
-            vs = Text(f"  vs baseline {fmt_score(state.baseline_mean)}")
+        if state.baseline_mean is not None:  # names Δσ as every view means it: against the baseline, in its σ
             sigma = state.delta_sigma_of(best.score)
-            if sigma is not None:
-                vs.append(f" ({sigma:+.1f}σ)", "bold")
+            vs = Text.assemble("  ", ("Δσ ", "dim"), (f"{sigma:+.1f}" if sigma is not None else "-", "bold"),
+                               f" vs baseline {fmt_score(state.baseline_mean)}")
             line2.append((vs, 2))
+            if state.sigma is not None:
+                line2.append((Text(f" (σ {state.sigma:.3g})"), 3))
         if best.baseline:
             line2.append((Text("  (the baseline)", "dim"), 1))
         elif best.review_status == "approved":

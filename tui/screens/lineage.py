@@ -28,7 +28,7 @@ from rrma.log.state import RunState
 from tui.messages import OpenTrial
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
-from tui.widgets.trial_text import best_marker, fit_line, fmt_score, fmt_sigma, glyph
+from tui.widgets.trial_text import SIGMA_LEGEND, best_marker, fit_line, fmt_score, fmt_sigma, glyph
 
 REBUILD_INTERVAL = 2.0  # seconds between rebuilds of the tree while a run is live
 MAX_NESTING = 12  # generations nested one level each; a deeper tree is drawn with its lines of descent flat
@@ -195,7 +195,8 @@ class LineageScreen(RunScreen):
         limit = TITLE_PATH
         while limit > 2 and head.cell_len + len(path_text(path, limit)) > width:
             limit -= 1  # name fewer trials of the path rather than cut the line at the edge
-        title.update(fit_line([(head, 0), (Text(path_text(path, limit) or "-"), 1)], width))
+        title.update(fit_line([(head, 0), (Text(path_text(path, limit) or "-"), 1),
+                               (Text(f"   {SIGMA_LEGEND}", "dim"), 2)], width))
         target = self._ensure(cursor) if cursor is not None else None
         if target is not None:
             tree.move_cursor(target)

@@ -31,9 +31,12 @@ from tui.widgets.trial_text import (
     HELD,
     MARKS,
     SIGMA_CELLS,
+    SIGMA_LEGEND,
+    Part,
     audit_cell,
     change_renderable,
     findings_text,
+    fit_line,
     fmt_score,
     fmt_sigma,
     is_claim,
@@ -99,12 +102,15 @@ class ReviewScreen(RunScreen):
         claims = sum(1 for t in ids if is_claim(self.state.trials[t]))
         held = sum(1 for t in ids if self.state.trials[t].held)
         views = "  ".join(f"[{v}]" if v == self.view else v for v in VIEWS)
-        self.query_one("#review-title", Static).update(Text.assemble(
-            ("review queue ", "bold"), f"{len(ids)} trial(s) {self.view}",
-            (f"  {HELD} {held} held by the audit", MARKS["held"][1]) if held and self.view == "to review" else "",
-            (f"  {CLAIM} {claims} held by the hitl gate", "yellow") if claims and self.view == "to review" else "",
-            ("   reviewer ", "dim"), self.session.reviewer, ("   f: ", "dim"), (views, "dim"),
-        ))
+        title = self.query_one("#review-title", Static)
+        parts: list[Part] = [(Text.assemble(("review queue ", "bold"), f"{len(ids)} trial(s) {self.view}"), 0)]
+        if held and self.view == "to review":
+            parts.append((Text(f"  {HELD} {held} held by the audit", MARKS["held"][1]), 0))
+        if claims and self.view == "to review":
+            parts.append((Text(f"  {CLAIM} {claims} held by the hitl gate", "yellow"), 0))
+        parts += [(Text.assemble(("   reviewer ", "dim"), self.session.reviewer), 2),
+                  (Text.assemble(("   f: ", "dim"), (views, "dim")), 1), (Text(f"   {SIGMA_LEGEND}", "dim"), 3)]
+        title.update(fit_line(parts, title.content_region.width or self.app.size.width - 2))
         self._show(table.cursor_key)
 
     def _row(self, trial_id: str) -> list[str | Text]:

@@ -159,8 +159,9 @@ class TrialScreen(RunScreen):
         sigma = self.state.delta_sigma_of(rec.score) if rec.status == "ok" else None
         outcome = Text.assemble(
             ("status ", "dim"), glyph(rec.status), f" {rec.status}", ("   score ", "dim"), (fmt_score(rec.score), "bold"),
-            ("   vs baseline ", "dim"), fmt_sigma(sigma) or "-",
-            ("   vs best at the time ", "dim"), fmt_sigma(rec.delta_sigma) or "-",
+            ("   Δσ ", "dim"), fmt_sigma(sigma) or "-", (" vs baseline", "dim"),
+            # a line of its own: at 80 columns a wrap split it from its value
+            ("\nvs the best at the time ", "dim"), fmt_sigma(rec.delta_sigma) or "-",
             ("   seconds ", "dim"), f"{rec.seconds:.1f}",
         )
         if rec.cached:

@@ -77,6 +77,7 @@ def glyph(status: str) -> Text:
     return Text(char, style=style)
 
 
+SIGMA_LEGEND = "Δσ: against the baseline, in units of its σ"  # the one meaning of Δσ (RunState.delta_sigma_of)
 SCORE_CELLS = 8  # the trials table's score column (the dashboard); fmt_score fits a score into it
 SIGMA_CELLS = 7  # its Δσ column
 

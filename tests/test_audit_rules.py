@@ -229,6 +229,26 @@ def test_the_same_edit_as_another_agents_earlier_trial_presented_as_new_is_copie
     assert copied(case(manifest_blob="m1", files=mine, parent_files=base, earlier=[other("coder")])) == []  # its own
 
 
+def test_a_replica_of_the_same_agent_repeating_an_edit_is_not_copying() -> None:
+    """policy-1 and policy-2 (a trainer's rollout workers, or loop.agents_parallel copies) with the same backend and
+    model are one policy: the same edit from both is a repeat, not a copy. Another agent, or another model, still is."""
+    mine = {"objective.py": OBJECTIVE.replace("X = 0.0", "X = 1.7")}
+    base = {"objective.py": OBJECTIVE}
+
+    def run(agents: list[dict[str, Any]], me: str, them: str) -> list[Finding]:
+        made = case(agent=me, manifest_blob="m1", files=mine, parent_files=base, earlier=[other(them)], hypothesis="X")
+        made.state.agents_info = agents
+        return copied(made)
+
+    workers = [{"name": "policy-1", "backend": "trainer-rollouts", "model": None},
+               {"name": "policy-2", "backend": "trainer-rollouts", "model": None}]
+    assert run(workers, "policy-2", "policy-1") == []
+    assert only(run(workers, "policy-2", "rs")).severity == "warn"  # another agent
+    models = [{"name": "llm-1", "backend": "openai", "model": "a"}, {"name": "llm-2", "backend": "openai", "model": "b"}]
+    assert only(run(models, "llm-2", "llm-1")).severity == "warn"  # the same name, other models: two agents
+    assert only(run([], "policy-2", "policy-1")).severity == "warn"  # nothing recorded: not presumed one agent
+
+
 # ----------------------------------------------------------------------------- noise_only
 
 

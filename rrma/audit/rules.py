@@ -62,6 +62,9 @@ class OutcomeView:
         return cls(rec.status, rec.score, rec.delta, rec.floor, rec.promoted or would)
 
 
+REPLICA = re.compile(r"-\d+$")  # the suffix of an agent's replicas (rrma/run/loop.py make_agents, a trainer's workers)
+
+
 @dataclass
 class TrialCase:
     rec: TrialRecord
@@ -82,6 +85,21 @@ class TrialCase:
 
     def calls(self) -> list[TurnView]:
         return [t for t in self.turns if t.role == "tool_call"]
+
+    def one_agent(self, a: str, b: str) -> bool:
+        """Whether agents ``a`` and ``b`` are one agent: the same name, or replicas of one configured agent (names
+        ``NAME-1``, ``NAME-2``... as ``loop.agents_parallel`` and a trainer's rollout workers make them) that run.started
+        records with the same backend and model. A replica re-proposing another's edit is the same policy, not a copy."""
+        if a == b:
+            return True
+        base_a, base_b = REPLICA.sub("", a), REPLICA.sub("", b)
+        if base_a != base_b or (base_a == a and base_b == b):
+            return False
+        def field(info: Any, key: str) -> Any:
+            return info.get(key) if isinstance(info, dict) else getattr(info, key, None)
+
+        info = {field(i, "name"): (field(i, "backend"), field(i, "model")) for i in self.state.agents_info}
+        return a in info and b in info and info[a] == info[b]
 
     def results(self) -> dict[int, TurnView]:
         """The tool result that follows each call (the next tool_result turn of the same agent), by call seq."""
@@ -392,7 +410,7 @@ def copied(case: TrialCase) -> list[Finding]:
     credit_text = " ".join([rec.hypothesis, rec.expected_effect, *(t for _, t in case.claims())])
     findings: list[Finding] = []
     for other in case.earlier:
-        if other.agent == rec.agent or other.status != "ok":
+        if case.one_agent(other.agent, rec.agent) or other.status != "ok":
             continue
         same = rec.manifest_blob is not None and rec.manifest_blob == other.manifest_blob and bool(mine)
         similarity = 1.0 if same else 0.0
@@ -415,7 +433,7 @@ def copied(case: TrialCase) -> list[Finding]:
         break
     if case.proof is not None and rec.theorem and not findings:
         for other in case.earlier:
-            if other.agent == rec.agent or other.status != "ok" or other.theorem != rec.theorem:
+            if case.one_agent(other.agent, rec.agent) or other.status != "ok" or other.theorem != rec.theorem:
                 continue
             other_proof = case.proof_of(other.trial_id) if case.proof_of is not None else None
             if other_proof is not None and _norm_proof(other_proof) == _norm_proof(case.proof):

@@ -169,7 +169,9 @@ def run_online(req: Request, say: Print, *, resume_run: Path | None = None) -> P
     """GRPO or SDPO with rollouts scored through a research run; returns the run directory."""
     assert req.task is not None
     task = req.task
-    need = req.settings.steps * req.settings.group * req.settings.prompts
+    # the trainer ends the run, never the budget: twice the session's rollouts leaves room for a resume, which
+    # re-does the steps after the last checkpoint (the rollouts cut short by the crash count too)
+    need = 2 * req.settings.steps * req.settings.group * req.settings.prompts
     if resume_run is None:
         budget = task.budget.model_copy(update={"max_trials": max(task.budget.max_trials, need),
                                                 "max_wall_seconds": max(task.budget.max_wall_seconds or 0, 86400)})

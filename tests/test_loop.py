@@ -20,7 +20,7 @@ from rrma.log.review import record_review
 from rrma.log.state import RunState, render_results
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
-from rrma.run.loop import start_run
+from rrma.run.loop import resume_run, start_run
 from rrma.task import AgentConfig, TaskConfig, load_task, task_from_dict
 from rrma.trial import FileEdit, Proposal
 
@@ -201,6 +201,45 @@ def test_kill_minus_9_then_resume(tmp_path: Path) -> None:
     verify = subprocess.run([sys.executable, "-m", "cli.main", "verify", str(log.parent)], env=env,
                             capture_output=True, text=True, timeout=60)
     assert verify.returncode == 0 and "chain intact" in verify.stdout
+
+
+KILLED_AFTER_AN_INVALID_PROPOSAL = """
+import os, sys
+from pathlib import Path
+from rrma.run import orders
+from rrma.run.loop import start_run
+from rrma.task import load_task
+from tests.test_loop import DEMO, ScriptedAgent
+from rrma.trial import FileEdit, Proposal
+
+emit = orders.Orders.emit_proposed
+def emit_then_die(self, actor, data):
+    emit(self, actor, data)
+    if data.get("manifest_blob") is None and not data.get("baseline"):
+        os._exit(9)  # the harness dies between an invalid edit's trial.proposed and its trial.finished
+orders.Orders.emit_proposed = emit_then_die
+bad = Proposal(hypothesis="rewrite the scorer", edits=[FileEdit(path="score.py", content="print('loss: 0')")])
+start_run(load_task(DEMO, {"budget.max_trials": 2}), Path(sys.argv[1]), run_id="run", agents=[ScriptedAgent([bad])])
+"""
+
+
+def test_resume_after_a_kill_between_an_invalid_edit_and_its_outcome(tmp_path: Path) -> None:
+    """A refused edit is recorded with no files; a harness killed before its trial.finished must not make the
+    resume fail on it (it looked for the trial's files to run it again): the refusal is recorded again."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    died = subprocess.run([sys.executable, "-c", KILLED_AFTER_AN_INVALID_PROPOSAL, str(tmp_path)], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert died.returncode == 9, died.stderr
+    run_dir = tmp_path / "run"
+    before = RunState.fold(RunStore(run_dir).scan().events)
+    (pending,) = [t for t in before.agent_trials() if not t.finished]
+    assert pending.agent == "scripted" and pending.manifest_blob is None
+    result = resume_run(run_dir)
+    assert result.ok, result.error
+    after = result.state.trials[pending.trial_id]
+    assert after.status == "invalid" and after.feedback.startswith("invalid edit: ") and "score.py" in after.feedback
+    assert len(result.state.agent_trials()) == 2 and all(t.finished for t in result.state.trials.values())
+    assert verify_run(run_dir).ok
 
 
 def test_replay_agent_reproduces_a_run(tmp_path: Path) -> None:

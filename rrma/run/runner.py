@@ -144,7 +144,8 @@ class TrialRunner:
                        BASELINE_PARENT, store.run_id)
 
     def resume_interrupted(self) -> None:
-        """Re-evaluate trials a crashed harness proposed but never finished (baseline repeats: baseline())."""
+        """Re-evaluate trials a crashed harness proposed but never finished (baseline repeats: baseline()).
+        One recorded with no files was an edit the harness refused (killed before it wrote why): refused again."""
         ledger = self.ledger
         pending = [t for t in ledger.state.order if not ledger.state.trials[t].finished]
         for trial_id in pending:
@@ -153,7 +154,29 @@ class TrialRunner:
                 continue  # baseline() re-runs missing repeats
             proposal = (Proposal.model_validate(ledger.store.get_json_blob(rec.proposal_blob)) if rec.proposal_blob
                         else Proposal())
+            if rec.manifest_blob is None:
+                config = next((a for a in self.task.agents if a.name == rec.agent), None)
+                rules = self.rules
+                if config is not None and config.editable:  # the agent's own editable, as when it proposed
+                    rules = EditRules(config.editable, self.task.workspace.readonly)
+                try:
+                    apply_edits(ledger.files_of(rec.parent) if rec.parent else {}, proposal.edits, rules)
+                    why = "the edit was refused when it was proposed"  # by rules the resumed run no longer has
+                except InvalidEdit as exc:
+                    why = str(exc)
+                self.refuse(trial_id, why)
+                continue
             self.evaluate(trial_id, proposal, ledger.files_of(trial_id), rec.seed)
+
+    def refuse(self, trial_id: str, why: str) -> None:
+        """Record a proposed trial's invalid edit (and audit it: an edit outside what the task allows)."""
+        ledger = self.ledger
+        with ledger.lock:
+            ledger.emit("trial.finished", "harness", {"trial_id": trial_id, "status": Status.invalid.value,
+                                                      "feedback": f"invalid edit: {why}"})
+            if self.auditor is not None:  # an edit outside what the task allows (out_of_scope): nothing to hold
+                for finding in self.auditor.check(ledger.state, trial_id):
+                    ledger.emit("audit.finding", AUDIT_ACTOR, finding.data())
 
     # ------------------------------------------------------------------ one trial
 
@@ -185,12 +208,7 @@ class TrialRunner:
         except InvalidEdit as exc:
             edits = [{"path": str(e.path)[:300], "delete": e.delete} for e in proposal.edits]
             self.orders.emit_proposed(actor, {**base, "edits": edits})
-            with ledger.lock:
-                ledger.emit("trial.finished", "harness", {"trial_id": trial_id, "status": Status.invalid.value,
-                                                          "feedback": f"invalid edit: {exc}"})
-                if self.auditor is not None:  # an edit outside what the task allows (out_of_scope): nothing to hold
-                    for finding in self.auditor.check(ledger.state, trial_id):
-                        ledger.emit("audit.finding", AUDIT_ACTOR, finding.data())
+            self.refuse(trial_id, str(exc))
             return trial_id
         manifest, manifest_blob = ledger.snapshot(files)
         key = cache_key(self.oracle_identity, manifest, proposal.proof, proposal.theorem)

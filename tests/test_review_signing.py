@@ -87,6 +87,12 @@ def rewrite_and_rechain(run_dir: Path, edit: Any) -> None:
             head.write_text(json.dumps(record) + "\n")
 
 
+def review(run_dir: Path, trial_id: str, reviewer: str, note: str = "", sign_key: Path | None = None) -> None:
+    """An approval recorded in-process, as `rrma-tui review RUN T approve --reviewer R [--sign-key K]` records
+    it (the same record_review; the CLI's own review is tested above): setup for the tests that attack it."""
+    record_review(RunStore(run_dir), trial_id, "approve", reviewer, note, sign_key=sign_key)
+
+
 def verify(run_dir: Path, allowed: Path | None) -> subprocess.CompletedProcess[str]:
     return cli("verify", str(run_dir), *(["--allowed-signers", str(allowed)] if allowed else []))
 
@@ -159,7 +165,7 @@ def test_unsigned_review_is_shown_as_unsigned_and_verifies(run: Path, keys: dict
 def test_rechaining_alone_keeps_the_run_valid(run: Path, keys: dict[str, Path]) -> None:
     """The control for the tamper tests: an edit outside what is signed (the review's ``ts``), with
     every later hash re-chained by the attacker's helper, leaves nothing for verify to find."""
-    assert cli("review", str(run), "t0001", "approve", "--reviewer", "alice", "--sign-key", str(keys["alice"])).returncode == 0
+    review(run, "t0001", "alice", sign_key=keys["alice"])
     old_head = lines_of(run)[-1]["hash"]
 
     def edit(obj: dict[str, Any]) -> None:
@@ -174,8 +180,7 @@ def test_rechaining_alone_keeps_the_run_valid(run: Path, keys: dict[str, Path]) 
 
 
 def test_an_edited_note_in_a_rechained_log_is_a_bad_signature(run: Path, keys: dict[str, Path]) -> None:
-    assert cli("review", str(run), "t0001", "approve", "--reviewer", "alice", "--note", "ok as is",
-               "--sign-key", str(keys["alice"])).returncode == 0
+    review(run, "t0001", "alice", note="ok as is", sign_key=keys["alice"])
 
     def edit(obj: dict[str, Any]) -> None:
         if obj["kind"] == "review":
@@ -193,7 +198,7 @@ def test_an_edited_note_in_a_rechained_log_is_a_bad_signature(run: Path, keys: d
 
 
 def test_an_edited_outcome_breaks_the_signature_bound_to_it(run: Path, keys: dict[str, Path]) -> None:
-    assert cli("review", str(run), "t0001", "approve", "--reviewer", "alice", "--sign-key", str(keys["alice"])).returncode == 0
+    review(run, "t0001", "alice", sign_key=keys["alice"])
 
     def edit(obj: dict[str, Any]) -> None:
         if obj["kind"] == "trial.finished" and obj["data"]["trial_id"] == "t0001":
@@ -205,8 +210,8 @@ def test_an_edited_outcome_breaks_the_signature_bound_to_it(run: Path, keys: dic
 
 
 def test_a_signature_moved_to_another_trial_does_not_verify(run: Path, keys: dict[str, Path]) -> None:
-    assert cli("review", str(run), "t0001", "approve", "--reviewer", "alice", "--sign-key", str(keys["alice"])).returncode == 0
-    assert cli("review", str(run), "t0002", "approve", "--reviewer", "alice").returncode == 0
+    review(run, "t0001", "alice", sign_key=keys["alice"])
+    review(run, "t0002", "alice")
     finished = {e["data"]["trial_id"]: e["hash"] for e in lines_of(run) if e["kind"] == "trial.finished"}
     signed = next(e["data"] for e in lines_of(run) if e["kind"] == "review" and e["data"].get("signature"))
 
@@ -223,8 +228,8 @@ def test_a_signature_moved_to_another_trial_does_not_verify(run: Path, keys: dic
 
 def test_a_key_not_in_allowed_signers_is_an_error(run: Path, keys: dict[str, Path]) -> None:
     # mallory signs as alice, and as herself: neither is vouched for by allowed_signers
-    assert cli("review", str(run), "t0001", "approve", "--reviewer", "alice", "--sign-key", str(keys["mallory"])).returncode == 0
-    assert cli("review", str(run), "t0002", "approve", "--reviewer", "mallory", "--sign-key", str(keys["mallory"])).returncode == 0
+    review(run, "t0001", "alice", sign_key=keys["mallory"])
+    review(run, "t0002", "mallory", sign_key=keys["mallory"])
     proc = verify(run, keys["allowed"])
     assert proc.returncode == 1
     assert "approve t0001 by alice): bad signature" in proc.stdout
@@ -232,7 +237,7 @@ def test_a_key_not_in_allowed_signers_is_an_error(run: Path, keys: dict[str, Pat
 
 
 def test_allowed_signers_inside_the_run_directory_is_refused(run: Path, keys: dict[str, Path]) -> None:
-    assert cli("review", str(run), "t0001", "approve", "--reviewer", "alice", "--sign-key", str(keys["alice"])).returncode == 0
+    review(run, "t0001", "alice", sign_key=keys["alice"])
     inside = run / "allowed_signers"
     shutil.copy(keys["allowed"], inside)
     proc = verify(run, inside)

@@ -166,6 +166,7 @@ class RRMAApp(App[int]):
     # ------------------------------------------------------------------ runs
 
     def open_run(self, run_dir: Path) -> DashboardScreen:
+        self.clear_notifications()  # what was said about the run shown before (an unreadable one's error) is no longer news
         session = RunSession(run_dir, reviewer=self.reviewer, clock=self.clock)
         screen = DashboardScreen(session, poll_interval=self.poll_interval)
         self.push_screen(screen)

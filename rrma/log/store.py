@@ -622,11 +622,55 @@ def _not_a_file(path: Path) -> str:
     return "a directory, not a file" if path.is_dir() else "not a regular file"
 
 
+FIRST_LINE_MAX = 16 << 20  # bytes read for the first line (run.started holds the task snapshot: kilobytes)
+
+
+def check_first_event(run_dir: Path | str) -> None:
+    """Raise :class:`RunUnreadable` when the run has no readable first event, though it should have one: the log
+    is empty but ``head.json`` records events (the log was cut or replaced), or its first line, complete, is not
+    a valid ``run.started`` event (bytes that are not UTF-8, not an event, another kind). An empty log without a
+    head record (a run being created) and an unterminated first line without one (being written) pass.
+
+    Reads the head record and the log's first line only: cheap enough for every scan of the runs list, where a
+    run that fails it is listed as unreadable with this reason rather than as an empty run that never loads.
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / EVENTS
+    try:
+        head = read_head(run_dir)
+    except ValueError:
+        head = None  # a damaged head record: verify reports it; the first line still says whether the run reads
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(FIRST_LINE_MAX)
+    except OSError as exc:
+        raise RunUnreadable(f"{path}: cannot read the log ({exc.strerror or exc})") from None
+    if not first:
+        if head is not None:
+            raise RunUnreadable(f"{path}: empty, but head.json records {head.seq + 1} event(s) ({head.offset} bytes): "
+                                "the log was cut or replaced, and the run has no first event to read")
+        return
+    if not first.endswith(b"\n") and head is None:
+        return  # the first append, still being written
+    damage = utf8_damage(first)
+    if damage is not None:
+        raise RunUnreadable(f"{path}: line 1 (byte {damage[0]}): {damage[1]}: the run's first event cannot be read")
+    try:
+        event = parse_line(first)
+    except LogFormatError as exc:
+        raise RunUnreadable(f"{path}: line 1 is not a valid event ({exc}): the run's first event cannot be read") \
+            from None
+    if event.kind != "run.started":
+        raise RunUnreadable(f"{path}: line 1 is a {event.kind} event, not run.started: the run's first event is "
+                            "missing")
+
+
 def check_readable(run_dir: Path | str, *, log: bool = True) -> None:
     """Raise :class:`RunUnreadable` unless the run can be read as one: ``events.jsonl`` a regular file,
     ``run.json`` and ``head.json`` regular files where they exist, and (with ``log``) every line of the
     log UTF-8 (the first corrupt line is named by line number and byte offset; ``verify_chain`` reports
-    every one as an error, so ``rrma-tui verify`` checks with ``log=False``).
+    every one as an error, so ``rrma-tui verify`` checks with ``log=False``) and a first event to read
+    (:func:`check_first_event`).
 
     Costs one read of the log at memory speed (1 MiB blocks decoded whole; a block that fails is
     looked at line by line), not a parse.
@@ -661,6 +705,7 @@ def check_readable(run_dir: Path | str, *, log: bool = True) -> None:
                 number += block.count(b"\n")
     except OSError as exc:
         raise RunUnreadable(f"{path}: cannot read the log ({exc.strerror or exc})") from None
+    check_first_event(run_dir)
 
 
 def iter_event_lines(path: Path) -> Iterator[tuple[int, bytes]]:

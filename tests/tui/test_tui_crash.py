@@ -449,10 +449,20 @@ async def test_a_corrupt_event_is_an_unreadable_line(tmp_path: Path, kind: str, 
         await wait_until(pilot, lambda: {"bad-run", "good-run"} <= {
             m.summary.name for m in log.of(RunsScreen.Summarized)})  # type: ignore[attr-defined]
         bad = runs_screen.summaries["bad-run"]
-        assert bad.status == "finished" or kind == "run.started"
+        table = runs_screen.query_one("#runs", LineTable)
+        if kind == "run.started":  # no readable first event: the run cannot be read as one, and says why (issue 24, #7)
+            row = [c if isinstance(c, str) else c.plain for c in table.render_row("bad-run")]
+            assert row[2] == "unreadable" and row[4].startswith("line 1 is not a valid event (invalid event (run.started."
+                                                                 "data.task"), row
+            table.move_to("bad-run")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.unreadable is not None)
+            assert "bad-run  unreadable" in header_of(app.screen) and "(loading)" not in header_of(app.screen)
+            assert app.is_running and [e.split(":")[0] for e in notes.errors()] == ["run unreadable"]
+            return
+        assert bad.status == "finished"
         # the runs list folds every line but agent turns (those are checked when a dashboard indexes them)
         assert bad.torn == (0 if kind == "agent.turn" else 1)
-        table = runs_screen.query_one("#runs", LineTable)
         row = [c if isinstance(c, str) else c.plain for c in table.render_row("bad-run")]
         assert row[2].endswith(" ⚠") == (kind != "agent.turn")
         table.move_to("bad-run")

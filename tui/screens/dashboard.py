@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import queue
+import textwrap
 import threading
 import time
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from rrma.log.control import (
 )
 from rrma.log.reader import RawEvent, RunModel, Torn, TrialTally, TurnIndex, age, human_duration, parse_ts
 from rrma.log.state import RunState
-from rrma.log.store import EVENTS, read_head
+from rrma.log.store import EVENTS, RunUnreadable, check_first_event, check_readable, read_head
 from rrma.task import is_self_reported
 from tui.dialogs import ExportScreen, OrderInput, OrderScreen, TrialPickScreen
 from tui.messages import OpenCompare, OpenLineage, OpenReview, OpenTrace, OpenTraining, OpenTrial, ResumeRun
@@ -164,6 +165,18 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
     return text
 
 
+def unreadable_header(session: RunSession, reason: str, width: int) -> Text:
+    """The header of a run that cannot be read: its name, ``unreadable``, and why (the path it names left out:
+    it is this run's log) on the two lines below, cut at the end of the second if longer (the notification and
+    `rrma-tui ls` give it whole)."""
+    why = reason.removeprefix(f"{session.run_dir / EVENTS}: ")
+    lines = textwrap.wrap(why, max(20, width)) or [""]
+    if len(lines) > 2:
+        lines = [lines[0], textwrap.shorten(" ".join(lines[1:]), max(20, width), placeholder=" …")]
+    return Text.assemble((session.run_dir.name, "bold"), ("  unreadable", "bold red"), "\n",
+                         ("\n".join(lines), "red"), "\n" * (2 - len(lines)))
+
+
 def audit_parts(state: RunState) -> list[Part]:
     """``audit: 2 high`` (high findings no reviewer has dismissed, on trials no person has reviewed) and how
     many trials they hold for review (``⚖ 1 held for review``); nothing when there are none. A pass over the
@@ -254,6 +267,12 @@ class DashboardScreen(RunScreen):
         seconds: float
 
     @dataclass
+    class Unreadable(Message):
+        """The run cannot be read as one (rrma.log.store.check_first_event): why; nothing is loaded."""
+
+        reason: str
+
+    @dataclass
     class Appended(Message):
         """New lines wait in the session's queue (coalesced: one pending message is enough)."""
 
@@ -284,6 +303,7 @@ class DashboardScreen(RunScreen):
         self._unshown: list[RawEvent] = []  # folded but not yet drawn
         self._redraw_timer: Timer | None = None
         self._last_redraw = 0.0
+        self.unreadable: str | None = None  # why the run cannot be read (then the header says so, not "(loading)")
 
     def compose(self) -> ComposeResult:
         yield Static(header_text(self.session, self.app.size.width - 2), id="run-header")
@@ -319,6 +339,12 @@ class DashboardScreen(RunScreen):
         while not path.exists():  # a run being created by the loop worker
             if worker.is_cancelled or self._wake.wait(self.poll_interval):
                 return
+        try:  # a run with no readable first event would stay "(loading)" forever: say why instead
+            check_readable(session.run_dir, log=False)
+            check_first_event(session.run_dir)
+        except RunUnreadable as exc:
+            self.post_message(self.Unreadable(str(exc)))
+            return
         started = time.perf_counter()
         model = session.reader.load()
         self.post_message(self.Loaded(model, time.perf_counter() - started))
@@ -352,6 +378,12 @@ class DashboardScreen(RunScreen):
         self._broadcast([])
         self._warn_unreadable(message.model.torn)
         self.call_after_refresh(self.index_turns, message.model)  # after the first paint
+
+    @on(Unreadable)
+    def _unreadable(self, message: Unreadable) -> None:
+        self.unreadable = message.reason
+        self._update_header()
+        self.notify(message.reason, title="run unreadable", severity="error", timeout=15)
 
     @on(Appended)
     def _appended(self, message: Appended) -> None:
@@ -406,7 +438,9 @@ class DashboardScreen(RunScreen):
     def _update_header(self) -> None:
         header = self.query_one("#run-header", Static)
         width = header.content_region.width or self.app.size.width - 2
-        header.update(header_text(self.session, width), layout=False)  # three lines, always (app.tcss)
+        text = header_text(self.session, width) if self.unreadable is None else \
+            unreadable_header(self.session, self.unreadable, width)
+        header.update(text, layout=False)  # three lines, always (app.tcss)
 
     def _tick(self) -> None:
         """The header once a second, events or not (like btop's): ages and elapsed time move on while the

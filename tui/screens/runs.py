@@ -23,7 +23,7 @@ from textual.worker import get_current_worker
 
 from rrma.log.control import live_driver
 from rrma.log.reader import RunSummary, age, find_runs, read_summary, utcnow
-from rrma.log.store import EVENTS
+from rrma.log.store import EVENTS, check_first_event, check_readable
 from tui.dialogs import NewRunScreen
 from tui.messages import OpenRun, StartRun
 from tui.screens.base import WorkerScreen, failure_line, shown
@@ -111,13 +111,15 @@ class RunsScreen(WorkerScreen):
                         if status != known.status:
                             self.post_message(self.Summarized(replace(known, status=status)))
                     continue
+                check_readable(run_dir, log=False)  # file types, then the first event: cheap, no read of the log
+                check_first_event(run_dir)  # no readable first event: unreadable, not an empty run loading forever
                 summary = read_summary(run_dir)
                 summary.size = size
                 if summary.status == "running" and live_driver(run_dir) is None:
                     summary.status = "stopped"  # its log says running, but no process drives it (a crash, kill -9)
             except Exception as exc:  # one run that cannot be read says why in its row (read again next scan)
                 summary = RunSummary(run_dir, run_dir.name, "?", "unreadable", 0, None, None, None, "minimize", "", "",
-                                     error=failure_line(exc))
+                                     error=failure_line(exc).removeprefix(f"{run_dir / EVENTS}: "))
             self.post_message(self.Summarized(summary))
 
     @on(ScanDone)
@@ -145,7 +147,7 @@ class RunsScreen(WorkerScreen):
             status.append(" ⚠", "bold red")
         now = self.clock()
         best: str | Text = Text(s.error, "red") if s.error else s.best_vs_baseline
-        return [s.name, s.task, status, str(s.trials), best, age(s.last_ts, now)]
+        return [s.name, s.task, status, "-" if s.status == "unreadable" else str(s.trials), best, age(s.last_ts, now)]
 
     @on(LineTable.Selected, "#runs")
     def _selected(self, message: LineTable.Selected) -> None:

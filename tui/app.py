@@ -42,6 +42,7 @@ from tui.messages import (
     OpenProofTree,
     OpenReview,
     OpenRun,
+    OpenTimeline,
     OpenTrace,
     OpenTraining,
     OpenTrial,
@@ -323,6 +324,12 @@ class RRMAApp(App[int]):
 
         self.push_screen(TrainingScreen(message.session))
 
+    @on(OpenTimeline)
+    def _open_timeline(self, message: OpenTimeline) -> None:
+        from tui.screens.timeline import TimelineScreen
+
+        self.push_screen(TimelineScreen(message.session))
+
     @on(OpenProofTree)
     def _open_proof_tree(self, message: OpenProofTree) -> None:
         self.push_screen(ProofTreeScreen(message.trial_id, message.theorem, message.tree))
@@ -446,6 +453,8 @@ class RRMAApp(App[int]):
             yield SystemCommand("Lineage", "the tree of trials and the best path (l)",
                                 lambda: self._on(dash, dash.action_lineage))
             yield SystemCommand("Trace", "every agent turn (t)", lambda: self._on(dash, dash.action_trace))
+            yield SystemCommand("Timeline", "orders, reviews, promotions, findings, with a verify badge (E)",
+                                lambda: self._on(dash, dash.action_timeline))
             yield SystemCommand("Chart log scale", "toggle the score chart's log scale (L)", dash.action_log_scale)
             if dash.state.train_steps:
                 yield SystemCommand("Training", "reward, entropy, KL and loss by step, checkpoints (T)",

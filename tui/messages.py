@@ -118,3 +118,10 @@ class OpenTraining(Message):
     """Open the training view of a run with training steps (tui/screens/training.py)."""
 
     session: RunSession
+
+
+@dataclass
+class OpenTimeline(Message):
+    """Open the timeline: the run's orders and decisions, live, with a verify badge (tui/screens/timeline.py)."""
+
+    session: RunSession

@@ -19,6 +19,7 @@ from tui.screens.lineage import LineageScreen, LineageTree
 from tui.screens.proof_tree import ProofTreeScreen
 from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
+from tui.screens.timeline import TimelineScreen
 from tui.screens.trace import TraceScreen
 from tui.screens.trial import TrialScreen
 
@@ -26,7 +27,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "tui.md"
 SCREENS: dict[str, list[type]] = {  # docs/tui.md section -> the classes whose BINDINGS it documents
     "Runs list": [RunsScreen], "Dashboard": [DashboardScreen], "Trial": [TrialScreen], "Trace": [TraceScreen],
     "Review queue": [ReviewScreen], "Lineage": [LineageScreen, LineageTree], "Compare": [CompareScreen],
-    "Proof-search tree": [ProofTreeScreen],
+    "Proof-search tree": [ProofTreeScreen], "Timeline": [TimelineScreen],
 }
 DISPLAY = {"escape": "Esc", "enter": "Enter", "slash": "/", "question_mark": "?", "exclamation_mark": "!",
            "left_square_bracket": "[", "right_square_bracket": "]", "left_curly_bracket": "{",

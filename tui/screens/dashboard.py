@@ -40,7 +40,16 @@ from rrma.log.state import RunState
 from rrma.log.store import EVENTS, RunUnreadable, check_first_event, check_readable, read_head
 from rrma.task import is_self_reported
 from tui.dialogs import ExportScreen, OrderInput, OrderScreen, TrialPickScreen
-from tui.messages import OpenCompare, OpenLineage, OpenReview, OpenTrace, OpenTraining, OpenTrial, ResumeRun
+from tui.messages import (
+    OpenCompare,
+    OpenLineage,
+    OpenReview,
+    OpenTimeline,
+    OpenTrace,
+    OpenTraining,
+    OpenTrial,
+    ResumeRun,
+)
 from tui.screens.base import RunScreen, RunSession, shown
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
@@ -243,6 +252,7 @@ class DashboardScreen(RunScreen):
         Binding("D", "compare_pick", "Compare with a trial…", show=False),
         Binding("L", "log_scale", "Chart: log scale on/off", show=False),
         Binding("T", "training", "Training curves (a training run)", show=False),
+        Binding("E", "timeline", "Timeline: orders, reviews, promotions, findings", show=False),
         Binding("s", "sort", "Sort"),
         Binding("r", "reverse", "Reverse sort", show=False),
         Binding("a", "agent_filter", "Agent"),
@@ -602,6 +612,9 @@ class DashboardScreen(RunScreen):
 
     def action_lineage(self) -> None:
         self.post_message(OpenLineage(self.session))
+
+    def action_timeline(self) -> None:
+        self.post_message(OpenTimeline(self.session))
 
     def action_sort(self) -> None:
         self.sort_key = SORTS[(SORTS.index(self.sort_key) + 1) % len(SORTS)]

@@ -1,0 +1,249 @@
+"""The timeline's rows and its verify badge, apart from the screen (tui/screens/timeline.py).
+
+:func:`entry_of` turns one log event into a row (time, actor, kind, one-line summary, the trial it
+concerns) for the kinds the timeline lists (``KINDS``: the run's orders and decisions); every other kind
+(agent turns, trial lifecycle, training steps) gives None. :func:`scan_entries` reads the rows of a log
+up to a byte offset, a block at a time, through the reader's own line parser
+(:func:`rrma.log.reader.parse_lines`, turns left unparsed), so a torn or invalid line is skipped as
+every view skips it.
+
+:func:`check_head` is the badge's check, cheap at any log length: the head record (``head.json``, the
+last event an append wrote and where the log ended) against the log's bytes. The log shorter than the
+record says: its tail was cut. The line ending where the record says is not the record's event, or its
+hash does not match its content: the tail was changed. :func:`check_log` adds the whole chain
+(:func:`rrma.log.store.verify_chain`, every hash recomputed) for a log small enough to read at open.
+Neither writes anything; ``rrma-tui verify`` checks everything else (blobs, views, signatures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from rrma.log.events import compute_hash
+from rrma.log.reader import CHUNK, RawEvent, parse_lines
+from rrma.log.store import EVENTS, RunStore, read_head, verify_chain
+from rrma.log.tail import LineTail
+from tui.widgets.trial_text import fmt_score
+
+# kind -> the group `f` cycles through
+KINDS: dict[str, str] = {
+    "run.control": "orders", "agent.steer": "orders", "blackboard.post": "orders",
+    "review": "reviews",
+    "trial.promoted": "promotions", "trial.confirmed": "promotions",
+    "audit.finding": "audit", "audit.dismissed": "audit",
+    "train.started": "training", "train.checkpoint": "training", "train.finished": "training",
+    "run.started": "run", "run.resumed": "run", "run.finished": "run", "note": "run",
+}
+GROUPS: list[str | None] = [None, "orders", "reviews", "promotions", "audit", "training", "run"]
+FULL_CHAIN_BYTES = 4 << 20  # a log up to this size has its whole chain checked at open (a second or two)
+
+
+@dataclass(slots=True)
+class Entry:
+    seq: int
+    ts: str
+    actor: str
+    kind: str
+    summary: str
+    trial_id: str | None = None
+
+    @property
+    def group(self) -> str:
+        return KINDS.get(self.kind, "run")
+
+    def haystack(self) -> str:
+        return f"{self.actor} {self.kind} {self.summary} {self.trial_id or ''}".lower()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _reason(text: str) -> str:
+    return f": {_one_line(text)}" if text else ""
+
+
+def entry_of(event: RawEvent) -> Entry | None:
+    """The timeline's row for ``event``; None for a kind it does not list (and for a post by an agent)."""
+    kind = event.kind
+    if kind not in KINDS:
+        return None
+    d = event.data
+    trial: str | None = getattr(d, "trial_id", None)
+    if kind == "run.started":
+        summary = f"run started: {d.task_name} (seed {d.seed})"
+    elif kind == "run.resumed":
+        n = len(d.interrupted_trials)
+        summary = f"resumed ({d.reason})" + (f"; {n} interrupted trial(s) run again" if n else "")
+    elif kind == "run.finished":
+        best = (d.summary or {}).get("best")
+        summary = f"finished: {d.reason}" + (f"; best {best}" if best else "")
+    elif kind == "run.control":
+        summary = f"{d.action}{_reason(d.reason)}"
+    elif kind == "agent.steer":
+        summary = f"→ {', '.join(d.to) or 'every agent'}: {_one_line(d.text)}"
+    elif kind == "blackboard.post":
+        if not event.actor.startswith("human:"):
+            return None  # agents' posts are the blackboard's; people's are orders of a kind
+        summary = f"post: {_one_line(d.text)}"
+    elif kind == "review":
+        summary = d.decision + _reason(d.note) + (f" (supersedes seq {d.supersedes})" if d.supersedes is not None else "")
+    elif kind == "trial.promoted":
+        summary = f"promoted at {fmt_score(d.score)}"
+        if d.previous_best:
+            summary += f" over {d.previous_best} {fmt_score(d.previous_score)}"
+        if d.approved_by:
+            summary += f", approved by {d.approved_by}"
+        if d.confirmed_by:
+            summary += f", confirmed by {len(d.confirmed_by)} repeats"
+    elif kind == "trial.confirmed":
+        scored = sum(s is not None for s in d.scores)
+        mean = f"mean {fmt_score(d.mean)} of {scored}/{len(d.repeats)} repeats"
+        summary = (f"confirmed: {mean}" + (", awaiting review" if d.awaiting_review else "") if d.confirmed
+                   else f"not confirmed: {mean}{_reason(d.reason)}")
+    elif kind == "audit.finding":
+        summary = f"{d.severity} {d.kind}" + (" (held)" if d.held else "") + _reason(d.explanation)
+    elif kind == "audit.dismissed":
+        summary = f"dismissed finding seq {d.finding_seq}{_reason(d.note)}"
+    elif kind == "train.started":
+        summary = f"{d.method} training of {d.base_model}" + (
+            f", resumed from step {d.resumed_from}" if d.resumed_from is not None else "")
+    elif kind == "train.checkpoint":
+        summary = f"step {d.step} {d.kind} {d.artifact[:12]}"
+    elif kind == "train.finished":
+        summary = f"{d.reason} after {d.steps} steps" + (f", final {d.artifact[:12]}" if d.artifact else "")
+    else:  # note
+        summary = f"note: {_one_line(d.text)}"
+    return Entry(event.seq, event.ts, event.actor, kind, summary, trial)
+
+
+_KIND_AT = b'","kind":"'  # the envelope's kind, after data and hash in a line as rrma writes it (sorted keys)
+_WANTED = frozenset(kind.encode() for kind in KINDS)
+
+
+def _wanted(line: bytes) -> bool:
+    """Whether a line may be one of KINDS, by its envelope's kind alone (no parse); a line not written as rrma
+    writes it is parsed, and the parser decides."""
+    at = line.rfind(_KIND_AT)
+    if at < 0:
+        return True
+    start = at + len(_KIND_AT)
+    end = line.find(b'"', start)
+    return end < 0 or line[start:end] in _WANTED
+
+
+def scan_entries(run_dir: Path, limit: int, cancelled: Callable[[], bool] = lambda: False) -> Iterator[list[Entry]]:
+    """The rows of the log's lines before byte ``limit``, a block (1 MiB) at a time, in log order. Only the lines
+    of the kinds listed are parsed (by the reader's parser: an invalid one is skipped as every view skips it)."""
+    tail = LineTail(Path(run_dir) / EVENTS, 0)
+    for base, data in tail.blocks(block=CHUNK):
+        if cancelled() or base >= limit:
+            return
+        rows: list[Entry] = []
+        offset = base
+        for line in data.split(b"\n")[:-1]:  # whole lines, each ending with a newline
+            here, offset = offset, offset + len(line) + 1
+            if here >= limit or not _wanted(line):
+                continue
+            for item in parse_lines(line + b"\n", here, stub_turns=True).items:
+                if isinstance(item, RawEvent) and (entry := entry_of(item)) is not None:
+                    rows.append(entry)
+        yield rows
+
+
+# ----------------------------------------------------------------------------- the verify badge
+
+Verdict = Literal["ok", "cut", "changed", "none", "error"]
+
+
+@dataclass(frozen=True)
+class Badge:
+    verdict: Verdict | Literal["running"]
+    text: str  # a few words for the header
+    detail: str = ""  # the whole finding (the notification, the docs' wording)
+    seq: int | None = None  # the head record's seq, when it checked out
+
+
+def _line_ending_at(fd: int, end: int) -> bytes | None:
+    """The line whose newline is the byte before ``end`` (without it); None when that byte is no newline."""
+    if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
+        return None
+    start, size = end - 1, 4096
+    while True:
+        lo = max(0, start - size)
+        data = os.pread(fd, start - lo, lo)
+        cut = data.rfind(b"\n")
+        if cut >= 0:
+            return data[cut + 1:]
+        if lo == 0:
+            return data
+        size *= 4
+
+
+def check_head(run_dir: Path) -> Badge:
+    """The head record against the log's end (see the module docstring); reads two small pieces of the files."""
+    path = Path(run_dir) / EVENTS
+    try:
+        head = read_head(run_dir)
+    except ValueError as exc:
+        return Badge("error", "head record unreadable", str(exc))
+    if head is None:
+        return Badge("none", "no head record", "the run keeps no head.json (an older rrma): a cut tail cannot be seen")
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        return Badge("error", "log unreadable", f"{path}: {exc.strerror or exc}")
+    try:
+        size = os.fstat(fd).st_size
+        if size < head.offset:
+            return Badge("cut", "tail cut", f"the log is {size:,} bytes, but head.json says it ended at byte "
+                                            f"{head.offset:,} after seq {head.seq}: the end of the log was cut off")
+        line = _line_ending_at(fd, head.offset)
+    finally:
+        os.close(fd)
+    try:
+        obj = json.loads(line) if line is not None else None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        obj = None
+    if not isinstance(obj, dict) or obj.get("seq") != head.seq or obj.get("hash") != head.hash:
+        return Badge("changed", "tail changed", f"the line ending at byte {head.offset:,} is not seq {head.seq} "
+                                                f"(hash {head.hash[:16]}) as head.json says: the end of the log was replaced")
+    try:
+        intact = compute_hash(obj) == head.hash
+    except (KeyError, TypeError, ValueError):
+        intact = False
+    if not intact:
+        return Badge("changed", "tail changed", f"seq {head.seq}: its hash does not match its content "
+                                                "(the line was modified)")
+    return Badge("ok", f"head ok (seq {head.seq})", f"head.json matches the log's event seq {head.seq}", head.seq)
+
+
+def check_log(run_dir: Path, *, full: bool) -> Badge:
+    """:func:`check_head`, and with ``full`` (a log under FULL_CHAIN_BYTES) the whole chain first."""
+    run_dir = Path(run_dir)
+    size = 0
+    if full:
+        try:
+            size = os.path.getsize(run_dir / EVENTS)
+        except OSError as exc:
+            return Badge("error", "log unreadable", str(exc))
+        if size <= FULL_CHAIN_BYTES:
+            store = RunStore(run_dir)
+            try:
+                report = verify_chain(store)
+            finally:
+                store.close()
+            if report.errors:
+                first = report.errors[0]
+                verdict: Verdict = "cut" if "cut off" in first else "changed"
+                return Badge(verdict, "tail cut" if verdict == "cut" else "log changed", first)
+    badge = check_head(run_dir)
+    if full and badge.verdict == "ok" and size <= FULL_CHAIN_BYTES:
+        return Badge("ok", f"chain ok (seq {badge.seq})", "every hash of the log and the head record check out",
+                     badge.seq)
+    return badge

@@ -24,10 +24,10 @@ from tui_helpers import wait_until as _wait_until
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
 from tui.screens.dashboard import DashboardScreen
-from tui.screens.timeline import TimelineScreen
+from tui.screens.timeline import TimelineScreen, fit_words
 from tui.screens.trial import TrialScreen
 from tui.widgets.line_table import LineTable
-from tui.widgets.timeline import KINDS
+from tui.widgets.timeline import KINDS, Badge, check_head, check_log
 
 HUMAN_KINDS = {"blackboard.post"}  # listed only when a person wrote them
 
@@ -208,3 +208,39 @@ def test_snapshot_timeline_80x24(snap_compare, tmp_path: Path) -> None:  # type:
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_badge_check_of_a_changed_or_unrecorded_tail(tmp_path: Path) -> None:
+    """check_head without the screen: the last line replaced by one of the same length is a changed tail, a cut
+    one is a cut tail, a log without head.json says so; the whole chain at open names a change in the middle."""
+    run_dir = make_run(tmp_path, "r", trials=3, checkpoint=False)
+    head = json.loads((run_dir / "head.json").read_text())
+    assert check_head(run_dir) == Badge("ok", f"head ok (seq {head['seq']})",
+                                        f"head.json matches the log's event seq {head['seq']}", head["seq"])
+    assert check_log(run_dir, full=True).text == f"chain ok (seq {head['seq']})"
+    log = run_dir / "events.jsonl"
+    data = log.read_bytes()
+    last = data.rstrip(b"\n").rfind(b"\n") + 1
+    changed = data[last:].replace(b'"max_trials"', b'"max_tri4ls"')
+    assert len(changed) == len(data) - last and changed != data[last:]
+    log.write_bytes(data[:last] + changed)  # same length: only the recomputed hash can tell
+    assert check_head(run_dir).verdict == "changed" and "does not match its content" in check_head(run_dir).detail
+    log.write_bytes(data[:last])
+    assert check_head(run_dir).verdict == "cut"
+    middle = data.index(b'"hypothesis":"baseline"')
+    log.write_bytes(data[:middle] + data[middle:].replace(b'"baseline"', b'"basel1ne"', 1))
+    assert check_head(run_dir).verdict == "ok"  # the head record alone cannot see it...
+    assert check_log(run_dir, full=True).verdict == "changed"  # ...the chain checked at open does
+    (run_dir / "head.json").unlink()
+    assert check_head(run_dir).verdict == "none"
+
+
+def test_a_summary_is_cut_at_a_word_never_in_a_number() -> None:
+    text = "confirmed: mean 2.3905 of 2/2 repeats"
+    assert fit_words(text, 40) == text
+    assert fit_words(text, 20) == "confirmed: mean …"
+    assert fit_words(text, 4) == "…"
+    for cells in range(1, len(text)):
+        fitted = fit_words(text, cells)
+        assert len(fitted) <= cells and fitted.endswith("…")
+        assert all(word in text.split() for word in fitted.removesuffix("…").split()), (cells, fitted)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
@@ -54,13 +55,22 @@ BADGE_STYLE = {"ok": "bold green", "running": "yellow", "none": "yellow", "cut":
 BADGE_MARK = {"ok": "✔", "running": "…", "none": "?", "cut": "✘", "changed": "✘", "error": "✘"}
 
 
+def _stamp(path: Path) -> tuple[int, int]:
+    """(size, mtime) of a file; (-1, -1) when it is missing or unreadable."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return -1, -1
+    return st.st_size, st.st_mtime_ns
+
+
 def fit_words(text: str, cells: int | None) -> str:
     """``text`` cut at a word boundary to fit ``cells``, ending in ``…``: a number is shown whole or not at all
     (the line under the table shows the highlighted row's summary in full)."""
     if cells is None or len(text) <= cells:
         return text
-    cut = text.rfind(" ", 0, cells)
-    return (text[:cut] if cut > 0 else "") + " …" if cut > 0 else "…"
+    cut = text.rfind(" ", 0, cells - 1)  # the cut text, a space and the ellipsis fit
+    return text[:cut] + " …" if cut > 0 else "…"
 
 
 class TimelineScreen(RunScreen):
@@ -285,11 +295,7 @@ class TimelineScreen(RunScreen):
         if self._checking or (time.monotonic() - self._checked_at < CHECK_INTERVAL and self._looked is not None):
             return
         run_dir = self.session.run_dir
-        try:
-            log, head = os.stat(run_dir / EVENTS), os.stat(run_dir / HEAD)
-            mark = (log.st_size, log.st_mtime_ns, head.st_mtime_ns)
-        except OSError:
-            mark = (-1, -1, -1)
+        mark = (*_stamp(run_dir / EVENTS), _stamp(run_dir / HEAD)[1])
         if mark == self._looked:
             return
         first = self._looked is None

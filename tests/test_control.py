@@ -104,7 +104,7 @@ def kinds_after(run_dir: Path, seq: int, kind: str) -> list[dict[str, Any]]:
 
 
 def test_stop_from_another_process_ends_the_headless_run_and_resume_continues_it(headless: Any) -> None:
-    proc, run_dir = headless(12)
+    proc, run_dir = headless(9)  # 7 trials of 0.5 s or more left when the stop is sent: it comes first
     sent = cli("stop", str(run_dir), "--reason", "enough for now")
     assert sent.returncode == 0, sent.stderr
     assert sent.stdout.strip().startswith("stop sent (seq ") and len(sent.stdout.strip().splitlines()) == 1
@@ -126,7 +126,7 @@ def test_stop_from_another_process_ends_the_headless_run_and_resume_continues_it
     state = RunState.fold(RunStore(run_dir).scan().events)
     assert all(t.finished for t in state.trials.values())
     trials_before = len(state.agent_trials())
-    assert trials_before < 12
+    assert trials_before < 9
     assert live_driver(run_dir) is None
     late = cli("pause", str(run_dir))  # nobody drives it now: exit 2, one line, the way back named
     assert late.returncode == 2 and late.stdout == "" and len(late.stderr.strip().splitlines()) == 1
@@ -138,7 +138,7 @@ def test_stop_from_another_process_ends_the_headless_run_and_resume_continues_it
     resumed = cli("resume", str(run_dir), "--quiet", timeout=120)  # the old stop binds the old driver only
     assert resumed.returncode == 0, resumed.stderr
     after = RunState.fold(RunStore(run_dir).scan().events)
-    assert after.finish_reason == "max_trials" and len(after.agent_trials()) == 12
+    assert after.finish_reason == "max_trials" and len(after.agent_trials()) == 9
     assert after.stop_request is None and after.resumes == 1
     assert verify_run(run_dir).ok
 

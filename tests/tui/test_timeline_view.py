@@ -172,20 +172,6 @@ async def test_timeline_lists_filters_opens_follows_and_verifies(tmp_path: Path)
         assert "✘" in badge(screen)
 
 
-@pytest.mark.asyncio
-async def test_palette_opens_the_timeline(tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
-    run_dir = make_run(runs, "demo-run", trials=4)
-    app = RRMAApp(runs, run_dir, reviewer="carol", clock=fixed_clock, poll_interval=0.05)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.session.loaded)
-        commands = {c.title: c for c in app.get_system_commands(app.screen)}
-        commands["Timeline"].callback()
-        await wait_until(pilot, lambda: isinstance(app.screen, TimelineScreen) and app.screen.scanned)
-        events = logged(run_dir)
-        assert app.screen.query_one("#tl-rows", LineTable).rows == [str(e["seq"]) for e in events]
-
-
 def test_timeline_keys_mean_one_thing_and_are_documented() -> None:
     keys = [key for key, _ in bindings(TimelineScreen)]
     assert len(keys) == len(set(keys))
@@ -244,3 +230,33 @@ def test_a_summary_is_cut_at_a_word_never_in_a_number() -> None:
         fitted = fit_words(text, cells)
         assert len(fitted) <= cells and fitted.endswith("…")
         assert all(word in text.split() for word in fitted.removesuffix("…").split()), (cells, fitted)
+
+
+@pytest.mark.asyncio
+async def test_an_event_the_fold_did_not_count_says_so(tmp_path: Path) -> None:
+    """A review whose supersedes names no earlier review of its trial: listed (it is in the log) but marked not
+    counted, with the fold's reason under the table."""
+    runs = tmp_path / "runs"
+    run_dir = make_run(runs, "r", trials=3)
+    store = RunStore(run_dir)
+    bad = store.append("review", "human:mallory", {"trial_id": "t0001", "decision": "approve", "reviewer": "mallory",
+                                                   "supersedes": 2})
+    good = store.append("review", "human:carol", {"trial_id": "t0002", "decision": "reject", "reviewer": "carol"})
+    store.close()
+    app = RRMAApp(runs, run_dir, reviewer="carol", clock=fixed_clock, poll_interval=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:  # opened from the command palette's "Timeline" this time
+        await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.session.loaded)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        commands["Timeline"].callback()
+        await wait_until(pilot, lambda: isinstance(app.screen, TimelineScreen) and app.screen.scanned)
+        screen = app.screen
+        assert isinstance(screen, TimelineScreen)
+        table = screen.query_one("#tl-rows", LineTable)
+        assert table.rows == [str(e["seq"]) for e in logged(run_dir)]
+        cells = [str(c) for c in screen._row(str(bad.seq))]
+        assert cells[4].startswith("✗ not counted: approve")
+        assert not str(screen._row(str(good.seq))[4]).startswith("✗")
+        assert table.move_to(str(bad.seq))
+        await pilot.pause()
+        detail = str(screen.query_one("#tl-detail", Static).content)
+        assert "not counted: review seq" in detail and "supersedes seq 2" in detail

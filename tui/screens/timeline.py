@@ -118,6 +118,8 @@ class TimelineScreen(RunScreen):
         self._checked_at = 0.0
         self._checking = False
         self._layout_width = -1
+        self._refused: dict[int, str] = {}
+        self._refused_count = 0
         self._summary_width: int | None = None
 
     def compose(self) -> ComposeResult:
@@ -229,7 +231,18 @@ class TimelineScreen(RunScreen):
         if e is None:
             return [key]
         actor = Text(e.actor, "bold magenta" if e.actor.startswith("human:") else "")
+        if e.seq in self.refused():  # the fold did not count it (verify reports it): say so before anything else
+            summary = fit_words(f"✗ not counted: {e.summary}", self._summary_cells())
+            return [e.ts[11:19], actor, Text(e.kind, "strike"), e.trial_id or "", Text(summary, "red")]
         return [e.ts[11:19], actor, e.kind, e.trial_id or "", fit_words(e.summary, self._summary_cells())]
+
+    def refused(self) -> dict[int, str]:
+        """seq -> why, of the events the fold did not count (RunState.refused; kept until that list grows)."""
+        found = self.state.refused
+        if len(found) != self._refused_count:
+            self._refused_count = len(found)
+            self._refused = {r["seq"]: str(r["why"]) for r in found}
+        return self._refused
 
     def _summary_cells(self) -> int | None:
         """The summary column's cells at the table's width (None: left out)."""
@@ -271,6 +284,9 @@ class TimelineScreen(RunScreen):
             text.append(f"seq {e.seq}  {e.ts}  ", "dim")
             text.append(e.actor, "bold")
             text.append(f"  {e.kind}" + (f"  {e.trial_id}" if e.trial_id else "") + "\n")
+            why = self.refused().get(e.seq)
+            if why is not None:
+                text.append(f"not counted: {why}; ", "bold red")
             text.append(e.summary)
         elif not self.entries and not self.scanning:
             text.append("no orders, reviews, promotions or findings in this run yet", "dim")

@@ -166,7 +166,7 @@ async def test_trace_steps_show_tool_results_filters_jump_and_search(runs_dir: P
             await pilot.press("down")
         assert "assistant" in roles[0] and "The best so far" in roles[0]
         assert "tool_call" in roles[1] and '"path": "train.py"' in roles[1]
-        assert "tool result" in roles[2] and "LEARNING_RATE" in roles[2]  # the tool's result is shown
+        assert "call read_file" in roles[2] and "result · " in roles[2] and "LEARNING_RATE" in roles[2]  # the tool's result is shown
         await wait_until(pilot, lambda: bool(log.of(TraceScreen.StepShown)))
         await pilot.press("a")
         assert trace.agent_filter == "alice" and len(table.rows) == 24

@@ -1,0 +1,134 @@
+"""What the trace's detail pane draws for one step: pure helpers (no widget state).
+
+A step is one agent turn, except that a tool call and its result are one block (Inspect AI's
+viewer does the same): the call's tool and arguments, then the result, whichever of the two the
+cursor is on. :func:`pair_of` finds the other half by the agent's order of turns (the first
+result after a call that no earlier open call of the same agent takes, as rrma.audit.rules
+pairs them). Long texts are collapsed to their first :data:`COLLAPSED_LINES` lines with a
+``… N more lines`` line; search matches are highlighted in whatever is drawn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from rich.style import Style
+from rich.text import Text
+
+from rrma.log.reader import TurnRef
+
+COLLAPSED_LINES = 12  # lines of a long text shown while its step is collapsed
+PAIR_WINDOW = 400  # turns looked through for a call's result (or a result's call)
+
+
+def pair_of(turns: Sequence[TurnRef], index: int) -> int | None:
+    """The index of the result of the tool call at ``index`` (or of the call of the result there).
+
+    Only the same agent's turns count, and only up to its next model reply or prompt (an
+    ``assistant``/``user``/``system`` turn): calls and results pair in order, first in first out.
+    None if the turn is neither, if the other half is not (yet) in the trace, or is not indexed.
+    """
+    ref = turns[index]
+    if ref.role not in ("tool_call", "tool_result"):
+        return None
+    forward = ref.role == "tool_call"
+    step, mine, other = (1, "tool_call", "tool_result") if forward else (-1, "tool_result", "tool_call")
+    open_ = 0
+    i = index + step
+    end = min(len(turns), index + PAIR_WINDOW) if forward else max(-1, index - PAIR_WINDOW)
+    while i != end:
+        t = turns[i]
+        i += step
+        if t.agent != ref.agent:
+            continue
+        if t.role is None or t.role in ("assistant", "user", "system"):
+            return None
+        if t.role == mine:
+            open_ += 1
+        elif t.role == other:
+            if open_ == 0:
+                return i - step
+            open_ -= 1
+    return None
+
+
+def previous_of_agent(turns: Sequence[TurnRef], index: int, window: int = PAIR_WINDOW) -> TurnRef | None:
+    """The same agent's turn before the one at ``index`` (within ``window`` turns of the trace)."""
+    agent = turns[index].agent
+    for i in range(index - 1, max(-1, index - window), -1):
+        if turns[i].agent == agent:
+            return turns[i]
+    return None
+
+
+def parse_ts(ts: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def clock(ts: str) -> str:
+    """HH:MM:SS of an event's ISO timestamp (the text as it is if it is not one)."""
+    when = parse_ts(ts)
+    return when.strftime("%H:%M:%S") if when is not None else ts
+
+
+def seconds_between(earlier: str, later: str) -> float | None:
+    a, b = parse_ts(earlier), parse_ts(later)
+    return (b - a).total_seconds() if a is not None and b is not None else None
+
+
+def duration(seconds: float) -> str:
+    """1.25 -> '1.2s', 75 -> '1m15s', 3725 -> '1h02m'."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+    return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
+
+
+def count(n: float) -> str:
+    """Token counts: 950, 1.8k, 2.35M."""
+    if n < 1000:
+        return f"{int(n)}"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.2f}M"
+
+
+def usage(tokens_in: float, tokens_out: float, cost: float) -> str:
+    return f"{count(tokens_in)} in / {count(tokens_out)} out, ${cost:.4f}"
+
+
+def search_pattern(query: str) -> re.Pattern[str] | None:
+    return re.compile(re.escape(query), re.IGNORECASE) if query else None
+
+
+def matches_in(text: str, pattern: re.Pattern[str] | None) -> int:
+    return len(pattern.findall(text)) if pattern is not None else 0
+
+
+def collapse(text: str, expanded: bool, limit: int = COLLAPSED_LINES) -> tuple[str, int]:
+    """(what to show, lines hidden): the first ``limit`` lines of a longer text unless ``expanded``."""
+    lines = text.splitlines()
+    if expanded or len(lines) <= limit + 1:  # hiding one line saves nothing: its "more" line takes its place
+        return text, 0
+    return "\n".join(lines[:limit]), len(lines) - limit
+
+
+def more_line(hidden: int, hidden_matches: int, muted: Style) -> Text:
+    words = f"… {hidden} more line{'s' if hidden != 1 else ''}"
+    if hidden_matches:
+        words += f" ({hidden_matches} match{'es' if hidden_matches != 1 else ''} in them)"
+    return Text(words + "  (space expands)", muted + Style(italic=True))
+
+
+def highlighted(text: str, pattern: re.Pattern[str] | None, style: Style, base: Style | str = "") -> Text:
+    out = Text(text, base)
+    if pattern is not None:
+        for m in pattern.finditer(text):
+            out.stylize(style, m.start(), m.end())
+    return out

@@ -353,7 +353,8 @@ def test_a_memorizing_lookup_model_cannot_see_the_validation_text(oracle: Autore
     assert scores[True] > 2.0
 
 
-def test_a_trial_cannot_move_the_abort_gap(tmp_path: Path) -> None:
+def test_a_trial_cannot_move_the_abort_gap(oracle: AutoresearchOracle, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The early-abort gap maps a trial's printed training loss to val_bpb; it used to be the median
     over every scored trial. A hostile train.py prints a training loss of 0.0001 beside an untrained
     model (val_bpb ~ 8): counted, it moves the gap, and with it the abort threshold and the
@@ -361,25 +362,25 @@ def test_a_trial_cannot_move_the_abort_gap(tmp_path: Path) -> None:
 
     On: the oracle learns the gap from baseline repeats only; the hostile trial leaves it where the
     baseline put it. Off: the old rule (every scored trial counts) applied to the same two outcomes
-    with a fresh GapTracker: the gap moves by bits."""
+    with a fresh GapTracker: the gap moves by bits.
+
+    The module's prepared oracle (preparing one takes seconds), with the fresh GapTracker a new
+    oracle starts with: what earlier tests ran through it leaves no gap behind."""
     from oracle.autoresearch import GapTracker
 
-    orc = AutoresearchOracle(PARAMS, metric="val_bpb")
-    try:
-        orc.prepare(tmp_path / "run", WORKSPACE)
-        text = (WORKSPACE / "train.py").read_text().replace("LEARNING_RATE = 0.0003", "LEARNING_RATE = 0.003")
-        base, _ = evaluate(orc, hostile_trial(tmp_path / "base", text), guarded=False, baseline=True)
-        assert base.status == Status.ok, base.feedback
-        gap = orc.gaps.gap()
-        assert gap == pytest.approx(base.metrics["val_bpb"] - base.metrics["final_train_loss"] / math.log(2), abs=1e-4)
-        threshold = orc.gaps.loss_threshold(3.0)
+    orc = oracle
+    monkeypatch.setattr(orc, "gaps", GapTracker())
+    text = (WORKSPACE / "train.py").read_text().replace("LEARNING_RATE = 0.0003", "LEARNING_RATE = 0.003")
+    base, _ = evaluate(orc, hostile_trial(tmp_path / "base", text), guarded=False, baseline=True)
+    assert base.status == Status.ok, base.feedback
+    gap = orc.gaps.gap()
+    assert gap == pytest.approx(base.metrics["val_bpb"] - base.metrics["final_train_loss"] / math.log(2), abs=1e-4)
+    threshold = orc.gaps.loss_threshold(3.0)
 
-        program = "import sys\n" + (FIXTURES / "hostile_train.py").read_text() + "\nsys.exit(main('none', ''))\n"
-        evil, _ = evaluate(orc, hostile_trial(tmp_path / "evil", program), guarded=False)
-        assert evil.status == Status.ok and evil.metrics["final_train_loss"] == pytest.approx(0.0001)
-        assert orc.gaps.gap() == gap and orc.gaps.loss_threshold(3.0) == threshold
-    finally:
-        orc.close()
+    program = "import sys\n" + (FIXTURES / "hostile_train.py").read_text() + "\nsys.exit(main('none', ''))\n"
+    evil, _ = evaluate(orc, hostile_trial(tmp_path / "evil", program), guarded=False)
+    assert evil.status == Status.ok and evil.metrics["final_train_loss"] == pytest.approx(0.0001)
+    assert orc.gaps.gap() == gap and orc.gaps.loss_threshold(3.0) == threshold
     old = GapTracker()
     for outcome in (base, evil):
         old.add(outcome.metrics["val_bpb"], outcome.metrics["final_train_loss"])

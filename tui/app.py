@@ -33,6 +33,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from rrma.log.reader import utcnow
+from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from tui.dialogs import HelpScreen, NewRunScreen, QuitRunScreen, binding_rows
 from tui.messages import (
@@ -48,6 +49,7 @@ from tui.messages import (
     OpenTrial,
     ResumeRun,
     ReviewDecided,
+    ReviewsDecided,
     StartRun,
 )
 from tui.screens.base import FAILURE_TITLES, RunScreen, RunSession, failure_line
@@ -55,7 +57,7 @@ from tui.screens.compare import compare_with_best, pick_and_compare
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.lineage import LineageScreen
 from tui.screens.proof_tree import ProofTreeScreen
-from tui.screens.review import ReviewScreen
+from tui.screens.review import ReviewScreen, bulk_summary
 from tui.screens.runs import RunsScreen
 from tui.screens.trace import TraceScreen
 from tui.screens.trial import TrialScreen
@@ -64,6 +66,29 @@ from tui.terminal import ControlCharFilter
 if TYPE_CHECKING:
     from tui.driver import DriverProcess
 
+
+
+def append_review(store: RunStore, state: RunState, trial_id: str, decision: str, reviewer: str, note: str,
+                  sign_key: Path | None) -> bool:
+    """Append one review as `rrma-tui review` does (rrma.log.review.record_review: the review it supersedes, signed
+    with ``sign_key`` where given, and a finished run's promotion by the loop's rule), bringing ``state`` (a
+    RunState read as the views read it) up to date; True if it promoted the trial. The TUI's one way to write a
+    review: a single decision and each trial of a bulk one."""
+    from rrma.log.review import record_review
+
+    rec = state.trials.get(trial_id)
+    was_promoted = rec is not None and rec.promoted
+    record_review(store, trial_id, decision, reviewer, note, sign_key=sign_key, state=state)
+    return bool(state.trials[trial_id].promoted and not was_promoted)
+
+
+def changed_since(state: RunState, trial_id: str) -> str:
+    """Why a trial of a bulk review is not written: its latest review is not the one the confirmation showed."""
+    rec = state.trials.get(trial_id)
+    latest = rec.reviews[-1] if rec is not None and rec.reviews else None
+    now = (f"{latest['reviewer']}'s {latest['decision']} (seq {latest['seq']})" if latest is not None
+           else "no review in force")
+    return f"{trial_id} changed since you confirmed: its latest review is now {now}"
 
 
 def default_reviewer() -> str:
@@ -91,6 +116,16 @@ class RRMAApp(App[int]):
         decision: str
         reviewer: str
         promoted: bool
+
+    @dataclass
+    class ReviewsRecorded(Message):
+        """One decision for several trials (a bulk review): those written, and those not with why."""
+
+        run_dir: Path
+        decision: str
+        reviewer: str
+        written: list[tuple[str, bool]]  # (trial id, whether the review promoted it)
+        failed: list[tuple[str, str]]  # (trial id, why it was not written)
 
     @dataclass
     class DismissalRecorded(Message):
@@ -353,22 +388,59 @@ class RRMAApp(App[int]):
         """Append the review as `rrma-tui review` does (rrma.log.review.record_review: the review it supersedes,
         signed with $RRMA_SIGNING_KEY where set, and a finished run's promotion by the loop's rule)."""
         from rrma.log.reader import read_state
-        from rrma.log.review import record_review
         from rrma.log.signing import default_signing_key
 
         key = default_signing_key()  # a signing failure fails the worker: notified, nothing written
         store = RunStore(run_dir)
         try:
             # read as the views read it (its checkpoint plus the lines after it), with the trial.finished
-            # hashes a signature binds; kept here to learn whether the review promoted the trial
+            # hashes a signature binds
             state = read_state(run_dir, turns=False)
-            rec = state.trials.get(trial_id)
-            was_promoted = rec is not None and rec.promoted
-            record_review(store, trial_id, decision, reviewer, note, sign_key=key, state=state)
+            promoted = append_review(store, state, trial_id, decision, reviewer, note, key)
         finally:
             store.close()
-        promoted = state.trials[trial_id].promoted and not was_promoted
         self.post_message(self.ReviewRecorded(run_dir, trial_id, decision, reviewer, promoted))
+
+    @on(ReviewsDecided)
+    def _reviews_decided(self, message: ReviewsDecided) -> None:
+        session = message.session
+        self._write_reviews(session.run_dir, message.planned, message.decision, session.reviewer, message.note)
+
+    @work(thread=True, group="review", exit_on_error=False)
+    def _write_reviews(self, run_dir: Path, planned: list[tuple[str, int | None]], decision: str, reviewer: str,
+                       note: str) -> None:
+        """Append one review per planned trial, each as :meth:`_write_review` appends one (:func:`append_review`).
+        A trial that cannot be reviewed is reported and the others are still written: one whose latest review is
+        no longer the one the confirmation showed (someone reviewed it meanwhile), one that cannot be signed, one
+        the log refuses."""
+        from rrma.log.reader import read_state
+        from rrma.log.review import ReviewError, superseded_review
+        from rrma.log.signing import SigningError, default_signing_key
+
+        key = default_signing_key()
+        written: list[tuple[str, bool]] = []
+        failed: list[tuple[str, str]] = []
+        store = RunStore(run_dir)
+        try:
+            state = read_state(run_dir, turns=False)  # one fold; each review brings it up to date (record_review)
+            for trial_id, shown in planned:
+                try:
+                    if superseded_review(state, trial_id, decision) != shown:
+                        raise ReviewError(changed_since(state, trial_id))
+                    written.append((trial_id, append_review(store, state, trial_id, decision, reviewer, note, key)))
+                except (ReviewError, SigningError, ValueError, OSError) as exc:
+                    failed.append((trial_id, failure_line(exc)))
+        finally:
+            store.close()
+        self.post_message(self.ReviewsRecorded(run_dir, decision, reviewer, written, failed))
+
+    @on(ReviewsRecorded)
+    def _reviews_recorded(self, message: ReviewsRecorded) -> None:
+        text = bulk_summary(message.decision, message.reviewer, message.written, message.failed)
+        self.notify(text, severity="warning" if message.failed else "information", timeout=15 if message.failed else 5)
+        for screen in self.screen_stack:
+            if isinstance(screen, ReviewScreen) and screen.session.run_dir == message.run_dir:
+                screen.reviews_recorded(text, [trial_id for trial_id, _ in message.failed])
 
     @on(ReviewRecorded)
     def _review_recorded(self, message: ReviewRecorded) -> None:

@@ -1,8 +1,9 @@
 """Modal dialogs: each asks one thing and answers through ``dismiss``; none opens a screen.
 
-The help (every active key), a review's note, what run to start, a trial by id, where to export
-a run, an order for the live driver (stop, pause or continue, a blackboard post, a steer note),
-the note dismissing an audit finding, and what to do with runs started here when the TUI quits. A screen pushes one with a callback
+The help (every active key), a review's note, one decision for several trials (listing each write
+before any), what run to start, a trial by id, where to export a run, an order for the live driver
+(stop, pause or continue, a blackboard post, a steer note), the note dismissing an audit finding,
+what to copy to the clipboard, and what to do with runs started here when the TUI quits. A screen pushes one with a callback
 for the answer; any screen may use them, as they import no screen (tui/messages.py says how
 screens reach each other).
 """
@@ -22,11 +23,13 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static
 
-from rrma.log.review import ReviewError, superseded_review
+from rrma.log.review import ReviewError, signed_approval_policy, superseded_review
+from rrma.log.signing import default_signing_key
 from rrma.log.state import RunState
 from rrma.task import TaskError
-from tui.messages import FindingDismissed, ReviewDecided
+from tui.messages import FindingDismissed, ReviewDecided, ReviewsDecided
 from tui.screens.base import RunSession
+from tui.widgets.trial_text import proposal_of, trial_diff
 
 _TRAILING_NUMBER = re.compile(r"\d+$")
 
@@ -282,8 +285,8 @@ class OrderScreen(ModalScreen[OrderInput | None]):
             yield Input(placeholder=self.placeholder, id="order-text")
             yield Static(Text("Enter sends, Esc cancels", "dim"), id="order-error")
 
-    def on_mount(self) -> None:
-        self.query_one("#order-text", Input).focus()
+    def on_mount(self) -> None:  # a steer note asks "to" first, as read top to bottom (to, Tab, the note)
+        self.query_one("#order-to" if self.agents is not None else "#order-text", Input).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -368,6 +371,204 @@ def ask_review(screen: Screen[Any], session: RunSession, trial_id: str, decision
         screen.post_message(ReviewDecided(session, trial_id, decision, note))
 
     screen.app.push_screen(NoteScreen(decision, trial_id, replaces), done)
+
+
+# ----------------------------------------------------------------------------- one decision for several trials
+
+
+@dataclass
+class BulkPlan:
+    """What a bulk review will write, worked out before the confirmation shows it."""
+
+    decision: str
+    writes: list[tuple[str, int | None, str]]  # (trial id, seq of the review it supersedes or None, what it replaces)
+    skipped: list[tuple[str, str]]  # (trial id, why no review of it is written)
+
+
+def plan_bulk_review(state: RunState, trial_ids: list[str], decision: str) -> BulkPlan:
+    """The review each of ``trial_ids`` gets (the one it supersedes named), and those that get none (a withdrawal
+    with nothing in force to withdraw, a trial the run does not have)."""
+    plan = BulkPlan(decision, [], [])
+    for trial_id in trial_ids:
+        rec = state.trials.get(trial_id)
+        if rec is None:
+            plan.skipped.append((trial_id, "no such trial in this run"))
+            continue
+        try:
+            supersedes = superseded_review(state, trial_id, decision)
+        except ReviewError as exc:
+            plan.skipped.append((trial_id, str(exc)))
+            continue
+        latest = rec.reviews[-1] if rec.reviews else None
+        replaces = f"replaces {latest['reviewer']}'s {latest['decision']} (seq {latest['seq']})" if latest else ""
+        plan.writes.append((trial_id, supersedes, replaces))
+    return plan
+
+
+class BulkReviewScreen(ModalScreen[str | None]):
+    """Confirm one decision for several trials: every review that will be written is listed (trial id and
+    decision, and the review each replaces) before anything is; one note for all. Enter writes, Esc cancels."""
+
+    DEFAULT_CSS = """
+    BulkReviewScreen { align: center middle; }
+    BulkReviewScreen #bulk-list { height: auto; max-height: 12; }
+    BulkReviewScreen #bulk-list > Static { height: auto; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, plan: BulkPlan, reviewer: str, signing: str) -> None:
+        super().__init__()
+        self.plan = plan
+        self.reviewer = reviewer
+        self.signing = signing
+
+    def listing(self) -> Text:
+        """The writes, one line each (``approve t0012``, what it replaces), then the trials that get none."""
+        text = Text()
+        width = max(len(trial_id) for trial_id, *_ in self.plan.writes)
+        for trial_id, _, replaces in self.plan.writes:
+            text.append(f"{self.plan.decision} ", "bold")
+            text.append(trial_id.ljust(width), "bold")
+            if replaces:
+                text.append(f"  {replaces}", "dim")
+            text.append("\n")
+        for trial_id, why in self.plan.skipped:
+            text.append(f"not written: {trial_id}: {why}\n", "yellow")
+        text.rstrip()
+        return text
+
+    def compose(self) -> ComposeResult:
+        count = len(self.plan.writes)
+        with Vertical(id="order-box"):
+            yield Static(Text(f"{self.plan.decision} {count} trial{'s' if count != 1 else ''} as "
+                              f"human:{self.reviewer}? These {count} review{'s' if count != 1 else ''} will be "
+                              "written:", "bold"), id="order-title")
+            with VerticalScroll(id="bulk-list"):
+                yield Static(self.listing(), id="bulk-listing")
+            yield Static(Text("Each is a review event in the run's log, written one by one as a single review is "
+                              f"(permanent: a later review supersedes it, the log keeps both); {self.signing}. "
+                              "A trial reviewed by someone else meanwhile is not written, and said so.", "dim"),
+                         id="order-detail")
+            yield Input(placeholder="why, one note for all (optional); Enter writes, Esc cancels", id="bulk-note")
+
+    def on_mount(self) -> None:
+        self.query_one("#bulk-note", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def ask_bulk_review(screen: Screen[Any], session: RunSession, trial_ids: list[str], decision: str) -> None:
+    """Ask once for ``decision`` on every trial of ``trial_ids`` (the confirmation lists each write, Enter writes,
+    Esc cancels), then post :class:`ReviewsDecided` from ``screen``; the app appends one review per trial."""
+    state = session.state
+    plan = plan_bulk_review(state, trial_ids, decision)
+    if not plan.writes:
+        why = "; ".join(f"{why}" for _, why in plan.skipped[:3])
+        screen.notify(f"nothing to write: {why}", severity="warning")
+        return
+    key = default_signing_key()
+    signing = f"signed with {key}" if key is not None else "unsigned ($RRMA_SIGNING_KEY is not set)"
+    if key is None and decision == "approve" and signed_approval_policy(state, None)[0]:
+        signing += ("; this run requires signed approvals (loop.require_signed_approval): an unsigned approval is "
+                    "kept in the log but promotes nothing")
+
+    def done(note: str | None) -> None:
+        if note is not None:
+            screen.post_message(ReviewsDecided(session, decision, note,
+                                               [(trial_id, supersedes) for trial_id, supersedes, _ in plan.writes]))
+
+    screen.app.push_screen(BulkReviewScreen(plan, session.reviewer, signing), done)
+
+
+# ----------------------------------------------------------------------------- copy to the clipboard
+
+COPY_CHOICES = {"i": "id", "p": "proof", "d": "diff"}  # the chooser's key -> what it copies
+
+
+def copy_texts(session: RunSession, trial_id: str) -> dict[str, str]:
+    """What can be copied of a trial: its id, its proof (proof oracles), its diff against its parent."""
+    out = {"id": trial_id}
+    model = session.model
+    rec = session.state.trials.get(trial_id)
+    if model is None or rec is None:
+        return out
+    proof = proposal_of(model, rec).get("proof")
+    if proof:
+        out["proof"] = str(proof)
+    if not rec.baseline:
+        diff = trial_diff(model, rec)
+        if diff:
+            out["diff"] = diff
+    return out
+
+
+def size_text(text: str) -> str:
+    """``3 lines, 120 B`` / ``1.2 kB``: how much was copied."""
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    size = len(text.encode("utf-8"))
+    amount = f"{size} B" if size < 1000 else f"{size / 1000:.1f} kB" if size < 1_000_000 else f"{size / 1e6:.1f} MB"
+    return f"{lines} line{'s' if lines != 1 else ''}, {amount}"
+
+
+class CopyScreen(ModalScreen[str | None]):
+    """What of a trial to copy to the clipboard: ``i`` its id, ``p`` its proof, ``d`` its diff. Returns the choice."""
+
+    DEFAULT_CSS = "CopyScreen { align: center middle; }"
+    BINDINGS = [
+        Binding("i", "pick('id')", "Trial id"),
+        Binding("p", "pick('proof')", "Proof"),
+        Binding("d", "pick('diff')", "Diff"),
+        Binding("escape", "pick(None)", "Cancel"),
+    ]
+
+    def __init__(self, trial_id: str, texts: dict[str, str]) -> None:
+        super().__init__()
+        self.trial_id = trial_id
+        self.texts = texts
+
+    def compose(self) -> ComposeResult:
+        lines = Text()
+        for key, what in COPY_CHOICES.items():
+            text = self.texts.get(what)
+            if text is None:
+                lines.append(f"{key}    ({what}: this trial has none)\n", "dim")
+            else:
+                lines.append(f"{key}    ", "bold cyan")
+                lines.append(f"{what}: {self.trial_id if what == 'id' else size_text(text)}\n")
+        lines.append("Esc  cancel", "dim")
+        with Vertical(id="order-box"):
+            yield Static(Text(f"Copy to the clipboard (OSC 52) from {self.trial_id}:", "bold"), id="order-title")
+            yield Static(lines, id="order-detail")
+
+    def action_pick(self, what: str | None) -> None:
+        if what is not None and what not in self.texts:
+            self.notify(f"{self.trial_id} has no {what} to copy", severity="warning")
+            return
+        self.dismiss(what)
+
+
+def ask_copy(screen: Screen[Any], session: RunSession, trial_id: str | None) -> None:
+    """Ask what of ``trial_id`` to copy (its id, proof or diff), copy it with OSC 52 (App.copy_to_clipboard) and
+    say what was copied."""
+    if trial_id is None:
+        screen.notify("no trial to copy from")
+        return
+    texts = copy_texts(session, trial_id)
+
+    def done(what: str | None) -> None:
+        if what is None:
+            return
+        text = texts[what]
+        screen.app.copy_to_clipboard(text)
+        shown = f"trial id {trial_id}" if what == "id" else f"the {what} of {trial_id} ({size_text(text)})"
+        screen.notify(f"copied {shown} to the clipboard")
+
+    screen.app.push_screen(CopyScreen(trial_id, texts), done)
 
 
 # ----------------------------------------------------------------------------- an audit finding's dismissal

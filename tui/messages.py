@@ -103,6 +103,20 @@ class ReviewDecided(Message):
 
 
 @dataclass
+class ReviewsDecided(Message):
+    """A person confirmed one decision for several trials at once (tui.dialogs.ask_bulk_review): the app appends
+    one review per trial, each as a single review is appended, and reports the ones it could not write.
+
+    ``planned``: (trial id, the seq of the review it supersedes as the confirmation showed it, None for a first
+    review). A trial whose latest review is no longer that one changed since the person confirmed: not written."""
+
+    session: RunSession
+    decision: str
+    note: str
+    planned: list[tuple[str, int | None]]
+
+
+@dataclass
 class FindingDismissed(Message):
     """A person confirmed the dismissal of an audit finding, with a note (tui.dialogs.ask_dismissal): the app
     appends it (rrma.audit.auditor.dismiss_finding)."""

@@ -31,7 +31,7 @@ from tui.screens.trial import TrialScreen
 pytestmark = pytest.mark.asyncio
 
 AWKWARD = [-0.0500123, -0.0082345, 123456.789, 1.234567e-7, -98765.4321, -0.0612345678]
-ROW = re.compile(r"^│.?(t\d{4}) ")
+ROW = re.compile(r"^│(?:[ ●] )?.?(t\d{4}) ")  # the review queue's rows start with their selection mark's two cells
 
 
 def app_for(runs: Path, run: str | None) -> RRMAApp:

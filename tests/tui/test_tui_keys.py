@@ -68,8 +68,11 @@ def test_each_key_means_one_thing_on_every_screen() -> None:
     for key, action in bindings(RRMAApp):
         meaning.setdefault(key, set()).add(action)
     # Enter opens what is highlighted and Esc goes back, whatever the screen shows
-    clashes = {key: actions for key, actions in meaning.items() if len(actions) > 1 and key not in ("Enter", "Esc")}
+    clashes = {key: actions for key, actions in meaning.items()
+               if len(actions) > 1 and key not in ("Enter", "Esc", "space")}
     assert not clashes, f"keys with more than one meaning: {clashes}"
+    # space toggles the highlighted row, and nothing else: folds a tree's node, selects a trial of the review queue
+    assert meaning["space"] <= {"toggle_node", "toggle_select"}, meaning["space"]
 
 
 def test_keys_that_write_to_the_log_are_used_for_nothing_else() -> None:

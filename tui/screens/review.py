@@ -7,6 +7,13 @@ review worker (through rrma.log.review); this screen learns about it like every 
 from the tail. Until the tail brings it back, decided trials are hidden from the queue (the
 :class:`tui.messages.ReviewDecided` passes this screen on its way to the app) so the reviewer can
 move on.
+
+Like lazygit, rows can be selected (space toggles the highlighted one, ctrl+a every one listed; a ``●``
+marks them and the title counts them) and a decision key then decides them all: one confirmation lists
+each review that will be written (tui.dialogs.ask_bulk_review), and the app writes them one by one the
+way it writes a single review; a trial it cannot review is reported (on this screen and in a
+notification) and the others are written. ``C`` copies the highlighted trial's id, proof or diff to the
+clipboard (OSC 52).
 """
 
 from __future__ import annotations
@@ -21,8 +28,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
 from rrma.log.reader import RawEvent
-from tui.dialogs import ask_review
-from tui.messages import OpenTrial, ReviewDecided
+from tui.dialogs import ask_bulk_review, ask_copy, ask_review
+from tui.messages import OpenTrial, ReviewDecided, ReviewsDecided
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
@@ -56,6 +63,7 @@ VIEWS = ("to review", "flagged", "reviewed")  # `f` cycles what the queue lists
 
 
 class ReviewScreen(RunScreen):
+    DEFAULT_CSS = "#review-result { height: auto; padding: 0 1; }"
     BINDINGS = [
         Binding("enter", "open_trial", "Open trial"),
         # reviews append to the permanent log: keys no screen uses for anything else, each asks first
@@ -63,19 +71,26 @@ class ReviewScreen(RunScreen):
         Binding("x", "decide('reject')", "Reject"),
         Binding("exclamation_mark", "decide('flag')", "Flag", key_display="!"),
         Binding("u", "decide('withdraw')", "Withdraw review", show=False),
+        # with trials selected, the four keys above decide each of them (one confirmation lists every write)
+        Binding("space", "toggle_select", "Select"),
+        Binding("ctrl+a", "select_all", "Select all", show=False),
         Binding("f", "status_filter", "Show"),
+        Binding("C", "copy", "Copy id/proof/diff", show=False),
         Binding("escape", "back", "Back"),
     ]
 
     def __init__(self, session: RunSession) -> None:
         super().__init__(session)
         self.decided: set[str] = set()
+        self.selected: set[str] = set()  # the trials a decision key decides at once (the table marks them)
+        self.last_result = ""  # what the last bulk review wrote and did not (said here until the next one)
         self.view = VIEWS[0]
 
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title")
+        yield Static("", id="review-result")
         with Horizontal(id="review-body"):
-            yield LineTable(QUEUE_COLUMNS, self._row, id="queue", select_label="Open trial")
+            yield LineTable(QUEUE_COLUMNS, self._row, id="queue", select_label="Open trial", marks=True)
             with VerticalScroll(id="review-detail"):
                 yield Static("", id="review-detail-text")
         yield KeysFooter()
@@ -103,7 +118,11 @@ class ReviewScreen(RunScreen):
         held = sum(1 for t in ids if self.state.trials[t].held)
         views = "  ".join(f"[{v}]" if v == self.view else v for v in VIEWS)
         title = self.query_one("#review-title", Static)
+        self.selected &= set(ids)  # a trial no longer listed (reviewed, here or elsewhere) is no longer selected
+        table.marked = self.selected
         parts: list[Part] = [(Text.assemble(("review queue ", "bold"), f"{len(ids)} trial(s) {self.view}"), 0)]
+        if self.selected:
+            parts.append((Text(f"  {len(self.selected)} selected", "bold reverse"), 0))
         if held and self.view == "to review":
             parts.append((Text(f"  {HELD} {held} held by the audit", MARKS["held"][1]), 0))
         if claims and self.view == "to review":
@@ -111,6 +130,9 @@ class ReviewScreen(RunScreen):
         parts += [(Text.assemble(("   reviewer ", "dim"), self.session.reviewer), 2),
                   (Text.assemble(("   f: ", "dim"), (views, "dim")), 1), (Text(f"   {SIGMA_LEGEND}", "dim"), 3)]
         title.update(fit_line(parts, title.content_region.width or self.app.size.width - 2))
+        result = self.query_one("#review-result", Static)
+        result.display = bool(self.last_result)
+        result.update(Text(self.last_result, "yellow" if " not recorded" in self.last_result else "green"))
         self._show(table.cursor_key)
 
     def _row(self, trial_id: str) -> list[str | Text]:
@@ -153,11 +175,40 @@ class ReviewScreen(RunScreen):
         self.action_open_trial()
 
     def action_decide(self, decision: str) -> None:
+        """Decide the selected trials (one confirmation lists every review it writes), else the highlighted one."""
+        selection = self.selection()
+        if selection:
+            ask_bulk_review(self, self.session, selection, decision)
+            return
         key = self.query_one("#queue", LineTable).cursor_key
         if key is None:
             self.notify("the review queue is empty")
             return
         ask_review(self, self.session, key, decision)
+
+    def selection(self) -> list[str]:
+        """The selected trials, in the queue's order."""
+        return [t for t in self.query_one("#queue", LineTable).rows if t in self.selected]
+
+    def action_toggle_select(self) -> None:
+        """Select the highlighted trial, or unselect it, and go to the next row (space three times: three trials)."""
+        table = self.query_one("#queue", LineTable)
+        key = table.cursor_key
+        if key is None:
+            return
+        self.selected ^= {key}
+        table.action_cursor(1)
+        self.refresh_view([])
+
+    def action_select_all(self) -> None:
+        """Select every trial listed; when they all are, unselect them."""
+        rows = set(self.query_one("#queue", LineTable).rows)
+        self.selected = set() if rows and self.selected >= rows else rows
+        self.refresh_view([])
+
+    def action_copy(self) -> None:
+        """Copy the highlighted trial's id, proof or diff to the clipboard (a small chooser asks which)."""
+        ask_copy(self, self.session, self.query_one("#queue", LineTable).cursor_key)
 
     @on(ReviewDecided)
     def _decided(self, message: ReviewDecided) -> None:
@@ -165,9 +216,26 @@ class ReviewScreen(RunScreen):
         self.decided.add(message.trial_id)
         self.refresh_view([])
 
+    @on(ReviewsDecided)
+    def _bulk_decided(self, message: ReviewsDecided) -> None:
+        """The same for each trial of a confirmed bulk review; the selection is done with."""
+        self.decided.update(trial_id for trial_id, _ in message.planned)
+        self.selected = set()
+        self.last_result = f"{message.decision}: writing {len(message.planned)} review(s)…"
+        self.refresh_view([])
+
+    def reviews_recorded(self, summary: str, failed: list[str]) -> None:
+        """A bulk review was written: say what happened, and list again the trials it could not review."""
+        self.last_result = summary
+        self.decided.difference_update(failed)
+        if self.is_mounted:
+            self.refresh_view([])
+
     def forget_decisions(self) -> None:
         """A review write failed: show again the trials hidden while their writes were pending."""
         self.decided.clear()
+        if self.last_result.endswith("…"):
+            self.last_result = "the reviews were not recorded (the notification says why)"
         if self.is_mounted:
             self.refresh_view([])
 
@@ -177,4 +245,22 @@ class ReviewScreen(RunScreen):
             self.post_message(OpenTrial(self.session, key, self.queue()))
 
     def action_back(self) -> None:
+        """Esc: clear the selection, if any; else back."""
+        if self.selected:
+            self.selected = set()
+            self.refresh_view([])
+            return
         self.app.pop_screen()
+
+
+def bulk_summary(decision: str, reviewer: str, written: list[tuple[str, bool]], failed: list[tuple[str, str]]) -> str:
+    """One line on what a bulk review wrote: ``approve by carol recorded for 2 of 3: t0001, t0002 (t0002 promoted);
+    1 not recorded: t0003: why``."""
+    ids = ", ".join(trial_id for trial_id, _ in written)
+    promoted = [trial_id for trial_id, up in written if up]
+    text = f"{decision} by {reviewer} recorded for {len(written)} of {len(written) + len(failed)}" + (f": {ids}" if ids else "")
+    if promoted:
+        text += f" ({', '.join(promoted)} promoted)"
+    if failed:
+        text += f"; {len(failed)} not recorded: " + "; ".join(f"{trial_id}: {why}" for trial_id, why in failed)
+    return text

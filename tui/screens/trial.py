@@ -3,7 +3,8 @@
 A trial with audit findings (rrma/audit) lists them in a small table above the rest, open ones
 most severe first: Enter on one opens the trace on the turn it cites, ``X`` dismisses it with a
 note (an ``audit.dismissed`` event, asked first like a review). The body repeats each finding in
-full (explanation, the cited seqs with their quotes, who dismissed it and why).
+full (explanation, the cited seqs with their quotes, who dismissed it and why). ``C`` copies the
+trial's id, proof or diff to the clipboard (OSC 52).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from rrma.log.reader import RawEvent
-from tui.dialogs import ask_dismissal, ask_review
+from tui.dialogs import ask_copy, ask_dismissal, ask_review
 from tui.messages import OpenCompare, OpenProofTree, OpenTrace
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
@@ -70,6 +71,7 @@ class TrialScreen(RunScreen):
         # audit findings: Enter opens the trace on the highlighted finding's cited turn; X dismisses it (a write: asks)
         Binding("enter", "cited_turn", "Cited turn", show=False),
         Binding("X", "dismiss_finding", "Dismiss finding", show=False),
+        Binding("C", "copy", "Copy id/proof/diff", show=False),
         Binding("escape", "back", "Back"),
     ]
 
@@ -271,6 +273,10 @@ class TrialScreen(RunScreen):
             self.notify("this trial has no audit findings")
             return
         ask_dismissal(self, self.session, finding)
+
+    def action_copy(self) -> None:
+        """Copy this trial's id, proof or diff to the clipboard (OSC 52; a small chooser asks which)."""
+        ask_copy(self, self.session, self.trial_id)
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -7,6 +7,9 @@ is a key; ``render_row(key)`` formats it when (and only when) it scrolls into vi
 line 0 and stays put while the rows scroll. A table narrower than its columns leaves whole columns
 out (each column's ``drop`` says which go first) rather than cutting a number at its right edge.
 
+Marks (as lazygit's selected lines): a table made with ``marks=True`` keeps a two-cell gutter on its
+left, where each key in ``marked`` (its owner's selection) is drawn with ``●``, whatever the columns.
+
 Follow mode (as in toolong's tail): a table whose owner names its ``live_end`` (the edge where
 new rows appear: ``"top"`` for newest-first, ``"bottom"`` for log order) keeps the cursor and the
 view on that edge while rows arrive, as long as the cursor sits there. Any move away (keys, a
@@ -67,6 +70,8 @@ class Column:
     drop: int = 0  # 0: always shown; otherwise, when the table is too narrow, higher values are left out first
 
 
+MARK = "●"  # a marked row (see LineTable's marks)
+MARK_GUTTER = 2  # its cells: the mark and a space
 FLEX_MIN = 10  # cells the flexible (width 0) column needs to be worth showing
 
 
@@ -168,8 +173,8 @@ class LineTable(ScrollView, can_focus=True):
             return self.table
 
     def __init__(self, columns: Sequence[Column], render_row: Callable[[str], Sequence[str | Text]],
-                 *, live_end: LiveEnd | None = None, select_label: str | None = None, name: str | None = None,
-                 id: str | None = None, classes: str | None = None) -> None:
+                 *, live_end: LiveEnd | None = None, select_label: str | None = None, marks: bool = False,
+                 name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         if select_label:  # Enter acts here: the footer says what it opens (the table's binding hides the screen's)
             self._bindings.key_to_bindings["enter"] = [Binding("enter", "select", select_label)]
@@ -182,6 +187,8 @@ class LineTable(ScrollView, can_focus=True):
         self._live_end: LiveEnd | None = live_end
         self._following = True  # a new table follows its live end until the user moves
         self._placing = False  # set_rows is moving the cursor: not a user's move
+        self.mark_cells = MARK_GUTTER if marks else 0  # cells left of the columns for the marks
+        self.marked: set[str] = set()  # keys drawn with MARK in the gutter (the owner's selection)
 
     # ------------------------------------------------------------------ following
 
@@ -357,7 +364,7 @@ class LineTable(ScrollView, can_focus=True):
 
     def _column_layout(self) -> list[tuple[int, int]]:
         """The shown columns for the current width (cached per width; see :func:`column_layout`)."""
-        width = self.scrollable_content_region.width
+        width = self.scrollable_content_region.width - self.mark_cells
         if self._columns_cache is None or self._columns_cache[0] != width:
             self._columns_cache = (width, column_layout(self.columns, width))
         return self._columns_cache[1]
@@ -368,10 +375,10 @@ class LineTable(ScrollView, can_focus=True):
         return [self.columns[i].key for i, _ in self._column_layout()]
 
     def _total_width(self) -> int:
-        return min(sum(w + 1 for _, w in self._column_layout()), max(1, self.scrollable_content_region.width))
+        return min(self.mark_cells + sum(w + 1 for _, w in self._column_layout()), max(1, self.scrollable_content_region.width))
 
     def _column_at(self, x: int) -> str | None:
-        pos = 0
+        pos = self.mark_cells
         for i, width in self._column_layout():
             if pos <= x < pos + width + 1:
                 return self.columns[i].key
@@ -443,12 +450,17 @@ class LineTable(ScrollView, can_focus=True):
         if y == 0:
             style = header
             segments = self._segments([c.label for c in self.columns], style)
+            if self.mark_cells:
+                segments.insert(0, Segment(" " * self.mark_cells, style))
         else:
             row = int(self.scroll_offset.y) + y - 1
             if row >= len(self.rows):
                 return Strip.blank(width, base)
             style = cursor if row == self.cursor else base
             segments = self._segments(self.render_row(self.rows[row]), style)
+            if self.mark_cells:
+                mark = MARK if self.rows[row] in self.marked else ""
+                segments.insert(0, Segment(mark.ljust(self.mark_cells), style + Style(bold=True) if mark else style))
             if row == self.cursor and over:
                 segments = list(Segment.apply_style(segments, post_style=over))
         strip = Strip(segments).crop(scroll_x, scroll_x + width)

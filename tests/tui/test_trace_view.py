@@ -5,13 +5,13 @@ tokens and cost per step, trial and agent, the agent's prose as markdown, long o
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from make_run import fake_clock, task_snapshot
+from make_run import START, fake_clock, task_snapshot
 from rich.text import Text
-from screen_text import screen_lines
 from textual.widgets import Static
 from tui_helpers import MessageLog, fixed_clock, wait_until
 
@@ -37,7 +37,7 @@ LOG_LINES = [f"step {k * 25:4d} loss {3.0 - k * 0.02:.3f}" for k in range(40)] +
 LONG_RESULT = "\n".join(LOG_LINES)  # 41 lines: 12 shown, 29 hidden (the one match among them)
 
 
-def write_run(runs: Path) -> Path:
+def write_run(runs: Path, *, finished: bool = True) -> Path:
     """A finished run: a baseline, alice's trial t0001 (markdown plan, a long command output, a short file read,
     her proposal) and bob's trial t0002 (one turn), with tokens, costs and latencies; events 3 s apart."""
     run_dir = runs / "trace-run"
@@ -89,7 +89,8 @@ def write_run(runs: Path) -> Path:
                  cost_usd=0.002),
             *trial("t0002", "bob"),
         ])
-        store.append("run.finished", "harness", {"reason": "max_trials", "summary": {}})
+        if finished:
+            store.append("run.finished", "harness", {"reason": "max_trials", "summary": {}})
     store.close()
     return run_dir
 
@@ -112,9 +113,9 @@ async def open_trace(pilot, app: RRMAApp) -> TraceScreen:  # type: ignore[no-unt
     return trace
 
 
-def make_app(tmp_path: Path) -> RRMAApp:
+def make_app(tmp_path: Path, *, finished: bool = True) -> RRMAApp:
     runs = tmp_path / "runs"
-    run_dir = write_run(runs)
+    run_dir = write_run(runs, finished=finished)
     return RRMAApp(runs, run_dir, reviewer="carol", clock=fixed_clock, poll_interval=0.05)
 
 
@@ -217,7 +218,7 @@ async def test_search_counts_highlights_and_moves_with_n_and_shift_n(tmp_path: P
         texts = [r for r in content.renderables if isinstance(r, Text) and "ZEBRA" in r.plain]  # type: ignore[union-attr]
         assert texts and any(t.plain[s.start:s.end] == "ZEBRA" and s.style == style for t in texts for s in t.spans)
 
-        await pilot.press("slash", *"no such words", "enter")
+        await pilot.press("slash", *"qqq", "enter")
         await wait_until(pilot, lambda: trace.matches == [])  # type: ignore[arg-type]
         assert "no match" in plain(title.content)
         assert app.return_code is None
@@ -232,14 +233,33 @@ def test_snapshot_trace_80x24(snap_compare, tmp_path: Path) -> None:  # type: ig
     assert snap_compare(make_app(tmp_path), terminal_size=(80, 24), run_before=run_before)
 
 
-async def test_readable_at_80_columns(tmp_path: Path) -> None:
-    app = make_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
+async def test_a_live_call_gets_its_result_and_the_match_count_grows(tmp_path: Path) -> None:
+    app = make_app(tmp_path, finished=False)
+    run_dir = tmp_path / "runs" / "trace-run"
+    async with app.run_test(size=(120, 40)) as pilot:
         trace = await open_trace(pilot, app)
-        await pilot.press("down")
-        await pilot.pause()
-        lines = screen_lines(app)  # type: ignore[arg-type]
-        text = "\n".join(lines)
-        assert "run_command" in text and "tool_call" in text
-        assert all(len(line) <= 80 for line in lines)
-        assert trace.query_one("#turns", LineTable).rows
+        table = trace.query_one("#turns", LineTable)
+        await pilot.press("slash", *"zebra", "enter")
+        await wait_until(pilot, lambda: trace.matches == [0, 1, 2, 6])  # type: ignore[arg-type]
+        await pilot.press("end")  # the newest turn: the list follows the run
+
+        def detail() -> str:
+            return plain(trace.query_one("#turn-text", Static).content)
+
+        def append(role: str, at_s: float, **data: Any) -> None:
+            store = RunStore(run_dir)
+            with fake_clock(START + timedelta(minutes=5, seconds=at_s)):
+                store.append("agent.turn", "agent:bob", {"agent": "bob", "role": role, **data})
+            store.close()
+
+        append("tool_call", 0, tool="grep", args={"pattern": "zebra"})
+        await wait_until(pilot, lambda: "call grep" in detail())  # type: ignore[arg-type]
+        assert "(no result recorded yet)" in detail() and table.cursor_key == "7"
+        await wait_until(pilot, lambda: trace.matches == [0, 1, 2, 6, 7])  # type: ignore[arg-type]
+        append("tool_result", 4.5, tool="grep", result="train.py:1: # ZEBRA")
+        await wait_until(pilot, lambda: "train.py:1: # ZEBRA" in detail())  # type: ignore[arg-type]
+        text = detail()
+        assert text.index("call grep") < text.index("result · 4.5s") < text.index("train.py:1")
+        await wait_until(pilot, lambda: trace.matches == [0, 1, 2, 6, 7, 8])  # type: ignore[arg-type]
+        assert table.cursor_key == "8"  # a recount does not move the cursor (it follows the run)
+        assert app.return_code is None

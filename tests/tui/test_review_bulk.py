@@ -129,6 +129,16 @@ async def test_a_trial_reviewed_meanwhile_is_reported_and_the_others_written(run
         assert "reject by carol recorded for 2 of 3" in said and f"1 not recorded: {chosen[1]}" in said
         assert any(f"1 not recorded: {chosen[1]}" in n.message and n.severity == "warning"
                    for n in app._notifications)
+        # the reviewed list: a withdrawal of all three names the review each one replaces
+        await pilot.press("f", "f")
+        await wait_until(pilot, lambda: screen.view == "reviewed" and len(screen.query_one("#queue", LineTable).rows) == 3)
+        await pilot.press("ctrl+a", "u")
+        await wait_until(pilot, lambda: isinstance(app.screen, BulkReviewScreen))
+        seqs = {r["data"]["trial_id"]: r["seq"] for r in reviews_in(run_dir)}
+        confirmation = flat(screen_lines(app))
+        assert f"withdraw {chosen[1]} replaces bob's flag (seq {seqs[chosen[1]]})" in confirmation
+        assert all(f"withdraw {t} replaces carol's reject (seq {seqs[t]})" in confirmation for t in (chosen[0], chosen[2]))
+        await pilot.press("escape")
     reviews = reviews_in(run_dir)
     assert [(r["data"]["trial_id"], r["data"]["decision"], r["data"]["reviewer"]) for r in reviews] == [
         (chosen[1], "flag", "bob"), (chosen[0], "reject", "carol"), (chosen[2], "reject", "carol")]

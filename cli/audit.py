@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.options import resolve_run
-from cli.output import EXIT_OK, CliError, console, err, plain
+from cli.output import EXIT_OK, CliError, console, err, plain, print_table
 from cli.reports import SEVERITY_STYLE
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ def print_findings(findings: list[dict[str, Any]]) -> None:
             explanation.append_text(plain(f" (dismissed by {d['by']}: {d['note']})"))
         table.add_row("-" if f.get("seq") is None else str(f["seq"]), plain(f["trial_id"]), severity,
                       plain(f["kind"]), plain(f["source"]), explanation, cited(f))
-    console.print(table)
+    print_table(table)
 
 
 def dismiss(args: argparse.Namespace) -> int:

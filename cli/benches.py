@@ -14,7 +14,7 @@ from rich.table import Table
 
 from cli.experiments import run_cells
 from cli.options import apply_overrides
-from cli.output import EXIT_BAD_INPUT, EXIT_OK, CliError, console, plain
+from cli.output import EXIT_BAD_INPUT, EXIT_OK, CliError, plain, print_table
 from cli.runs import run_loop_headless
 
 BENCH_ROOT = Path(__file__).resolve().parent.parent / "benches"
@@ -53,7 +53,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         table = Table("bench", "what it is")
         for name, desc in list_benches():
             table.add_row(plain(name), plain(desc))
-        console.print(table)
+        print_table(table)
         return EXIT_OK if args.list else EXIT_BAD_INPUT
     folder = bench_dir(args.name)
     if getattr(args, "arms", None) or getattr(args, "seeds", None) is not None:

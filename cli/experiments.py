@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.options import make_executor_factory
-from cli.output import EXIT_FAILED, EXIT_OK, CliError, TuiRequest, console, err, one_line, plain
+from cli.output import EXIT_FAILED, EXIT_OK, CliError, TuiRequest, console, err, one_line, plain, print_table
 from cli.runs import run_interruptibly
 
 
@@ -142,7 +142,7 @@ def print_experiment(exp: Any, *, as_json: bool = False) -> int:
         table.add_row(plain(arm.name), f"{done}/{len(arm.cells)}", _fmt_ci(arm.final), _fmt_ci(arm.improvement),
                       str(arm.trials), str(arm.tokens), f"{arm.cost_usd:.4f}", f"{arm.compute_seconds:.1f}",
                       f"{arm.wall_seconds:.1f}")
-    console.print(table)
+    print_table(table)
     curves = Table(title="best so far, mean over seeds, after n trials", title_justify="left")
     longest = max((len(a.mean_curve) for a in rep.arms), default=0)
     marks = sorted({n for n in (1, longest // 4, longest // 2, 3 * longest // 4, longest) if n >= 1})
@@ -153,7 +153,7 @@ def print_experiment(exp: Any, *, as_json: bool = False) -> int:
         points = dict(arm.mean_curve)
         curves.add_row(plain(arm.name), *[f"{points[n]:.5g}" if n in points else "-" for n in marks])
     if marks:
-        console.print(curves)
+        print_table(curves)
     print_comparisons(exp, None, rep=rep)
     return EXIT_OK
 
@@ -175,7 +175,7 @@ def print_comparisons(exp: Any, pair: tuple[str, str] | None, rep: Any = None) -
         ci = "-" if c.ci_low is None else f"[{c.ci_low:+.4g}, {c.ci_high:+.4g}]"
         table.add_row(plain(f"{c.b} vs {c.a}"), str(len(c.seeds)), "-" if c.delta is None else f"{c.delta:+.4g}", ci,
                       "-" if c.p_value is None else f"{c.p_value:.3g}", f"{c.wins} / {c.losses}")
-    console.print(table)
+    print_table(table)
     if pair is not None:
         a, b = pair
         per_seed = Table("seed")
@@ -186,5 +186,5 @@ def print_comparisons(exp: Any, pair: tuple[str, str] | None, rep: Any = None) -
             fa, fb = finals.get((a, seed)), finals.get((b, seed))
             diff = "-" if fa is None or fb is None else f"{sign * (fb - fa):+.4g}"
             per_seed.add_row(str(seed), "-" if fa is None else f"{fa:.5g}", "-" if fb is None else f"{fb:.5g}", diff)
-        console.print(per_seed)
+        print_table(per_seed)
     return EXIT_OK

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
 
 from rrma.text import SafeConsole, printable, without_controls
@@ -54,6 +55,33 @@ def plain_lines(value: Any) -> Text:
     """Like :func:`plain` for text that is multi-line by design (a trial's output tail): newlines and
     tabs stay, every other control character goes (:func:`rrma.text.printable`)."""
     return Text(printable("" if value is None else str(value)))
+
+
+def print_table(table: Table) -> None:
+    """``table`` as a table where it fits the terminal whole, else as one line per row (``first: header value ·
+    header value ...``; a two-column table without a header reads ``label: value``), each line soft-wrapped by
+    the terminal: at 80 columns a table too wide was hard-wrapped cell by cell or cut (``histo…``,
+    ``[1.01… 3.618…``), and a number cut at its edge reads as another number."""
+    if console.measure(table, options=console.options.update_width(1 << 20)).maximum <= console.width:
+        console.print(table)
+        return
+    if table.title:
+        console.print(table.title if isinstance(table.title, Text) else Text(str(table.title)), style="bold",
+                      soft_wrap=True)
+    columns = table.columns
+    headers = [c.header if isinstance(c.header, Text) else Text(str(c.header)) for c in columns]
+    cells = [list(c.cells) for c in columns]
+    for row in range(table.row_count):
+        values = [cell if isinstance(cell, Text) else Text(str(cell)) for cell in (col[row] for col in cells)]
+        line = Text.assemble(values[0], ":")
+        for i, value in enumerate(values[1:], start=1):
+            if not value.plain.strip():
+                continue
+            line.append(" ·" if len(line.plain) > len(values[0].plain) + 1 else "")
+            if table.show_header and headers[i].plain:
+                line.append_text(Text.assemble(" ", (headers[i].plain, "dim")))
+            line.append_text(Text.assemble(" ", value))
+        console.print(line, soft_wrap=True)
 
 
 class CliError(Exception):

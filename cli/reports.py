@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.options import resolve_run
-from cli.output import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, CliError, console, err, plain
+from cli.output import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, CliError, console, err, plain, print_table
 from rrma.contain import sandbox
 
 SEVERITY_STYLE = {"high": "bold red", "warn": "yellow", "info": "dim"}
@@ -94,7 +94,7 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
     head_seq, head_hash = RunStore(run_dir).head()
     table.add_row("head", f"seq {head_seq} {head_hash[:16]}")
     table.add_row("run dir", plain(run_dir))
-    console.print(table)
+    print_table(table)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -209,7 +209,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
                       str(len(state.agent_trials())),
                       "-" if state.baseline_mean is None else f"{state.baseline_mean:.6g}",
                       "-" if best is None else f"{best:.6g}", "-" if ds is None else f"{ds:+.2f}")
-    console.print(table)
+    print_table(table)
     for line in unreadable:
         err.print(plain(line))
     return EXIT_BAD_INPUT if unreadable else EXIT_OK
@@ -246,9 +246,36 @@ def cmd_show(args: argparse.Namespace) -> int:
                       "" if t.score is None else f"{t.score:.6g}", delta_sigma_cell(state, t),
                       plain(t.review_status + signed + (" · held for review" if t.held else "")), *extra,
                       plain(t.hypothesis[:70]))  # agent text: literal, never markup
-    console.print(table)
+    print_table(table)
+    print_orders(state)
     print_findings(state)
     return EXIT_OK
+
+
+def order_lines(state: Any) -> list[str]:
+    """What people told the run, oldest first: each pause, continue and stop (run.control), steer note and a
+    person's blackboard post, with its seq, time, who and why (the reason, the note, the post)."""
+    items: list[tuple[int, str]] = []
+    for order in state.controls:
+        why = f": {order['reason']}" if order.get("reason") else " (no reason given)"
+        items.append((order["seq"], f"{order['action']} by {order['by']}{why}"))
+    for steer in state.steers:
+        to = ", ".join(steer["to"]) or "every agent"
+        items.append((steer["seq"], f"steer by {steer['by']} to {to}: {steer['text']}"))
+    for post in state.blackboard:
+        if str(post["agent"]).startswith("human:"):
+            items.append((post["seq"], f"post by {post['agent']}: {post['text']}"))
+    ts = {o["seq"]: o["ts"] for o in (*state.controls, *state.steers, *state.blackboard)}
+    return [f"seq {seq} {str(ts[seq])[:19].replace('T', ' ')}  {' '.join(text.split())}" for seq, text in sorted(items)]
+
+
+def print_orders(state: Any) -> None:
+    """``show``: the orders and notes people gave the run (:func:`order_lines`), one line each, inert."""
+    lines = order_lines(state)
+    console.print(Text("orders (pause, continue, stop, steer notes, posts by people)", style="bold")
+                  if lines else Text("orders: none (no pause, stop, steer note or post by a person)", style="dim"))
+    for line in lines:
+        console.print(plain(f"  {line}"), soft_wrap=True)
 
 
 def sigma_legend(state: Any) -> str:
@@ -323,5 +350,5 @@ def cmd_task_schema(args: argparse.Namespace) -> int:
     table = Table("field", "type", "default", "meaning")
     for row in schema_table():
         table.add_row(*row)
-    console.print(table)
+    print_table(table)
     return EXIT_OK

@@ -83,6 +83,13 @@ def live_driver(run_dir: Path | str) -> str | None:
         os.close(fd)
 
 
+def _nothing_to_resume(run_dir: Path) -> str | None:
+    """RunState.nothing_to_resume of the whole run (run_facts folds its run.* events only, not its trials)."""
+    from rrma.log.reader import read_state
+
+    return read_state(run_dir, turns=False).nothing_to_resume()
+
+
 def run_facts(run_dir: Path | str) -> tuple[RunState, set[str]]:
     """The run's lifecycle and orders (its ``run.*`` events folded) and the names of its agents.
 
@@ -157,10 +164,10 @@ def send_control(run_dir: Path | str, action: str, by: str | None = None, reason
             why = "it never started"
         elif state.finish_reason is None:
             why = f"no process is driving it (its driver ended without finishing it); `rrma-tui resume {run_dir}` continues it"
-        elif state.finish_reason in ("interrupted", "stopped", "error", "max_wall_time"):
+        elif (done := _nothing_to_resume(run_dir)) is None:
             why = f"it finished ({state.finish_reason}); `rrma-tui resume {run_dir}` continues it"
         else:
-            why = f"it finished ({state.finish_reason})"
+            why = f"it finished ({state.finish_reason}): {done}, so there is nothing to resume"
         raise RunNotLive(f"{run_dir}: the run is not live: {why}")
     if state.finish_reason is not None:
         raise RunNotLive(f"{run_dir}: the run has finished ({state.finish_reason}); nothing to {action}")
@@ -223,6 +230,10 @@ def send_steer(run_dir: Path | str, text: str, by: str | None = None, to: list[s
         store.close()
     who = ", ".join(targets) if targets else "every agent"
     if live_driver(run_dir) is None:
-        when = "when the run is resumed" if state.finish_reason != "max_trials" else "only if the run is resumed"
-        return Sent(event, f"steer note recorded (seq {event.seq}) for {who}; no live driver: they see it {when}")
+        done = _nothing_to_resume(run_dir) if state.finish_reason else None
+        if done is not None:
+            return Sent(event, f"steer note recorded (seq {event.seq}) for {who}; no live driver, and no agent will "
+                               f"see it: the run finished ({state.finish_reason}: {done}; nothing to resume)")
+        return Sent(event, f"steer note recorded (seq {event.seq}) for {who}; no live driver: they see it when the "
+                           "run is resumed")
     return Sent(event, f"steer note sent (seq {event.seq}) to {who}: in their context from their next proposal")

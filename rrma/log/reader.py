@@ -856,6 +856,7 @@ class RunSummary:
     error: str = ""  # why the run cannot be read at all ("" when it can)
     size: int = -1  # bytes of the log when summarised
     torn: int = 0  # lines that are not valid events (turn lines are checked only when a dashboard indexes them)
+    reason: str = ""  # run.finished's reason (max_trials, stopped, interrupted, error...); "" while not finished
 
     @property
     def best_vs_baseline(self) -> str:
@@ -875,7 +876,8 @@ def summary_fields(state: RunState, torn: int) -> dict[str, Any]:
     best = state.best
     return {"task": state.task_name, "status": state.status, "trials": len(state.agent_trials()),
             "best": best.score if best else None, "baseline": state.baseline_mean, "sigma": state.sigma,
-            "direction": state.direction, "started_ts": state.started_ts, "last_ts": state.last_ts, "torn": torn}
+            "direction": state.direction, "started_ts": state.started_ts, "last_ts": state.last_ts, "torn": torn,
+            "reason": state.finish_reason or ""}
 
 
 # Readers of this process by the real path of their run (a dashboard's): while one tails its run

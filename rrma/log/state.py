@@ -470,6 +470,23 @@ class RunState:
             cur = self.trials[cur].parent
         return path
 
+    def nothing_to_resume(self) -> str | None:
+        """Why ``rrma-tui resume`` would do nothing for this run (it reached its budget or its goal), or None
+        when it would drive it on: a run not finished (its driver died), stopped, interrupted, or ended
+        otherwise with trials left or interrupted trials to run again. The one rule resume follows
+        (rrma/run/loop.py) and every view that suggests resuming checks."""
+        reason = self.finish_reason
+        if reason is None or reason in ("interrupted", "stopped"):
+            return None
+        if any(not rec.finished for rec in self.trials.values()):
+            return None  # interrupted trials: a resume runs them again
+        if reason in ("target", "baseline_failed", "completed"):
+            return f"it ended as {reason}"
+        max_trials = (self.task.get("budget") or {}).get("max_trials")
+        if isinstance(max_trials, int) and len(self.agent_trials()) >= max_trials:
+            return f"it used all {max_trials} of its trials"
+        return None
+
     def delta_sigma_of(self, score: float | None) -> float | None:
         """Δσ of ``score`` in this run (:func:`delta_sigma`)."""
         return delta_sigma(score, self.baseline_mean, self.sigma, self.direction)

@@ -625,10 +625,8 @@ def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHoo
             raise RunLocked(f"{run_dir}: trial {trial_id} of the run that was interrupted still has running "
                             f"process(es) {', '.join(map(str, stale))}; stop them (kill {' '.join(map(str, stale))})"
                             " and resume again")
-    if state.finish_reason is not None and state.finish_reason not in ("interrupted", "stopped") and not interrupted:
-        used = len(state.agent_trials())
-        if used >= task.budget.max_trials or state.finish_reason in ("target", "baseline_failed", COMPLETED):
-            return RunResult(store.dir, f"already_finished:{state.finish_reason}", state)
+    if state.nothing_to_resume() is not None:  # its budget or goal reached (the rule every view checks too)
+        return RunResult(store.dir, f"already_finished:{state.finish_reason}", state)
     oracle = make_task_oracle(task)
     oracle.prepare(store.dir.absolute(), task.workspace_dir())
     seed = seeds.resume_seed(state.seed, state.resumes)  # fresh agent randomness, reproducible

@@ -28,10 +28,11 @@ def model_file(version: int, lines: int = 60) -> str:
 
 def write_scored_run(runs: Path, run_id: str, scores: Sequence[float | None], *,
                      baseline: Sequence[float] = (1.0, 1.001, 0.999), direction: str = "maximize",
-                     hypotheses: Sequence[str] | None = None, finished: bool = True,
+                     hypotheses: Sequence[str] | None = None, finished: bool = True, reason: str = "max_trials",
                      task: dict[str, Any] | None = None) -> Path:
     """Baseline repeats with ``baseline`` scores, then one agent trial per score (None: a crash), the best
-    promoted along the way; run.finished unless ``finished`` is False."""
+    promoted along the way; run.finished (with ``reason``) unless ``finished`` is False. The task's
+    max_trials is the number of scores."""
     run_dir = runs / run_id
     store = RunStore(run_dir, create=True)
     snapshot = task or task_snapshot("scored", hitl=False, max_trials=len(scores), agents=["ann"])
@@ -81,6 +82,6 @@ def write_scored_run(runs: Path, run_id: str, scores: Sequence[float | None], *,
                                                            "previous_score": best})
                 best_id, best = tid, score
         if finished:
-            store.append("run.finished", "harness", {"reason": "max_trials", "summary": {"best": best_id}})
+            store.append("run.finished", "harness", {"reason": reason, "summary": {"best": best_id}})
     store.close()
     return run_dir

@@ -94,6 +94,7 @@ async def test_post_and_steer_keys_append_the_note(live_run: Path) -> None:
         assert dash.agent_filter == "alice"
         await pilot.press("i")
         await wait_until(pilot, lambda: isinstance(app.screen, OrderScreen))
+        await pilot.press("tab")  # the "to" field comes first (prefilled: alice); Tab to the note
         await pilot.press(*"smaller lr", "enter")
         await wait_until(pilot, lambda: events_of(run_dir)[-1]["kind"] == "agent.steer")
         steer = events_of(run_dir)[-1]

@@ -619,7 +619,15 @@ class DashboardScreen(RunScreen):
     def action_sort(self) -> None:
         self.sort_key = SORTS[(SORTS.index(self.sort_key) + 1) % len(SORTS)]
         self.sort_reverse = self.sort_key == "order"
+        self._resorted()
+
+    def _resorted(self) -> None:
+        """Rows in a new order: the cursor and the view go to the first row (by score or Δσ: the best), which
+        stayed off screen when the cursor kept its trial, wherever that went."""
         self._refilter()
+        table = self.query_one("#trials", LineTable)
+        if table.rows:
+            table.cursor = 0
 
     @on(LineTable.HeaderClicked, "#trials")
     def _header_clicked(self, message: LineTable.HeaderClicked) -> None:
@@ -627,9 +635,10 @@ class DashboardScreen(RunScreen):
         if column in SORTS:
             if column == self.sort_key:
                 self.sort_reverse = not self.sort_reverse
+                self._refilter()
             else:
                 self.sort_key, self.sort_reverse = column, False
-            self._refilter()
+                self._resorted()
 
     def action_reverse(self) -> None:
         self.sort_reverse = not self.sort_reverse
@@ -666,15 +675,21 @@ class DashboardScreen(RunScreen):
 
     # ------------------------------------------------------------------ driving the run (rrma.log.control)
 
+    def _at_rest(self) -> str:
+        """Why no driver takes orders, and whether R resumes the run (never suggested when there is nothing to
+        resume: its budget or goal is reached; RunState.nothing_to_resume)."""
+        state = self.state
+        done = state.nothing_to_resume()
+        if done is not None:
+            return f"the run has finished ({state.finish_reason}): {done}, so there is nothing to resume"
+        if state.finish_reason:
+            return f"the run has finished ({state.finish_reason}); R resumes it (`rrma-tui resume RUN`)"
+        return "no process is driving this run; R resumes it (`rrma-tui resume RUN`)"
+
     def _live(self) -> bool:
         """Whether a driver holds the run; says why not in a notification."""
-        state = self.state
-        if state.finish_reason:
-            self.notify(f"the run has finished ({state.finish_reason}); `rrma-tui resume` restarts it",
-                        severity="warning")
-            return False
-        if live_driver(self.session.run_dir) is None:
-            self.notify("no process is driving this run; `rrma-tui resume RUN` restarts it", severity="warning")
+        if self.state.finish_reason or live_driver(self.session.run_dir) is None:
+            self.notify(self._at_rest(), severity="warning")
             return False
         return True
 
@@ -716,8 +731,8 @@ class DashboardScreen(RunScreen):
         if driver is not None:
             self.notify(f"the run is live: {driver} drives it" + ("; w continues a paused run" if state.paused else ""))
             return
-        if state.finish_reason in ("max_trials", "target", "baseline_failed", "agents_exhausted", "completed"):
-            self.notify(f"the run has finished ({state.finish_reason}); there is nothing to resume", severity="warning")
+        if state.nothing_to_resume() is not None:
+            self.notify(self._at_rest(), severity="warning")
             return
 
         def confirmed(answer: OrderInput | None) -> None:
@@ -736,12 +751,17 @@ class DashboardScreen(RunScreen):
             if answer is not None:
                 self.write_order("post", answer)
 
-        self.app.push_screen(OrderScreen(
-            f"Post to the blackboard as human:{self.session.reviewer}",
-            "Every agent with history sees blackboard posts in its context.", "what to post", required=True),
-            confirmed)
+        live = not self.state.finish_reason and live_driver(self.session.run_dir) is not None
+        detail = ("Every agent with history sees blackboard posts in its context." if live else
+                  f"The post is kept in the run's log; {self._at_rest()}.")
+        self.app.push_screen(OrderScreen(f"Post to the blackboard as human:{self.session.reviewer}", detail,
+                                         "what to post", required=True), confirmed)
 
     def action_steer(self) -> None:
+        if self.state.nothing_to_resume() is not None:  # no agent will ever read it
+            self.notify(f"no steer note: {self._at_rest()}", severity="warning")
+            return
+
         def confirmed(answer: OrderInput | None) -> None:
             if answer is not None:
                 self.write_order("steer", answer)

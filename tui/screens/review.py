@@ -37,6 +37,7 @@ from tui.widgets.trial_text import (
     CLAIM,
     HELD,
     MARKS,
+    REVIEW_GLYPH,
     SIGMA_CELLS,
     SIGMA_LEGEND,
     Part,
@@ -48,6 +49,7 @@ from tui.widgets.trial_text import (
     fmt_sigma,
     is_claim,
     marker_name,
+    reviews_text,
 )
 
 QUEUE_SCORE_CELLS = 9
@@ -58,6 +60,13 @@ QUEUE_COLUMNS = [
     Column("hypothesis", "hypothesis", 0, drop=4),
 ]
 
+
+# the flagged and reviewed views: who decided what and why (the decision in force; the detail lists every review)
+REVIEWED_COLUMNS = [
+    Column("id", "id", 7), Column("decision", "decision", 10), Column("reviewer", "reviewer", 8),
+    Column("note", "note", 0), Column("score", "score", QUEUE_SCORE_CELLS, "right", drop=2),
+    Column("delta", "Δσ", SIGMA_CELLS, "right", drop=3),
+]
 
 VIEWS = ("to review", "flagged", "reviewed")  # `f` cycles what the queue lists
 
@@ -113,6 +122,11 @@ class ReviewScreen(RunScreen):
     def refresh_view(self, events: list[RawEvent]) -> None:
         ids = self.queue()
         table = self.query_one("#queue", LineTable)
+        columns = QUEUE_COLUMNS if self.view == "to review" else REVIEWED_COLUMNS
+        if table.columns != columns:  # the reviewed views show the decision, the reviewer and the note
+            table.columns = list(columns)
+            table._columns_cache = None
+            table.refresh()
         table.set_rows(ids)
         claims = sum(1 for t in ids if is_claim(self.state.trials[t]))
         held = sum(1 for t in ids if self.state.trials[t].held)
@@ -138,6 +152,12 @@ class ReviewScreen(RunScreen):
     def _row(self, trial_id: str) -> list[str | Text]:
         state = self.state
         rec = state.trials[trial_id]
+        if self.view != "to review" and rec.reviews:  # the review in force: what, who, why
+            review = rec.reviews[-1]
+            label, style = REVIEW_GLYPH.get(rec.review_status, (review["decision"], ""))
+            return [rec.trial_id, Text(label, style), str(review["reviewer"]),
+                    " ".join(str(review.get("note") or "").split()) or Text("(no note)", "dim"),
+                    fmt_score(rec.score, QUEUE_SCORE_CELLS), fmt_sigma(state.delta_sigma_of(rec.score), SIGMA_CELLS)]
         mark = marker_name(state, rec)
         if mark is None and rec.review_status != "unreviewed":
             mark = rec.review_status
@@ -155,6 +175,8 @@ class ReviewScreen(RunScreen):
             Text.assemble((rec.trial_id, "bold"), f" by {rec.agent}, parent {rec.parent or '-'}"),
             Text(rec.hypothesis),
         ]
+        if rec.reviews:  # every review, the superseded ones struck through (as the trial view lists them)
+            parts += [Rule("reviews", align="left"), reviews_text(rec)]
         if rec.findings:  # Enter opens the trial, whose findings list jumps to the cited turns and dismisses
             parts += [Rule("audit findings", align="left"), findings_text(rec)]
         parts += [

@@ -31,10 +31,22 @@ from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 
 RUN_COLUMNS = [
-    Column("name", "run", 30), Column("task", "task", 16, drop=3), Column("status", "status", 10),
+    Column("name", "run", 30), Column("task", "task", 16, drop=3), Column("status", "status", 11),
     Column("trials", "trials", 6, "right", drop=1), Column("best", "best vs baseline", 28),
     Column("age", "age", 8, "right", drop=2),
 ]
+
+
+ENDED_EARLY = {"stopped": "stopped", "interrupted": "interrupted", "error": "error", "baseline_failed": "failed"}
+
+
+def shown_status(summary: RunSummary) -> str:
+    """The status column: a run that ended before its budget or goal says how (``stopped`` by an order,
+    ``interrupted``, ``error``, ``failed``: its baseline did), not ``finished`` like a completed run; a run
+    whose log says running but that no process drives is ``stopped`` too (both are resumable)."""
+    if summary.status == "finished":
+        return ENDED_EARLY.get(summary.reason, "finished")
+    return summary.status
 
 
 class RunsScreen(WorkerScreen):
@@ -141,8 +153,10 @@ class RunsScreen(WorkerScreen):
 
     def _row(self, name: str) -> list[str | Text]:
         s = self.summaries[name]
-        style = {"finished": "green", "running": "yellow", "stopped": "red", "unreadable": "bold red"}.get(s.status, "dim")
-        status = Text(s.status, style)
+        shown = shown_status(s)
+        style = {"finished": "green", "running": "yellow", "stopped": "red", "interrupted": "red", "error": "bold red",
+                 "failed": "bold red", "unreadable": "bold red"}.get(shown, "dim")
+        status = Text(shown, style)
         if s.torn:
             status.append(" ⚠", "bold red")
         now = self.clock()

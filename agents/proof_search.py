@@ -29,8 +29,9 @@ kept; a tactic that closes a state's first goal ends that state's expansion (the
 closing the same goal cannot do better).
 
 The search tree is part of the trace: the proposal's ``meta["search_tree"]`` holds every tried
-tactic compactly (parent node, tactic, outcome, child node), each node's goal hash and the
-goals of the nodes (clipped), so the TUI's proof-tree screen can replay it. The found proof is
+tactic compactly (parent node, tactic, outcome, child node, and why a failed one failed: the
+prover's error, clipped), each node's goal hash and the goals of the nodes (clipped), so the TUI's
+proof-tree screen can replay it. The found proof is
 first closed in the agent's own session (``Qed`` and ``Print Assumptions``: a proof that leans
 on an axiom is not proposed) and then re-checked from scratch by the oracle; only the oracle's
 verdict counts.
@@ -80,6 +81,7 @@ from rrma.trial import Proposal
 GOAL_WEIGHT = 2.0  # priority units per open goal
 SIZE_WEIGHT = 0.004  # per character of the first goal
 TREE_GOAL_CHARS = 400  # a goal's text kept in the trace
+TREE_MESSAGE_CHARS = 300  # a failed tactic's error (or veto) kept in the trace
 OUTCOME_CODE = {"progress": "p", "proved": "P", "error": "e", "timeout": "t", "rejected": "r"}
 
 
@@ -148,7 +150,8 @@ class SearchTree:
     def __init__(self, prover: str, theorem: str, limit: int = 600) -> None:
         self.prover, self.theorem, self.limit = prover, theorem, limit
         self.nodes: list[list[Any]] = []  # [parent, tactic, depth, goal count, goal key]
-        self.tries: list[list[Any]] = []  # [node, tactic, outcome code, child node or -1, milliseconds]
+        # [node, tactic, outcome code, child node or -1, milliseconds(, why it failed: the prover's error, the veto)]
+        self.tries: list[list[Any]] = []
         self.goals: dict[str, list[str]] = {}
         self.dropped = 0
 
@@ -157,11 +160,14 @@ class SearchTree:
         if node.state.key not in self.goals and (len(self.goals) < 300 or node.depth <= 1):
             self.goals[node.state.key] = [g[:TREE_GOAL_CHARS] for g in node.state.goals[:4]]
 
-    def add_try(self, node: int, tactic: str, code: str, child: int, seconds: float) -> None:
+    def add_try(self, node: int, tactic: str, code: str, child: int, seconds: float, message: str = "") -> None:
         if len(self.tries) >= self.limit and code not in ("p", "P"):
             self.dropped += 1
             return
-        self.tries.append([node, tactic, code, child, round(seconds * 1000, 1)])
+        entry: list[Any] = [node, tactic, code, child, round(seconds * 1000, 1)]
+        if message:  # what the TUI's proof tree shows on the failed try's row
+            entry.append(" ".join(message.split())[:TREE_MESSAGE_CHARS])
+        self.tries.append(entry)
 
     def to_json(self, *, result: str, proof_nodes: Sequence[int], budget: SearchBudget, checks: int,
                 seconds: float) -> dict[str, Any]:
@@ -239,7 +245,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             tactics_source.observe(cand, result)
             code = OUTCOME_CODE[result.outcome]
             if result.state is None or result.outcome not in ("progress", "proved"):
-                tree.add_try(node.id, cand.tactic, code, -1, result.seconds)
+                tree.add_try(node.id, cand.tactic, code, -1, result.seconds, result.message)
                 continue
             child_state = result.state
             closed = result.outcome == "proved" or closes_first_goal(node.state, child_state)
@@ -255,7 +261,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             if result.outcome == "proved":
                 veto = tactics_source.validate(child.tactics)
                 if veto is not None:
-                    tree.add_try(node.id, cand.tactic, "v", -1, result.seconds)
+                    tree.add_try(node.id, cand.tactic, "v", -1, result.seconds, veto)
                     continue
             nodes.append(child)
             tree.add_node(child)

@@ -67,6 +67,8 @@ from tui.widgets.trial_text import (
     fit_line,
     fmt_score,
     is_claim,
+    is_proof_run,
+    theorem_progress,
     trial_cells,
 )
 
@@ -82,6 +84,23 @@ TRIAL_COLUMNS = [  # drop: which columns a narrow terminal leaves out first (80x
     Column("seconds", "sec", 5, "right", drop=7), Column("review", "review", 10, drop=3),
     Column("hypothesis", "hypothesis", 0, drop=5),
 ]
+
+
+# a proof run's table: the theorem each trial proves, kept at 80 columns (its Δσ is empty: no baseline to beat)
+PROOF_COLUMNS = [*TRIAL_COLUMNS[:-1], Column("theorem", "theorem", 12), TRIAL_COLUMNS[-1]]
+THEOREM_CELL = len(TRIAL_COLUMNS) - 1  # where the theorem goes in a row's cells
+
+
+def proof_parts(state: RunState) -> list[Part]:
+    """A proof run's line 2 in place of the best: ``proofs: 2 of 3 theorems solved``, then the unsolved ones."""
+    attempted, solved = theorem_progress(state)
+    parts: list[Part] = [(Text.assemble(("proofs: ", "bold"), (f"{len(solved)} of {len(attempted)}", "bold green"),
+                                        " theorems solved"), 0)]
+    unsolved = [name for name in attempted if name not in solved]
+    if unsolved:
+        shown = ", ".join(unsolved[:5]) + (f", … {len(unsolved) - 5} more" if len(unsolved) > 5 else "")
+        parts.append((Text(f"  unsolved: {shown}", "yellow"), 2))
+    return parts
 
 
 def header_text(session: RunSession, width: int | None = None) -> Text:
@@ -145,6 +164,8 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
         else:
             line2.append((Text(f"  {CLAIM} claim, {best.review_status} by {best.reviews[-1]['reviewer']}",
                                "yellow"), 0))
+    elif is_proof_run(state):  # no best to beat: the theorems proved so far
+        line2 += proof_parts(state)
     else:
         line2.append((Text("no best yet", "dim"), 0))
     if is_self_reported(state.task):  # the metric is what an agent-editable program printed: never dropped
@@ -314,13 +335,15 @@ class DashboardScreen(RunScreen):
         self._redraw_timer: Timer | None = None
         self._last_redraw = 0.0
         self.unreadable: str | None = None  # why the run cannot be read (then the header says so, not "(loading)")
+        self._proof = False  # a proof run: the table has a theorem column
 
     def compose(self) -> ComposeResult:
         yield Static(header_text(self.session, self.app.size.width - 2), id="run-header")
         with Horizontal(id="dash-body"):
             with Vertical(id="dash-left"):
                 yield Static("", id="filter-bar")
-                yield Input(placeholder="filter text (id, agent, hypothesis); Enter applies, Esc closes", id="filter-input")
+                yield Input(placeholder="filter text (id, agent, theorem, hypothesis); Enter applies, Esc closes",
+                            id="filter-input")
                 yield LineTable(TRIAL_COLUMNS, self._row, id="trials", select_label="Trial")
             with Vertical(id="dash-right"):
                 yield ScoreChart(id="chart", min_interval=2.0)
@@ -477,7 +500,12 @@ class DashboardScreen(RunScreen):
 
     def _row(self, trial_id: str) -> list[str | Text]:
         rec = self.state.trials.get(trial_id)
-        return trial_cells(self.state, rec) if rec is not None else [trial_id]
+        if rec is None:
+            return [trial_id]
+        cells = trial_cells(self.state, rec)
+        if self._proof:
+            cells.insert(THEOREM_CELL, rec.theorem or "-")
+        return cells
 
     def visible_ids(self) -> list[str]:
         state = self.state
@@ -491,7 +519,8 @@ class DashboardScreen(RunScreen):
                 continue
             if self.status_filter and rec.status != self.status_filter:
                 continue
-            if needle and needle not in f"{rec.trial_id} {rec.agent} {rec.hypothesis} {rec.feedback}".lower():
+            if needle and needle not in f"{rec.trial_id} {rec.agent} {rec.theorem or ''} {rec.hypothesis} " \
+                                        f"{rec.feedback}".lower():
                 continue
             ids.append(tid)
         if self.sort_key != "order":
@@ -517,6 +546,9 @@ class DashboardScreen(RunScreen):
 
     def _update_rows(self) -> None:
         table = self.query_one("#trials", LineTable)
+        if not self._proof and is_proof_run(self.state):  # known once its first trials are read
+            self._proof = True
+            table.set_columns(PROOF_COLUMNS)
         # new trials appear at the top (newest first) or the bottom; sorted by anything else, nowhere to follow
         table.live_end = ("top" if self.sort_reverse else "bottom") if self.sort_key == "order" else None
         table.set_rows(self.visible_ids())

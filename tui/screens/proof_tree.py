@@ -29,6 +29,7 @@ OUTCOMES: dict[str, tuple[str, str]] = {
     "v": ("vetoed (axioms)", "red"),
 }
 CLIP = 70  # characters of a tactic or goal line in a tree row
+FAILED = {"e", "t", "r", "v"}  # the outcomes a try records why for (agents/proof_search.py: the prover's error, a veto)
 
 
 def _clip(text: str, n: int = CLIP) -> str:
@@ -83,6 +84,8 @@ class ProofTreeScreen(WorkerScreen):
         self.trial_id = trial_id
         self.theorem = theorem
         self.search = ProofTree(tree)
+        # a row that led to no new state has data -2 - i: the i-th of these tries (its panel says what became of it)
+        self.leaf_tries: list[list[Any]] = []
 
     def compose(self) -> ComposeResult:
         yield Static(self._title(), id="ptree-title")
@@ -119,7 +122,9 @@ class ProofTreeScreen(WorkerScreen):
         stack = [(parent, node)]
         while stack:
             under, k = stack.pop()
-            for _node, tactic, code, child, ms in self.search.tries_from.get(k, []):
+            for entry in self.search.tries_from.get(k, []):
+                _node, tactic, code, child, ms = entry[:5]
+                why = str(entry[5]) if len(entry) > 5 and entry[5] else ""
                 word, style = OUTCOMES.get(str(code), (str(code), "dim"))
                 on_path = isinstance(child, int) and child in self.search.proof
                 label = Text.assemble(("★ " if on_path else "  ", "bold yellow"), (_clip(tactic), "bold" if on_path else ""),
@@ -128,9 +133,14 @@ class ProofTreeScreen(WorkerScreen):
                     label.append(f"  {self.search.state_text(child)}", "dim")
                 if isinstance(ms, int | float):
                     label.append(f"  {ms:g} ms", "dim")
+                if why:
+                    label.append(f"  {_clip(why, 40)}", style)
                 has_children = isinstance(child, int) and child >= 0 and bool(self.search.tries_from.get(child))
-                item = under.add(label, data=child if isinstance(child, int) else -1, allow_expand=has_children) \
-                    if has_children else under.add_leaf(label, data=child if isinstance(child, int) else -1)
+                data = child if isinstance(child, int) and child >= 0 else -2 - len(self.leaf_tries)
+                if data < 0:
+                    self.leaf_tries.append(entry)
+                item = under.add(label, data=data, allow_expand=has_children) if has_children \
+                    else under.add_leaf(label, data=data)
                 if has_children:
                     stack.append((item, child))
                     if on_path:
@@ -138,8 +148,8 @@ class ProofTreeScreen(WorkerScreen):
 
     def _show_goals(self, node: int) -> None:
         panel = self.query_one("#ptree-goal-text", Static)
-        if node < 0:
-            panel.update(Text("this tactic led to no new state", "dim"))
+        if node < 0:  # a try that led to no new state: what became of it (an error says which), never a state's goals
+            panel.update(self._try_text(self.leaf_tries[-2 - node] if 0 <= -2 - node < len(self.leaf_tries) else None))
             return
         goals = self.search.goals_of(node)
         count = self.search.goal_count(node)
@@ -151,6 +161,20 @@ class ProofTreeScreen(WorkerScreen):
         if count > len(goals):
             text.append(f"\n… {count - len(goals)} more goal(s) not recorded\n", "dim")
         panel.update(text)
+
+    def _try_text(self, entry: list[Any] | None) -> Text:
+        if entry is None:
+            return Text("this tactic led to no new state", "dim")
+        _node, tactic, code, _child, _ms = entry[:5]
+        word, style = OUTCOMES.get(str(code), (str(code), "dim"))
+        text = Text.assemble(("tried on state ", "dim"), str(_node), ("\n", ""), (str(tactic), "bold"), "\n→ ",
+                             (word, style), ": it led to no new state\n")
+        why = str(entry[5]) if len(entry) > 5 and entry[5] else ""
+        if why:
+            text.append(f"\n{why}\n", style)
+        elif str(code) in FAILED:
+            text.append("\n(this search did not record the prover's message)\n", "dim")
+        return text
 
     @on(Tree.NodeHighlighted)
     def _highlighted(self, event: Tree.NodeHighlighted[int]) -> None:

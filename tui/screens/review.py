@@ -124,9 +124,7 @@ class ReviewScreen(RunScreen):
         table = self.query_one("#queue", LineTable)
         columns = QUEUE_COLUMNS if self.view == "to review" else REVIEWED_COLUMNS
         if table.columns != columns:  # the reviewed views show the decision, the reviewer and the note
-            table.columns = list(columns)
-            table._columns_cache = None
-            table.refresh()
+            table.set_columns(columns)
         table.set_rows(ids)
         claims = sum(1 for t in ids if is_claim(self.state.trials[t]))
         held = sum(1 for t in ids if self.state.trials[t].held)

@@ -288,6 +288,13 @@ class LineTable(ScrollView, can_focus=True):
             self._scroll_to_cursor()
         self.refresh()
 
+    def set_columns(self, columns: Sequence[Column]) -> None:
+        """Replace the columns (the owner shows other fields of the same rows); the rows and the cursor stay."""
+        self.columns = list(columns)
+        self._columns_cache = None
+        self.virtual_size = Size(self._total_width(), len(self.rows) + 1)
+        self.refresh()
+
     def index_of(self, key: str) -> int | None:
         if not self._index and self.rows:
             self._index = {k: i for i, k in enumerate(self.rows)}

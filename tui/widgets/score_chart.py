@@ -26,6 +26,7 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from rrma.log.state import RunState
+from tui.widgets.trial_text import is_proof_run
 
 RGB = tuple[int, int, int]
 PlotColor = str | RGB  # what plotext accepts: a colour name or an RGB triple
@@ -79,6 +80,29 @@ def chart_series(state: RunState, max_points: int = 400) -> tuple[list[float], l
         steps = _reduce_steps(steps, max(2, max_points // 2 - 1))
     bx, by = _step_corners(steps, last)
     return xs, ys, bx, by
+
+
+def solved_series(state: RunState) -> tuple[list[float], list[float], int]:
+    """A proof run's chart: the corners of the step line of theorems solved so far by trial number (x), from
+    0 at trial 1; and how many theorems were attempted. Its scores (1 per proof) say nothing a line at 1.0
+    could show."""
+    solved: set[str] = set()
+    attempted: set[str] = set()
+    steps: list[tuple[float, float]] = []
+    last = 0
+    for n, rec in enumerate(state.agent_trials(), start=1):
+        last = n
+        if n == 1:
+            steps.append((1, 0))
+        if rec.theorem:
+            attempted.add(rec.theorem)
+            if rec.status == "ok" and rec.theorem not in solved:
+                solved.add(rec.theorem)
+                steps.append((n, len(solved)))
+    if len(steps) > 400:
+        steps = _reduce_steps(steps, 199)
+    bx, by = _step_corners(steps, last)
+    return bx, by, len(attempted)
 
 
 def _step_corners(steps: list[tuple[float, float]], last: float) -> tuple[list[float], list[float]]:
@@ -250,12 +274,22 @@ class ScoreChart(Vertical):
         if state is None or not self.is_mounted:
             return
         palette = theme_palette(self.app.theme_variables)
-        xs, ys, bx, by = chart_series(state)
+        proofs = state.baseline_mean is None and is_proof_run(state)
+        attempted = 0
+        xs: list[float]
+        ys: list[float]
+        if proofs:  # no baseline, no score to improve: the theorems solved so far, by trial
+            xs, ys = [], []
+            bx, by, attempted = solved_series(state)
+        else:
+            xs, ys, bx, by = chart_series(state)
         baseline = state.baseline_mean if (xs or bx) else None
         values = [v for v in (*ys, *by, *([baseline] if baseline is not None else [])) if math.isfinite(v)]
         self.log_active = self.log_scale and bool(values) and min(values) > 0
         metric = str(state.task.get("metric", {}).get("name", "score"))
-        title = Text(f"{metric} by trial ({state.direction})", no_wrap=True, overflow="ellipsis")
+        title = Text(f"{metric} by trial ({state.direction})" if not proofs else
+                     f"theorems solved by trial ({int(by[-1]) if by else 0} of {attempted})",
+                     no_wrap=True, overflow="ellipsis")
         if self.log_active:
             title.append(" · log scale")
         elif self.log_scale:
@@ -284,12 +318,17 @@ class ScoreChart(Vertical):
                 plt.xlim(lo - 0.5, hi + 0.5)
             else:
                 plt.xlim(lo, hi)
-        legend = Text(no_wrap=True, overflow="ellipsis")
-        legend.append("• ", rich_color(palette["trial"]))
-        legend.append("trial  ")
-        legend.append("━ ", rich_color(palette["best"]))
-        legend.append("best so far  ")
-        legend.append("─ ", rich_color(palette["baseline"]))
-        legend.append("baseline" + (f" {baseline:.5g}" if baseline is not None and math.isfinite(baseline) else ""))
+        legend = Text(no_wrap=True, overflow="ellipsis")  # the series drawn, and only those
+        if xs:
+            legend.append("• ", rich_color(palette["trial"]))
+            legend.append("trial  ")
+        if bx:
+            legend.append("━ ", rich_color(palette["best"]))
+            legend.append("theorems solved so far  " if proofs else "best so far  ")
+        if baseline is not None:
+            legend.append("─ ", rich_color(palette["baseline"]))
+            legend.append("baseline" + (f" {baseline:.5g}" if math.isfinite(baseline) else ""))
+        if not legend.plain:
+            legend.append("nothing scored yet")
         self.query_one(".score-chart--legend", Static).update(legend)
         plot.refresh()

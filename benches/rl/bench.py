@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", choices=["grpo", "sdpo"], default="grpo", help="the online method (default grpo)")
     parser.add_argument("--steps", type=int, default=30, help="online steps (default 30)")
     parser.add_argument("--group", type=int, default=8, help="rollouts per prompt, G (default 8)")
-    parser.add_argument("--prompts", type=int, default=4, help="prompts per step (default 4)")
+    parser.add_argument("--prompts", type=int, default=8, help="prompts per step (default 8)")
     parser.add_argument("--sft-trials", type=int, default=None,
                         help="random-search proposals to warm-start on (default 48; 0 skips sft)")
     parser.add_argument("--sft-steps", type=int, default=200, help="sft optimizer steps (default 200)")

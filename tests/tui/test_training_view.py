@@ -185,8 +185,9 @@ def test_training_keys_mean_one_thing_and_are_documented() -> None:
     for cls in [TrainingScreen, *(c for classes in SCREENS.values() for c in classes)]:
         for key, action in bindings(cls):
             meaning.setdefault(key, set()).add(action)
-    clashes = {k: a for k, a in meaning.items() if len(a) > 1 and k not in ("Enter", "Esc")}
+    clashes = {k: a for k, a in meaning.items() if len(a) > 1 and k not in ("Enter", "Esc", "space")}
     assert not clashes
+    assert meaning["space"] <= {"toggle_node", "toggle_select"}, meaning["space"]  # test_tui_keys' rule for space
     assert documented("Training") == {key for key, _ in bindings(TrainingScreen)}
     assert ("T", "training") in bindings(DashboardScreen) and "T" in documented("Dashboard")
 

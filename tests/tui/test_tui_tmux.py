@@ -42,7 +42,7 @@ def test_open_trace_approve_quit_in_tmux(tmp_path: Path) -> None:
         tmux.wait_for("step 1/48")
         tmux.send("Down", "Down")
         screen = tmux.wait_for("step 3/48")
-        assert "tool result" in screen and "LEARNING_RATE" in screen  # tool results appear
+        assert "call read_file" in screen and "result · " in screen and "LEARNING_RATE" in screen  # a call and its result
         tmux.send("Escape", "v")  # back to the dashboard, then the review queue
         screen = tmux.wait_for("review queue")
         assert "☆ claim" in screen

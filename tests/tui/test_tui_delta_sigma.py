@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
-from screen_text import screen_lines
 from scored_run import write_scored_run
+from screen_text import screen_lines
 from test_tui_screens import open_dashboard
 from tui_helpers import fixed_clock
 

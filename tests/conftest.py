@@ -98,3 +98,15 @@ def run(demo_run: Path, tmp_path: Path) -> Path:
     copy = tmp_path / demo_run.name
     shutil.copytree(demo_run, copy)
     return copy
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread() -> Generator[None, None, None]:
+    """A tiny model runs fastest on one torch thread (two fight each other on a busy 2-core machine, and the
+    other core is left to the trials' processes); the previous setting is restored after the module."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

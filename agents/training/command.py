@@ -145,6 +145,9 @@ def run_sft(req: Request, say: Print, *, resume_run: Path | None = None) -> Path
     model = Path(req.model) if req.model != "tiny" else None
     if model is None:
         model = tiny_from(texts_of(rows), run.store.dir, run.emit, req.settings.seed)
+        if req.settings.lora:  # a LoRA adapter on a random model cannot make any token likely (no lm_head)
+            req.settings.lora = False
+            say("sft: the tiny policy is built here from scratch: every parameter is trained (no LoRA)")
     heads = {str(p): read_state(p).last_seq for p in req.data}
     run.emit("train.started", {"method": "sft", "base_model": str(model), "config": _config(req, model),
                                "dataset": {"runs": [str(p) for p in req.data], "rows": len(rows), "select": req.select,
@@ -196,6 +199,10 @@ def run_online(req: Request, say: Print, *, resume_run: Path | None = None) -> P
             texts = [m["content"] for m in messages(task, bridge.prompt().files, loop.state.baseline_mean,
                                                     list(task.workspace.editable))]
             model = tiny_from(texts, run_dir, bridge.emit, req.settings.seed)
+            if req.settings.lora:  # LoRA (never on lm_head, TRL's rule) cannot train a random model
+                req.settings.lora = False
+                say(f"{req.method}: the tiny policy is built here from scratch: every parameter is trained (no LoRA); "
+                    "warm-start it with `rrma-tui train sft` first for a policy that writes edits")
         bridge.emit("train.started", {"method": req.method, "base_model": str(model), "config": _config(req, model),
                                       "resumed_from": _step_of(checkpoint)})
         session = Session(run_dir, _printing(bridge.emit, say, req.method), req.method)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +52,8 @@ def demo_context(task: TaskConfig, files: dict[str, str], turns: list[dict[str, 
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    """A 30k-parameter model runs fastest on one thread (two fight each other on a busy 2-core machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def one_thread(torch_one_thread: None) -> None:
+    """Every test of this module on one torch thread (tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")

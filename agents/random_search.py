@@ -13,32 +13,14 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from typing import Any
 
 from rrma.contracts import Agent, Context, TrialSummary
 from rrma.task import AgentConfig, SearchDim, TaskConfig
 from rrma.trial import FileEdit, Proposal
+from rrma.workspace import read_constant, write_constant
 
 MAX_RESAMPLES = 50
-
-
-def assignment_pattern(name: str) -> re.Pattern[str]:
-    return re.compile(rf"^(?P<lhs>{re.escape(name)}\s*(?::\s*[A-Za-z_][\w\[\], ]*)?=\s*)(?P<value>[^#\n]*?)(?P<rest>\s*(?:#.*)?)$",
-                      re.MULTILINE)
-
-
-def read_constant(text: str, name: str) -> str | None:
-    match = assignment_pattern(name).search(text)
-    return match.group("value").strip() if match else None
-
-
-def write_constant(text: str, name: str, literal: str) -> str:
-    pattern = assignment_pattern(name)
-    match = pattern.search(text)
-    if match is None:
-        raise KeyError(name)
-    return text[: match.start("value")] + literal + text[match.end("value"):]
 
 
 def format_value(dim: SearchDim, value: Any) -> str:

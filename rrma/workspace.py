@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,3 +145,27 @@ def materialize(files: Mapping[str, str], dest: Path) -> None:
         if target.is_symlink():
             raise InvalidEdit(f"{rel}: is a symlink in the trial workspace")
         target.write_text(text, encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------- module-level constants as text
+
+
+def assignment_pattern(name: str) -> re.Pattern[str]:
+    """A module-level ``NAME = <literal>`` line (an optional annotation and trailing comment kept apart): how
+    the random-search agent and the trained policy's replies read and rewrite a task's search-space constants."""
+    return re.compile(rf"^(?P<lhs>{re.escape(name)}\s*(?::\s*[A-Za-z_][\w\[\], ]*)?=\s*)(?P<value>[^#\n]*?)"
+                      r"(?P<rest>\s*(?:#.*)?)$", re.MULTILINE)
+
+
+def read_constant(text: str, name: str) -> str | None:
+    """The literal assigned to ``name`` (stripped), or None when ``text`` has no such line."""
+    match = assignment_pattern(name).search(text)
+    return match.group("value").strip() if match else None
+
+
+def write_constant(text: str, name: str, literal: str) -> str:
+    """``text`` with ``name``'s literal replaced by ``literal`` (KeyError when there is no such line)."""
+    match = assignment_pattern(name).search(text)
+    if match is None:
+        raise KeyError(name)
+    return text[: match.start("value")] + literal + text[match.end("value"):]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from rrma.task import TaskConfig
 from rrma.trial import FileEdit
+from rrma.workspace import read_constant, write_constant
 
 FORMAT_CONSTANTS = "Reply with the constants to change, one per line, as NAME = value."
 FORMAT_FILES = "Reply with each file you change in full: a line ```path, the file's new text, then a line ```."
@@ -68,7 +69,7 @@ def user_message(task: TaskConfig, files: dict[str, str], score: float | None, e
         if task.metric.direction == "minimize" else \
         f"{metric} now: {'unknown' if score is None else f'{score:.4g}'} (higher is better)"
     if task.search_space:
-        lines = [f"{c.label} = {_read(files.get(c.path, ''), c.name) or '?'}" for c in constants(task)]
+        lines = [f"{c.label} = {read_constant(files.get(c.path, ''), c.name) or '?'}" for c in constants(task)]
         return head + "\n" + "\n".join(lines)
     blocks = [f"```{path}\n{files[path].rstrip(chr(10))}\n```" for path in sorted(files) if path in editable]
     return head + "\n" + "\n".join(blocks)
@@ -85,7 +86,7 @@ def reply_text(task: TaskConfig, before: dict[str, str], after: dict[str, str], 
     if task.search_space:
         lines = []
         for c in constants(task):
-            old, new = _read(before.get(c.path, ""), c.name), _read(after.get(c.path, ""), c.name)
+            old, new = read_constant(before.get(c.path, ""), c.name), read_constant(after.get(c.path, ""), c.name)
             if new is not None and new != old:
                 lines.append(f"{c.label} = {new}")
         if lines:
@@ -133,29 +134,13 @@ def _parse_constants(task: TaskConfig, text: str, files: dict[str, str]) -> tupl
         if not (_NUMBER.match(value) or _STRING.match(value)):
             raise ReplyError(f"{const.label} = {value[:40]!r} is not a number or a quoted string")
         text_now = new_files.get(const.path, files.get(const.path))
-        if text_now is None or _read(text_now, const.name) is None:
+        if text_now is None or read_constant(text_now, const.name) is None:
             raise ReplyError(f"{const.path} has no assignment of {const.name} to change")
-        parts.append(f"{const.name} {_read(text_now, const.name)} -> {value}")
-        new_files[const.path] = _write(text_now, const.name, value)
+        parts.append(f"{const.name} {read_constant(text_now, const.name)} -> {value}")
+        new_files[const.path] = write_constant(text_now, const.name, value)
     if not new_files:
         raise ReplyError("the reply changes no constant")
     return [FileEdit(path=p, content=t) for p, t in new_files.items()], "; ".join(parts)
-
-
-def _assignment(name: str) -> re.Pattern[str]:
-    return re.compile(rf"^(?P<lhs>{re.escape(name)}\s*(?::\s*[A-Za-z_][\w\[\], ]*)?=\s*)(?P<value>[^#\n]*?)"
-                      r"(?P<rest>\s*(?:#.*)?)$", re.MULTILINE)
-
-
-def _read(text: str, name: str) -> str | None:
-    match = _assignment(name).search(text)
-    return match.group("value").strip() if match else None
-
-
-def _write(text: str, name: str, literal: str) -> str:
-    match = _assignment(name).search(text)
-    assert match is not None
-    return text[: match.start("value")] + literal + text[match.end("value"):]
 
 
 def _glob(path: str, pattern: str) -> bool:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from rrma.task import TaskConfig
 from rrma.trial import FileEdit
-from rrma.workspace import read_constant, write_constant
+from rrma.workspace import EditRules, read_constant, write_constant
 
 FORMAT_CONSTANTS = "Reply with the constants to change, one per line, as NAME = value."
 FORMAT_FILES = "Reply with each file you change in full: a line ```path, the file's new text, then a line ```."
@@ -102,7 +102,7 @@ def parse_reply(task: TaskConfig, text: str, files: dict[str, str], editable: li
     edits, names = [], []
     for match in _FENCE.finditer(text):
         path = match.group("path")
-        if path not in editable and not any(_glob(path, pattern) for pattern in editable):
+        if not EditRules(list(editable)).is_editable(path):
             raise ReplyError(f"the reply writes {path}, which is not editable ({', '.join(editable)})")
         edits.append(FileEdit(path=path, content=match.group("body") + "\n"))
         names.append(path)
@@ -141,9 +141,3 @@ def _parse_constants(task: TaskConfig, text: str, files: dict[str, str]) -> tupl
     if not new_files:
         raise ReplyError("the reply changes no constant")
     return [FileEdit(path=p, content=t) for p, t in new_files.items()], "; ".join(parts)
-
-
-def _glob(path: str, pattern: str) -> bool:
-    from fnmatch import fnmatchcase
-
-    return fnmatchcase(path, pattern)

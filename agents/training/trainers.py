@@ -29,7 +29,7 @@ from agents.training.rollouts import LoopBridge, PromptState, Rollout
 from rrma.log.events import TRAIN_ACTOR
 from rrma.train import prompt as policy_prompt
 from rrma.train.artifacts import check_dir, store_dir
-from rrma.train.reward import RewardInputs, diff_text, reward
+from rrma.train.reward import diff_text, trial_reward
 from rrma.trial import Proposal
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -302,14 +302,11 @@ class Scorer:
             assert job.summary is not None
             with loop.lock:
                 rec = loop.state.trials[job.summary.trial_id]
-                baseline, sigma, floor = loop.state.baseline_mean, loop.state.sigma, loop.state.floor
             files = loop.files_of(rec.trial_id) if rec.status not in ("invalid",) else state.files
             change = diff_text(state.files, files, editable)
-            given = reward(RewardInputs(status=rec.status, score=rec.score, parent_score=state.score, baseline=baseline,
-                                        sigma=sigma, floor=floor, cached=rec.cached, seconds=rec.seconds,
-                                        peak_rss_mb=rec.metrics.get("peak_rss_mb"), diff=change),
-                           task.reward, direction=task.metric.direction, trial_seconds=task.budget.trial_seconds,
-                           trial_memory_mb=task.budget.trial_memory_mb, earlier_diffs=self.diffs)
+            with loop.lock:
+                given = trial_reward(rec, loop.state, task, parent_score=state.score, diff=change,
+                                     earlier_diffs=self.diffs)
             novel = bool(change) and not rec.cached and change not in seen_step
             seen_step.add(change)
             self.diffs.append(change)

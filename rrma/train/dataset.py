@@ -47,7 +47,7 @@ from rrma.log.state import RunState, TrialRecord
 from rrma.log.store import EVENTS, RunStore, check_readable
 from rrma.task import TaskConfig, TaskError, task_from_dict
 from rrma.train import prompt as policy_prompt
-from rrma.train.reward import RewardInputs, diff_text, reward
+from rrma.train.reward import diff_text, trial_reward
 
 POLICY_FORMAT = "rrma-policy/1"  # the policy backend's recorded reply turn (docs/training.md)
 COLUMNS = ("messages", "tools", "reward", "reward_why", "group", "status", "score", "parent_score",
@@ -157,13 +157,7 @@ class _Run:
                 out.excluded[EXCLUDED_UNFINISHED] = out.excluded.get(EXCLUDED_UNFINISHED, 0) + 1
                 continue
             parent_score = self.parent_score(rec)
-            peak = rec.metrics.get("peak_rss_mb")
-            given = reward(RewardInputs(status=rec.status, score=rec.score, parent_score=parent_score,
-                                        baseline=state.baseline_mean, sigma=state.sigma, floor=state.floor,
-                                        cached=rec.cached, seconds=rec.seconds,
-                                        peak_rss_mb=_finite(peak), diff=change),
-                           task.reward, direction=task.metric.direction, trial_seconds=task.budget.trial_seconds,
-                           trial_memory_mb=task.budget.trial_memory_mb, earlier_diffs=earlier)
+            given = trial_reward(rec, state, task, parent_score=parent_score, diff=change, earlier_diffs=earlier)
             earlier.append(change)
             why = None
             if rec.review_status == "rejected" and not include_rejected:

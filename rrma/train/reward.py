@@ -28,7 +28,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rrma.task import RewardConfig
+from rrma.log.state import RunState, TrialRecord
+from rrma.task import RewardConfig, TaskConfig
 
 CRASHED = frozenset({"crash", "timeout", "oom", "disk", "aborted"})
 REFUSED = frozenset({"invalid", "rejected"})
@@ -122,6 +123,20 @@ def reward(inputs: RewardInputs, config: RewardConfig, *, direction: str, trial_
         value += config.novelty * fresh
         parts.append(f"+{config.novelty * fresh:.3g} novelty")
     return Reward(value, "; ".join(parts), fresh)
+
+
+def trial_reward(rec: TrialRecord, state: RunState, task: TaskConfig, *, parent_score: float | None, diff: str,
+                 earlier_diffs: Sequence[str]) -> Reward:
+    """The reward of a recorded trial: its outcome in the folded log, the run's baseline, σ and floor, the task's
+    ``reward`` settings and budget (the dataset export's rows and the online trainers' rollouts alike)."""
+    peak = rec.metrics.get("peak_rss_mb")
+    if isinstance(peak, bool) or not isinstance(peak, int | float) or not math.isfinite(peak):
+        peak = None
+    inputs = RewardInputs(status=rec.status, score=rec.score, parent_score=parent_score, baseline=state.baseline_mean,
+                          sigma=state.sigma, floor=state.floor, cached=rec.cached, seconds=rec.seconds,
+                          peak_rss_mb=None if peak is None else float(peak), diff=diff)
+    return reward(inputs, task.reward, direction=task.metric.direction, trial_seconds=task.budget.trial_seconds,
+                  trial_memory_mb=task.budget.trial_memory_mb, earlier_diffs=earlier_diffs)
 
 
 def diff_text(before: dict[str, str], after: dict[str, str], paths: Iterable[str]) -> str:

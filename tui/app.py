@@ -38,11 +38,14 @@ from rrma.log.store import RunStore
 from tui.dialogs import HelpScreen, NewRunScreen, QuitRunScreen, binding_rows
 from tui.messages import (
     FindingDismissed,
+    OpenAnalysis,
     OpenCompare,
     OpenLineage,
     OpenProofTree,
     OpenReview,
     OpenRun,
+    OpenRunCompare,
+    OpenTheorems,
     OpenTimeline,
     OpenTrace,
     OpenTraining,
@@ -364,6 +367,24 @@ class RRMAApp(App[int]):
         from tui.screens.timeline import TimelineScreen
 
         self.push_screen(TimelineScreen(message.session))
+
+    @on(OpenAnalysis)
+    def _open_analysis(self, message: OpenAnalysis) -> None:
+        from tui.screens.analysis import AnalysisScreen
+
+        self.push_screen(AnalysisScreen(message.session, message.trial_ids, message.label))
+
+    @on(OpenTheorems)
+    def _open_theorems(self, message: OpenTheorems) -> None:
+        from tui.screens.theorems import TheoremsScreen  # only proof runs open it
+
+        self.push_screen(TheoremsScreen(message.session))
+
+    @on(OpenRunCompare)
+    def _open_run_compare(self, message: OpenRunCompare) -> None:
+        from tui.screens.run_compare import RunCompareScreen
+
+        self.push_screen(RunCompareScreen(message.left, message.right))
 
     @on(OpenProofTree)
     def _open_proof_tree(self, message: OpenProofTree) -> None:

@@ -139,3 +139,30 @@ class OpenTimeline(Message):
     """Open the timeline: the run's orders and decisions, live, with a verify badge (tui/screens/timeline.py)."""
 
     session: RunSession
+
+
+@dataclass
+class OpenAnalysis(Message):
+    """Open the analysis view (tui/screens/analysis.py): any recorded metric against trial order or wall time,
+    parameter against score; ``trial_ids`` are the dashboard's filtered rows (None: every trial), ``label``
+    says which filter made them."""
+
+    session: RunSession
+    trial_ids: list[str] | None = None
+    label: str = ""
+
+
+@dataclass
+class OpenTheorems(Message):
+    """Open a proof run's theorems view (tui/screens/theorems.py): per-theorem solved/unsolved, the
+    cumulative-solved chart and the difficulty table."""
+
+    session: RunSession
+
+
+@dataclass
+class OpenRunCompare(Message):
+    """Compare two runs side by side (tui/screens/run_compare.py), picked in the runs list."""
+
+    left: Path
+    right: Path

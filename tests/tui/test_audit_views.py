@@ -26,11 +26,12 @@ from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
 from tui.dialogs import OrderScreen
-from tui.screens.dashboard import DashboardScreen, audit_parts
+from tui.screens.dashboard import DashboardScreen
 from tui.screens.review import ReviewScreen
 from tui.screens.trace import TraceScreen
 from tui.screens.trial import TrialScreen
 from tui.widgets.line_table import LineTable
+from tui.widgets.run_header import audit_parts
 
 QUEUE = ["t0008", "t0004", "t0002", "t0005", "t0003"]  # high (the held claim first), high, warn, warn, info
 

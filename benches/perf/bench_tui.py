@@ -1,6 +1,7 @@
 """TUI benchmark: how fast a run opens, and how fast the dashboard follows a live run.
 
     python benches/perf/bench_tui.py [--events 100000] [--seconds 10] [--rate 50] [--workdir DIR] [--pydantic]
+    python benches/perf/bench_tui.py --against REV [...]   # the same figures for commit REV and this tree, side by side
 
 1. Writes two runs with the test fixture generator (tests/tui/make_run.py): ~1,000 and
    ~``--events`` events (reused from ``--workdir`` when already there). The generator writes as
@@ -23,6 +24,15 @@
    the trials table) sampled during the appends. The appended events stay in the big run, so a
    later run of the bench opens it with a checkpoint plus a short tail.
 
+4. Trace stepping: the trace of the big run (opened warm, turn index in place), ``down`` pressed
+   200 times; the time from the key to the step's detail pane having been drawn again.
+
+``--against REV`` checks REV out into a temporary git worktree and runs this script twice, each in its
+own process and work directory: once with ``--code WORKTREE`` (the app and reader of REV; the run
+generator and this script are this tree's) and once on this tree; then prints both figures and
+this/REV ratios side by side. The two runs alternate in time on a noisy machine: read ratios near
+1.0 as "no change".
+
 Prints ``key: value`` lines and ratios; asserts nothing (figures, not timed tests).
 """
 
@@ -42,7 +52,9 @@ from pathlib import Path
 from statistics import median
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+# --code DIR: the app and the reader come from another tree (a worktree of an earlier commit)
+CODE = Path(sys.argv[sys.argv.index("--code") + 1]).resolve() if "--code" in sys.argv[:-1] else REPO
+sys.path.insert(0, str(CODE))
 
 
 def _make_run_module():  # type: ignore[no-untyped-def]
@@ -288,6 +300,44 @@ async def live(runs: Path, run_dir: Path, rate: float, seconds: float) -> dict[s
     return {"latency": latencies, "keys": keys, "lags": lags}
 
 
+async def trace_steps(runs: Path, run_dir: Path, steps: int = 200) -> list[float]:
+    """Seconds from a ``down`` key in the trace to its detail pane drawn again, per step (the run opened warm)."""
+    from textual import events
+    from textual.widgets import Static
+
+    from tui.app import RRMAApp
+    from tui.screens.dashboard import DashboardScreen
+    from tui.widgets.line_table import LineTable
+
+    app = RRMAApp(runs, run_dir, reviewer="bench")
+    times: list[float] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        dash = app.screen
+        assert isinstance(dash, DashboardScreen)
+        await asyncio.wait_for(dash.session.loaded_event.wait(), 300)
+        model = dash.session.model
+        assert model is not None
+        deadline = time.monotonic() + 300
+        while not model.turns_indexed and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await pilot.press("t")
+        await pilot.pause(0.3)
+        table = app.screen.query_one("#turns", LineTable)
+        detail = app.screen.query_one("#turn-text", Static)
+        table.focus()
+        table.action_edge(0)
+        await pilot.pause(0.2)
+        for _ in range(steps):
+            before = table.cursor
+            started = time.perf_counter()
+            app.post_message(events.Key("down", None))
+            while table.cursor == before and time.perf_counter() - started < 10:
+                await asyncio.sleep(0)
+            await detail.wait_for_refresh()
+            times.append(time.perf_counter() - started)
+    return times
+
+
 def append_loop(run_dir: Path, rate: float, seconds: float) -> None:
     """The other process: append realistic events at ``rate`` per second."""
     from rrma.log.store import RunStore
@@ -335,10 +385,15 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=None, help="where the generated runs live (kept)")
     parser.add_argument("--pydantic", action="store_true", help="also time the pydantic fold over 200k events")
     parser.add_argument("--append", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--against", metavar="REV", default=None,
+                        help="also run the bench on commit REV (a temporary worktree) and print both side by side")
+    parser.add_argument("--code", type=Path, default=None, help=argparse.SUPPRESS)  # read at import (CODE)
     args = parser.parse_args()
     if args.append is not None:
         append_loop(args.append, args.rate, args.seconds)
         return 0
+    if args.against is not None:
+        return against(args)
     from rrma.log.reader import RunReader
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="rrma-bench-tui-"))
@@ -428,7 +483,46 @@ def main() -> int:
     print(f"event_loop_lag_p50_ms: {1000 * pct(lags, 0.5):.0f}")
     print(f"event_loop_lag_p95_ms: {1000 * pct(lags, 0.95):.0f}")
     print(f"update_p95_over_open_small: {pct(lat, 0.95) / open_small:.2f}")
+    steps = asyncio.run(trace_steps(workdir, big))
+    print(f"trace_step_p50_ms: {1000 * pct(steps, 0.5):.1f}  ({len(steps)} steps down the big run's trace)")
+    print(f"trace_step_p95_ms: {1000 * pct(steps, 0.95):.1f}")
     print(f"workdir: {workdir}")
+    return 0
+
+
+def against(args: argparse.Namespace) -> int:
+    """This script on commit ``args.against`` (a worktree) and on this tree, each in its own process; both printed."""
+    rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.against], capture_output=True,
+                         text=True)
+    if rev.returncode != 0:
+        print(f"bench_tui: --against {args.against}: not a commit of {REPO}: {rev.stderr.strip()}", file=sys.stderr)
+        return 2
+    base = Path(tempfile.mkdtemp(prefix="rrma-bench-tui-base-"))
+    tree = base / "tree"
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(tree), rev.stdout.strip()],
+                   check=True)
+    common = ["--events", str(args.events), "--seconds", str(args.seconds), "--rate", str(args.rate)]
+    figures: dict[str, dict[str, float]] = {}
+    try:
+        for label, extra in ((rev.stdout.strip(), ["--code", str(tree)]), ("this tree", [])):
+            work = base / ("work-base" if extra else "work-this")
+            print(f"== {label}", flush=True)
+            out = subprocess.run([sys.executable, __file__, *common, "--workdir", str(work), *extra],
+                                 capture_output=True, text=True)
+            print(out.stdout, end="")
+            if out.returncode != 0:
+                print(out.stderr, file=sys.stderr)
+                return out.returncode
+            figures[label] = {k: float(v.split()[0]) for k, _, v in (line.partition(": ") for line in
+                              out.stdout.splitlines()) if v and v.split()[0].replace(".", "", 1).isdigit()}
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
+        shutil.rmtree(base, ignore_errors=True)
+    (old_label, old), (_, new) = figures.items()
+    print(f"== side by side ({old_label} -> this tree; ratio this/{old_label})")
+    for key in old:
+        if key in new and old[key] > 0 and (key.endswith(("_s", "_ms"))):
+            print(f"{key}: {old[key]:g} -> {new[key]:g}  ratio {new[key] / old[key]:.2f}")
     return 0
 
 

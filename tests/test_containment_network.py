@@ -279,6 +279,7 @@ def wait_for(path: Path, seconds: float) -> bool:
     return path.exists()
 
 
+@pytest.mark.ray
 @needs_guard
 @pytest.mark.skipif(shutil.which("ray") is None and not (Path(sys.executable).parent / "ray").exists(),
                     reason="the ray CLI is not installed (pip install 'rrma[ray]')")

@@ -178,6 +178,7 @@ def test_pause_holds_proposals_until_continue(headless: Any) -> None:
     assert verify_run(run_dir).ok
 
 
+@pytest.mark.ray
 def test_stop_reaches_a_driver_whose_trials_run_on_ray(headless: Any) -> None:
     """The order is read by the driver's loop, not the executor: the same within seconds on Ray."""
     pytest.importorskip("ray", reason="ray is not installed (the optional 'ray' extra)")

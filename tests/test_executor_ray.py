@@ -46,6 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "benches" / "demo" / "task.yaml"
 
 
+pytestmark = pytest.mark.ray  # one local Ray instance at a time (tests/conftest.py's xdist groups)
+
+
 @pytest.fixture(scope="module")
 def ray_instance() -> Any:
     if ray.is_initialized():

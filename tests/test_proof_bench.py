@@ -447,6 +447,7 @@ def test_a_live_bench_obeys_pause_and_stop(tmp_path: Path) -> None:
     assert state.finish_reason == "stopped" and state.summary["solved"] == 0
 
 
+@pytest.mark.ray
 @needs_coq
 def test_bench_coq_runs_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ray = pytest.importorskip("ray", reason="ray is not installed (the optional 'ray' extra)")

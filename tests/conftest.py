@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Generator
 from pathlib import Path
 
@@ -30,11 +31,25 @@ for _name in SCRUBBED:
 SHARED = Path(os.environ.get("RRMA_SHARED", REPO.parent / "shared")).resolve()
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+# Bytecode for the suite's subprocesses: with PYTHONDONTWRITEBYTECODE set (as on some CI images) every
+# `python -m cli.main` a test starts compiles the whole CLI again (~0.6 s of a 0.9 s start here). The cache
+# goes to a directory of this session (inherited by pytest-xdist's workers), never into the tree, and is
+# removed at the end. Bytecode is checked against its source's mtime: what runs is the same code.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None and "PYTHONPYCACHEPREFIX" not in os.environ:
+    os.environ["PYTHONPYCACHEPREFIX"] = _PYCACHE = tempfile.mkdtemp(prefix="rrma-test-pycache-")
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = _PYCACHE
 
 from rrma.contain import sandbox  # noqa: E402  (after the scrub, which its mode() must not miss)
 
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes", "on")
 _SANDBOX_REASON: list[str | None] = []  # measured once at the session's start (CI only), before a test patches it
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cache = globals().get("_PYCACHE")
+    if cache and not hasattr(config, "workerinput"):  # the controller made it; the workers share it
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 @pytest.hookimpl(tryfirst=True)  # before the terminal's header, which shows it

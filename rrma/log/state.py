@@ -62,6 +62,7 @@ class TrialRecord:
     edits: list[dict[str, Any]] = field(default_factory=list)
     proposed_seq: int = 0
     proposed_ts: str = ""
+    started_ts: str = ""  # its latest counted trial.started (a running trial's age runs from it; "" before)
     finished_ts: str = ""
     progress: list[dict[str, Any]] = field(default_factory=list)
     reviews: list[dict[str, Any]] = field(default_factory=list)
@@ -176,6 +177,7 @@ class RunState:
     theorem_marks: list[dict[str, Any]] = field(default_factory=list)
     # run control (run.control): what the current driver must obey; both reset by run.started/run.resumed
     driver_seq: int = -1  # seq of the run.started / run.resumed that began the current driver's session
+    driver_ts: str = ""  # and its ts: budget.max_wall_seconds counts from there (each driver's clock starts anew)
     paused_by: dict[str, Any] | None = None  # the pause in force: {seq, ts, by, reason}; None when not paused
     stop_request: dict[str, Any] | None = None  # the stop asked of the current driver: {seq, ts, by, reason}
     controls: list[dict[str, Any]] = field(default_factory=list)  # every run.control: {seq, ts, action, by, reason}
@@ -246,13 +248,13 @@ class RunState:
             held = getattr(d, "held_out", None)
             self.held_out = [str(p) for p in held] if isinstance(held, list) else None
             self.paused_by = self.stop_request = None
-            self.driver_seq = ev.seq
+            self.driver_seq, self.driver_ts = ev.seq, ev.ts
         elif kind == "run.resumed":
             self.resumes += 1
             self.finish_reason = None
             self.finished_ts = ""
             self.paused_by = self.stop_request = None  # a new driver starts unpaused: resuming is itself an order
-            self.driver_seq = ev.seq
+            self.driver_seq, self.driver_ts = ev.seq, ev.ts
             for tid in d.interrupted_trials:
                 if tid in self.trials and not self.trials[tid].finished:
                     self.trials[tid].status = "proposed"
@@ -307,7 +309,7 @@ class RunState:
                 self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id,
                                      "why": f"starts {d.trial_id} again, which already finished ({rec.status})"})
             elif rec is not None:
-                rec.status = "running"
+                rec.status, rec.started_ts = "running", ev.ts
         elif kind == "trial.progress":
             if d.trial_id in self.trials:
                 self.trials[d.trial_id].progress.append(d.sample)

@@ -52,7 +52,7 @@ from tui.messages import (
 from tui.screens.base import RunScreen, RunSession, shown
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
-from tui.widgets.run_header import header_text, unreadable_header
+from tui.widgets.run_header import header_text, run_now, unreadable_header
 from tui.widgets.score_chart import ScoreChart
 from tui.widgets.trial_text import (
     SCORE_CELLS,
@@ -339,9 +339,15 @@ class DashboardScreen(RunScreen):
         """The header once a second, events or not (like btop's): ages and elapsed time move on while the
         log is quiet (a paused run, a finished one, a run no driver holds). Only while the dashboard is shown
         (a stale screen redraws on resume); the header alone: head.json (one small file) and the counts kept
-        by the model."""
+        by the model. The trials table's visible rows too while one of them is running (its ``sec`` is its age):
+        a look at their statuses, and the table's redraw (only the rows on screen are formatted) when one runs."""
         if self.session.loaded and self.is_mounted and shown(self):
             self._update_header()
+            table, trials = self.query_one("#trials", LineTable), self.state.trials
+            top = int(table.scroll_offset.y)
+            if any((rec := trials.get(tid)) is not None and rec.status == "running"
+                   for tid in table.rows[top:top + table.size.height]):
+                table.refresh_rows()
 
     def on_resize(self) -> None:
         if self.is_mounted:
@@ -362,7 +368,7 @@ class DashboardScreen(RunScreen):
         rec = self.state.trials.get(trial_id)
         if rec is None:
             return [trial_id]
-        cells = trial_cells(self.state, rec)
+        cells = trial_cells(self.state, rec, now=run_now(self.session) if rec.status == "running" else None)
         if self._proof:
             cells.insert(THEOREM_CELL, rec.theorem or "-")
         return cells

@@ -4,18 +4,29 @@
 Each part has a priority (tui.widgets.trial_text.fit_line): at any width each line keeps to one row and the
 least important parts go first, nothing is cut in the middle. The dashboard redraws it on every live redraw
 and once a second with no event (its ages and elapsed time move on).
+
+The budget used, against what the task's snapshot (``run.started``) says the driver enforces: agent trials of
+``budget.max_trials`` (counted as the loop counts them: baseline and confirmation repeats not counted), the wall
+clock of ``budget.max_wall_seconds`` (which each driver counts from its own start: after a resume, from the
+resume) and the agents' model cost of their summed ``agents[].budget_usd`` caps (each agent's meter, too, starts
+again with each driver). A proof run's budgets are per theorem (``loop.attempts_per_theorem``,
+``loop.theorem_seconds``; rrma/run/theorems.py): its header shows the current theorem's attempts and seconds
+of those, as the policy counts them, not a run-wide "of max" the bench derived from them.
 """
 
 from __future__ import annotations
 
 import textwrap
+import weakref
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from rrma.log.reader import TrialTally, age, human_duration, parse_ts
 from rrma.log.state import RunState
 from rrma.log.store import EVENTS, read_head
-from rrma.task import is_self_reported
+from rrma.task import MAX_SECONDS, LoopConfig, is_self_reported
 from tui.screens.base import RunSession
 from tui.widgets.training import train_parts
 from tui.widgets.trial_text import (
@@ -31,6 +42,167 @@ from tui.widgets.trial_text import (
     is_proof_run,
     theorem_progress,
 )
+
+
+def run_now(session: RunSession, status: str | None = None) -> datetime:
+    """The time the run's clocks read now: the session's clock for a live run; ``run.finished``'s time for a
+    finished one; its last event's for a run no driver holds (status ``stopped``: its clock stopped with its
+    driver). Elapsed time, the wall budget and a running trial's age all count to it, so none of them counts
+    up forever in a run that is not running. ``status``: :meth:`RunSession.status`, when the caller has it."""
+    state = session.state
+    if state.finished_ts:
+        end = parse_ts(state.finished_ts)
+    elif (status if status is not None else session.status()).startswith("stopped"):
+        end = parse_ts(state.last_ts)
+    else:
+        end = None
+    return end if end is not None else session.clock()
+
+
+def fmt_limit(seconds: float) -> str:
+    """A wall-clock limit as a task sets it: ``60m``, ``90m``, ``2h``, ``45s``, ``1h30m``."""
+    if seconds < 60:
+        return f"{seconds:g}s"
+    s = int(seconds)
+    if s % 60 == 0 and s < 6000:
+        return f"{s // 60}m"
+    if s % 3600 == 0:
+        return f"{s // 3600}h"
+    return human_duration(s)
+
+
+def fmt_usd(value: float) -> str:
+    """``$0.42``, ``$1,234``; a cost under a cent in two significant digits (``$0.0042``), never as ``$0.00``."""
+    if value >= 100:
+        return f"${value:,.0f}"
+    if value >= 0.01 or value == 0:
+        return f"${value:.2f}"
+    return f"${value:.2g}"
+
+
+def _budget(state: RunState) -> dict[str, Any]:
+    budget = state.task.get("budget") if isinstance(state.task, dict) else None
+    return budget if isinstance(budget, dict) else {}
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def max_trials(state: RunState) -> int | None:
+    """The run's ``budget.max_trials`` as its task snapshot records it (None: not recorded)."""
+    value = _budget(state).get("max_trials")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def elapsed_part(state: RunState, now: datetime) -> Text | None:
+    """``elapsed 3m12s of 60m``: the run's wall clock (to ``run_now``) of ``budget.max_wall_seconds``. The driver
+    counts that limit from its own start, so after a resume: ``elapsed 2h05m, 3m12s of 60m since resume``.
+    No ``of``: a limit not recorded, or as large as the schema allows (the proof benches': their budgets are per
+    theorem). None before ``run.started``."""
+    start = parse_ts(state.started_ts)
+    if start is None:
+        return None
+    text = Text(f"  elapsed {human_duration((now - start).total_seconds())}")
+    limit = _number(_budget(state).get("max_wall_seconds"))
+    if limit is None or limit >= MAX_SECONDS:
+        return text
+    driver = parse_ts(state.driver_ts) if state.resumes else start
+    if driver is None:
+        return text
+    used = human_duration((now - driver).total_seconds())
+    text.append(f" of {fmt_limit(limit)}" if not state.resumes else f", {used} of {fmt_limit(limit)} since resume",
+                "bold" if (now - driver).total_seconds() >= limit else "")
+    return text
+
+
+def agent_caps(state: RunState) -> tuple[float, int, int]:
+    """(the summed ``agents[].budget_usd`` caps of the run's agents, how many agents have a cap, how many
+    agents). The agents are those ``run.started`` lists (``loop.agents_parallel`` copies named ``NAME-k``, each
+    with its own cap), else the task's agents times ``agents_parallel``."""
+    configs = state.task.get("agents") if isinstance(state.task, dict) else None
+    caps: dict[str, float | None] = {}
+    for config in configs if isinstance(configs, list) else []:
+        if isinstance(config, dict) and isinstance(config.get("name"), str):
+            caps[config["name"]] = _number(config.get("budget_usd"))
+    names = [i.get("name") if isinstance(i, dict) else getattr(i, "name", None) for i in state.agents_info]
+    if not names or not all(isinstance(n, str) for n in names):
+        loop = state.task.get("loop") if isinstance(state.task, dict) else None
+        copies = loop.get("agents_parallel", 1) if isinstance(loop, dict) else 1
+        names = [name for name in caps for _ in range(copies if isinstance(copies, int) and copies > 0 else 1)]
+    total, capped = 0.0, 0
+    for name in names:
+        cap = caps[name] if name in caps else caps.get(str(name).rpartition("-")[0])
+        if cap is not None:
+            total, capped = total + cap, capped + 1
+    return total, capped, len(names)
+
+
+def cost_parts(state: RunState) -> list[Part]:
+    """``cost $0.42 of $5.00`` (every agent capped), ``cost $0.42`` and ``(caps $5.00 on 1 of 2 agents)``
+    (some), ``cost $0.42`` (none); a resumed run's caps are each driver's (``cap $5.00 a session``). Nothing
+    when no agent has a cost and none has a cap (agents that call no model)."""
+    cost = sum(agent.cost_usd for agent in state.agents.values())
+    cap, capped, agents = agent_caps(state)
+    if not cost and not capped:
+        return []
+    text = Text(f"  cost {fmt_usd(cost)}")
+    if capped and capped == agents:
+        text.append(f" of {fmt_usd(cap)}" if not state.resumes else f" (cap {fmt_usd(cap)} a session)",
+                    "bold" if cost >= cap and not state.resumes else "")
+        return [(text, 2)]
+    parts: list[Part] = [(text, 2)]
+    if capped:
+        parts.append((Text(f" (caps {fmt_usd(cap)} on {capped} of {agents} agents)", "dim"), 4))
+    return parts
+
+
+if TYPE_CHECKING:  # imported when a proof run is shown (the rest of the TUI never needs the loop's policy)
+    from rrma.run.theorems import TheoremPolicy, TheoremStatus
+
+_POLICIES: weakref.WeakKeyDictionary[RunSession, tuple[RunState, TheoremPolicy]] = weakref.WeakKeyDictionary()
+
+
+def current_theorem(session: RunSession, now: datetime) -> tuple[TheoremStatus, LoopConfig] | None:
+    """The theorem a live proof run works on (its latest ``started`` mark with no ``done`` after it) and its
+    status as the per-theorem policy counts it (rrma/run/theorems.py: attempts, seconds, to ``now``); None in
+    a finished run, or before the first theorem starts. The policy's index of the trials is kept per session
+    and grows with the log (a pass over the new trials only)."""
+    state = session.state
+    if state.finish_reason or not state.theorem_marks:
+        return None
+    done: set[str] = set()
+    name = None
+    for mark in reversed(state.theorem_marks):
+        if mark["mark"] == "done":
+            done.add(mark["name"])
+        elif mark["mark"] == "started" and mark["name"] not in done:
+            name = mark["name"]
+            break
+    if name is None:
+        return None
+    from rrma.run.theorems import Theorem, TheoremPolicy
+
+    cached = _POLICIES.get(session)
+    if cached is None or cached[0] is not state:  # a new model (a reload): index its trials afresh
+        try:
+            loop = LoopConfig.model_validate(state.task.get("loop") or {})
+        except ValueError:
+            return None
+        # a policy that only counts (its status() reads any theorem's trials and marks from the state)
+        cached = _POLICIES[session] = (state, TheoremPolicy([Theorem("")], loop, []))
+    policy = cached[1]
+    return policy.status(state, name, now.timestamp()), policy.loop
+
+
+def theorem_budget_parts(session: RunSession, now: datetime) -> list[Part]:
+    """``pair_eq: 3 of 40 attempts, 12s of 30s``: the current theorem's budget used (a live proof run)."""
+    found = current_theorem(session, now)
+    if found is None:
+        return []
+    st, loop = found
+    return [(Text.assemble("  ", (st.name, "bold"), f": {st.attempts} of {loop.attempts_per_theorem} attempts"), 1),
+            (Text(f", {human_duration(st.seconds)} of {fmt_limit(loop.theorem_seconds)}"), 2)]
 
 
 def proof_parts(state: RunState) -> list[Part]:
@@ -68,13 +240,14 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
         line1.append((Text(f"  ⏹ stopping ({state.stop_request['by']})", "bold red"), 0))
     elif not state.finish_reason and state.paused_by is not None:
         line1.append((Text(f"  ⏸ paused by {state.paused_by['by']}", "bold yellow"), 0))
-    # elapsed: to run.finished for a finished run, to now for a live one, to its last event for a run no
-    # driver holds (status "stopped": its wall clock stopped with its driver, it does not count up forever)
-    start = parse_ts(state.started_ts)
-    end = (parse_ts(state.finished_ts) if state.finished_ts
-           else parse_ts(state.last_ts) if status.startswith("stopped") else now)
-    if start is not None and end is not None:
-        line1.append((Text(f"  elapsed {human_duration((end - start).total_seconds())}"), 2))
+    # elapsed (of the wall budget): to run.finished for a finished run, to now for a live one, to its last event
+    # for a run no driver holds (status "stopped": its wall clock stopped with its driver, it does not count up
+    # forever); then the agents' model cost (of their caps)
+    end = run_now(session, status)
+    elapsed = elapsed_part(state, end)
+    if elapsed is not None:
+        line1.append((elapsed, 1))
+    line1 += cost_parts(state)
     line1.append((Text(f"  {state.events:,} events"), 3))
     try:
         head = read_head(session.run_dir)  # head.json: one small file, the last event an append wrote
@@ -106,8 +279,9 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
         else:
             line2.append((Text(f"  {CLAIM} claim, {best.review_status} by {best.reviews[-1]['reviewer']}",
                                "yellow"), 0))
-    elif is_proof_run(state):  # no best to beat: the theorems proved so far
+    elif is_proof_run(state):  # no best to beat: the theorems proved so far, the current one's budget used
         line2 += proof_parts(state)
+        line2[1:1] = theorem_budget_parts(session, end)
     else:
         line2.append((Text("no best yet", "dim"), 0))
     if is_self_reported(state.task):  # the metric is what an agent-editable program printed: never dropped
@@ -119,7 +293,12 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
     if claims:
         line2.append((Text(f"  {CLAIM} {claims} awaiting review (hitl)", "bold yellow"), 1))
 
-    line3: list[Part] = [(Text(f"trials {sum(counts.values())}:"), 0)]
+    # the agent trials the tally counts are those the loop counts against budget.max_trials (baseline and
+    # confirmation repeats not counted); a proof run's budgets are per theorem (line 2), not this derived total
+    limit = None if is_proof_run(state) else max_trials(state)
+    used = sum(counts.values())
+    line3: list[Part] = [(Text(f"trials {used}:" if limit is None else f"trials {used} of {limit}:",
+                               "bold" if limit is not None and used >= limit else ""), 0)]
     for status_name in STATUS_GLYPH:
         if counts.get(status_name):
             char, style = STATUS_GLYPH[status_name]

@@ -9,13 +9,14 @@ from __future__ import annotations
 import difflib
 import json
 import math
+from datetime import datetime
 from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 
-from rrma.log.reader import RunModel
+from rrma.log.reader import RunModel, parse_ts
 from rrma.log.state import REVIEW_STATUS, SEVERITY_RANK, RunState, TrialRecord
 
 STATUS_GLYPH: dict[str, tuple[str, str]] = {
@@ -80,6 +81,7 @@ def glyph(status: str) -> Text:
 SIGMA_LEGEND = "Δσ: against the baseline, in units of its σ"  # the one meaning of Δσ (RunState.delta_sigma_of)
 SCORE_CELLS = 8  # the trials table's score column (the dashboard); fmt_score fits a score into it
 SIGMA_CELLS = 7  # its Δσ column
+SECONDS_CELLS = 5  # its sec column (a finished trial's seconds, a running one's age)
 
 
 def _compact_exponent(text: str) -> str:
@@ -166,8 +168,54 @@ def best_marker(state: RunState, rec: TrialRecord) -> Text:
     return Text(*MARKS[name]) if name is not None else Text(" ")
 
 
-def trial_cells(state: RunState, rec: TrialRecord) -> list[str | Text]:
-    """id, parent, agent, status, score, Δσ vs baseline, seconds, review, hypothesis."""
+def fmt_seconds(value: float, width: int | None = SECONDS_CELLS) -> str:
+    """A finished trial's seconds: ``41.5``; whole seconds from 1000 on (``1234``), so it fits its column uncut;
+    past that, fewer digits (``1.2e5``)."""
+    text = f"{value:.1f}" if abs(value) < 1000 else f"{value:.0f}"
+    return text if width is None or len(text) <= width else fit_number(value, width, digits=3)
+
+
+def fmt_age(seconds: float) -> str:
+    """A running trial's age in at most five cells, to the second while it reads so: ``7s``, ``3m12s``, ``14m``,
+    ``1h02m``, ``11h``, ``3d04h`` (``human_duration`` in fewer cells: the trials table's ``sec`` column)."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 36000:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s < 86400:
+        return f"{s // 3600}h"
+    days = s // 86400
+    return f"{days}d{s % 86400 // 3600:02d}h" if days < 10 else f"{days}d"
+
+
+def running_age(rec: TrialRecord, now: datetime | None) -> float | None:
+    """Seconds a running trial has run at ``now`` (since its latest ``trial.started``); None: not running, no
+    clock, or no start recorded."""
+    if now is None or rec.status != "running" or not rec.started_ts:
+        return None
+    started = parse_ts(rec.started_ts)
+    return None if started is None else max(0.0, (now - started).total_seconds())
+
+
+def seconds_cell(rec: TrialRecord, now: datetime | None) -> str | Text:
+    """The ``sec`` cell: a finished trial's seconds; a running one's age at ``now`` (yellow, as its status glyph,
+    ticking while the dashboard shows it); nothing for a proposed one (it has not started)."""
+    if rec.finished:
+        return fmt_seconds(rec.seconds)
+    age = running_age(rec, now)
+    return Text(fmt_age(age), STATUS_GLYPH["running"][1]) if age is not None else ""
+
+
+def trial_cells(state: RunState, rec: TrialRecord, now: datetime | None = None) -> list[str | Text]:
+    """id, parent, agent, status, score, Δσ vs baseline, seconds, review, hypothesis.
+
+    ``now``: the time a running trial's age is counted to (the dashboard gives its clock, stopped where the
+    run's clock stops: :func:`tui.widgets.run_header.run_now`); None: a running trial's ``sec`` is empty."""
     ident = Text.assemble(best_marker(state, rec), rec.trial_id)
     review = REVIEW_GLYPH.get(rec.review_status, ("", ""))
     return [
@@ -177,7 +225,7 @@ def trial_cells(state: RunState, rec: TrialRecord) -> list[str | Text]:
         glyph(rec.status),
         fmt_score(rec.score, SCORE_CELLS),
         fmt_sigma(state.delta_sigma_of(rec.score) if rec.status == "ok" else None, SIGMA_CELLS),
-        f"{rec.seconds:.1f}" if rec.finished else "",
+        seconds_cell(rec, now),
         Text(review[0], review[1]) if rec.review_status != "unreviewed" else (
             Text(f"{HELD} held", MARKS["held"][1]) if rec.held else Text("awaiting", "yellow") if is_claim(rec) else ""),
         rec.hypothesis.replace("\n", " "),

@@ -153,6 +153,8 @@ async def test_header_budget_at_80x24_and_a_running_trials_age_ticks(tmp_path: P
             clock.at += timedelta(seconds=61)
             later = human_duration((clock.at - run_start).total_seconds())
             await wait_until(pilot, lambda: f"elapsed {later} of 60m" in header_lines(app)[0], timeout=TICK_WAIT)
+            # at 80 columns the table leaves its sec column out: the header names the oldest running trial's age
+            assert "running 1 (4m08s)" in header_lines(app)[2], header_lines(app)
 
             # wide enough for the table's `sec` column: t0003 has run 187 s + 61 s; t0004 has not started
             await pilot.resize_terminal(160, 30)

@@ -37,6 +37,7 @@ from tui.widgets.trial_text import (
     STATUS_GLYPH,
     Part,
     fit_line,
+    fmt_age,
     fmt_score,
     is_claim,
     is_proof_run,
@@ -302,7 +303,12 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
     for status_name in STATUS_GLYPH:
         if counts.get(status_name):
             char, style = STATUS_GLYPH[status_name]
-            line3.append((Text(f" {char} {status_name} {counts[status_name]} ", style), 2))
+            if status_name == "running":  # the oldest one's age: the table's sec column is left out at 80 columns
+                oldest = oldest_running(state, counts[status_name], end)
+                line3.append((Text(f" {char} running {counts[status_name]}"
+                                   + (f" ({fmt_age(oldest)})" if oldest is not None else "") + " ", style), 1))
+            else:
+                line3.append((Text(f" {char} {status_name} {counts[status_name]} ", style), 2))
     line3.append((Text(f"  to review {to_review}", "dim"), 0))
     line3 += audit_parts(state)
     line3 += train_parts(state)  # `train: step N, reward R (T)` in a training run
@@ -314,6 +320,25 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
             text.append("\n")
         text.append_text(fit_line(line, width))
     return text
+
+
+def oldest_running(state: RunState, running: int, now: datetime) -> float | None:
+    """Seconds the longest-running of the ``running`` running trials has run (since its trial.started), None if
+    none has started. The newest trials first: running ones are among the last proposed (at most
+    budget.max_concurrent of them), so a long run is not walked on every redraw."""
+    oldest: float | None = None
+    for tid in reversed(state.order):
+        rec = state.trials[tid]
+        if rec.status != "running" or rec.baseline:
+            continue
+        started = parse_ts(rec.started_ts) if rec.started_ts else None
+        if started is not None:
+            seconds = (now - started).total_seconds()
+            oldest = seconds if oldest is None else max(oldest, seconds)
+        running -= 1
+        if running <= 0:
+            break
+    return oldest
 
 
 def unreadable_header(session: RunSession, reason: str, width: int) -> Text:

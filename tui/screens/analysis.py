@@ -51,6 +51,7 @@ from rrma.log.state import RunState, TrialRecord
 from rrma.workspace import read_constant
 from tui.messages import OpenTrial
 from tui.screens.base import RunScreen, RunSession
+from tui.terminal import without_controls
 from tui.widgets.footer import KeysFooter
 from tui.widgets.metric_chart import ChartData, MetricChart
 from tui.widgets.trial_text import Part, fit_line, fmt_score
@@ -116,11 +117,11 @@ class Params:
         for tid in ids:
             rec = state.trials.get(tid)
             if rec is not None and rec.meta:
-                meta.update(f"meta.{k}" for k, v in rec.meta.items() if _number(v) is not None)
+                meta.update(f"meta.{k}" for k, v in rec.meta.items() if _number(v) is not None and ":" not in k)
         return sorted(self.space(state)) + sorted(meta)
 
     def value(self, state: RunState, model: RunModel | None, tid: str, key: str) -> Any:
-        if key.startswith("meta."):
+        if ":" not in key:  # meta.<key> (a search_space key always names its file: 'file.py:NAME')
             rec = state.trials.get(tid)
             return None if rec is None else _number(rec.meta.get(key[5:]))
         path, name = key.split(":", 1)
@@ -313,12 +314,12 @@ class AnalysisScreen(RunScreen):
             x_title = "wall time since the start"
         elif param is not None:
             data.x_kind = "choice" if categorical else "number"
-            data.x_labels = [str(c) for c in choices]
+            data.x_labels = [without_controls(str(c)) for c in choices]  # an agent's literal: drawn by plotext
             data.x_log = dim.get("kind") == "log_uniform"
             x_title = param
         else:
             x_title = "trial"
-        data.title = f"{self.y_title()} by {x_title}"
+        data.title = without_controls(f"{self.y_title()} by {x_title}")
         if self.selected_id in data.ids:
             data.selected = data.ids.index(self.selected_id)
         elif data.ids:
@@ -393,9 +394,13 @@ class AnalysisScreen(RunScreen):
         data = self.plotted.data
         line = self.query_one("#an-point", Static)
         if data.selected is None:
-            text = Text("no point to show: " + ("no trial has finished yet" if not self.plotted.finished else
-                                                f"no finished trial has a finite {self.metric} and {self.x_name}"),
-                        "dim")
+            if not self.ids():
+                why = "the filter left no trial" if self.trial_ids is not None else "no trial yet"
+            elif not self.plotted.finished:
+                why = "no trial has finished yet"
+            else:
+                why = f"no finished trial has a finite {self.metric} and {self.x_name}"
+            text = Text(f"no point to show: {why}", "dim")
             line.update(fit_line([(text, 0)], self._width(line)))
             return
         i = data.selected

@@ -272,7 +272,7 @@ class MetricChart(Vertical):
             elif x_log:
                 self.x_ticks = log_ticks(x_lo, x_hi, x_count)
             else:
-                self.x_ticks = linear_ticks(x_lo, x_hi, x_count)
+                self.x_ticks = linear_ticks(x_lo, x_hi, x_count, outer=True)
             x_labels = [tick_label(t, data.x_unit) for t in self.x_ticks]
         y_lim = padded(min(y_lo, *self.y_ticks), max(y_hi, *self.y_ticks), self.log_active)
         if data.x_kind in ("order", "choice"):

@@ -11,7 +11,8 @@ the data and the metric. How the score stays the oracle's own:
    itself from the package's ``benches/autoresearch/workspace/prepare.py``.
 2. :meth:`evaluate` overwrites the trial's ``prepare.py`` with that pristine copy and runs
    ``python train.py`` under :func:`rrma.contain.spawn.spawn` (the task's wall clock and memory,
-   killed by process group from outside). ``train.py`` trains for ``time_budget`` seconds
+   killed by process group from outside; its output appended to ``ctx.live_output`` as it arrives, for a
+   view to follow). ``train.py`` trains for ``time_budget`` seconds
    (``RRMA_TIME_BUDGET``), seeded by ``RRMA_SEED`` (the trial's seed: baseline repeats differ),
    prints progress lines, saves its model with ``prepare.save_model`` (a ``torch.export``
    graph: tensor operations only) and prints the autoresearch ``---`` / ``key: value`` block.
@@ -413,6 +414,7 @@ class AutoresearchOracle(Oracle):
             on_line=on_line,
             cancel=ctx.cancel,
             guard=self._guard(ctx),
+            live_output=ctx.live_output,  # followed live (rrma-tui's trial view)
         )
         outcome = self._classify_training(ctx, run, train)
         if outcome is None:

@@ -4,7 +4,8 @@ Parameters (``oracle.params`` in the task YAML):
 
 * ``command``: the trial's own program (a string split like a shell would, no shell involved, or a
   list of arguments; ``{python}`` is the running interpreter). Runs with the trial's workspace as
-  cwd, sandboxed like every trial program (``ctx.guard``). Optional when the task has a scorer.
+  cwd, sandboxed like every trial program (``ctx.guard``). Optional when the task has a scorer. Its
+  output is appended to ``ctx.live_output`` as it arrives (rrma.contain.live), for a view to follow.
 * ``env``: extra environment variables of the program. ``RRMA_SEED`` (the trial's seed) and
   ``RRMA_TRIAL_ID`` are always set.
 
@@ -248,7 +249,8 @@ class CommandOracle(Oracle):
 
         try:
             return spawn(argv, cwd=ctx.trial_dir, budget=ctx.budget, env=self._env(ctx), cancel=ctx.cancel,
-                         guard=ctx.guard, on_line=on_line, pass_env=ctx.pass_env)
+                         guard=ctx.guard, on_line=on_line, pass_env=ctx.pass_env,
+                         live_output=ctx.live_output)  # followed live (rrma-tui's trial view)
         except FileNotFoundError as exc:
             reason = f"command not found: {exc.filename}"
             return ProcessResult(status=Status.crash, returncode=None, reason=reason, seconds=0.0, peak_rss_mb=0.0,

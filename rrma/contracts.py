@@ -84,6 +84,10 @@ class EvalContext:
     # credential-named variables the task passes to its programs by name (oracle.pass_env); ctx.guard carries
     # them too: an oracle that runs a program with guard=None passes spawn(pass_env=ctx.pass_env)
     pass_env: tuple[str, ...] = ()
+    # where the trial's own program's output is appended while it runs (spawn(live_output=...)), for views to
+    # follow: a fresh path only the harness writes and the trial never sees (the local executor's
+    # RUN/trials/<id>/live.log, rrma.log.store.live_output_path); None: not followed (the Ray executor)
+    live_output: Path | None = None
 
 
 class OracleError(Exception):

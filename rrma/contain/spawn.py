@@ -8,7 +8,9 @@ out-of-memory kills (or, without cgroups, polls the resident memory of the proce
 Whatever the program does (hang, fork, flood, allocate, segfault) it is killed as a unit (cgroup,
 process group, never by name), and a labelled :class:`ProcessResult` comes back. The harness goes
 on. With a :class:`~rrma.contain.sandbox.Policy` the program also runs in the bubblewrap sandbox
-that policy declares (what it sees, writes and never sees), which dies with the harness.
+that policy declares (what it sees, writes and never sees), which dies with the harness. With
+``live_output`` the output is also appended, as it arrives, to a fresh file only the harness
+writes, for a view to follow (:mod:`rrma.contain.live`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 from rrma.contain import cgroups, keyring, sandbox, seccomp
 from rrma.contain import env as env_rule
 from rrma.contain.cgroups import CgroupError, TrialCgroup
+from rrma.contain.live import LiveWriter
 from rrma.contain.sandbox import Policy
 from rrma.trial import Budget, Status
 
@@ -64,6 +67,7 @@ class ProcessResult:
     leftover_killed: int = 0  # processes of the group still alive after the leader exited
     guarded: bool = False  # ran in the bubblewrap sandbox of an Policy
     limits: str = "polling"  # how memory and processes were limited: "cgroup v1", "cgroup v2" or "polling"
+    live_note: str | None = None  # why the live-output file was refused or stopped early (spawn's live_output)
 
     @property
     def tail(self) -> str:
@@ -330,6 +334,7 @@ def spawn(
     secret_env: Mapping[str, str] | None = None,
     max_line_chars: int = 65536,
     pass_env: Iterable[str] = (),
+    live_output: Path | None = None,
 ) -> ProcessResult:
     """Run ``argv`` in its own session under ``budget``; always returns, never raises for the
     program's behaviour (only for a command that cannot be started: FileNotFoundError).
@@ -345,7 +350,10 @@ def spawn(
     a coding agent's process needs (agents/coding); trial programs never get one. The process starts
     with a fresh session keyring (:mod:`rrma.contain.keyring`) and, sandboxed, under the seccomp filter
     (:mod:`rrma.contain.seccomp`). ``max_line_chars`` bounds the line ``on_line`` sees (a longer one is
-    cut to its end).
+    cut to its end). ``live_output``: a path in a directory only the harness writes (never one the
+    program can write or read); the output is appended there chunk by chunk while the program runs,
+    up to ``budget.max_output_bytes`` (:class:`rrma.contain.live.LiveWriter`). A link or an existing
+    file at that path is refused (``live_note`` says why) and the program runs all the same.
     """
     started = time.monotonic()
     if guard is not None and sandbox.unavailable_reason() is None:
@@ -378,6 +386,7 @@ def spawn(
         box.argv = ["/bin/sh", "-c", CGROUP_JOIN, "rrma-cgroup", str(len(files)), *files, *box.argv]
     token = secrets.token_hex(8)
     child_env = {**_child_env(env, pass_env, guard), **(secret_env or {}), TRIAL_TOKEN_ENV: token}
+    live = LiveWriter(live_output, budget.max_output_bytes) if live_output is not None else None
     try:
         proc, parent = _launch(
             box, cwd, child_env,
@@ -390,6 +399,8 @@ def spawn(
     except BaseException:
         if group is not None:
             group.remove()
+        if live is not None:
+            live.close()
         raise
     pgid = proc.pid
     with _ACTIVE_LOCK:
@@ -397,12 +408,16 @@ def spawn(
     try:
         disk_paths = tuple(guard.writable) if guard is not None and guarded else (Path(cwd),)
         result = _supervise(proc, pgid, token, started, budget, on_line, cancel, stdin_data, poll_s, group, guarded,
-                            max_line_chars, disk_paths)
+                            max_line_chars, disk_paths, live)
         result.guarded = guarded
+        if live is not None:
+            result.live_note = live.refused or live.stopped
         result.limits = group.layout.describe().split(" (")[0] if group is not None else "polling"
         return result
     finally:
         parent.release()  # the child is gone: its parent thread may end (with its parent-death signal)
+        if live is not None:
+            live.close()  # drops its lock: the file no longer reads as live
         with _ACTIVE_LOCK:
             _ACTIVE.discard(pgid)
         if group is not None:
@@ -491,6 +506,7 @@ def _supervise(
     guarded: bool = False,
     max_line_chars: int = 65536,
     disk_paths: tuple[Path, ...] = (),
+    live: LiveWriter | None = None,
 ) -> ProcessResult:
     with contextlib.suppress(OSError, ValueError):
         resource.prlimit(proc.pid, resource.RLIMIT_CORE, (0, 0))  # no core dumps on segfault
@@ -525,6 +541,8 @@ def _supervise(
             if not chunk:
                 return
             capture.feed(chunk)
+            if live is not None:
+                live.write(chunk)  # at once: a follower sees it on its next poll
             capture.feed_lines(chunk)
             if capture.abort_reason and not kill_status:
                 request_kill(Status.aborted, capture.abort_reason)

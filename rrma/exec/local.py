@@ -15,6 +15,8 @@ that overruns its budget by a grace period becomes ``timeout`` while the harness
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import os
 import shutil
 import threading
 import time
@@ -29,6 +31,7 @@ from rrma.contain.files import fresh_dir
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import stale_processes
 from rrma.contracts import EvalContext, Oracle
+from rrma.log.store import live_output_path
 from rrma.trial import Budget, Outcome, Proposal, Status
 from rrma.workspace import materialize
 
@@ -75,14 +78,24 @@ def crash_outcome(reason: str, started: float) -> Outcome:
     return Outcome(status=Status.crash, feedback=reason, log=reason, seconds=time.monotonic() - started)
 
 
+def _remove_live(path: Path | None) -> None:
+    """Remove a live-output file (unlink never follows a link: a planted one goes, its target stays)."""
+    if path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
 def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: ProgressCallback,
-                 cancel: threading.Event, protect: Sequence[Path] = ()) -> Outcome:
+                 cancel: threading.Event, protect: Sequence[Path] = (), live_output: Path | None = None) -> Outcome:
     """Materialize the job's files in ``trial_dir`` and run the oracle; never raises.
 
     The oracle gets a sandbox policy (``ctx.guard``) for the programs the agent wrote: ``trial_dir``
     writable, the harness's code and the interpreter read-only, ``protect`` (the run dir), the
     oracle's :meth:`~rrma.contracts.Oracle.held_out` answers and the oracle's own directory
-    (``ctx.oracle_dir``, a fresh sibling of ``trial_dir``) absent.
+    (``ctx.oracle_dir``, a fresh sibling of ``trial_dir``) absent. ``live_output`` (``ctx.live_output``):
+    where the trial's program's output is appended while it runs (:mod:`rrma.contain.live`), a path
+    outside ``trial_dir`` that ``protect`` hides; a leftover there (a harness killed mid-trial) is
+    removed before the oracle runs, and the file is removed when it returns: the log blob is the record.
     """
     started = time.monotonic()
     # absolute: oracles hand these paths to processes that run elsewhere (a scorer's cwd is its own
@@ -100,6 +113,9 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
             cgroups.remove_empty_scopes(trial_dir)  # what a killed harness left for this trial
         materialize(job.files, trial_dir)
         oracle_dir = fresh_dir(trial_dir.parent / "oracle")
+        if live_output is not None:
+            live_output = Path(live_output).absolute()
+            _remove_live(live_output)  # spawn creates it afresh (O_EXCL): a leftover would be refused
         hidden = (*protect, oracle_dir, *oracle.held_out())
         ctx = EvalContext(
             trial_id=job.trial_id,
@@ -118,6 +134,7 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
                                                                       pass_env=job.pass_env),
             oracle_dir=oracle_dir,
             pass_env=tuple(job.pass_env),
+            live_output=live_output,
         )
         ran = True
         outcome = oracle.evaluate(ctx)
@@ -133,6 +150,8 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
         # every process a trial starts is gone when spawn returns. rmtree never follows a link.
         if ran and not job.keep_workspace and trial_dir.is_dir() and not trial_dir.is_symlink():
             shutil.rmtree(trial_dir, ignore_errors=True)
+        if ran:  # the program is gone (spawn returned); its output is in the outcome's log
+            _remove_live(live_output)
 
 
 class LocalExecutor:
@@ -168,7 +187,7 @@ class LocalExecutor:
 
     def _run(self, job: TrialJob, on_progress: ProgressCallback, cancel: threading.Event) -> Outcome:
         return evaluate_job(self.oracle, job, self.trials_dir / job.trial_id / "work", on_progress, cancel,
-                            self.protect)
+                            self.protect, live_output_path(self.trials_dir, job.trial_id))
 
     def abort(self, trial_id: str, reason: str) -> bool:
         with self._lock:

@@ -60,6 +60,19 @@ HEAD = "head.json"
 HEAD_SIZE = 256  # bytes of the head record (fixed, so rewriting it in place never changes its size)
 DRIVER_LOCK = ".driver.lock"
 DRIVER_JSON = "driver.json"
+TRIALS = "trials"  # RUN/trials/<id>/: a trial's workspace (work/), its oracle's directory, its live output
+LIVE_OUTPUT = "live.log"
+
+
+def live_output_path(trials_dir: Path | str, trial_id: str) -> Path:
+    """Where a running trial's program output is appended while it runs: ``TRIALS/<id>/live.log``.
+
+    The one rule the local executor (which passes it to spawn, rrma.contain.live) and the views (which
+    follow it: ``rrma-tui``'s trial view) share. Beside the trial's workspace, never in it: inside the
+    run directory, which the sandbox hides from every trial program. Not the record (the log blob is);
+    the executor removes it when the trial's evaluation ends.
+    """
+    return Path(trials_dir) / trial_id / LIVE_OUTPUT
 
 
 class RunNotFound(FileNotFoundError):
@@ -153,7 +166,7 @@ class RunStore:
         self.dir = Path(run_dir)
         self.events_path = self.dir / EVENTS
         self.blob_dir = self.dir / "blobs"
-        self.trials_dir = self.dir / "trials"
+        self.trials_dir = self.dir / TRIALS
         if create:
             self.dir.mkdir(parents=True, exist_ok=True)
             self.blob_dir.mkdir(exist_ok=True)
@@ -389,6 +402,10 @@ class RunStore:
 
     def trial_dir(self, trial_id: str) -> Path:
         return self.trials_dir / trial_id
+
+    def live_output_path(self, trial_id: str) -> Path:
+        """The trial's live-output file (:func:`live_output_path`)."""
+        return live_output_path(self.trials_dir, trial_id)
 
 
 class DriverLock:

@@ -5,10 +5,20 @@ most severe first: Enter on one opens the trace on the turn it cites, ``X`` dism
 note (an ``audit.dismissed`` event, asked first like a review). The body repeats each finding in
 full (explanation, the cited seqs with their quotes, who dismissed it and why). ``C`` copies the
 trial's id, proof or diff to the clipboard (OSC 52).
+
+While the trial runs, its output section follows the program's live output (``tail -f``): the
+file the executor has spawn append to as the program writes (``RUN/trials/<id>/live.log``, the
+path :func:`rrma.log.store.live_output_path` gives both), polled every :data:`LIVE_POLL_S` seconds
+by a timer; the last :data:`LIVE_LINES` lines, each passed through the terminal filter
+(tui/terminal.py). It sits under the outcome while the trial runs (there is no outcome yet). The
+header says ``following live output (N bytes)`` only while a running program's writer holds the
+file (rrma/contain/live.py); a leftover of a finished program or a dead harness reads ``not live``.
+When the trial finishes the section shows the stored log (the record) again.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -20,10 +30,13 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from rrma.contain.live import LiveOutput, read_live_output
 from rrma.log.reader import RawEvent
+from rrma.log.store import TRIALS, live_output_path
 from tui.dialogs import ask_copy, ask_dismissal, ask_review
 from tui.messages import OpenCompare, OpenProofTree, OpenTrace
-from tui.screens.base import RunScreen, RunSession
+from tui.screens.base import RunScreen, RunSession, shown
+from tui.terminal import without_controls
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.trial_text import (
@@ -52,6 +65,36 @@ FINDING_COLUMNS = [
     Column("cites", "seqs", 9, drop=2), Column("explanation", "explanation", 0, drop=1),
 ]
 FINDING_ROWS = 4  # findings shown at once (more scroll); the table is as tall as its rows up to this
+LIVE_POLL_S = 0.3  # how often a running trial's live output is read
+LIVE_LINES = 20  # its last lines shown
+LIVE_TAIL_BYTES = 16 * 1024  # read from the end of the file (the last lines are in it)
+LIVE_LINE_CHARS = 2000  # a longer line shows its end
+
+
+def live_lines(text: str, lines: int = LIVE_LINES) -> list[str]:
+    """The last ``lines`` lines of live output as a terminal would show them: each line what follows its
+    last carriage return (a progress bar redrawn in place), at most :data:`LIVE_LINE_CHARS` of its end,
+    and without control characters (escape sequences from the trial never reach the terminal)."""
+    out = []
+    for line in text.rstrip("\n").split("\n")[-lines:]:
+        shown_part = line.rstrip("\r").rsplit("\r", 1)[-1]
+        if len(shown_part) > LIVE_LINE_CHARS:
+            shown_part = "…" + shown_part[-LIVE_LINE_CHARS:]
+        out.append(without_controls(shown_part))
+    return out
+
+
+def live_section(seen: LiveOutput | None) -> list[RenderableType]:
+    """The output section of a running trial: its rule (what is being shown) and its last lines."""
+    if seen is None:
+        return [Rule("live output", align="left"),
+                Text("(none yet: the trial's program has not started, or it has just ended)", "dim")]
+    if seen.live:
+        title = f"following live output ({seen.size} bytes)"
+    else:  # a finished program's file, or a dead harness's leftover: never shown as live
+        title = f"output so far ({seen.size} bytes; not live: no program writes it now)"
+    body = "\n".join(live_lines(seen.text)) if seen.text.strip() else ""
+    return [Rule(title, align="left"), Text(body or "(no output yet)", style="" if body else "dim")]
 
 
 class TrialScreen(RunScreen):
@@ -80,6 +123,9 @@ class TrialScreen(RunScreen):
         self.trial_id = trial_id
         self.order = list(order) if order else list(session.state.order)
         self.history: list[str] = []
+        # the content around the output section, kept so a live poll redraws without rebuilding the diff
+        self._parts: tuple[list[RenderableType], list[RenderableType]] | None = None
+        self._live_seen: tuple[int, bool, str] | None = None  # the live output last drawn (size, live, text)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="trial-title")
@@ -89,6 +135,7 @@ class TrialScreen(RunScreen):
         yield KeysFooter()
 
     def on_mount(self) -> None:
+        self.set_interval(LIVE_POLL_S, self._poll_live)
         self.refresh_view([])
         findings = self.query_one("#findings", LineTable)
         if findings.display:  # Enter and X act on the findings from the start
@@ -153,9 +200,32 @@ class TrialScreen(RunScreen):
             text.append(f"  {label}", style)
         return text
 
+    # ------------------------------------------------------------------ live output
+
+    def live_path(self) -> Path:
+        """Where the executor has this trial's program write its output while it runs."""
+        return live_output_path(self.session.run_dir / TRIALS, self.trial_id)
+
+    def _live(self) -> list[RenderableType]:
+        seen = read_live_output(self.live_path(), LIVE_TAIL_BYTES)
+        self._live_seen = None if seen is None else (seen.size, seen.live, seen.text)
+        return live_section(seen)
+
+    def _poll_live(self) -> None:
+        """Redraw the output section of a running trial when its live output changed (the timer's tick)."""
+        rec = self.state.trials.get(self.trial_id)
+        if rec is None or rec.status != "running" or self._parts is None or not self.is_mounted or not shown(self):
+            return
+        seen = read_live_output(self.live_path(), LIVE_TAIL_BYTES)
+        if (None if seen is None else (seen.size, seen.live, seen.text)) == self._live_seen:
+            return
+        before, after = self._parts
+        self.query_one("#trial-content", Static).update(Group(*before, *self._live(), *after))
+
     def _content(self) -> RenderableType:
         model = self.model
         rec = self.state.trials.get(self.trial_id)
+        self._parts = None
         if rec is None or model is None:
             return Text("(no such trial)")
         sigma = self.state.delta_sigma_of(rec.score) if rec.status == "ok" else None
@@ -186,21 +256,29 @@ class TrialScreen(RunScreen):
         parts += [
             Rule("outcome", align="left"), outcome,
             Text(rec.feedback or "(no feedback)", "italic"),
+        ]
+        running = rec.status == "running"
+        before = parts  # a running trial's live output comes here, under its (empty) outcome
+        parts = [
             Rule("change against the parent" if not rec.baseline else "workspace", align="left"),
             change_renderable(model, rec),
         ]
         search = search_renderable(model, rec)
         if search is not None:  # proof search: the goals along the found proof, for the person approving it
             parts += [Rule("proof search: the goals along the found proof", align="left"), search]
+        if not running:
+            parts += [Rule("log tail", align="left"), Text(log_tail(model, rec))]
         parts += [
-            Rule("log tail", align="left"),
-            Text(log_tail(model, rec)),
             Rule("lineage (back to the baseline)", align="left"),
             lineage_text(self.state, rec.trial_id),
             Rule("review", align="left"),
             reviews_text(rec),
         ]
-        return Group(*parts)
+        if not running:
+            self._live_seen = None
+            return Group(*before, *parts)
+        self._parts = (before, parts)
+        return Group(*before, *self._live(), *parts)
 
     # ------------------------------------------------------------------ actions
 

@@ -197,6 +197,7 @@ async def check_80x24(pilot: Any, screen: AnalysisScreen) -> None:
         lines = screen_lines(app)
         text = "\n".join(lines)
         assert len(lines) == 24 and "…" not in text, text
+        assert chart(screen).title_text in text  # the chart's title whole on its line
         for tick in chart(screen).y_ticks:  # every y tick whole on screen
             assert f"{tick_label(tick)}┤" in text, (tick, text)
         sel = chart(screen).data.selected
@@ -239,7 +240,7 @@ async def test_analysis_metrics_wall_time_parameters_and_opening_a_point(tmp_pat
                     if e["kind"] == "trial.finished"}
         assert max(finished.values()) > 120
         assert {t: x for t, (x, _) in points(screen).items()} == pytest.approx({t: s / 60 for t, s in finished.items()})
-        assert chart(screen).data.x_unit == "m" and "by wall time" in chart(screen).title_text
+        assert chart(screen).data.x_unit == "m" and "peak_rss_mb by wall time" in chart(screen).title_text
         assert chart(screen).data.ids == sorted(finished, key=finished.__getitem__)
 
         # the cursor: End selects the last point (latest finished), ← moves back one; Enter opens that trial

@@ -311,7 +311,7 @@ class AnalysisScreen(RunScreen):
             _, unit, per = next(u for u in TIME_UNITS if span < u[0])
             data.xs = [x / per for x in data.xs]
             data.x_unit, data.x_kind = unit, "number"
-            x_title = "wall time since the start"
+            x_title = "wall time"
         elif param is not None:
             data.x_kind = "choice" if categorical else "number"
             data.x_labels = [without_controls(str(c)) for c in choices]  # an agent's literal: drawn by plotext

@@ -26,7 +26,8 @@ from textual.theme import Theme
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from tui.widgets.score_chart import PlotColor, integer_ticks, rich_color
+from tui.widgets.score_chart import PlotColor, integer_ticks
+from tui.widgets.trial_text import Part, fit_line
 
 SOURCES: dict[str, tuple[str, str]] = {  # role -> (theme variable, plotext colour for ANSI themes)
     "point": ("text-primary", "cyan"),
@@ -232,12 +233,13 @@ class MetricChart(Vertical):
         ys = [data.ys[i] for i in keep]
         self.log_active = self.log_y and bool(ys) and min(ys) > 0
         x_log = data.x_log and bool(xs) and min(xs) > 0
-        title = Text(data.title, no_wrap=True, overflow="ellipsis")
+        parts: list[Part] = [(Text(data.title), 0)]
         if self.log_active:
-            title.append(" · log y")
+            parts.append((Text(" · log y"), 1))
         elif self.log_y:
-            title.append(" · linear: log needs values > 0" if ys else " · log y")
-        self.query_one(".metric-chart--title", Static).update(title)
+            parts.append((Text(" · linear: log needs values > 0" if ys else " · log y"), 1))
+        width_now = self.size.width or self.app.size.width
+        self.query_one(".metric-chart--title", Static).update(fit_line(parts, width_now))
 
         colors = palette(self.app.theme_variables)
         plot = self.plot
@@ -298,8 +300,8 @@ class MetricChart(Vertical):
         plt.ylim(*y_lim)
         plt.xlim(*x_lim)
         if self.reduced:
-            title.append(f" · {len(xs):,} points, each column's extremes drawn")
-            self.query_one(".metric-chart--title", Static).update(title)
+            parts.append((Text(f" · {len(xs):,} points: each column's extremes drawn"), 2))
+            self.query_one(".metric-chart--title", Static).update(fit_line(parts, width_now))
         plot.refresh()
 
     def point_at(self, col: int, row: int, reach: float = 3.0) -> int | None:
@@ -328,13 +330,3 @@ class MetricChart(Vertical):
         if index is not None:
             event.stop()
             self.post_message(self.PointClicked(self, index))
-
-    def legend(self) -> Text:
-        """The marks the chart uses, for a line under it."""
-        colors = palette(self.app.theme_variables)
-        text = Text(no_wrap=True)
-        text.append("• ", rich_color(colors["point"]))
-        text.append("trial  ")
-        text.append(f"{SELECTED_MARKER} ", rich_color(colors["selected"]))
-        text.append("selected")
-        return text

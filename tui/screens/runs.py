@@ -4,6 +4,9 @@ A run that cannot be read at all is a row saying why (status ``unreadable``); on
 that are not valid events is marked ``⚠`` (its dashboard says how many and where). A run whose
 log says it is running but that no process drives (its driver crashed or was killed) is
 ``stopped``; the check is repeated on every scan, as it can change without the log changing.
+
+Two runs are compared (tui/screens/run_compare.py) by marking one with space (``●`` before its name; space
+again, or on another run, moves or clears the mark) and pressing ``=`` on the other.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from rrma.log.control import live_driver
 from rrma.log.reader import RunSummary, age, find_runs, read_summary, utcnow
 from rrma.log.store import EVENTS, check_first_event, check_readable
 from tui.dialogs import NewRunScreen
-from tui.messages import OpenRun, StartRun
+from tui.messages import OpenRun, OpenRunCompare, StartRun
 from tui.screens.base import WorkerScreen, failure_line, shown
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
@@ -54,6 +57,8 @@ class RunsScreen(WorkerScreen):
         Binding("enter", "open_run", "Open run"),
         Binding("ctrl+n", "new_run", "New run"),
         Binding("ctrl+r", "rescan", "Refresh", show=False),
+        Binding("space", "toggle_select", "Mark to compare", show=False),
+        Binding("equals_sign", "compare_runs", "Compare with the marked run", key_display="=", show=False),
     ]
 
     @dataclass
@@ -75,6 +80,7 @@ class RunsScreen(WorkerScreen):
         self.order: list[str] = []
         self._sizes: dict[str, int] = {}  # log size each summary was made at
         self._resumed = False
+        self.marked: str | None = None  # the run space marked: = compares the highlighted run with it
 
     def compose(self) -> ComposeResult:
         yield Static("", id="runs-title")
@@ -99,8 +105,10 @@ class RunsScreen(WorkerScreen):
 
     def _title(self) -> None:
         damaged = sum(1 for name in self.order if name in self.summaries and self.summaries[name].torn)
+        mark = (Text.assemble((f"● {self.marked}", "bold"), " marked: = compares the highlighted run with it   ")
+                if self.marked is not None else "")
         self.query_one("#runs-title", Static).update(Text.assemble(
-            ("runs ", "bold"), str(self.runs_dir), (f"  {len(self.order)} run(s)", "dim"),
+            mark, ("runs ", "bold"), str(self.runs_dir), (f"  {len(self.order)} run(s)", "dim"),
             ("   Enter opens a run, ctrl+n starts one", "dim"),
             (f"   ⚠ {damaged} with unreadable lines", "red") if damaged else "",
         ))
@@ -137,6 +145,8 @@ class RunsScreen(WorkerScreen):
     @on(ScanDone)
     def _scan_done(self, message: ScanDone) -> None:
         self.order = [p.name for p in message.runs]
+        if self.marked is not None and self.marked not in self.order:
+            self.marked = None  # removed since it was marked
         for name in self.order:
             self.summaries.setdefault(name, RunSummary(self.runs_dir / name, name, "", "reading…", 0, None, None, None,
                                                        "minimize", "", ""))
@@ -161,7 +171,8 @@ class RunsScreen(WorkerScreen):
             status.append(" ⚠", "bold red")
         now = self.clock()
         best: str | Text = Text(s.error, "red") if s.error else s.best_vs_baseline
-        return [s.name, s.task, status, "-" if s.status == "unreadable" else str(s.trials), best, age(s.last_ts, now)]
+        mark = f"● {s.name}" if name == self.marked else s.name
+        return [mark, s.task, status, "-" if s.status == "unreadable" else str(s.trials), best, age(s.last_ts, now)]
 
     @on(LineTable.Selected, "#runs")
     def _selected(self, message: LineTable.Selected) -> None:
@@ -186,3 +197,38 @@ class RunsScreen(WorkerScreen):
                 self.post_message(StartRun(*answer))
 
         self.app.push_screen(NewRunScreen(self.runs_dir), chosen)
+
+    # ------------------------------------------------------------------ comparing two runs
+
+    def action_toggle_select(self) -> None:
+        """Mark the highlighted run (the one ``=`` compares others with), or clear the mark if it is this one."""
+        key = self.query_one("#runs", LineTable).cursor_key
+        if key is None:
+            return
+        self.marked = None if self.marked == key else key
+        self.query_one("#runs", LineTable).refresh_rows()
+        self._title()
+
+    def action_compare_runs(self) -> None:
+        """Compare the highlighted run with the marked one (marked: A, on the left; highlighted: B)."""
+        key = self.query_one("#runs", LineTable).cursor_key
+        if key is None:
+            return
+        if self.marked is None:
+            self.notify("no run marked: press space on a run, then = on the run to compare it with",
+                        severity="warning")
+            return
+        if key == self.marked:
+            self.notify(f"{key} is the marked run: highlight another run to compare it with", severity="warning")
+            return
+        for name in (self.marked, key):
+            summary = self.summaries.get(name)
+            run_dir = self.runs_dir / name
+            if summary is not None and summary.status == "unreadable":
+                self.notify(f"{name} cannot be read: {summary.error}", severity="error")
+                return
+            if not (run_dir / EVENTS).is_file():
+                self.notify(f"{run_dir}: not a run directory any more (no {EVENTS})", severity="error")
+                self.rescan()
+                return
+        self.post_message(OpenRunCompare(self.runs_dir / self.marked, self.runs_dir / key))

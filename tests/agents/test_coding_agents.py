@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from datetime import datetime
@@ -73,7 +74,14 @@ def ts(event: Any) -> float:
 
 
 @pytest.mark.parametrize("backend", ["claude-code", "codex", "aider", "command"])
-def test_each_backend_proposes_and_leaves_a_full_trace(tmp_path: Path, backend: str) -> None:
+def test_each_backend_proposes_and_leaves_a_full_trace(tmp_path: Path, backend: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # a temp directory of this test's own: the working copies a test running beside it (pytest-xdist) makes
+    # must not count as this run's leftovers
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     task = demo_task([coding_agent(backend)], **{"budget.max_trials": 2})
     result = start_run(task, tmp_path / "runs", run_id=backend)
     trials = result.state.agent_trials()

@@ -411,7 +411,7 @@ def test_a_killed_bench_resumes_without_redoing_solved_theorems(tmp_path: Path) 
 @needs_coq
 def test_a_live_bench_obeys_pause_and_stop(tmp_path: Path) -> None:
     src = tmp_path / "s.v"
-    src.write_text("".join(f"Theorem f{i} : {i} = {i + 1}.\nProof. auto. Qed.\n" for i in range(6)))
+    src.write_text("".join(f"Theorem f{i} : {i} = {i + 1}.\nProof. auto. Qed.\n" for i in range(40)))  # unprovable: long enough to outlast the orders
     runs = tmp_path / "runs"
     proc = subprocess.Popen(_cli("--headless", "bench", "coq", "--source", str(src), "--runs", str(runs),
                                  "--attempts", "2000", "--theorem-seconds", "300", "--quiet"),

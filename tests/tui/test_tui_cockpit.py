@@ -55,7 +55,7 @@ async def test_80x24_dashboard_shows_every_number_whole_and_the_footer_keeps_q_a
         header = plain(dash.query_one("#run-header").content, width=80).splitlines()
         assert len([line for line in header if line.strip()]) == 3
         assert all(len(line.rstrip()) <= 78 for line in header)  # one row each: nothing wraps
-        assert header[2].startswith("trials 12:") and "to review" in header[2]  # the counts stay
+        assert header[2].startswith("trials 12 of 12:") and "to review" in header[2]  # the counts stay
         assert "unreviewed claim" in header[1]
         table = dash.query_one("#trials", LineTable)
         assert table.shown_columns == ["id", "status", "score", "delta"]

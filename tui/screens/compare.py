@@ -48,6 +48,17 @@ from rrma.log.store import RunStore
 from tui.dialogs import TrialNotFound, best_trial_id, resolve_trial_id
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
+from tui.widgets.side_diff import (
+    ADD_WORD,
+    BLANK,
+    DEL_WORD,
+    GUTTER,
+    SideRow,
+    number_cells,
+    row_height,
+    row_lines,
+    rows_from_unified,
+)
 from tui.widgets.trial_text import REVIEW_GLYPH, best_marker, fmt_score, fmt_sigma, glyph, is_claim
 
 MAX_DIFF_LINES = 50_000  # lines of diff kept; the rest is cut with a note
@@ -353,7 +364,11 @@ def compare_trials(run_dir: Path, left: TrialFiles, right: TrialFiles, *,
 
 
 class DiffView(ScrollView, can_focus=True):
-    """Diff lines drawn through the Line API: only the visible lines are ever styled."""
+    """Diff lines drawn through the Line API: only the visible lines are ever styled.
+
+    Unified (:meth:`set_lines`: one diff line a screen line, ←/→ scroll a long one) or side by side
+    (:meth:`set_side`: tui/widgets/side_diff.py's rows, each laid out at the view's width, long lines wrapped;
+    a row's screen lines are made when the row comes into view)."""
 
     DEFAULT_CSS = """
     DiffView { height: 1fr; scrollbar-size-horizontal: 0; }
@@ -364,8 +379,13 @@ class DiffView(ScrollView, can_focus=True):
     DiffView > .diff-view--del { color: $text-error; background: $error 12%; }
     DiffView > .diff-view--ctx { }
     DiffView > .diff-view--note { color: $text-muted; text-style: italic; }
+    DiffView > .diff-view--blank { background: $panel; }
+    DiffView > .diff-view--gutter { color: $text-muted; }
+    DiffView > .diff-view--add-word { background: $success 40%; text-style: bold; }
+    DiffView > .diff-view--del-word { background: $error 40%; text-style: bold; }
     """
-    COMPONENT_CLASSES = {f"diff-view--{kind}" for kind in (FILE, HUNK, ADD, DEL, CTX, NOTE, "more")}
+    COMPONENT_CLASSES = {f"diff-view--{kind}"
+                         for kind in (FILE, HUNK, ADD, DEL, CTX, NOTE, BLANK, GUTTER, ADD_WORD, DEL_WORD, "more")}
     BINDINGS = [
         Binding("j", "scroll_down", "Down", show=False),
         Binding("k", "scroll_up", "Up", show=False),
@@ -375,16 +395,50 @@ class DiffView(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.lines: list[DiffLine] = []
         self._styles: dict[str, Style] | None = None
+        self.side_rows: list[SideRow] | None = None  # side by side: the rows shown (None: unified)
+        self._offsets: list[int] = []  # side by side: the screen line each row starts at
+        self._gutter = 1
+        self._laid_out_at = -1  # the width the rows' offsets are for
+        self._row_cache: tuple[int, list[Strip]] | None = None  # (row, its laid-out lines)
 
     def set_lines(self, lines: list[DiffLine], width: int | None = None) -> None:
         self.lines = lines
+        self.side_rows = None
         longest = width if width is not None else max((len(text) for _, text in lines), default=0)
         self.virtual_size = Size(longest, len(lines))
         self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
 
+    def set_side(self, rows: list[SideRow]) -> None:
+        """Show ``rows`` side by side (laid out at the view's width, again when it changes)."""
+        self.side_rows = rows
+        self._gutter = number_cells(rows)
+        self._laid_out_at = -1
+        self._lay_out()
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    def _lay_out(self) -> None:
+        width = self.scrollable_content_region.width
+        if self.side_rows is None or width == self._laid_out_at or width <= 0:
+            return
+        offsets, at = [], 0
+        for row in self.side_rows:
+            offsets.append(at)
+            at += row_height(row, width, self._gutter)
+        self._offsets, self._laid_out_at, self._row_cache = offsets, width, None
+        self.virtual_size = Size(width, at)
+
+    def on_resize(self) -> None:
+        if self.side_rows is not None:
+            self._lay_out()
+            self.refresh()
+
     def file_starts(self) -> list[int]:
         """Line numbers where a file's diff starts (its ``---`` line, or a note on a file not diffed)."""
+        if self.side_rows is not None:
+            return [self._offsets[i] for i, row in enumerate(self.side_rows)
+                    if (row.left is not None and row.left.kind == FILE) or (row.span is not None and row.span[0] == FILE)]
         starts = []
         for i, (kind, text) in enumerate(self.lines):
             if kind == FILE and not text.startswith("+++"):
@@ -394,15 +448,37 @@ class DiffView(ScrollView, can_focus=True):
     def _style(self, kind: str) -> Style:
         if self._styles is None:
             base = self.rich_style
-            self._styles = {k: base + self.get_component_rich_style(f"diff-view--{k}") for k in (FILE, HUNK, ADD, DEL, CTX, NOTE)}
+            self._styles = {k: base + self.get_component_rich_style(f"diff-view--{k}")
+                            for k in (FILE, HUNK, ADD, DEL, CTX, NOTE, BLANK, GUTTER)}
+            for word in (ADD_WORD, DEL_WORD):  # laid over the line's own style (side_diff.py adds them)
+                self._styles[word] = self.get_component_rich_style(f"diff-view--{word}", partial=True)
         return self._styles[kind]
 
     def notify_style_update(self) -> None:
         self._styles = None
+        self._row_cache = None
         super().notify_style_update()
+
+    def _side_line(self, line: int, width: int) -> Strip:
+        rows = self.side_rows
+        assert rows is not None
+        self._lay_out()
+        if not rows or line >= self.virtual_size.height:
+            return Strip.blank(width, self.rich_style)
+        index = bisect.bisect_right(self._offsets, line) - 1
+        if self._row_cache is None or self._row_cache[0] != index:
+            self._style(CTX)  # the styles, once
+            assert self._styles is not None
+            self._row_cache = (index, [Strip(segments, width) for segments in
+                                       row_lines(rows[index], self._laid_out_at, self._gutter, self._styles)])
+        strips = self._row_cache[1]
+        at = line - self._offsets[index]
+        return strips[at] if at < len(strips) else Strip.blank(width, self.rich_style)
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
+        if self.side_rows is not None:
+            return self._side_line(int(self.scroll_offset.y) + y, width)
         row = int(self.scroll_offset.y) + y
         if row >= len(self.lines):
             return Strip.blank(width, self.rich_style)
@@ -509,6 +585,7 @@ class CompareScreen(RunScreen):
         Binding("o", "swap", "Swap sides"),  # s sorts elsewhere; o: the other side
         Binding("right_curly_bracket", "file(1)", "Next file", key_display="}"),
         Binding("left_curly_bracket", "file(-1)", "Previous file", key_display="{"),
+        Binding("B", "side_by_side", "Diff: side by side / unified"),  # B: both trials beside each other
         Binding("escape", "back", "Back"),
     ]
 
@@ -527,6 +604,8 @@ class CompareScreen(RunScreen):
         self.comparison: TrialComparison | None = None  # the diff shown, once computed
         self._cache: dict[tuple[str, str], TrialComparison] = {}  # the last two diffs (swap back is free)
         self._waiting = False  # a trial was not in the run when the diff was asked for
+        self.side_by_side = False  # the diff in two columns (B), else unified
+        self._side: tuple[TrialComparison, list[SideRow]] | None = None  # the rows of the comparison last split
 
     def compose(self) -> ComposeResult:
         yield Static("", id="compare-title")
@@ -612,6 +691,13 @@ class CompareScreen(RunScreen):
     def _show(self, comparison: TrialComparison) -> None:
         self.comparison = comparison
         view = self.query_one(DiffView)
+        if self.side_by_side:
+            if self._side is None or self._side[0] is not comparison:
+                self._side = (comparison, rows_from_unified(comparison.lines))
+            view.set_side(self._side[1])
+            self._diff_title(Text.assemble(("diff ", "dim"), (self.left, "bold"), (" | ", "dim"), (self.right, "bold"),
+                                           "  ", comparison.summary(), ("  side by side (B: unified)", "dim")))
+            return
         view.set_lines(comparison.lines, comparison.width)
         wide = comparison.width > (view.scrollable_content_region.width or self.app.size.width - 2)
         self._diff_title(Text.assemble(("diff ", "dim"), self.left, " → ", self.right, "  ", comparison.summary(),
@@ -627,6 +713,12 @@ class CompareScreen(RunScreen):
         self.left, self.right = self.right, self.left
         self.start_diff()
         self.refresh_view([])
+
+    def action_side_by_side(self) -> None:
+        """Unified diff <-> side by side (left trial | right trial); kept for the sides swapped (o)."""
+        self.side_by_side = not self.side_by_side
+        if self.comparison is not None:
+            self._show(self.comparison)
 
     def action_file(self, step: int) -> None:
         view = self.query_one(DiffView)

@@ -13,13 +13,15 @@ import gc
 import queue
 import threading
 import time
-from dataclasses import dataclass
+import weakref
+from dataclasses import astuple, dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
@@ -114,6 +116,30 @@ def blackboard_text(session: RunSession, limit: int = 60) -> Text:
     return text
 
 
+@dataclass
+class PaneLayout:
+    """Which of the dashboard's panes show (btop/k9s style): ``Z`` cycles the zoom (normal, the chart over the
+    whole body, the table alone), ``1`` ``2`` ``3`` hide or show the chart, the agents and the blackboard. One
+    per app session: it survives screen switches and opening another run, not a restart."""
+
+    zoom: str = "normal"  # one of ZOOMS
+    chart: bool = True
+    agents: bool = True
+    blackboard: bool = True
+
+
+ZOOMS = ["normal", "chart", "table"]
+_LAYOUTS: weakref.WeakKeyDictionary[App[Any], PaneLayout] = weakref.WeakKeyDictionary()
+
+
+def pane_layout(app: App[Any]) -> PaneLayout:
+    """The app session's pane layout (made on first use)."""
+    layout = _LAYOUTS.get(app)
+    if layout is None:
+        layout = _LAYOUTS[app] = PaneLayout()
+    return layout
+
+
 NARROW_BELOW = 76  # columns: a narrower dashboard leaves out the right-hand panes (the table keeps its numbers whole)
 
 
@@ -140,6 +166,10 @@ class DashboardScreen(RunScreen):
         Binding("f", "status_filter", "Status"),
         Binding("slash", "search", "Filter"),  # / is text search everywhere: here it filters the table
         Binding("c", "clear_filters", "Clear filters", show=False),
+        Binding("Z", "zoom", "Zoom: the chart over the body, the table alone, both", show=False),
+        Binding("1", "pane('chart')", "Chart pane on/off", show=False),
+        Binding("2", "pane('agents')", "Agents pane on/off", show=False),
+        Binding("3", "pane('blackboard')", "Blackboard pane on/off", show=False),
         # writes to the log: letters no screen uses for anything else, each asks first (docs/tui.md);
         # listed by `?`, not in the footer, which must keep `q` and `?` visible at 80 columns
         Binding("h", "stop_run", "Stop (halt) the run", show=False),
@@ -196,6 +226,7 @@ class DashboardScreen(RunScreen):
         self._last_redraw = 0.0
         self.unreadable: str | None = None  # why the run cannot be read (then the header says so, not "(loading)")
         self._proof = False  # a proof run: the table has a theorem column
+        self._layout_drawn: tuple[object, ...] = ()  # the PaneLayout this screen's classes show
 
     def compose(self) -> ComposeResult:
         yield Static(header_text(self.session, self.app.size.width - 2), id="run-header")
@@ -206,7 +237,7 @@ class DashboardScreen(RunScreen):
                             id="filter-input")
                 yield LineTable(TRIAL_COLUMNS, self._row, id="trials", select_label="Trial")
             with Vertical(id="dash-right"):
-                yield ScoreChart(id="chart", min_interval=2.0)
+                yield ScoreChart(id="chart")  # drawn with the table on every (coalesced) redraw
                 yield Static("", id="agents", classes="panel")
                 with VerticalScroll(id="blackboard", classes="panel"):
                     yield Static("", id="blackboard-text")
@@ -219,6 +250,7 @@ class DashboardScreen(RunScreen):
         self.query_one("#trials", LineTable).border_title = "trials"
         self.query_one("#trials", LineTable).focus()
         self._update_filter_bar()
+        self._apply_layout()
         self.set_interval(HEADER_TICK, self._tick)
         self.watch_run()  # the reader yields the GIL between 1 MiB chunks, so the UI paints meanwhile
 
@@ -355,8 +387,18 @@ class DashboardScreen(RunScreen):
 
     def refresh_view(self, events: list[RawEvent]) -> None:
         self._update_header()
-        self._update_rows()
-        self.query_one("#chart", ScoreChart).update_from(self.state, now=not events)
+        ids = self._update_rows()
+        self._update_filter_bar(len(ids))
+        touched: set[str] | None = None
+        if events:  # the trials these events changed (what the reader's tally follows too); [] means all
+            touched = set()
+            for event in events:
+                tid = getattr(event.data, "trial_id", None)
+                if tid is not None:
+                    touched.add(tid)
+                elif event.kind == "run.resumed":
+                    touched.update(event.data.interrupted_trials)
+        self._update_chart(ids, touched)
         agents, table = self.query_one("#agents", Static), agents_table(self.session)
         shown = agents.content
         # the panel is as tall as its rows: lay the screen out again only when an agent is added
@@ -410,30 +452,50 @@ class DashboardScreen(RunScreen):
             ids.reverse()
         return ids
 
-    def _update_rows(self) -> None:
+    @property
+    def filtered(self) -> bool:
+        return bool(self.agent_filter or self.status_filter or self.text_filter)
+
+    def _update_chart(self, ids: list[str], touched: set[str] | None = None) -> None:
+        """The chart shows what the table shows: with a filter, only its trials ("filtered: N of M")."""
+        chart = self.query_one("#chart", ScoreChart)
+        if self.filtered:
+            chart.update_from(self.state, only=set(ids), of=len(self.state.order))
+        else:
+            chart.update_from(self.state, touched=touched)
+
+    def _update_rows(self) -> list[str]:
         table = self.query_one("#trials", LineTable)
         if not self._proof and is_proof_run(self.state):  # known once its first trials are read
             self._proof = True
             table.set_columns(PROOF_COLUMNS)
         # new trials appear at the top (newest first) or the bottom; sorted by anything else, nowhere to follow
         table.live_end = ("top" if self.sort_reverse else "bottom") if self.sort_key == "order" else None
-        table.set_rows(self.visible_ids())
+        ids = self.visible_ids()
+        table.set_rows(ids)
+        return ids
 
     @on(LineTable.FollowChanged, "#trials")
     def _follow_changed(self, message: LineTable.FollowChanged) -> None:
         message.table.border_title = "trials · following" if message.following else "trials"
 
-    def _update_filter_bar(self) -> None:
+    def _update_filter_bar(self, shown: int | None = None) -> None:
+        """How many trials the table shows (``12 of 40`` with a filter, else ``all 40``), the sort, the filters."""
         arrow = "↓" if self.sort_reverse else "↑"
+        total = len(self.state.order)
+        count = f"{total if shown is None else shown} of {total}" if self.filtered else f"all {total}"
         bar = Text.assemble(
-            ("sort ", "dim"), f"{self.sort_key}{arrow}", ("  agent ", "dim"), self.agent_filter or "all",
-            ("  status ", "dim"), self.status_filter or "all", ("  text ", "dim"), repr(self.text_filter) if self.text_filter else "-",
+            (count, "bold" if self.filtered else ""), ("  sort ", "dim"), f"{self.sort_key}{arrow}",
+            ("  agent ", "dim"), self.agent_filter or "all", ("  status ", "dim"), self.status_filter or "all",
+            ("  text ", "dim"), repr(self.text_filter) if self.text_filter else "-",
+            no_wrap=True, overflow="ellipsis",
         )
-        self.query_one("#filter-bar", Static).update(bar)
+        self.query_one("#filter-bar", Static).update(bar, layout=False)  # one line, always (app.tcss)
 
     def _refilter(self) -> None:
-        self._update_filter_bar()
-        self._update_rows()
+        ids = self._update_rows()
+        self._update_filter_bar(len(ids))
+        self._update_chart(ids)
 
     # ------------------------------------------------------------------ actions
 
@@ -476,6 +538,37 @@ class DashboardScreen(RunScreen):
         key = self._highlighted()
         if key is not None:
             self.post_message(OpenCompare(self.session, key, "pick"))
+
+    # ------------------------------------------------------------------ layout (PaneLayout)
+
+    def _apply_layout(self) -> None:
+        """The screen's layout classes from the session's PaneLayout (app.tcss shows and hides the panes)."""
+        layout = pane_layout(self.app)
+        self.set_class(layout.zoom == "chart", "-zoom-chart")
+        self.set_class(layout.zoom == "table", "-table-only")
+        self.set_class(not layout.chart, "-hide-chart")
+        self.set_class(not layout.agents, "-hide-agents")
+        self.set_class(not layout.blackboard, "-hide-blackboard")
+        self.set_class(not (layout.chart or layout.agents or layout.blackboard), "-no-panes")
+        self._layout_drawn = (layout.zoom, layout.chart, layout.agents, layout.blackboard)
+
+    def action_zoom(self) -> None:
+        """The chart over the whole body, the table alone, both (a chart shown or resized is drawn again at its
+        new size: ScoreChart.on_resize)."""
+        layout = pane_layout(self.app)
+        layout.zoom = ZOOMS[(ZOOMS.index(layout.zoom) + 1) % len(ZOOMS)]
+        self._apply_layout()
+
+    def action_pane(self, pane: str) -> None:
+        layout = pane_layout(self.app)
+        setattr(layout, pane, not getattr(layout, pane))
+        layout.zoom = "normal"  # a pane toggled is seen toggled (not under a zoom)
+        self._apply_layout()
+
+    def on_screen_resume(self) -> None:
+        if self._layout_drawn != astuple(pane_layout(self.app)):  # changed on another dashboard meanwhile
+            self._apply_layout()
+        super().on_screen_resume()
 
     def action_log_scale(self) -> None:
         on = self.query_one("#chart", ScoreChart).toggle_log()

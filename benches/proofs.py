@@ -52,6 +52,7 @@ from oracle.proof_common import ProofChecker, TheoremTask, Verdict, theorem_view
 from rrma.contracts import EvalContext, Oracle, OracleError
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
+from rrma.proofs_summary import ALL, DIFFICULTY_COLUMNS, difficulty_rows
 from rrma.run.theorems import Theorem, TheoremPolicy
 from rrma.task import MAX_SECONDS, TaskConfig, task_from_dict
 from rrma.text import SafeConsole, without_controls
@@ -431,20 +432,10 @@ def print_summary(bench_name: str, done: BenchRun) -> None:
     total = int(data.get("total", 0))
     solved = int(data.get("solved", 0))
     table = Table(title=f"bench {bench_name}: {solved}/{total} solved")
-    for col in ("difficulty", "solved", "total", "rate", "attempts/solved", "s/solved"):
+    for col in DIFFICULTY_COLUMNS:
         table.add_column(col, justify="right" if col != "difficulty" else "left")
-    order = ["easy", "medium", "hard", "unknown"]
-    by_difficulty = dict(data.get("by_difficulty") or {})
-    rows = sorted(by_difficulty.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 9)
-    total_attempts = sum(row["attempts"] for row in by_difficulty.values())
-    total_seconds = sum(row["seconds"] for row in by_difficulty.values())
-    for level, row in rows:
-        n = row["solved"]
-        table.add_row(level, str(n), str(row["total"]), f"{n / row['total']:.0%}",
-                      f"{row['attempts'] / n:.1f}" if n else "-", f"{row['seconds'] / n:.2f}" if n else "-")
-    table.add_row("all", str(solved), str(total), f"{solved / max(1, total):.0%}",
-                  f"{total_attempts / solved:.1f}" if solved else "-",
-                  f"{total_seconds / solved:.2f}" if solved else "-", style="bold")
+    for row in difficulty_rows(data):  # one per difficulty, then all (rrma/proofs_summary.py: the TUI's too)
+        table.add_row(*row.cells(), style="bold" if row.difficulty == ALL else None)
     console.print(table)
     # greppable `key: value` lines, printed plainly (never wrapped)
     print(f"solved: {solved}/{total}")

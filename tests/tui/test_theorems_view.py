@@ -186,7 +186,14 @@ async def test_rows_chart_difficulty_and_enter(tmp_path: Path, capfd: pytest.Cap
         assert all(b >= a for a, b in itertools.pairwise(ys))  # cumulative: never down
         await pilot.press("W")
         xs_w, ys_w = chart.series
-        assert xs_w[0] == 0 and ys_w[-1] == len(first_ok) and chart.title_text.startswith("solved by time")
+        assert xs_w[0] == 0 and ys_w[-1] == len(first_ok) and chart.title_text.startswith("solved by time (s)")
+        events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+        finished = {e["data"]["trial_id"]: datetime.fromisoformat(e["ts"]) for e in events
+                    if e["kind"] == "trial.finished"}
+        start = datetime.fromisoformat(events[0]["ts"])  # run.started
+        for count, tid in enumerate(sorted(first_ok.values(), key=numbers.__getitem__), start=1):
+            x = (finished[tid] - start).total_seconds()  # seconds from run.started to the proof's trial.finished
+            assert [y for xx, y in zip(xs_w, ys_w, strict=True) if xx == x] == [count - 1, count], (x, xs_w, ys_w)
 
         # the difficulty table: the shared function's rows, and what the bench prints for the same figures
         figures = proof_figures(RunState.fold(RunStore(run_dir).scan().events), fixed_clock().timestamp())

@@ -242,6 +242,8 @@ async def test_zoom_and_pane_toggles_at_80_and_160_columns_survive_screen_switch
             assert dash.query_one("#trials").region.width == width
             await press("Z")  # back
             assert panes() == {"trials": True, "chart": True, "agents": True, "blackboard": True}
+            if width > 80:
+                break  # the toggles one by one: once
             await press("1")
             assert panes() == {"trials": True, "chart": False, "agents": True, "blackboard": True}
             await press("3")

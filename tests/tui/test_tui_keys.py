@@ -13,12 +13,15 @@ from pathlib import Path
 import pytest
 
 from tui.app import RRMAApp
+from tui.screens.analysis import AnalysisScreen
 from tui.screens.compare import CompareScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.lineage import LineageScreen, LineageTree
 from tui.screens.proof_tree import ProofTreeScreen
 from tui.screens.review import ReviewScreen
+from tui.screens.run_compare import RunCompareScreen
 from tui.screens.runs import RunsScreen
+from tui.screens.theorems import TheoremsScreen
 from tui.screens.timeline import TimelineScreen
 from tui.screens.trace import TraceScreen
 from tui.screens.trial import TrialScreen
@@ -28,10 +31,15 @@ SCREENS: dict[str, list[type]] = {  # docs/tui.md section -> the classes whose B
     "Runs list": [RunsScreen], "Dashboard": [DashboardScreen], "Trial": [TrialScreen], "Trace": [TraceScreen],
     "Review queue": [ReviewScreen], "Lineage": [LineageScreen, LineageTree], "Compare": [CompareScreen],
     "Proof-search tree": [ProofTreeScreen], "Timeline": [TimelineScreen],
+    "Analysis": [AnalysisScreen],
+    "Run compare": [RunCompareScreen],
+    "Theorems": [TheoremsScreen],
 }
 DISPLAY = {"escape": "Esc", "enter": "Enter", "slash": "/", "question_mark": "?", "exclamation_mark": "!",
            "left_square_bracket": "[", "right_square_bracket": "]", "left_curly_bracket": "{",
-           "right_curly_bracket": "}", "down": "↓", "up": "↑"}
+           "right_curly_bracket": "}", "down": "↓", "up": "↑",
+           "left": "←", "right": "→", "home": "Home", "end": "End",
+           "equals_sign": "="}
 LOG_WRITES = {"decide", "stop_run", "pause_run", "post", "steer", "resume_run",
               "dismiss_finding"}  # actions that append to the log
 

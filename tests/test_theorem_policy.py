@@ -149,6 +149,37 @@ def test_seconds_are_read_from_the_log_across_a_kill_and_a_resume() -> None:
     assert fresh.status(log.state, "a").seconds == pytest.approx(20.5)  # frozen at its done mark
 
 
+def test_a_pause_does_not_count_against_the_theorems_seconds() -> None:
+    """A person's pause holds every proposal: before, its time counted as the current theorem's, and a long
+    pause gave the theorem up (`done (seconds)`) on the first turn after continue."""
+    log = Log()
+    log.start()
+    policy = _policy(log, theorem_seconds=20.0)
+    turn = _take(policy, log, "p1")  # `a` started at 0 s
+    log.now = 5.0
+    log.trial("t1", "a", "p1", reason="no")
+    policy.end_turn(turn)
+    log.emit("run.control", "human:carol", {"action": "pause", "by": "human:carol"})
+    log.now = 65.0  # paused for a minute: three times the theorem's seconds
+    assert policy.status(log.state, "a").seconds == pytest.approx(5.0)  # a pause in force: not counted
+    log.emit("run.control", "human:carol", {"action": "continue", "by": "human:carol"})
+    log.now = 70.0
+    assert policy.status(log.state, "a").seconds == pytest.approx(10.0)
+    turn = _take(policy, log, "p2")
+    assert turn.theorem.name == "a"  # still current: 10 of its 20 s used
+    # a pause that a dead driver left in force ends where the next driver starts (it starts unpaused)
+    policy.end_turn(turn)
+    log.emit("run.control", "human:carol", {"action": "pause", "by": "human:carol"})
+    log.now = 100.0
+    log.start(resumed=True)
+    fresh = _policy(log, theorem_seconds=20.0)
+    turn = _take(fresh, log, "p1")  # `a` started again at 100 s
+    log.now = 104.0
+    # the dead session's span ends at its last trial (5 s), and the new one has run 4 s: the old pause, which
+    # the new driver's start ended, takes nothing from them
+    assert fresh.status(log.state, "a").seconds == pytest.approx(5.0 + 4.0)
+
+
 def test_zero_seconds_leaves_no_attempt() -> None:
     log = Log()
     log.start()

@@ -17,8 +17,9 @@ Invariants:
   "out of ideas" from the harness's theorem marks (``note`` events with a ``theorem`` field,
   ``RunState.theorem_marks``): ``started`` when a theorem becomes current in a driver's session,
   ``done`` when it is done, ``out_of_ideas`` when an agent proposes nothing for it. A theorem's
-  seconds are the spans from each ``started`` to its ``done``; a span a killed or stopped session
-  left open ends at the last trial event of that theorem in it.
+  seconds are the spans from each ``started`` to its ``done``, less the time the run was paused
+  (``run.control``: a pause holds every proposal); a span a killed or stopped session left open ends
+  at the last trial event of that theorem in it.
 * Agents take turns (round robin from the first agent on each theorem, one proposal in flight): each
   proposal sees the outcome of the one before, as the bench's own loop did. With ``loop.red_team`` a ``red-team`` pseudo-agent
   first submits one known cheat per theorem (the cheats in turn); its trial is not an attempt.
@@ -121,6 +122,28 @@ def _epoch(ts: str) -> float:
     return datetime.fromisoformat(ts).timestamp() if ts else 0.0
 
 
+def pause_intervals(state: RunState, now: float) -> list[tuple[float, float]]:
+    """(from, to) epoch seconds of each pause of the run (``run.control`` pause to continue). A pause still in
+    force runs to ``now``; one a later driver's start ended (a driver starts unpaused) runs to that start."""
+    out: list[tuple[float, float]] = []
+    opened: dict[str, Any] | None = None
+    for order in state.controls:
+        if order["action"] == "pause" and opened is None:
+            opened = order
+        elif order["action"] == "continue" and opened is not None:
+            out.append((_epoch(opened["ts"]), _epoch(order["ts"])))
+            opened = None
+    if opened is not None:
+        ended = state.driver_ts and state.driver_seq > opened["seq"]
+        out.append((_epoch(opened["ts"]), _epoch(state.driver_ts) if ended else now))
+    return out
+
+
+def overlap(a: float, b: float, intervals: Sequence[tuple[float, float]]) -> float:
+    """Seconds of [a, b] that fall in ``intervals`` (disjoint)."""
+    return sum(max(0.0, min(b, hi) - max(a, lo)) for lo, hi in intervals)
+
+
 def red_team_proposal(theorem: Theorem, cheat: RedTeamCheat) -> Proposal:
     """The red team's trial of ``theorem``: the cheat, and (in ``meta``) what its rejection must say."""
     return Proposal(hypothesis=f"red team: a known cheat ({cheat.reason})", proof=cheat.proof, theorem=theorem.name,
@@ -210,7 +233,7 @@ class TheoremPolicy:
             if st.solved_by is None and rec.status == Status.ok.value:
                 st.solved_by = rec.trial_id
         st.attempts = len(agent_trials)
-        spans = 0.0
+        spans: list[tuple[float, float]] = []  # (from, to) epoch seconds the theorem was current
         start: dict[str, Any] | None = None
         done_reason: str | None = None
         for mark in self._marks.get(name, []):
@@ -218,22 +241,24 @@ class TheoremPolicy:
                 st.out.add(str(mark["agent"]))
             elif mark["mark"] == "started":
                 if start is not None:  # a session that ended without a `done`: its span ends at its last trial event
-                    spans += self._span_end(agent_trials, start, mark["seq"]) - _epoch(start["ts"])
+                    spans.append((_epoch(start["ts"]), self._span_end(agent_trials, start, mark["seq"])))
                 start = mark
                 st.started_seq = mark["seq"]
             elif mark["mark"] == "done":
                 if start is not None:
-                    spans += _epoch(mark["ts"]) - _epoch(start["ts"])
+                    spans.append((_epoch(start["ts"]), _epoch(mark["ts"])))
                 start = None
                 st.marked_done = True
                 done_reason = done_reason or str(mark.get("reason") or "done")
         if start is not None:
             st.open_span = True
             if start["seq"] > state.driver_seq and state.finish_reason is None:  # begun by this live driver: it runs now
-                spans += max(0.0, now - _epoch(start["ts"]))
+                spans.append((_epoch(start["ts"]), max(now, _epoch(start["ts"]))))
             else:
-                spans += self._span_end(agent_trials, start, None) - _epoch(start["ts"])
-        st.seconds = max(0.0, spans)
+                spans.append((_epoch(start["ts"]), self._span_end(agent_trials, start, None)))
+        # a pause holds every proposal (run.control): its time is not the theorem's
+        pauses = pause_intervals(state, now) if state.controls else []
+        st.seconds = max(0.0, sum(b - a - overlap(a, b, pauses) for a, b in spans))
         if done_reason is not None:
             st.done = done_reason
         elif st.solved_by is not None:

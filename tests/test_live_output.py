@@ -20,16 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_loop import ScriptedAgent
 
 from rrma.contain import sandbox
 from rrma.contain.live import LiveWriter, read_live_output
 from rrma.contain.spawn import ProcessResult, spawn
-from rrma.contracts import Agent, Context
 from rrma.exec.local import TrialJob, evaluate_job
 from rrma.log.store import RunStore, live_output_path
 from rrma.plugins import make_task_oracle
 from rrma.run.loop import start_run
-from rrma.task import AgentConfig, load_task, task_from_dict
+from rrma.task import load_task
 from rrma.trial import Budget, FileEdit, Proposal, Status
 from rrma.workspace import read_tree
 
@@ -215,17 +215,6 @@ def test_the_executor_removes_a_leftover_or_a_planted_link_and_then_the_file(tmp
     assert "loss: " in outcome.log  # the record
     assert not live.exists() and not live.is_symlink()
     assert target.read_text() == "precious\n"
-
-
-class ScriptedAgent(Agent):
-    backend = "scripted"
-
-    def __init__(self, proposals: list[Proposal]) -> None:
-        super().__init__(AgentConfig(name="scripted", backend="scripted"), task_from_dict({"name": "x"}))
-        self.queue = list(proposals)
-
-    def propose(self, ctx: Context) -> Proposal | None:
-        return self.queue.pop(0) if self.queue else None
 
 
 # the trial's program: prints, waits; tries its own live file (it knows where the run is), waits; prints again.

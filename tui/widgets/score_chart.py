@@ -88,6 +88,12 @@ def chart_series(state: RunState, max_points: int = 400, only: Collection[str] |
         if rec.trial_id in promoted and rec.score is not None and (best is None or state.better(rec.score, best) > 0):
             steps.append((n, rec.score))
             best = rec.score
+    return _finish(xs, ys, steps, last, max_points)
+
+
+def _finish(xs: list[float], ys: list[float], steps: list[tuple[float, float]], last: int,
+            max_points: int) -> Series:
+    """The points and the best-so-far line's corners, each thinned to what the chart can show."""
     if len(xs) > max_points:
         xs, ys = _reduce(xs, ys, max_points // 2)
     if len(steps) > max_points // 2:
@@ -113,12 +119,7 @@ def _filtered_series(state: RunState, max_points: int, only: Collection[str]) ->
             if best is None or state.better(rec.score, best) > 0:
                 steps.append((n, rec.score))
                 best = rec.score
-    if len(xs) > max_points:
-        xs, ys = _reduce(xs, ys, max_points // 2)
-    if len(steps) > max_points // 2:
-        steps = _reduce_steps(steps, max(2, max_points // 2 - 1))
-    bx, by = _step_corners(steps, last)
-    return xs, ys, bx, by
+    return _finish(xs, ys, steps, last, max_points)
 
 
 class LiveSeries:

@@ -65,6 +65,7 @@ from tui.screens.runs import RunsScreen
 from tui.screens.trace import TraceScreen
 from tui.screens.trial import TrialScreen
 from tui.terminal import ControlCharFilter
+from tui.widgets.trial_text import is_proof_run
 
 if TYPE_CHECKING:
     from tui.driver import DriverProcess
@@ -549,6 +550,11 @@ class RRMAApp(App[int]):
             yield SystemCommand("Timeline", "orders, reviews, promotions, findings, with a verify badge (E)",
                                 lambda: self._on(dash, dash.action_timeline))
             yield SystemCommand("Chart log scale", "toggle the score chart's log scale (L)", dash.action_log_scale)
+            yield SystemCommand("Analysis", "any metric against trial order, wall time or a parameter (A)",
+                                lambda: self._on(dash, dash.action_analysis))
+            if is_proof_run(dash.state):
+                yield SystemCommand("Theorems", "solved per theorem, solved over time, difficulty table (O)",
+                                    lambda: self._on(dash, dash.action_theorems))
             if dash.state.train_steps:
                 yield SystemCommand("Training", "reward, entropy, KL and loss by step, checkpoints (T)",
                                     lambda: self._on(dash, dash.action_training))

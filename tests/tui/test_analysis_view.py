@@ -332,6 +332,15 @@ async def test_analysis_keeps_to_the_dashboards_filter(tmp_path: Path) -> None:
             await pilot.press("f")
         screen = await open_analysis(pilot)
         assert screen.trial_ids == ["t0004"] and "status crash, 1 of 9 trials" in text_of(screen, "#an-title")
+        # the command palette opens the same view, with the same filter; no "Theorems" in a run with no theorem
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is dashboard)
+        commands = {c.title: c for c in app.get_system_commands(dashboard)}
+        assert "Theorems" not in commands
+        commands["Analysis"].callback()
+        await wait_until(pilot, lambda: isinstance(app.screen, AnalysisScreen))
+        screen = app.screen
+        assert isinstance(screen, AnalysisScreen) and screen.trial_ids == ["t0004"]
         assert points(screen) == {}
         assert "no finished trial has a finite score" in text_of(screen, "#an-point")
         await pilot.press("M", "M")

@@ -267,6 +267,12 @@ async def test_80x24_nothing_cut(tmp_path: Path) -> None:
             [line] = [ln for ln in lines if re.search(rf"│{level}\s+\d", ln)]
             assert "…" not in line.split("│")[-2], line
         assert "q Quit" in lines[-1] and "? Help" in lines[-1]
+        # the command palette offers the view on a proof run's dashboard, and opens it
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, TheoremsScreen))
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        commands["Theorems"].callback()
+        await wait_until(pilot, lambda: isinstance(app.screen, TheoremsScreen))
 
 
 def test_snapshot_theorems_80x24(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

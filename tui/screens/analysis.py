@@ -54,10 +54,10 @@ from tui.screens.base import RunScreen, RunSession
 from tui.terminal import without_controls
 from tui.widgets.footer import KeysFooter
 from tui.widgets.metric_chart import ChartData, MetricChart
+from tui.widgets.score_chart import time_unit
 from tui.widgets.trial_text import Part, fit_line, fmt_score
 
 FIXED_METRICS = ["score", "seconds"]
-TIME_UNITS = [(120.0, "s", 1.0), (7200.0, "m", 60.0), (math.inf, "h", 3600.0)]  # span below -> unit, seconds per unit
 
 
 def _number(value: Any) -> float | None:
@@ -308,7 +308,7 @@ class AnalysisScreen(RunScreen):
         data.ys = [r[3] for r in rows]
         if self.x_axis == "time":
             span = max(data.xs, default=0.0)
-            _, unit, per = next(u for u in TIME_UNITS if span < u[0])
+            per, unit = time_unit(span)
             data.xs = [x / per for x in data.xs]
             data.x_unit, data.x_kind = unit, "number"
             x_title = "wall time"

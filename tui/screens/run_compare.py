@@ -43,8 +43,9 @@ from tui.messages import OpenRun
 from tui.screens.base import WorkerScreen, failure_line
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
+from tui.widgets.metric_chart import linear_ticks
 from tui.widgets.run_header import fmt_usd, max_trials
-from tui.widgets.score_chart import chart_series, integer_ticks
+from tui.widgets.score_chart import chart_series, integer_ticks, step_corners, time_unit
 from tui.widgets.trial_text import SIGMA_LEGEND, STATUS_GLYPH, Part, fit_line, fmt_score, fmt_sigma
 
 SIDES = ("A", "B")
@@ -103,25 +104,6 @@ def run_status(state: RunState, run_dir: Path) -> str:
     return state.status
 
 
-def _corners(steps: list[tuple[float, float]], last: float) -> Series:
-    """Corners of the step line through ``steps`` (x, level), carried on to x = ``last``."""
-    xs: list[float] = []
-    ys: list[float] = []
-
-    def add(x: float, y: float) -> None:
-        if not xs or xs[-1] != x or ys[-1] != y:
-            xs.append(x)
-            ys.append(y)
-
-    for i, (x, level) in enumerate(steps):
-        if i:
-            add(x, steps[i - 1][1])
-        add(x, level)
-    if steps:
-        add(max(last, steps[-1][0]), steps[-1][1])
-    return xs, ys
-
-
 def time_series(state: RunState) -> Series:
     """The best-so-far step line against wall time: x = seconds from ``run.started`` to when each promoted trial
     finished (a confirmed one: its last repeat), starting at the baseline (the promoted baseline's score, else the
@@ -166,7 +148,7 @@ def time_series(state: RunState) -> Series:
             steps.append((when, score))
             best = score
     end = seconds(state.finished_ts or state.last_ts) or 0.0
-    return _corners(steps, end)
+    return step_corners(steps, end)
 
 
 def facts_of(model: RunModel, run_dir: Path, now: datetime) -> RunFacts:
@@ -290,29 +272,8 @@ def summary_table(a: RunFacts, b: RunFacts) -> Table:
     return table
 
 
-def nice_ticks(lo: float, hi: float, count: int) -> list[float]:
-    """About ``count`` round values (1, 2 or 5 x 10^k apart) in [lo, hi]; the ends when fewer fall in it."""
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
-        return [lo]
-    raw = (hi - lo) / max(1, count - 1)
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1.0, 2.0, 5.0, 10.0) if m * magnitude >= raw * (1 - 1e-9))
-    first, last = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9)
-    ticks = [float(f"{k * step:.12g}") for k in range(first, last + 1)]
-    return ticks if len(ticks) >= 2 else [lo, hi]
-
-
 def tick_text(value: float) -> str:
     return fmt_score(value).replace("e+", "e").replace("e-0", "e-")
-
-
-def time_unit(span: float) -> tuple[float, str]:
-    """(seconds per unit, unit) that puts at least two whole units in ``span`` seconds where it can."""
-    if span >= 2 * 3600:
-        return 3600.0, "h"
-    if span >= 120:
-        return 60.0, "m"
-    return 1.0, "s"
 
 
 class RunCompareScreen(WorkerScreen):
@@ -509,7 +470,7 @@ class RunCompareScreen(WorkerScreen):
         if ys_all:
             lo, hi = min(ys_all), max(ys_all)
             if hi > lo:
-                yticks = nice_ticks(lo, hi, max(2, min(6, plot.size.height // 2)))
+                yticks = linear_ticks(lo, hi, max(2, min(6, plot.size.height // 2)))
                 plt.yticks(yticks, [tick_text(t) for t in yticks])
                 pad = (hi - lo) * 0.05
                 plt.ylim(lo - pad, hi + pad)

@@ -98,7 +98,7 @@ def _finish(xs: list[float], ys: list[float], steps: list[tuple[float, float]], 
         xs, ys = _reduce(xs, ys, max_points // 2)
     if len(steps) > max_points // 2:
         steps = _reduce_steps(steps, max(2, max_points // 2 - 1))
-    bx, by = _step_corners(steps, last)
+    bx, by = step_corners(steps, last)
     return xs, ys, bx, by
 
 
@@ -177,7 +177,7 @@ class LiveSeries:
                 best = score
         if len(steps) > self.max_points // 2:
             steps = _reduce_steps(steps, max(2, self.max_points // 2 - 1))
-        bx, by = _step_corners(steps, self._n)
+        bx, by = step_corners(steps, self._n)
         return xs, ys, bx, by
 
     def _place(self, state: RunState, tid: str) -> None:
@@ -219,11 +219,21 @@ def solved_series(state: RunState) -> tuple[list[float], list[float], int]:
                 steps.append((n, len(solved)))
     if len(steps) > 400:
         steps = _reduce_steps(steps, 199)
-    bx, by = _step_corners(steps, last)
+    bx, by = step_corners(steps, last)
     return bx, by, len(attempted)
 
 
-def _step_corners(steps: list[tuple[float, float]], last: float) -> tuple[list[float], list[float]]:
+def time_unit(span: float) -> tuple[float, str]:
+    """(seconds per unit, unit) of a wall-time axis ``span`` seconds long: s below two minutes, m below two
+    hours, else h (at least two whole units where it can)."""
+    if span >= 2 * 3600:
+        return 3600.0, "h"
+    if span >= 120:
+        return 60.0, "m"
+    return 1.0, "s"
+
+
+def step_corners(steps: list[tuple[float, float]], last: float) -> tuple[list[float], list[float]]:
     """Corners of the step line through ``steps`` (x, level), carried on to x = ``last``."""
     bx: list[float] = []
     by: list[float] = []

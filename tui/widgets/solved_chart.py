@@ -18,9 +18,7 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from rrma.proofs_summary import SolvedPoint
-from tui.widgets.score_chart import integer_ticks, rich_color, theme_palette
-
-TIME_UNITS = [(120.0, "s", 1.0), (7200.0, "m", 60.0), (math.inf, "h", 3600.0)]  # span below -> unit, seconds each
+from tui.widgets.score_chart import integer_ticks, rich_color, theme_palette, time_unit
 
 
 def step_line(points: list[tuple[float, int]], start: float, end: float) -> tuple[list[float], list[float]]:
@@ -93,7 +91,7 @@ class SolvedChart(Vertical):
         solved = len(self.points)
         if self.wall_time:
             span = max(self.elapsed, *(p.seconds for p in self.points)) if self.points else self.elapsed
-            unit, per = next((u, s) for limit, u, s in TIME_UNITS if span < limit)
+            per, unit = time_unit(span)
             self.unit = unit
             curve = [(x / per, n) for x, n in self.curve()]
             xs, ys = step_line(curve, 0.0, span / per) if self.trials else ([], [])

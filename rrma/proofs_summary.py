@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+from rrma.log.reader import parse_ts
 from rrma.log.state import RunState, TrialRecord
 from rrma.run.theorems import RED_TEAM_AGENT, Theorem, TheoremPolicy
 from rrma.task import LoopConfig
@@ -118,18 +118,9 @@ class SolvedPoint:
     theorem: str
 
 
-def _epoch(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    try:
-        return datetime.fromisoformat(ts).timestamp()
-    except ValueError:
-        return None
-
-
 def _seconds_since_start(state: RunState, ts: str | None) -> float | None:
-    start, end = _epoch(state.started_ts), _epoch(ts)
-    return None if start is None or end is None else max(0.0, end - start)
+    start, end = parse_ts(state.started_ts), parse_ts(ts or "")
+    return None if start is None or end is None else max(0.0, (end - start).total_seconds())
 
 
 def run_theorems(state: RunState) -> list[Theorem]:

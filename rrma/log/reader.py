@@ -459,6 +459,15 @@ class TurnIndex:
     restored: bool = False  # ``refs`` start with the turns a checkpoint held (before ``RunModel.unindexed``)
 
 
+def trials_touched(event: RawEvent) -> Iterable[str]:
+    """The trials an event changes as the fold sees them: the one it names, and those a ``run.resumed``
+    interrupted (what a view redraws, and what the header's tally recounts)."""
+    tid = getattr(event.data, "trial_id", None)
+    if tid is not None:
+        return (tid,)
+    return event.data.interrupted_trials if event.kind == "run.resumed" else ()
+
+
 class RunModel:
     """A run's folded state plus the index of its trace; owned by one thread at a time."""
 
@@ -500,11 +509,7 @@ class RunModel:
             state.apply(item)
             folded.append(item)
             if self._tally is not None:
-                tid = getattr(item.data, "trial_id", None)
-                if tid is not None:
-                    self._touched.add(tid)
-                if item.kind == "run.resumed":
-                    self._touched.update(item.data.interrupted_trials)
+                self._touched.update(trials_touched(item))
             self._last_event_offset = item.offset
             if item.kind in ("agent.turn", "trial.proposed"):
                 agent = str(item.data.agent)

@@ -36,7 +36,7 @@ from rrma.log.control import (
     send_control,
     send_steer,
 )
-from rrma.log.reader import RawEvent, RunModel, Torn, TurnIndex
+from rrma.log.reader import RawEvent, RunModel, Torn, TurnIndex, trials_touched
 from rrma.log.store import EVENTS, RunUnreadable, check_first_event, check_readable
 from tui.dialogs import ExportScreen, OrderInput, OrderScreen, TrialPickScreen
 from tui.messages import (
@@ -390,14 +390,8 @@ class DashboardScreen(RunScreen):
         ids = self._update_rows()
         self._update_filter_bar(len(ids))
         touched: set[str] | None = None
-        if events:  # the trials these events changed (what the reader's tally follows too); [] means all
-            touched = set()
-            for event in events:
-                tid = getattr(event.data, "trial_id", None)
-                if tid is not None:
-                    touched.add(tid)
-                elif event.kind == "run.resumed":
-                    touched.update(event.data.interrupted_trials)
+        if events:  # the trials these events changed; [] means all
+            touched = {tid for event in events for tid in trials_touched(event)}
         self._update_chart(ids, touched)
         agents, table = self.query_one("#agents", Static), agents_table(self.session)
         shown = agents.content
@@ -608,11 +602,10 @@ class DashboardScreen(RunScreen):
         self.post_message(OpenTimeline(self.session))
 
     def action_analysis(self) -> None:
-        filtered = bool(self.agent_filter or self.status_filter or self.text_filter)
         label = ", ".join(part for part in (f"agent {self.agent_filter}" if self.agent_filter else "",
                                             f"status {self.status_filter}" if self.status_filter else "",
                                             f"text {self.text_filter!r}" if self.text_filter else "") if part)
-        self.post_message(OpenAnalysis(self.session, self.visible_ids() if filtered else None, label))
+        self.post_message(OpenAnalysis(self.session, self.visible_ids() if self.filtered else None, label))
 
     def action_theorems(self) -> None:
         if not is_proof_run(self.state):

@@ -568,6 +568,12 @@ def _same(claimed: Any, computed: float | None) -> bool:
     return math.isclose(float(claimed), computed, rel_tol=1e-9, abs_tol=1e-12)
 
 
+def _claims(claimed: Any, computed: float | None) -> bool:
+    """An optional figure of an event: absent (None: it claims nothing, as older writers left some out) or the
+    fold's (:func:`_same`)."""
+    return claimed is None or _same(claimed, computed)
+
+
 def _g(value: float | None) -> str:
     return "none" if value is None else f"{value:.6g}"
 
@@ -578,10 +584,11 @@ def refused_promotion(state: RunState, ev: Any) -> str | None:
 
     A promotion counts only as rrma writes one (rrma/run/promotion.py, the one writer): by the harness or
     by a person (``human:<name>``); of a trial with a counted, scored ``trial.finished``; at the score the
-    counted events give it (the baseline's measured mean for the baseline, the mean of its confirmation
-    repeats for a confirmed trial, else its own score); a trial that awaits a person's review only by a
+    counted events give it (the mean of its confirmation repeats for a trial that was to be confirmed, else
+    its own score, or for a baseline repeat the baseline's measured mean); a trial that awaits a person's review only by a
     person whose approval of it is in force; and against the best as the fold has it then: it names that
-    best and its score, beats it, and its ``delta`` and ``delta_sigma`` are the fold's. So a promotion an
+    best, beats it, and the figures it gives (the best's score, ``delta``, ``delta_sigma``; each may be
+    left out) are the fold's. So a promotion an
     agent (or anything else) appends can neither make a trial the best at a score the oracle did not give
     nor promote past the review gate. The noise floor is the loop's judgement (rrma/run/promotion.py
     ``decide``) and is not re-done here.
@@ -602,9 +609,9 @@ def _promotion_fault(state: RunState, ev: Any) -> str | None:
     if rec.status != Status.ok.value or rec.score is None:
         return f"promotes {tid}, which did not score (its outcome is {rec.status})"
     score = d.score
-    if rec.baseline:
+    if rec.baseline and score != rec.score:  # the harness promotes the baseline at its measured mean
         allowed, what = ((state.baseline_mean, "the baseline's measured mean") if tid in state.baseline_ids
-                         else (None, "not measured"))
+                         else (rec.score, "its counted score (and the baseline is not measured)"))
     elif rec.confirmation is not None or rec.metrics.get("awaiting_confirmation"):
         allowed, what = rec.confirmed_score, "the mean of its confirmation repeats"
         if allowed is None:
@@ -628,14 +635,14 @@ def _promotion_fault(state: RunState, ev: Any) -> str | None:
         return f"promotes {tid} as approved by {approved_by!r}, but no person wrote it"
     best_score = state.best_history[-1][1] if state.best_history else None
     delta = state.better(score, best_score) if best_score is not None else None
-    if d.previous_best != state.best_id or not _same(d.previous_score, best_score):
+    if d.previous_best != state.best_id or not _claims(d.previous_score, best_score):
         return (f"promotes {tid} over {d.previous_best} at {_g(d.previous_score)}, but the best then was "
                 f"{state.best_id} at {_g(best_score)}")
     if delta is not None and not delta > 0:
         return f"promotes {tid} at {_g(score)}, which does not beat the best {state.best_id} ({_g(best_score)})"
     sigmas = delta / state.sigma if delta is not None and state.sigma else None
     claimed_delta, claimed_sigmas = getattr(d, "delta", None), getattr(d, "delta_sigma", None)
-    if not _same(claimed_delta, delta) or not _same(claimed_sigmas, sigmas):
+    if not _claims(claimed_delta, delta) or not _claims(claimed_sigmas, sigmas):
         return (f"promotes {tid} claiming delta {_g(claimed_delta)} ({_g(claimed_sigmas)}σ), but against the "
                 f"best then it is {_g(delta)} ({_g(sigmas)}σ)")
     return None
@@ -645,9 +652,10 @@ def refused_baseline(state: RunState, ev: Any) -> str | None:
     """Why the fold does not count this ``baseline.measured`` (verify reports it); None: it counts.
 
     The baseline is measured once, by the harness, from counted scored baseline repeats: its ``scores`` are
-    their counted scores, its ``mean`` and ``sigma`` their mean and sample standard deviation (0 for one). The
-    mean is the score the baseline is promoted at and the sigma Δσ's unit, so neither may be claimed freely.
-    (Its ``floor`` follows from the task's noise settings and is the loop's.)
+    their counted scores, its ``mean`` and ``sigma`` their mean and sample standard deviation. The mean is the
+    score the baseline is promoted at and the sigma Δσ's unit, so neither may be claimed freely. (One repeat
+    estimates no σ: rrma writes 0 and the fold does not check it. The ``floor`` follows from the task's noise
+    settings and is the loop's.)
     """
     d = ev.data
     if ev.actor != "harness":
@@ -664,7 +672,7 @@ def refused_baseline(state: RunState, ev: Any) -> str | None:
         if not _same(claimed, rec.score):
             return f"the baseline measurement gives {tid} {_g(claimed)}, but its counted score is {_g(rec.score)}"
     mean = statistics.fmean(scores)
-    sigma = statistics.stdev(scores) if len(scores) > 1 else 0.0
+    sigma = statistics.stdev(scores) if len(scores) > 1 else d.sigma  # one repeat estimates no σ: not checked
     if not _same(d.mean, mean) or not _same(d.sigma, sigma):
         return (f"the baseline measurement claims mean {_g(d.mean)} ± {_g(d.sigma)}, but its repeats' scores give "
                 f"{_g(mean)} ± {_g(sigma)}")

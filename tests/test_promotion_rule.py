@@ -392,6 +392,51 @@ def test_a_finished_runs_approval_does_not_promote_while_the_run_is_driven(tmp_p
     assert fold(store).best_id == "t0002"
 
 
+def test_an_approval_from_a_stale_view_promotes_against_the_best_as_it_is_now(tmp_path: Path) -> None:
+    """bob's TUI read the run before alice's approval promoted t0002; his approval of a better trial then
+    promotes it over t0002 (the fold brought up to date under the driver lock), not over the stale base-0
+    (which the fold would refuse)."""
+    store = forgery_run(tmp_path)
+    blob = store.put_json_blob({"hypothesis": "y"})
+    store.append("trial.proposed", "agent:a", {"trial_id": "t0008", "parent": "base-0", "agent": "a",
+                                               "proposal_blob": blob})
+    store.append("trial.finished", "oracle", {"trial_id": "t0008", "status": "ok", "score": 0.95,
+                                              "metrics": {"awaiting_review": True}})
+    bobs = read_state(store.dir, turns=False)
+    review_trial(store, "t0002", "approve", "alice")
+    review_trial(store, "t0008", "approve", "bob", state=bobs)
+    state = fold(store)
+    assert state.best_history[-2:] == [("t0002", 0.8), ("t0008", 0.95)] and not state.refused
+    assert store.scan().events[-1].data.previous_best == "t0002"
+
+
+def test_the_progress_lines_hear_only_counted_events(tmp_path: Path) -> None:
+    """The loop's on_event hook (the headless "new best" lines) is not called for a forged promotion."""
+    from rrma.run.ledger import RunLedger
+
+    store = forgery_run(tmp_path)
+    heard: list[str] = []
+    ledger = RunLedger(RunStore(store.dir), lambda event: heard.append(event.kind))
+    ledger.sync()
+    heard.clear()
+    by_an_agent(store)
+    store.append("note", "harness", {"text": "counted"})
+    ledger.sync()
+    assert heard == ["note"] and ledger.state.best_id == "base-0"
+
+
+def test_an_experiments_curve_leaves_out_a_forged_promotion(tmp_path: Path) -> None:
+    from rrma.run.experiment import Cell, Experiment, cell_report
+
+    cell = Cell("arm", 0)
+    exp = Experiment(dir=tmp_path / "exp", id="exp", spec=None, task_path=tmp_path, cells=[cell])  # type: ignore[arg-type]
+    store = forgery_run(tmp_path / "made")
+    by_an_agent(store)
+    shutil.copytree(store.dir, exp.run_dir(cell))
+    report = cell_report(exp, cell)
+    assert report.curve.best and max(report.curve.best) == 0.5 and report.final_best == 0.5
+
+
 class OneBetterEdit(Agent):
     """Proposes one real improvement of the demo objective, then nothing."""
 

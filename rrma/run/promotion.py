@@ -252,24 +252,27 @@ def review_trial(store: RunStore, trial_id: str, decision: str, reviewer: str | 
     (a chain check kept across reviews, as the TUI's bulk review keeps one) are the caller's, or made here.
     """
     run = state if state is not None else read_state(store.dir, turns=False)
+    seen = run.last_seq
     event = record_review(store, trial_id, decision, reviewer, note, sign_key, state=run)
     if decision == "approve" and run.finish_reason is not None:
-        _promote_finished(store, run, trial_id, chain)
+        _promote_finished(store, run, trial_id, chain, current=event.seq == seen + 1)
     return event
 
 
-def _promote_finished(store: RunStore, state: RunState, trial_id: str, chain: ChainCheck | None) -> bool:
-    """The approval's promotion in a run whose loop is gone, under the driver lock (see :func:`review_trial`)."""
+def _promote_finished(store: RunStore, state: RunState, trial_id: str, chain: ChainCheck | None, *,
+                      current: bool) -> bool:
+    """The approval's promotion in a run whose loop is gone, under the driver lock (see :func:`review_trial`).
+
+    ``current``: ``state`` had every event before the review. When it had not, or something was appended
+    after the review, ``state`` is read again (as the views read it: its turn totals then count only the
+    turns a checkpoint indexed), so the promotion names the best as the log has it now."""
     try:
         lock = DriverLock(store.dir).acquire()
     except RunLocked:
         return False
     try:
-        head_seq, _ = store.head()
-        if head_seq != state.last_seq:  # another process appended since ``state`` was read: fold it in
-            for event in store.scan().events:
-                if event.seq > state.last_seq:
-                    state.apply(event)
+        if not current or store.head()[0] != state.last_seq:
+            state.__dict__.update(read_state(store.dir, turns=False).__dict__)
         if state.finish_reason is None:
             return False  # resumed meanwhile: its driver promotes it
         return promote_if_approved(store, state, None, trial_id,

@@ -115,3 +115,32 @@ def test_an_approval_after_an_edit_in_place_promotes_nothing(tmp_path: Path) -> 
     emit("review", "human:alice", {"trial_id": "t0002", "decision": "approve", "reviewer": "alice"})
     assert not promote_if_approved(store, state, None, "t0002", emit, check)
     assert state.best_id == "t0001" and "fails verify" in state.notes[-1] and "hash mismatch" in state.notes[-1]
+
+
+def test_the_loops_approvals_share_one_check(tmp_path: Path) -> None:
+    """Orders.check_reviews (the live loop, under its ledger's lock) keeps one check for all approvals: the
+    whole log is read once, later approvals read what was appended since (docs/perf.md: bench_promotion)."""
+    from rrma.run.ledger import RunLedger
+    from rrma.run.orders import Orders
+    from rrma.task import task_from_dict
+
+    store = RunStore(tmp_path / "run", create=True)
+    task = {"name": "t", "metric": {"name": "score", "direction": "maximize"}, "loop": {"hitl": True}}
+    store.append("run.started", "harness", {"run_id": "run", "task_name": "t", "task": task, "head_record": True})
+    blob = store.put_json_blob({"hypothesis": "x"})
+    for tid, score, metrics in (("base-0", 0.5, {}), ("t0001", 0.7, {"awaiting_review": True}),
+                                ("t0002", 0.8, {"awaiting_review": True})):
+        store.append("trial.proposed", "harness", {"trial_id": tid, "parent": None, "agent": "a",
+                                                   "proposal_blob": blob, "baseline": tid == "base-0"})
+        store.append("trial.finished", "oracle", {"trial_id": tid, "status": "ok", "score": score, "metrics": metrics})
+    ledger = RunLedger(store)
+    ledger.sync()
+    orders = Orders(ledger, None, task_from_dict(task))  # type: ignore[arg-type]  # check_reviews needs no scheduler
+    for tid in ("t0001", "t0002"):
+        store.append_many([("note", "harness", {"text": f"the run goes on {i}"}) for i in range(20)])
+        store.append("review", "human:alice", {"trial_id": tid, "decision": "approve", "reviewer": "alice"})
+        ledger.sync()
+        orders.check_reviews()
+        assert ledger.state.best_id == tid
+    assert orders.chain.full_checks == 1 and orders.chain.mark is not None
+    assert orders.chain.mark.seq < ledger.state.last_seq  # the last promotion came after the check

@@ -48,7 +48,7 @@ from rrma.log.signing import (
     verify_review,
 )
 from rrma.log.state import RunState, TrialRecord
-from rrma.log.store import RunStore
+from rrma.log.store import RunStore, verify_chain
 from rrma.task import TaskConfig, task_path
 
 DECISIONS = ("approve", "reject", "flag", "withdraw")
@@ -98,7 +98,7 @@ def unverified_outcome(store: RunStore, rec: TrialRecord, chain: ChainCheck | No
             return f"blob {digest[:12]}… named by its events is missing (`rrma-tui verify` fails)"
         if not intact:
             return f"blob {digest[:12]}… named by its events does not match its content hash (`rrma-tui verify` fails)"
-    errors = (chain if chain is not None else ChainCheck(store)).errors()
+    errors = chain.errors() if chain is not None else verify_chain(store).errors
     if errors:
         return f"the run's log fails verify: {errors[0]}"
     return None

@@ -25,12 +25,12 @@ import pytest
 from rrma.contracts import Agent, Context
 from rrma.log import state as state_module
 from rrma.log.events import TrialFinishedData
-from rrma.run.promotion import review_trial
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
 from rrma.run import promotion as promotion_module
 from rrma.run.loop import start_run
+from rrma.run.promotion import review_trial
 from rrma.task import AgentConfig, load_task, task_from_dict
 from rrma.trial import FileEdit, Proposal
 

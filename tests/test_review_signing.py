@@ -17,11 +17,11 @@ import pytest
 from rrma.contracts import Agent, Context
 from rrma.log import store
 from rrma.log.events import canonical, compute_hash
-from rrma.run.promotion import review_trial
 from rrma.log.signing import KeyNeedsPassphrase, review_message, sign_review, verify_review
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from rrma.run.loop import start_run
+from rrma.run.promotion import review_trial
 from rrma.task import AgentConfig, TaskError, load_task, task_from_dict
 from rrma.trial import FileEdit, Proposal
 

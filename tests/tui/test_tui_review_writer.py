@@ -13,9 +13,9 @@ from test_tui_screens import events_of, make_app, open_dashboard
 from tui_helpers import MessageLog, wait_until
 
 from rrma.log.reader import RunReader
-from rrma.run.promotion import review_trial
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
+from rrma.run.promotion import review_trial
 from tui.app import RRMAApp
 from tui.screens.trial import TrialScreen
 from tui.widgets.line_table import LineTable

@@ -635,8 +635,9 @@ def _promotion_fault(state: RunState, ev: Any) -> str | None:
         return f"promotes {tid} as approved by {approved_by!r}, but no person wrote it"
     best_score = state.best_history[-1][1] if state.best_history else None
     delta = state.better(score, best_score) if best_score is not None else None
-    if d.previous_best != state.best_id or not _claims(d.previous_score, best_score):
-        return (f"promotes {tid} over {d.previous_best} at {_g(d.previous_score)}, but the best then was "
+    previous, previous_score = getattr(d, "previous_best", None), getattr(d, "previous_score", None)
+    if previous != state.best_id or not _claims(previous_score, best_score):
+        return (f"promotes {tid} over {previous} at {_g(previous_score)}, but the best then was "
                 f"{state.best_id} at {_g(best_score)}")
     if delta is not None and not delta > 0:
         return f"promotes {tid} at {_g(score)}, which does not beat the best {state.best_id} ({_g(best_score)})"

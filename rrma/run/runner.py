@@ -136,9 +136,10 @@ class TrialRunner:
         mean = statistics.fmean(scores)
         sigma = statistics.stdev(scores) if len(scores) > 1 else 0.0
         floor = max(self.task.noise.min_sigmas * sigma, self.task.noise.min_delta)
-        ledger.emit("baseline.measured", "harness",
-                    {"trial_ids": ids, "scores": scores, "mean": mean, "sigma": sigma, "floor": floor})
-        promote(ledger.emit, ledger.state, BASELINE_PARENT, mean)
+        with ledger.lock:  # the promotion names the best of the state it is appended after
+            ledger.emit("baseline.measured", "harness",
+                        {"trial_ids": ids, "scores": scores, "mean": mean, "sigma": sigma, "floor": floor})
+            promote(ledger.emit, ledger.state, BASELINE_PARENT, mean)
         self.cache.put(key, Outcome(status=Status.ok, score=mean, feedback=f"baseline: {mean:.6g} ± {sigma:.3g}"),
                        BASELINE_PARENT, store.run_id)
 

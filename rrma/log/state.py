@@ -582,16 +582,15 @@ def refused_promotion(state: RunState, ev: Any) -> str | None:
     """Why the fold does not count this ``trial.promoted`` (verify reports it as an error, naming its writer);
     None: it counts.
 
-    A promotion counts only as rrma writes one (rrma/run/promotion.py, the one writer): by the harness or
-    by a person (``human:<name>``); of a trial with a counted, scored ``trial.finished``; at the score the
+    A promotion counts only as rrma writes one (rrma/run/promotion.py, the one writer): by the harness or by
+    a person (``human:<name>``); of a trial with a counted, scored ``trial.finished``; at the score the
     counted events give it (the mean of its confirmation repeats for a trial that was to be confirmed, else
-    its own score, or for a baseline repeat the baseline's measured mean); a trial that awaits a person's review only by a
-    person whose approval of it is in force; and against the best as the fold has it then: it names that
-    best, beats it, and the figures it gives (the best's score, ``delta``, ``delta_sigma``; each may be
-    left out) are the fold's. So a promotion an
-    agent (or anything else) appends can neither make a trial the best at a score the oracle did not give
-    nor promote past the review gate. The noise floor is the loop's judgement (rrma/run/promotion.py
-    ``decide``) and is not re-done here.
+    its own score, or for a baseline repeat the baseline's measured mean); a trial that awaits a person's
+    review only by the person whose approval of it is in force; and against the best as the fold has it
+    then: it names that best, beats it, and the figures it gives (the best's score, ``delta``,
+    ``delta_sigma``; each may be left out) are the fold's. So a promotion an agent (or anything else)
+    appends can neither make a trial the best at a score the oracle did not give nor promote past the
+    review gate. The noise floor is the loop's judgement (rrma/run/promotion.py ``decide``), not re-done here.
     """
     why = _promotion_fault(state, ev)
     return None if why is None else f"{why} (written by {ev.actor!r})"

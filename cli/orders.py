@@ -2,8 +2,9 @@
 reject, flag, withdraw; signed with an SSH key where one is given), an order for the live driver
 (``stop``, ``pause``, ``continue``), a blackboard post (``post``) and a steer note (``steer``).
 
-Each calls one function of :mod:`rrma.log.review` or :mod:`rrma.log.control`; the TUI writes
-through the same functions.
+Each calls one library function: a review :func:`rrma.run.promotion.review_trial` (the review, through
+:mod:`rrma.log.review`, and a finished run's promotion by the loop's rule), the others :mod:`rrma.log.control`;
+the TUI writes through the same functions.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from cli.output import EXIT_OK, CliError, console, plain
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from rrma.log.review import record_review
     from rrma.log.signing import SigningError, default_signing_key
     from rrma.log.store import RunStore
+    from rrma.run.promotion import review_trial
 
     key = args.sign_key or default_signing_key()
     try:
-        event = record_review(RunStore(resolve_run(args.run, args.runs)), args.trial, args.decision, args.reviewer,
-                              args.note, sign_key=key)
+        event = review_trial(RunStore(resolve_run(args.run, args.runs)), args.trial, args.decision, args.reviewer,
+                             args.note, sign_key=key)
     except SigningError as exc:
         raise CliError(f"review not recorded: {exc}") from exc
     signed = f", signed with {event.data.key_fingerprint}" if event.data.signature else ""

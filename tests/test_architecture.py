@@ -8,7 +8,9 @@ statement at any depth: module level, inside functions, under ``if TYPE_CHECKING
 (b) nothing outside ``tui/`` imports ``tui`` except the module of the ``rrma-tui`` console script
     (pyproject.toml) and the TUI's own benchmark, benches/perf/bench_tui.py;
 (c) no import circle anywhere: the file-level graph (a module imports the modules it names and
-    the packages above them, whose ``__init__`` runs first) has no cycle.
+    the packages above them, whose ``__init__`` runs first) has no cycle;
+(e) inside the core the log room is below the run room: ``rrma.log`` imports nothing from ``rrma.run``
+    (the loop writes the log; the log, its readers and verify never need the loop).
 
 Each rule is also run on a small synthetic tree with one planted bad import, so that a checker
 that finds nothing cannot pass for a clean project.
@@ -109,6 +111,18 @@ def view_violations(graph: Graph) -> list[str]:
     and reach plug-ins only by name through the core (a bench by its folder, an oracle by its kind)."""
     return sorted(f"{src} imports {dst}" for src, dsts in graph.items() if top(src) in VIEWS
                   for dst in dsts if top(dst) in PLUGINS)
+
+
+LOWER_ROOMS = {"rrma.log": ("rrma.run",)}  # rule (e): room -> the rooms above it, which it must not import
+
+
+def room_violations(graph: Graph) -> list[str]:
+    """Rule (e): each import of a room above by a module of a room below (``LOWER_ROOMS``)."""
+    def inside(name: str, room: str) -> bool:
+        return name == room or name.startswith(room + ".")
+
+    return sorted(f"{src} imports {dst}" for src, dsts in graph.items() for room, above in LOWER_ROOMS.items()
+                  if inside(src, room) for dst in dsts if any(inside(dst, a) for a in above))
 
 
 def circles(graph: Graph) -> list[list[str]]:
@@ -227,6 +241,21 @@ def test_the_checker_finds_a_view_importing_a_plugin(tmp_path: Path) -> None:
                             "agents/proof_search.py": "", "cli/main.py": "import rrma\n", "rrma/__init__.py": ""})
     assert view_violations(import_graph(root, PACKAGES)) == ["tui.widgets.x imports agents",
                                                             "tui.widgets.x imports agents.proof_search"]
+
+
+def test_the_log_room_imports_nothing_from_the_run_room(project: Graph) -> None:
+    assert any(m.startswith("rrma.log.") for m in project) and any(m.startswith("rrma.run.") for m in project)
+    violations = room_violations(project)
+    assert not violations, "rrma/log/ is below rrma/run/ (the one promotion writer is rrma/run/promotion.py):\n" + \
+        "\n".join(violations)
+
+
+def test_the_checker_finds_the_log_room_importing_the_run_room(tmp_path: Path) -> None:
+    root = plant(tmp_path, {"rrma/log/review.py": "def f():\n    from rrma.run.promotion import decide\n",
+                            "rrma/run/promotion.py": "from rrma.log.state import RunState\n",  # downwards: fine
+                            "rrma/log/state.py": "", "rrma/runner.py": "import rrma.log.state\n"})
+    assert room_violations(import_graph(root, PACKAGES)) == ["rrma.log.review imports rrma.run",
+                                                             "rrma.log.review imports rrma.run.promotion"]
 
 
 def test_no_import_circles(project: Graph) -> None:

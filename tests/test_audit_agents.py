@@ -25,11 +25,11 @@ from coding_fixtures import coding_agent, demo_task
 
 from rrma.audit.auditor import audit_run
 from rrma.contain import sandbox
-from rrma.log.review import record_review
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
 from rrma.run.loop import start_run
+from rrma.run.promotion import review_trial
 
 SANDBOX = sandbox.unavailable_reason()
 needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None or shutil.which("coqc") is None,
@@ -117,7 +117,7 @@ def test_an_edit_of_the_printed_metric_is_tampering_and_waits_for_a_person(tmp_p
     assert trial.score is not None and trial.score < 0.01  # the printed number, a thousandth of the real loss
     settled(done)
     # a person approves: the loop is gone, so the review promotes it (promote_if_approved)
-    record_review(RunStore(done.result.run_dir), "t0001", "approve", reviewer="alice", note="seen the edit")
+    review_trial(RunStore(done.result.run_dir), "t0001", "approve", reviewer="alice", note="seen the edit")
     state = RunState.fold(RunStore(done.result.run_dir).scan().events)
     assert state.trials["t0001"].promoted and state.best_id == "t0001" and not state.trials["t0001"].held
     promoted = [e for e in RunStore(done.result.run_dir).scan().events if e.kind == "trial.promoted"]
@@ -148,8 +148,8 @@ def test_the_live_loop_promotes_a_held_trial_once_a_person_approves(tmp_path: Pa
                 state = RunState.fold(RunStore(run_dir).scan().events)
                 held = [f for f in state.findings if f["held"]]
                 if held:
-                    reviewed.append(record_review(RunStore(run_dir), held[0]["trial_id"], "approve",
-                                                  reviewer="alice").seq)
+                    reviewed.append(review_trial(RunStore(run_dir), held[0]["trial_id"], "approve",
+                                                 reviewer="alice").seq)
                     return
             time.sleep(0.05)
 

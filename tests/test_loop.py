@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from rrma.contracts import Agent, Context
-from rrma.log.review import record_review
 from rrma.log.state import RunState, render_results
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
 from rrma.run.loop import resume_run, start_run
+from rrma.run.promotion import review_trial
 from rrma.task import AgentConfig, TaskConfig, load_task, task_from_dict
 from rrma.trial import FileEdit, Proposal
 
@@ -140,7 +140,7 @@ def test_hitl_gate_waits_for_approval(tmp_path: Path) -> None:
     assert trial.metrics.get("awaiting_review") and not trial.promoted
     assert result.state.best_id == "base-0"
     store = RunStore(result.run_dir)
-    record_review(store, "t0001", "approve", "alice", "checked the diff")
+    review_trial(store, "t0001", "approve", "alice", "checked the diff")
     state = RunState.fold(store.scan().events)
     assert state.best_id == "t0001"
     promoted = [e for e in store.scan().events if e.kind == "trial.promoted"][-1]

@@ -165,14 +165,14 @@ def test_a_lucky_trial_is_not_confirmed_and_a_real_gain_is(tmp_path: Path) -> No
 
 def test_confirmation_then_the_hitl_gate(tmp_path: Path) -> None:
     """Confirmed first, then a person's approval promotes it, with the repeats' mean."""
-    from rrma.log.review import record_review
+    from rrma.run.promotion import review_trial
 
     task = confirm_task(tmp_path, confirm=1, hitl=True)
     result = start_run(task, tmp_path / "runs", agents=[Edits(task, [("X = 0.0", "X = 2.0")])], run_id="gate")
     rec = result.state.trials["t0001"]
     assert not rec.promoted and rec.confirmation is not None and rec.confirmation["awaiting_review"]
     assert rec.metrics["awaiting_review"] and result.state.summary["awaiting_review"] == 1
-    record_review(RunStore(result.run_dir), "t0001", "approve", "alice", "")
+    review_trial(RunStore(result.run_dir), "t0001", "approve", "alice", "")
     state = RunState.fold(RunStore(result.run_dir).scan().events)
     assert state.best_id == "t0001" and state.best_history[-1][1] == pytest.approx(rec.confirmation["mean"])
 

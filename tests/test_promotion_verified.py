@@ -4,10 +4,10 @@ The attack: a ``trial.finished`` that ``rrma-tui verify`` rejects (or should) st
 so a person's approval promoted it: a log blob that is missing or swapped, a second outcome for a
 finished trial, an outcome written by an agent, a status that is no status, an infinite score, a line
 edited in place. Each run here is built with the real RunStore (every line validly chained unless the
-case edits one in place), then approved through :func:`rrma.log.review.record_review` as the CLI and the TUI
+case edits one in place), then approved through :func:`rrma.run.promotion.review_trial` as the CLI and the TUI
 do; one case goes through the live loop. Each case shows the approval promoting with the defence off
-(:func:`rrma.log.state.refused_outcome` and :func:`rrma.log.review._unverified_outcome` monkeypatched away: the
-behaviour before them) and refused with it on.
+(:func:`rrma.log.state.refused_outcome`, :func:`rrma.log.state.refused_promotion` and
+:func:`rrma.log.review.unverified_outcome` monkeypatched away: the behaviour before them) and refused with it on.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from typing import Any
 import pytest
 
 from rrma.contracts import Agent, Context
-from rrma.log import review as review_module
 from rrma.log import state as state_module
 from rrma.log.events import TrialFinishedData
-from rrma.log.review import record_review
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
+from rrma.run import promotion as promotion_module
 from rrma.run.loop import start_run
+from rrma.run.promotion import review_trial
 from rrma.task import AgentConfig, load_task, task_from_dict
 from rrma.trial import FileEdit, Proposal
 
@@ -42,7 +42,8 @@ FORGED = {"trial_id": "t0001", "status": "ok", "score": 0.99, "metrics": {"await
 
 def defence_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state_module, "refused_outcome", lambda state, ev: None)
-    monkeypatch.setattr(review_module, "_unverified_outcome", lambda store, rec: None)
+    monkeypatch.setattr(state_module, "refused_promotion", lambda state, ev: None)  # a promotion of an unscored trial
+    monkeypatch.setattr(promotion_module, "unverified_outcome", lambda store, rec, chain=None: None)
 
 
 def _finish(store: RunStore, data: dict[str, Any], actor: str = "oracle") -> None:
@@ -132,16 +133,16 @@ def test_an_approval_promotes_only_an_outcome_that_verifies(tmp_path: Path, monk
         assert RunState.fold(store.scan().events).trials["t0001"].metrics.get("awaiting_review")
         if write_outcome is _infinite_score:  # the judge says promote; writing an infinite best then fails
             with pytest.raises(ValueError, match="Out of range float"):
-                record_review(store, "t0001", "approve", "alice")
+                review_trial(store, "t0001", "approve", "alice")
         else:
-            record_review(store, "t0001", "approve", "alice")
+            review_trial(store, "t0001", "approve", "alice")
             state = RunState.fold(store.scan().events)
             assert state.best_id == "t0001" and state.best_history[-1] == ("t0001", 0.99)
 
     store = gated_run(tmp_path / "on", write_outcome)
     report = verify_run(store.dir)
     assert not report.ok and any(said in e for e in report.errors), report.errors
-    approval = record_review(store, "t0001", "approve", "alice")
+    approval = review_trial(store, "t0001", "approve", "alice")
     events = store.scan().events
     state = RunState.fold(events)
     assert state.best_id == "base-0" and not state.trials["t0001"].promoted
@@ -157,7 +158,7 @@ def test_the_honest_outcome_still_promotes(tmp_path: Path) -> None:
     """The control: the same run with the oracle's one outcome of 0.99 verifies and the approval promotes it."""
     store = gated_run(tmp_path, lambda s: _finish(s, FORGED))
     assert not [e for e in verify_run(store.dir).errors if "results.tsv" not in e and "blackboard.md" not in e]
-    record_review(store, "t0001", "approve", "alice")
+    review_trial(store, "t0001", "approve", "alice")
     state = RunState.fold(store.scan().events)
     assert state.best_id == "t0001" and state.trials["t0001"].promoted and not state.refused
 
@@ -213,7 +214,7 @@ def test_the_live_loop_does_not_promote_an_outcome_whose_log_was_swapped(tmp_pat
         rec = RunState.fold(store.scan().events).trials["t0001"]
         assert rec.metrics.get("awaiting_review") and rec.log_blob
         (store.blob_dir / rec.log_blob).write_text("loss: 0.0\n")
-        seen["approval"] = record_review(store, "t0001", "approve", "alice").seq
+        seen["approval"] = review_trial(store, "t0001", "approve", "alice").seq
         marker = f"review seq {seen['approval']}:"
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:

@@ -17,11 +17,11 @@ import pytest
 from rrma.contracts import Agent, Context
 from rrma.log import store
 from rrma.log.events import canonical, compute_hash
-from rrma.log.review import record_review
 from rrma.log.signing import KeyNeedsPassphrase, review_message, sign_review, verify_review
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from rrma.run.loop import start_run
+from rrma.run.promotion import review_trial
 from rrma.task import AgentConfig, TaskError, load_task, task_from_dict
 from rrma.trial import FileEdit, Proposal
 
@@ -89,8 +89,8 @@ def rewrite_and_rechain(run_dir: Path, edit: Any) -> None:
 
 def review(run_dir: Path, trial_id: str, reviewer: str, note: str = "", sign_key: Path | None = None) -> None:
     """An approval recorded in-process, as `rrma-tui review RUN T approve --reviewer R [--sign-key K]` records
-    it (the same record_review; the CLI's own review is tested above): setup for the tests that attack it."""
-    record_review(RunStore(run_dir), trial_id, "approve", reviewer, note, sign_key=sign_key)
+    it (the same review_trial; the CLI's own review is tested above): setup for the tests that attack it."""
+    review_trial(RunStore(run_dir), trial_id, "approve", reviewer, note, sign_key=sign_key)
 
 
 def verify(run_dir: Path, allowed: Path | None) -> subprocess.CompletedProcess[str]:
@@ -292,17 +292,17 @@ def test_finished_run_unsigned_approval_does_not_promote_a_signed_one_does(tmp_p
     store = RunStore(result.run_dir)
     assert result.state.trials["t0001"].metrics.get("awaiting_review") and result.state.best_id == "base-0"
 
-    unsigned = record_review(store, "t0001", "approve", "alice", "fine")
+    unsigned = review_trial(store, "t0001", "approve", "alice", "fine")
     state = RunState.fold(store.scan().events)
     assert state.best_id == "base-0" and not state.trials["t0001"].promoted
     assert any(n.startswith(f"review seq {unsigned.seq}:") and "it is unsigned" in n for n in state.notes)
 
-    forged = record_review(store, "t0001", "approve", "alice", "fine", sign_key=keys["mallory"])
+    forged = review_trial(store, "t0001", "approve", "alice", "fine", sign_key=keys["mallory"])
     state = RunState.fold(store.scan().events)
     assert state.best_id == "base-0"
     assert any(n.startswith(f"review seq {forged.seq}:") and "does not verify" in n for n in state.notes)
 
-    record_review(store, "t0001", "approve", "alice", "fine", sign_key=keys["alice"])
+    review_trial(store, "t0001", "approve", "alice", "fine", sign_key=keys["alice"])
     state = RunState.fold(store.scan().events)
     assert state.best_id == "t0001" and state.trials["t0001"].promoted
     promoted = [e for e in store.scan().events if e.kind == "trial.promoted"][-1]
@@ -315,7 +315,7 @@ def test_finished_run_unsigned_approval_does_not_promote_a_signed_one_does(tmp_p
 def test_without_the_requirement_an_unsigned_approval_still_promotes(tmp_path: Path, keys: dict[str, Path]) -> None:
     result = start_run(gated_task(keys["allowed"], require=False), tmp_path, agents=[ScriptedAgent([better_x()])])
     store = RunStore(result.run_dir)
-    record_review(store, "t0001", "approve", "alice")
+    review_trial(store, "t0001", "approve", "alice")
     assert RunState.fold(store.scan().events).best_id == "t0001"
 
 
@@ -327,9 +327,9 @@ def test_live_loop_refuses_an_unsigned_approval_once_and_promotes_a_signed_one(t
     def review_while_running() -> None:
         [run_dir] = [p for p in tmp_path.iterdir() if (p / "events.jsonl").exists()]
         store = RunStore(run_dir)
-        seen["unsigned"] = record_review(store, "t0001", "approve", "alice").seq
+        seen["unsigned"] = review_trial(store, "t0001", "approve", "alice").seq
         time.sleep(1.5)  # several of the loop's syncs (every 0.2 s) see the same unsigned approval
-        record_review(store, "t0001", "approve", "alice", sign_key=keys["alice"])
+        review_trial(store, "t0001", "approve", "alice", sign_key=keys["alice"])
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and not RunState.fold(store.scan().events).trials["t0001"].promoted:
             time.sleep(0.1)

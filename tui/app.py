@@ -4,7 +4,7 @@ Opened by the ``rrma-tui`` entry point (tui/main.py) through :func:`run_app`; ``
 [--runs DIR] [RUN]`` runs it without the CLI. The app owns the jobs that are not about one screen:
 runs started with ``ctrl+n`` or ``rrma-tui run TASK.yaml`` (each a headless driver process of its
 own, tui/driver.py, so a run can outlive the TUI), waiting for those to begin (group ``driver``),
-review writes (group ``review``, through rrma.log.review like ``rrma-tui review``) and dismissals
+review writes (group ``review``, through rrma.run.promotion.review_trial like ``rrma-tui review``) and dismissals
 of audit findings (group ``audit``, through rrma.audit.auditor.dismiss_finding).
 
 It is also the one place that knows every screen: screens never import one another, they post
@@ -68,21 +68,22 @@ from tui.terminal import ControlCharFilter
 from tui.widgets.trial_text import is_proof_run
 
 if TYPE_CHECKING:
+    from rrma.log.chain import ChainCheck
     from tui.driver import DriverProcess
 
 
 
 def append_review(store: RunStore, state: RunState, trial_id: str, decision: str, reviewer: str, note: str,
-                  sign_key: Path | None) -> bool:
-    """Append one review as `rrma-tui review` does (rrma.log.review.record_review: the review it supersedes, signed
-    with ``sign_key`` where given, and a finished run's promotion by the loop's rule), bringing ``state`` (a
-    RunState read as the views read it) up to date; True if it promoted the trial. The TUI's one way to write a
-    review: a single decision and each trial of a bulk one."""
-    from rrma.log.review import record_review
+                  sign_key: Path | None, chain: ChainCheck | None = None) -> bool:
+    """Append one review as `rrma-tui review` does (rrma.run.promotion.review_trial: the review it supersedes,
+    signed with ``sign_key`` where given, and a finished run's promotion by the loop's rule), bringing ``state``
+    (a RunState read as the views read it) up to date; True if it promoted the trial. The TUI's one way to write
+    a review: a single decision and each trial of a bulk one (which keeps one ``chain`` check for all)."""
+    from rrma.run.promotion import review_trial
 
     rec = state.trials.get(trial_id)
     was_promoted = rec is not None and rec.promoted
-    record_review(store, trial_id, decision, reviewer, note, sign_key=sign_key, state=state)
+    review_trial(store, trial_id, decision, reviewer, note, sign_key=sign_key, state=state, chain=chain)
     return bool(state.trials[trial_id].promoted and not was_promoted)
 
 
@@ -407,7 +408,7 @@ class RRMAApp(App[int]):
 
     @work(thread=True, group="review", exit_on_error=False)
     def _write_review(self, run_dir: Path, trial_id: str, decision: str, reviewer: str, note: str) -> None:
-        """Append the review as `rrma-tui review` does (rrma.log.review.record_review: the review it supersedes,
+        """Append the review as `rrma-tui review` does (rrma.run.promotion.review_trial: the review it supersedes,
         signed with $RRMA_SIGNING_KEY where set, and a finished run's promotion by the loop's rule)."""
         from rrma.log.reader import read_state
         from rrma.log.signing import default_signing_key
@@ -435,6 +436,7 @@ class RRMAApp(App[int]):
         A trial that cannot be reviewed is reported and the others are still written: one whose latest review is
         no longer the one the confirmation showed (someone reviewed it meanwhile), one that cannot be signed, one
         the log refuses."""
+        from rrma.log.chain import ChainCheck
         from rrma.log.reader import read_state
         from rrma.log.review import ReviewError, superseded_review
         from rrma.log.signing import SigningError, default_signing_key
@@ -443,13 +445,15 @@ class RRMAApp(App[int]):
         written: list[tuple[str, bool]] = []
         failed: list[tuple[str, str]] = []
         store = RunStore(run_dir)
+        chain = ChainCheck(store)  # each approval's chain check reads only the lines since the previous one's
         try:
-            state = read_state(run_dir, turns=False)  # one fold; each review brings it up to date (record_review)
+            state = read_state(run_dir, turns=False)  # one fold; each review brings it up to date (review_trial)
             for trial_id, shown in planned:
                 try:
                     if superseded_review(state, trial_id, decision) != shown:
                         raise ReviewError(changed_since(state, trial_id))
-                    written.append((trial_id, append_review(store, state, trial_id, decision, reviewer, note, key)))
+                    written.append((trial_id, append_review(store, state, trial_id, decision, reviewer, note, key,
+                                                            chain)))
                 except (ReviewError, SigningError, ValueError, OSError) as exc:
                     failed.append((trial_id, failure_line(exc)))
         finally:

@@ -350,7 +350,7 @@ class QuitRunScreen(ModalScreen[str | None]):
 
 def ask_review(screen: Screen[Any], session: RunSession, trial_id: str, decision: str) -> None:
     """Ask for a note (the confirmation: Enter writes, Esc cancels), then post :class:`ReviewDecided`
-    from ``screen``; the app appends the review (rrma.log.review.record_review).
+    from ``screen``; the app appends the review (rrma.run.promotion.review_trial).
 
     The review supersedes the trial's latest review (the note's dialog names it); a withdrawal needs
     one in force.

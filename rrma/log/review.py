@@ -1,10 +1,13 @@
-"""Human review: approve, reject or flag a trial, or withdraw one's review; the hitl gate's promotion rule.
+"""Human review: approve, reject or flag a trial, or withdraw one's review; what an approval must pass to promote.
 
 A review is an event like any other (``review``, actor ``human:<name>``), so it is in the chain,
 the export and every reader. With the task's ``loop.hitl`` gate on, the loop marks a would-be
-new best ``awaiting_review`` instead of promoting it; :func:`record_review` promotes it when a
-person approves and it still beats the current best by the noise floor. Both the TUI and the
-loop call through here, so the rule lives in one place.
+new best ``awaiting_review`` instead of promoting it; an approval then promotes it when it still
+beats the current best by the noise floor. This module writes the review (:func:`record_review`)
+and says whether an approval may promote (:func:`unverified_outcome`, :func:`unverified_approval`);
+the promotion itself is the run room's (:func:`rrma.run.promotion.promote_if_approved`, called by the
+live loop, and by :func:`rrma.run.promotion.review_trial` for a run whose loop is gone: the CLI's
+``review`` and the TUI write reviews through it). The log room never imports the run room.
 
 A review can be signed with the reviewer's SSH key (``sign_key``; :mod:`rrma.log.signing` says what
 that proves). With ``loop.require_signed_approval`` only an approval whose signature verifies
@@ -12,8 +15,8 @@ against ``loop.allowed_signers`` promotes; any other approval is kept in the log
 nothing, and the run says why in a ``note`` event (once per review).
 
 An approval promotes only an outcome that verifies: the fold already leaves out an outcome no run
-writes (:func:`rrma.log.state.refused_outcome`), and :func:`promote_if_approved` also refuses, with a
-note, when the trial's blobs are missing or altered or the log fails its chain and head checks.
+writes (:func:`rrma.log.state.refused_outcome`), and :func:`unverified_outcome` also refuses when the
+trial's blobs are missing or altered or the log fails its chain and head checks.
 
 Reviews are never edited: a new review of a trial supersedes its latest one (``supersedes`` names
 that review's seq; the latest counted decision is the one in force; a review naming no earlier
@@ -28,11 +31,12 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rrma.log.chain import ChainCheck
 from rrma.log.reader import read_state
 from rrma.log.signing import (
     BadSignature,
@@ -45,7 +49,6 @@ from rrma.log.signing import (
 )
 from rrma.log.state import RunState, TrialRecord
 from rrma.log.store import RunStore, verify_chain
-from rrma.run.promotion import decide
 from rrma.task import TaskConfig, task_path
 
 DECISIONS = ("approve", "reject", "flag", "withdraw")
@@ -66,53 +69,6 @@ def default_reviewer() -> str:
     return name
 
 
-def promote_if_approved(store: RunStore, state: RunState, task: TaskConfig | None, trial_id: str,
-                        emit: Callable[[str, str, dict[str, Any]], Any] | None = None) -> bool:
-    """Promote an approved trial that awaits review if it still beats the best; True if promoted."""
-    rec = state.trials.get(trial_id)
-    if rec is None or rec.promoted or not rec.metrics.get("awaiting_review") or rec.score is None:
-        return False
-    if rec.review_status != "approved":
-        return False
-    # a trial confirmed by repeats (loop.confirm) is promoted with their mean, not its own selected score
-    score = rec.confirmed_score if rec.confirmed_score is not None else rec.score
-    best_score = state.best_history[-1][1] if state.best_history else None
-    if best_score is not None:
-        delta = state.better(score, best_score)
-        best = state.trials.get(state.best_id or "")
-        noise = (task.noise if task is not None else state.task.get("noise")) or {}
-        if not decide(delta, rec.metrics, best.metrics if best is not None else None, state.floor, noise).promote:
-            return False  # the same rule as the loop's (rrma/run/promotion.py)
-    else:
-        delta = None
-    review = rec.reviews[-1]
-    marker = f"review seq {review['seq']}:"
-    if any(note.startswith(marker) for note in state.notes):
-        return False  # this approval was refused already (and said so)
-    required, allowed_signers = signed_approval_policy(state, task)
-    why = _unverified_outcome(store, rec)
-    if why is None and required:
-        why = _unverified_approval(state, review, allowed_signers)
-        why = f"{why} (loop.require_signed_approval)" if why is not None else None
-    if why is not None:
-        text = f"{marker} {review['reviewer']}'s approval of {trial_id} does not promote it: {why}"
-        if emit is not None:
-            emit("note", "harness", {"text": text})
-        else:
-            state.apply(store.append("note", "harness", {"text": text}))
-        return False
-    sigma = state.sigma or 0.0
-    approver = rec.reviews[-1]["reviewer"]
-    data = {"trial_id": trial_id, "score": score, "previous_best": state.best_id, "previous_score": best_score,
-            "delta": delta, "delta_sigma": (delta / sigma) if (delta is not None and sigma > 0) else None,
-            "approved_by": approver}
-    if emit is not None:
-        emit("trial.promoted", f"human:{approver}", data)
-    else:
-        store.append("trial.promoted", f"human:{approver}", data)
-    return True
-
-
 def signed_approval_policy(state: RunState, task: TaskConfig | None) -> tuple[bool, Path | None]:
     """(loop.require_signed_approval, loop.allowed_signers resolved) from the task, else the run's snapshot."""
     if task is not None:
@@ -123,13 +79,15 @@ def signed_approval_policy(state: RunState, task: TaskConfig | None) -> tuple[bo
     return bool(loop.get("require_signed_approval")), (task_path(Path(base) if base else None, value) if value else None)
 
 
-def _unverified_outcome(store: RunStore, rec: TrialRecord) -> str | None:
+def unverified_outcome(store: RunStore, rec: TrialRecord, chain: ChainCheck | None = None) -> str | None:
     """Why the outcome an approval would promote does not verify; None when it does.
 
     The fold already refuses a ``trial.finished`` that no run writes (:func:`rrma.log.state.refused_outcome`).
     What it cannot see is checked here, as ``rrma-tui verify`` checks it: the log's hash chain and head
     record (a line edited in place still folds), and the blobs the trial's events name (its proposal,
-    workspace manifest, edits and oracle log) exist and hash to their names.
+    workspace manifest, edits and oracle log) exist and hash to their names. ``chain``: the caller's
+    :class:`~rrma.log.chain.ChainCheck` of this log, kept between approvals so each checks only the lines
+    appended since the last (None: the whole log is checked).
     """
     blobs = [rec.proposal_blob, rec.manifest_blob, rec.log_blob, *(e.get("blob") for e in rec.edits)]
     for digest in (b for b in blobs if b):
@@ -140,13 +98,13 @@ def _unverified_outcome(store: RunStore, rec: TrialRecord) -> str | None:
             return f"blob {digest[:12]}… named by its events is missing (`rrma-tui verify` fails)"
         if not intact:
             return f"blob {digest[:12]}… named by its events does not match its content hash (`rrma-tui verify` fails)"
-    chain = verify_chain(store)
-    if chain.errors:
-        return f"the run's log fails verify: {chain.errors[0]}"
+    errors = chain.errors() if chain is not None else verify_chain(store).errors
+    if errors:
+        return f"the run's log fails verify: {errors[0]}"
     return None
 
 
-def _unverified_approval(state: RunState, review: dict[str, Any], allowed_signers: Path | None) -> str | None:
+def unverified_approval(state: RunState, review: dict[str, Any], allowed_signers: Path | None) -> str | None:
     """Why a folded approval does not count as signed by its reviewer; None when its signature verifies."""
     if not review.get("signed"):
         return "it is unsigned"
@@ -192,13 +150,15 @@ def review_data(state: RunState, trial_id: str, decision: str, reviewer: str, no
 
 def record_review(store: RunStore, trial_id: str, decision: str, reviewer: str | None = None, note: str = "",
                   sign_key: Path | str | None = None, *, state: RunState | None = None) -> Any:
-    """Append a review event, signed with ``sign_key`` if given (and, for an approved trial awaiting
-    review, its promotion). Signing problems raise :class:`rrma.log.signing.SigningError` before anything is written.
+    """Append a review event, signed with ``sign_key`` if given. Signing problems raise
+    :class:`rrma.log.signing.SigningError` before anything is written. It promotes nothing: a live loop
+    promotes an approved trial on its next sync, and :func:`rrma.run.promotion.review_trial` (what the CLI and
+    the TUI call) promotes it here when the loop is gone.
 
     ``state``: the run as the caller folded it just now (the TUI's model); without it the run is read as
     every view reads it (:func:`rrma.log.reader.read_state`: the checkpoint plus the lines after it). It is
-    brought up to date with what this call appends (the review, a promotion). A signature binds the trial's
-    ``trial.finished`` hash, which both folds keep: signing with a state that lacks it is refused (ValueError).
+    brought up to date with the review. A signature binds the trial's ``trial.finished`` hash, which both
+    folds keep: signing with a state that lacks it is refused (ValueError).
     """
     if decision not in DECISIONS:
         raise ReviewError(f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}")
@@ -211,10 +171,6 @@ def record_review(store: RunStore, trial_id: str, decision: str, reviewer: str |
     reviewer = reviewer or default_reviewer()
     event = store.append("review", f"human:{reviewer}", review_data(run, trial_id, decision, reviewer, note, sign_key))
     run.apply(event)
-    if decision == "approve" and run.finish_reason is not None:
-        # the loop is gone: promote here (a live loop does it itself on its next sync)
-        promote_if_approved(store, run, None, trial_id,
-                            emit=lambda kind, actor, data: run.apply(store.append(kind, actor, data)))
     return event
 
 

@@ -12,7 +12,11 @@ reports each as an error) what no run of rrma writes: a ``trial.finished`` for a
 proposed or already finished (and not started again), by an actor other than the oracle or the
 harness, with a status that is not a trial status or a score that is not finite
 (:func:`refused_outcome`); a ``trial.started`` of a finished trial (only a stopped, ``aborted``
-trial is run again); a ``trial.promoted`` of a trial without a counted outcome. A ``review`` stays
+trial is run again); a ``trial.promoted`` that is not one rrma writes: by an actor other than the harness or
+a person, of a trial without a counted scored outcome, at a score other than the one the counted events
+give it, past the review gate, or not beating the best it names (:func:`refused_promotion`); a
+``baseline.measured`` or ``trial.confirmed`` whose figures are not those of the counted repeats it names
+(:func:`refused_baseline`, :func:`refused_confirmation`: they give the scores a promotion may claim). A ``review`` stays
 in the history (``RunState.reviews``, with ``ignored`` saying why) but is not part of its trial's
 decision in force when its ``supersedes`` names no earlier counted review of that trial, or when it
 repeats an earlier signed review (the same signed bytes, or the same signature: a replay)
@@ -23,6 +27,7 @@ decision in force, a promotion) rests only on events that verify accepts.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -328,15 +333,18 @@ class RunState:
             rec.finished_ts = ev.ts
             rec.finished_hash = getattr(ev, "hash", None)  # the TUI's light reader folds events without it
         elif kind == "trial.promoted":
-            rec = self.trials.get(d.trial_id)
-            if rec is None or not rec.finished:
-                self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id,
-                                     "why": f"promotes {d.trial_id}, which has no counted trial.finished"})
+            why = refused_promotion(self, ev)
+            if why is not None:
+                self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id, "why": why})
                 return
-            rec.promoted = True
+            self.trials[d.trial_id].promoted = True
             self.best_id = d.trial_id
             self.best_history.append((d.trial_id, d.score))
         elif kind == "trial.confirmed":
+            why = refused_confirmation(self, ev)
+            if why is not None:
+                self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": d.trial_id, "why": why})
+                return
             rec = self.trials.get(d.trial_id)
             if rec is not None:
                 rec.confirmation = {"seq": ev.seq, "repeats": list(d.repeats), "scores": list(d.scores), "mean": d.mean,
@@ -346,6 +354,10 @@ class RunState:
                 if d.awaiting_review:  # confirmed under the hitl gate: it now waits for a person (rrma/log/review.py)
                     rec.metrics = {**rec.metrics, "awaiting_review": True}
         elif kind == "baseline.measured":
+            why = refused_baseline(self, ev)
+            if why is not None:
+                self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": None, "why": why})
+                return
             self.baseline_mean, self.sigma, self.floor = d.mean, d.sigma, d.floor
             self.baseline_ids = list(d.trial_ids)
         elif kind == "blackboard.post":
@@ -540,6 +552,166 @@ def refused_outcome(state: RunState, ev: Any) -> str | None:
         return f"the outcome of {d.trial_id} has status {d.status!r}, which is not a trial status"
     if isinstance(d.score, float) and not math.isfinite(d.score):
         return f"the outcome of {d.trial_id} has score {d.score}, which is not a finite number"
+    return None
+
+
+PERSON = "human:"  # the actor prefix of a person (rrma/log/review.py); the rest is the person's name
+
+
+def _same(claimed: Any, computed: float | None) -> bool:
+    """A figure an event claims against the one the fold computes from counted events: both absent, or equal
+    to a relative 1e-9 (a figure computed in another order may differ in its last bits)."""
+    if claimed is None or computed is None:
+        return claimed is None and computed is None
+    if isinstance(claimed, bool) or not isinstance(claimed, int | float):
+        return False
+    return math.isclose(float(claimed), computed, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _claims(claimed: Any, computed: float | None) -> bool:
+    """An optional figure of an event: absent (None: it claims nothing, as older writers left some out) or the
+    fold's (:func:`_same`)."""
+    return claimed is None or _same(claimed, computed)
+
+
+def _g(value: float | None) -> str:
+    return "none" if value is None else f"{value:.6g}"
+
+
+def refused_promotion(state: RunState, ev: Any) -> str | None:
+    """Why the fold does not count this ``trial.promoted`` (verify reports it as an error, naming its writer);
+    None: it counts.
+
+    A promotion counts only as rrma writes one (rrma/run/promotion.py, the one writer): by the harness or by
+    a person (``human:<name>``); of a trial with a counted, scored ``trial.finished``; at the score the
+    counted events give it (the mean of its confirmation repeats for a trial that was to be confirmed, else
+    its own score, or for a baseline repeat the baseline's measured mean); a trial that awaits a person's
+    review only by the person whose approval of it is in force; and against the best as the fold has it
+    then: it names that best, beats it, and the figures it gives (the best's score, ``delta``,
+    ``delta_sigma``; each may be left out) are the fold's. So a promotion an agent (or anything else)
+    appends can neither make a trial the best at a score the oracle did not give nor promote past the
+    review gate. The noise floor is the loop's judgement (rrma/run/promotion.py ``decide``), not re-done here.
+    """
+    why = _promotion_fault(state, ev)
+    return None if why is None else f"{why} (written by {ev.actor!r})"
+
+
+def _promotion_fault(state: RunState, ev: Any) -> str | None:
+    d = ev.data
+    tid, actor = d.trial_id, ev.actor
+    rec = state.trials.get(tid)
+    if rec is None or not rec.finished:
+        return f"promotes {tid}, which has no counted trial.finished"
+    person = actor[len(PERSON):] if actor.startswith(PERSON) else None
+    if actor != "harness" and not person:
+        return f"promotes {tid}, but only the harness or a person (human:<name>) promotes"
+    if rec.status != Status.ok.value or rec.score is None:
+        return f"promotes {tid}, which did not score (its outcome is {rec.status})"
+    score = d.score
+    if rec.baseline and score != rec.score:  # the harness promotes the baseline at its measured mean
+        allowed, what = ((state.baseline_mean, "the baseline's measured mean") if tid in state.baseline_ids
+                         else (rec.score, "its counted score (and the baseline is not measured)"))
+    elif rec.confirmation is not None or rec.metrics.get("awaiting_confirmation"):
+        allowed, what = rec.confirmed_score, "the mean of its confirmation repeats"
+        if allowed is None:
+            why = "did not confirm it" if rec.confirmation is not None else "have given no verdict"
+            return f"promotes {tid}, whose confirmation repeats {why}"
+    else:
+        allowed, what = rec.score, "its counted score"
+    if allowed is None or score != allowed:  # a copy of that figure, so equal to the last bit
+        return f"promotes {tid} at {_g(score)}, but {what} is {_g(allowed)}"
+    approved_by = getattr(d, "approved_by", None)
+    if person is not None:
+        review = rec.reviews[-1] if rec.reviews else None
+        if review is None or review["decision"] != "approve" or review["reviewer"] != person:
+            now = f"{review['reviewer']}'s {review['decision']}" if review is not None else "none"
+            return f"a person's promotion of {tid}, which {person} has not approved (the review in force: {now})"
+        if approved_by != person:
+            return f"a promotion of {tid} by {person} that says it was approved by {approved_by!r}"
+    elif rec.metrics.get("awaiting_review"):
+        return f"promotes {tid}, which awaits a person's review: only that person's approval promotes it"
+    elif approved_by is not None:
+        return f"promotes {tid} as approved by {approved_by!r}, but no person wrote it"
+    best_score = state.best_history[-1][1] if state.best_history else None
+    delta = state.better(score, best_score) if best_score is not None else None
+    previous, previous_score = getattr(d, "previous_best", None), getattr(d, "previous_score", None)
+    if previous != state.best_id or not _claims(previous_score, best_score):
+        return (f"promotes {tid} over {previous} at {_g(previous_score)}, but the best then was "
+                f"{state.best_id} at {_g(best_score)}")
+    if delta is not None and not delta > 0:
+        return f"promotes {tid} at {_g(score)}, which does not beat the best {state.best_id} ({_g(best_score)})"
+    sigmas = delta / state.sigma if delta is not None and state.sigma else None
+    claimed_delta, claimed_sigmas = getattr(d, "delta", None), getattr(d, "delta_sigma", None)
+    if not _claims(claimed_delta, delta) or not _claims(claimed_sigmas, sigmas):
+        return (f"promotes {tid} claiming delta {_g(claimed_delta)} ({_g(claimed_sigmas)}σ), but against the "
+                f"best then it is {_g(delta)} ({_g(sigmas)}σ)")
+    return None
+
+
+def refused_baseline(state: RunState, ev: Any) -> str | None:
+    """Why the fold does not count this ``baseline.measured`` (verify reports it); None: it counts.
+
+    The baseline is measured once, by the harness, from counted scored baseline repeats: its ``scores`` are
+    their counted scores, its ``mean`` and ``sigma`` their mean and sample standard deviation. The mean is the
+    score the baseline is promoted at and the sigma Δσ's unit, so neither may be claimed freely. (One repeat
+    estimates no σ: rrma writes 0 and the fold does not check it. The ``floor`` follows from the task's noise
+    settings and is the loop's.)
+    """
+    d = ev.data
+    if ev.actor != "harness":
+        return f"a baseline measurement written by {ev.actor!r}, not by the harness"
+    if state.baseline_mean is not None:
+        return f"a second baseline measurement (the first gave {_g(state.baseline_mean)})"
+    ids, scores = list(d.trial_ids), list(d.scores)
+    if not ids or len(ids) != len(scores):
+        return f"a baseline measurement of {len(ids)} repeat(s) with {len(scores)} score(s)"
+    for tid, claimed in zip(ids, scores, strict=True):
+        rec = state.trials.get(tid)
+        if rec is None or not rec.baseline or rec.status != Status.ok.value or rec.score is None:
+            return f"the baseline measurement names {tid}, which is not a scored baseline repeat"
+        if not _same(claimed, rec.score):
+            return f"the baseline measurement gives {tid} {_g(claimed)}, but its counted score is {_g(rec.score)}"
+    mean = statistics.fmean(scores)
+    sigma = statistics.stdev(scores) if len(scores) > 1 else d.sigma  # one repeat estimates no σ: not checked
+    if not _same(d.mean, mean) or not _same(d.sigma, sigma):
+        return (f"the baseline measurement claims mean {_g(d.mean)} ± {_g(d.sigma)}, but its repeats' scores give "
+                f"{_g(mean)} ± {_g(sigma)}")
+    return None
+
+
+def refused_confirmation(state: RunState, ev: Any) -> str | None:
+    """Why the fold does not count this ``trial.confirmed`` (verify reports it); None: it counts.
+
+    A verdict is written once per trial, by the harness (rrma/run/confirm.py), over counted repeats of that
+    trial: its ``scores`` are theirs (None for one that did not score), its ``mean`` the mean of those that
+    scored, and ``confirmed`` only when all of them scored. The mean is the score a confirmed trial is
+    promoted at. (Whether it clears the floor is the loop's judgement.)
+    """
+    d = ev.data
+    tid = d.trial_id
+    rec = state.trials.get(tid)
+    if ev.actor != "harness":
+        return f"a confirmation verdict on {tid} written by {ev.actor!r}, not by the harness"
+    if rec is None or not rec.finished:
+        return f"a confirmation verdict on {tid}, which has no counted trial.finished"
+    if rec.confirmation is not None:
+        return f"a second confirmation verdict on {tid} (the first is seq {rec.confirmation['seq']})"
+    repeats, scores = list(d.repeats), list(d.scores)
+    if not repeats or len(repeats) != len(scores):
+        return f"a confirmation verdict on {tid} with {len(repeats)} repeat(s) and {len(scores)} score(s)"
+    for rid, claimed in zip(repeats, scores, strict=True):
+        repeat = state.trials.get(rid)
+        if repeat is None or repeat.confirms != tid or not repeat.finished:
+            return f"the confirmation verdict on {tid} names {rid}, which is not a finished repeat of it"
+        counted = repeat.score if repeat.status == Status.ok.value else None
+        if not _same(claimed, counted):
+            return f"the confirmation verdict on {tid} gives {rid} {_g(claimed)}, but its counted score is {_g(counted)}"
+    scored = [float(x) for x in scores if x is not None]
+    mean = statistics.fmean(scored) if scored else None
+    if not _same(d.mean, mean):
+        return f"the confirmation verdict on {tid} claims mean {_g(d.mean)}, but its repeats' scores give {_g(mean)}"
+    if d.confirmed and len(scored) != len(scores):
+        return f"the confirmation verdict confirms {tid} though some of its repeats did not score"
     return None
 
 

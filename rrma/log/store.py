@@ -515,9 +515,21 @@ class VerifyReport:
     head_seq: int = -1  # the log's last valid event (-1 and GENESIS when there is none)
     head_hash: str = GENESIS
     checked: list[str] = field(default_factory=list)  # what was checked and held (for the "ok" line)
+    mark: ChainMark | None = None  # where the check ended: a later one may start there (``since``)
 
 
-def verify_chain(store: RunStore) -> VerifyReport:
+@dataclass(frozen=True)
+class ChainMark:
+    """Where a chain check stopped: just past the last newline-terminated line, and the chain state there."""
+
+    offset: int  # bytes of the log checked (a line boundary)
+    prev: str  # the hash the next line's ``prev`` must be
+    seq: int  # the next line's ``seq`` must be this plus one
+    events: int  # valid events up to ``offset``
+    head_record: bool  # run.started says the run keeps a head record
+
+
+def verify_chain(store: RunStore, since: ChainMark | None = None) -> VerifyReport:
     """Recompute every hash and check the chain and seq, and the end of the log against ``head.json``.
 
     Errors: a line whose hash does not match its content, a ``prev`` that is not the previous
@@ -526,6 +538,9 @@ def verify_chain(store: RunStore) -> VerifyReport:
     missing head record where ``run.started`` says the run keeps one. Warnings: torn lines (a
     crash mid-write hides nothing), valid events after the head record (the writer died between
     the two writes), no head record in a run written before there was one.
+
+    ``since``: the ``mark`` of an earlier check of this log; only the lines after it are checked (the
+    caller vouches that the bytes before it are unchanged: :class:`rrma.log.chain.ChainCheck`).
     """
     errors: list[str] = []
     warnings: list[str] = []
@@ -537,15 +552,19 @@ def verify_chain(store: RunStore) -> VerifyReport:
         unreadable = True
     else:
         unreadable = False
-    prev = GENESIS
-    expected_seq = 0
-    count = 0
-    last_seq, last_end = -1, 0
-    marker = False  # run.started says the run keeps a head record
+    prev = GENESIS if since is None else since.prev
+    expected_seq = 0 if since is None else since.seq + 1
+    count = 0 if since is None else since.events
+    last_seq, last_end = (-1, 0) if since is None else (since.seq, since.offset)
+    marker = False if since is None else since.head_record  # run.started says the run keeps a head record
     at_head: tuple[str, int] | None = None  # (hash, end offset) of the event with the head record's seq
-    offset = 0
-    number = 0
+    if since is not None and record is not None and record.seq == since.seq:
+        at_head = (since.prev, since.offset)
+    offset = 0 if since is None else since.offset
+    number = 0  # line numbers: counted from the start of what is read
+    mark = ChainMark(offset, prev, expected_seq - 1, count, marker)
     with open(store.events_path, "rb") as fh:
+        fh.seek(offset)
         for raw in fh:
             line = raw.rstrip(b"\n")
             terminated = raw.endswith(b"\n")
@@ -595,9 +614,11 @@ def verify_chain(store: RunStore) -> VerifyReport:
             if record is not None and seq == record.seq:
                 at_head = (str(obj.get("hash")), offset)
             count += 1
+            if terminated:
+                mark = ChainMark(offset, prev, expected_seq - 1, count, marker)
     size = offset
     report = VerifyReport(ok=False, events=count, errors=errors, warnings=warnings, head_seq=last_seq,
-                          head_hash=prev if count else GENESIS)
+                          head_hash=prev if count else GENESIS, mark=mark)
     report.checked += ["chain intact", "seq gap-free"]
     if record is not None:
         said = f"seq {record.seq} (hash {record.hash[:16]}, log size {record.offset} bytes)"

@@ -8,9 +8,12 @@ blob an event names exists and hashes to its name, and that the derived views
 (``results.tsv``, ``blackboard.md``) equal what the events produce. With ``expect_head``, the
 log's last event must also have that hash (a prefix of at least 8 hex digits).
 
-Every event the fold does not count is an error (``RunState.refused``; :mod:`rrma.log.state` says which:
-an outcome no run writes, a promotion without a counted outcome, a review whose ``supersedes`` names
-no earlier review of its trial, a replayed signed review). Every signed review's SSH signature is
+Every event the fold does not count is an error naming its seq and kind (``RunState.refused``;
+:mod:`rrma.log.state` says which: an outcome no run writes, a promotion rrma does not write (by an actor
+other than the harness or a person, at a score the counted events do not give, past the review gate, or
+not beating the best it names; the error names its writer), a baseline measurement or confirmation verdict
+whose figures are not its repeats', a review whose ``supersedes`` names no earlier review of its trial, a
+replayed signed review). Every signed review's SSH signature is
 checked against the key it carries, and with an ``allowed_signers`` file against the reviewer's key
 (:func:`rrma.log.review.check_review_signatures`; what that proves: :mod:`rrma.log.signing`): a bad
 signature is an error either way, an unknown signer (no file) a warning.

@@ -19,7 +19,7 @@ from typing import Any
 from rrma.log.state import RunState
 from rrma.run import seeds
 from rrma.run.ledger import RunLedger
-from rrma.run.promotion import combine
+from rrma.run.promotion import combine, promote
 from rrma.run.runner import TrialRunner, decide_against_best
 from rrma.run.scheduler import Scheduler
 from rrma.task import TaskConfig
@@ -27,9 +27,9 @@ from rrma.trial import Proposal, Status
 
 
 def confirmation_verdict(state: RunState, task: TaskConfig, trial_id: str,
-                         repeats: list[Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+                         repeats: list[Any]) -> tuple[dict[str, Any], float | None]:
     """The ``trial.confirmed`` data for ``trial_id`` given its finished ``repeats`` (trial records), and the
-    ``trial.promoted`` data when it is promoted now (confirmed, and no person's approval is awaited)."""
+    score to promote it at now (the repeats' mean: confirmed, and no person's approval is awaited), else None."""
     scores = [float(r.score) if r.status == Status.ok.value and r.score is not None else None for r in repeats]
     scored = [x for x in scores if x is not None]
     best_id = state.best_id
@@ -56,15 +56,7 @@ def confirmation_verdict(state: RunState, task: TaskConfig, trial_id: str,
         "best_trial": best_id, "best_score": best_score, "delta": delta, "floor": floor, "floor_source": source,
         "confirmed": confirmed, "awaiting_review": hitl, "reason": reason,
     }
-    if not confirmed or hitl:
-        return confirmed_data, None
-    sigma = state.sigma or 0.0
-    promoted_data = {
-        "trial_id": trial_id, "score": mean, "previous_best": best_id, "previous_score": best_score,
-        "delta": delta, "delta_sigma": (delta / sigma) if (delta is not None and sigma > 0) else None,
-        "confirmed_by": [r.trial_id for r in repeats],
-    }
-    return confirmed_data, promoted_data
+    return confirmed_data, (mean if confirmed and not hitl else None)
 
 
 class Confirmation:
@@ -129,10 +121,10 @@ class Confirmation:
     def decide(self, trial_id: str, repeats: list[Any]) -> None:
         """Record the verdict on ``trial_id`` from its finished repeats (and promote it when confirmed)."""
         with self.ledger.lock:
-            confirmed, promoted = confirmation_verdict(self.ledger.state, self.task, trial_id, repeats)
+            confirmed, score = confirmation_verdict(self.ledger.state, self.task, trial_id, repeats)
             self.ledger.emit("trial.confirmed", "harness", confirmed)
-            if promoted is not None:
-                self.ledger.emit("trial.promoted", "harness", promoted)
+            if score is not None:
+                promote(self.ledger.emit, self.ledger.state, trial_id, score, confirmed_by=confirmed["repeats"])
 
     def resume(self) -> None:
         """Finish the confirmations a stopped or crashed run left without a verdict."""

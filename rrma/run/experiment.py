@@ -420,7 +420,10 @@ def cell_report(exp: Experiment, cell: Cell) -> CellReport:
     session: float | None = None
     last = 0.0
     tokens, cost = 0, 0.0
+    refused = {r["seq"] for r in state.refused}  # not counted by the fold (a forged promotion): not on the curve
     for ev in events:
+        if ev.seq in refused:
+            continue
         t = _ts(ev.ts)
         if ev.kind in ("run.started", "run.resumed"):
             if session is not None:

@@ -6,7 +6,9 @@ log up to the last :meth:`~RunLedger.sync`, and an append (:meth:`~RunLedger.emi
 under :attr:`~RunLedger.lock`. A check of the state and the append that depends on it therefore
 happen under the same lock (orders.py relies on this to keep a pause from letting a proposal
 through). Events other processes append (a reviewer's review, a person's order) reach the state at
-the next sync, the same way as the driver's own. As the log grows the ledger has the run's
+the next sync, the same way as the driver's own; the ``on_event`` hook (the headless progress lines) is
+called only for the events the fold counts (a refused one, such as a forged promotion, is ``verify``'s
+to report). As the log grows the ledger has the run's
 checkpoint kept current (:class:`rrma.log.checkpoint.Checkpointer`, in the background), and at
 ``run.finished`` brought up to the end of the log, so a view opens even a huge run at once.
 """
@@ -44,11 +46,12 @@ class RunLedger:
         with self.lock:
             new = self.tail.poll()
             for event in new:
+                refused = len(self.state.refused)
                 self.state.apply(event)
                 for observe in self.observers:
                     observe(event)
-                if self.on_event is not None:
-                    self.on_event(event)
+                if self.on_event is not None and len(self.state.refused) == refused:
+                    self.on_event(event)  # what the fold counts: a forged promotion is no "new best" line
             if new:
                 self.checkpointer.observe(self.tail.offset)
             return new

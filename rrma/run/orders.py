@@ -17,8 +17,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rrma.log.review import promote_if_approved
+from rrma.log.chain import ChainCheck
 from rrma.run.ledger import RunLedger
+from rrma.run.promotion import promote_if_approved
 from rrma.run.scheduler import POLL_SECONDS, Scheduler
 from rrma.task import TaskConfig
 
@@ -32,6 +33,8 @@ class Orders:
         self.task = task
         self.acked = ledger.state.driver_seq  # orders up to here were for an earlier driver
         self.steered: dict[str, int] = {}  # agent -> seq of the last steer note delivered to it
+        # the approvals' chain check, kept: each re-verifies only the lines since the last (under the lock)
+        self.chain = ChainCheck(ledger.store)
 
     def acknowledge(self) -> None:
         """A ``note`` for each order of the current driver's session once it is in force."""
@@ -85,4 +88,4 @@ class Orders:
             for trial_id in list(state.order):
                 rec = state.trials[trial_id]
                 if rec.metrics.get("awaiting_review") and not rec.promoted and rec.review_status == "approved":
-                    promote_if_approved(ledger.store, state, self.task, trial_id, emit=ledger.emit)
+                    promote_if_approved(ledger.store, state, self.task, trial_id, ledger.emit, self.chain)

@@ -31,7 +31,7 @@ from rrma.run.cache import OutcomeCache, cache_key
 from rrma.run.context import clip_middle, summarize
 from rrma.run.ledger import RunLedger
 from rrma.run.orders import Orders
-from rrma.run.promotion import Decision, decide
+from rrma.run.promotion import Decision, decide, promote
 from rrma.run.scheduler import BASELINE_PARENT, RunFailed, Scheduler
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Budget, Outcome, Proposal, Status
@@ -136,10 +136,10 @@ class TrialRunner:
         mean = statistics.fmean(scores)
         sigma = statistics.stdev(scores) if len(scores) > 1 else 0.0
         floor = max(self.task.noise.min_sigmas * sigma, self.task.noise.min_delta)
-        ledger.emit("baseline.measured", "harness",
-                    {"trial_ids": ids, "scores": scores, "mean": mean, "sigma": sigma, "floor": floor})
-        ledger.emit("trial.promoted", "harness", {"trial_id": BASELINE_PARENT, "score": mean, "previous_best": None,
-                                                  "previous_score": None, "delta": None, "delta_sigma": None})
+        with ledger.lock:  # the promotion names the best of the state it is appended after
+            ledger.emit("baseline.measured", "harness",
+                        {"trial_ids": ids, "scores": scores, "mean": mean, "sigma": sigma, "floor": floor})
+            promote(ledger.emit, ledger.state, BASELINE_PARENT, mean)
         self.cache.put(key, Outcome(status=Status.ok, score=mean, feedback=f"baseline: {mean:.6g} ± {sigma:.3g}"),
                        BASELINE_PARENT, store.run_id)
 
@@ -290,7 +290,7 @@ class TrialRunner:
             best_score = ledger.best_score()
             delta = delta_sigma = floor = None
             floor_source: str | None = None
-            promote = False
+            promote_now = False
             metrics = dict(outcome.metrics)
             early = metrics.pop(EARLY_ABORT_KEY, None)
             if outcome.scored and best_score is not None and not rec.baseline and rec.confirms is None:
@@ -298,18 +298,18 @@ class TrialRunner:
                 sigma = state.sigma or 0.0
                 delta_sigma = delta / sigma if sigma > 0 else None
                 verdict = decide_against_best(state, self.task, delta, metrics)
-                floor, floor_source, promote = verdict.floor, verdict.label, verdict.promote
-                if promote and self.task.loop.confirm > 0:
+                floor, floor_source, promote_now = verdict.floor, verdict.label, verdict.promote
+                if promote_now and self.task.loop.confirm > 0:
                     metrics["awaiting_confirmation"] = True  # confirm.py re-evaluates it, then decides
-                    promote = False
-                elif promote and self.task.loop.hitl:
+                    promote_now = False
+                elif promote_now and self.task.loop.hitl:
                     metrics["awaiting_review"] = True
-                    promote = False
-            findings = self._audit(rec, outcome, delta, floor, promote or bool(metrics.get("awaiting_confirmation")))
+                    promote_now = False
+            findings = self._audit(rec, outcome, delta, floor, promote_now or bool(metrics.get("awaiting_confirmation")))
             if any(f.held for f in findings):
                 metrics["awaiting_review"] = metrics["held_by_audit"] = True  # a person's approval promotes it
                 metrics.pop("awaiting_confirmation", None)
-                promote = False
+                promote_now = False
             ledger.emit("trial.finished", "oracle" if cached_from is None else "harness", {
                 "trial_id": trial_id, "status": outcome.status.value, "score": outcome.score, "metrics": metrics,
                 "feedback": clip_middle(outcome.feedback, FEEDBACK_LOG_CHARS), "log_blob": log_blob,
@@ -319,12 +319,8 @@ class TrialRunner:
             })
             for finding in findings:
                 ledger.emit("audit.finding", AUDIT_ACTOR, finding.data())
-            if promote:
-                previous = state.best_id
-                ledger.emit("trial.promoted", "harness", {
-                    "trial_id": trial_id, "score": outcome.score, "previous_best": previous,
-                    "previous_score": best_score, "delta": delta, "delta_sigma": delta_sigma,
-                })
+            if promote_now and outcome.score is not None:
+                promote(ledger.emit, ledger.state, trial_id, outcome.score)
 
     def _audit(self, rec: Any, outcome: Outcome, delta: float | None, floor: float | None,
                would_promote: bool) -> list[Finding]:

@@ -40,6 +40,11 @@ def orders_run(runs: Path) -> Path:
     """make_run's run (still going) plus one event of each kind the timeline lists."""
     run_dir = make_run(runs, "tl-run", trials=8, finished=False, checkpoint=False)
     store = RunStore(run_dir)
+    with fake_clock(START + timedelta(minutes=30)):  # the confirmation repeats the verdict below names
+        for rid, score in (("t0002-r1", 2.39), ("t0002-r2", 2.391)):
+            store.append("trial.proposed", "harness", {"trial_id": rid, "parent": "t0001", "agent": "alice",
+                                                       "proposal_blob": "0" * 64, "confirms": "t0002"})
+            store.append("trial.finished", "oracle", {"trial_id": rid, "status": "ok", "score": score})
     with fake_clock(START + timedelta(hours=1)):
         store.append("run.control", "human:carol", {"action": "pause", "by": "human:carol", "reason": "lunch"})
         store.append("run.control", "human:carol", {"action": "continue", "by": "human:carol"})

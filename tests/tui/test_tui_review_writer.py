@@ -13,9 +13,9 @@ from test_tui_screens import events_of, make_app, open_dashboard
 from tui_helpers import MessageLog, wait_until
 
 from rrma.log.reader import RunReader
-from rrma.log.review import record_review
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
+from rrma.run.promotion import review_trial
 from tui.app import RRMAApp
 from tui.screens.trial import TrialScreen
 from tui.widgets.line_table import LineTable
@@ -80,7 +80,7 @@ async def test_an_unsigned_review_says_it_promoted_the_claim(runs_dir: Path, run
 def test_a_state_without_the_outcomes_hash_cannot_sign_and_the_readers_state_records(run_dir: Path,
                                                                                       signer: tuple[Path, Path]) -> None:
     """A signature binds the trial's trial.finished hash: signing from a state folded without it would bind
-    nothing, so record_review refuses before writing. Unsigned, the reader's state (the TUI's, from its
+    nothing, so review_trial refuses before writing. Unsigned, the reader's state (the TUI's, from its
     checkpoint) is enough, and it is brought up to date with the review and the promotion."""
     key, _ = signer
     before = len(events_of(run_dir))
@@ -88,9 +88,9 @@ def test_a_state_without_the_outcomes_hash_cannot_sign_and_the_readers_state_rec
     held = light.trials["t0012"].finished_hash
     light.trials["t0012"].finished_hash = None  # a fold that skipped the chain's hashes
     with pytest.raises(ValueError, match="full fold"):
-        record_review(RunStore(run_dir), "t0012", "approve", "carol", sign_key=key, state=light)
+        review_trial(RunStore(run_dir), "t0012", "approve", "carol", sign_key=key, state=light)
     assert len(events_of(run_dir)) == before
     light.trials["t0012"].finished_hash = held
-    event = record_review(RunStore(run_dir), "t0012", "approve", "carol", state=light)
+    event = review_trial(RunStore(run_dir), "t0012", "approve", "carol", state=light)
     assert light.trials["t0012"].review_status == "approved" and light.trials["t0012"].promoted
     assert [e["seq"] for e in events_of(run_dir)][-2] == event.seq  # the review, then its promotion

@@ -102,9 +102,9 @@ def diff_tree(base: dict[str, str], root: Path, rules: EditRules, ignore: list[s
         out.problems.append(f"the working copy is not a plain directory any more ({exc}); nothing was read from it")
         return out
     except files.TreeTooLarge as exc:
-        what = "entries (files, folders, links)" if exc.what == "entries" else "bytes of files to read"
-        out.problems.append(f"the working copy holds more than {exc.limit} {what} ({CAP_SETTINGS[exc.what]}; the scan "
-                            f"stopped at {exc.seen}); nothing was proposed from it")
+        what = "entries (files, folders and links" if exc.what == "entries" else "bytes to read (editable files and the parent's"
+        out.problems.append(f"the working copy holds more than {exc.limit} {what}; {CAP_SETTINGS[exc.what]}): the "
+                            f"scan stopped at {exc.seen}, nothing was proposed from it")
         return out
     except OSError as exc:
         out.problems.append(f"the working copy cannot be read ({exc.strerror or exc}); nothing was proposed from it")

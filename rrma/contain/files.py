@@ -402,8 +402,8 @@ def _next_names(fd: int, failed: set[str]) -> list[str]:
 def _empty(fd: int, tally: _Tally) -> None:
     """Delete everything in folder ``fd`` (closed when done): depth first with one descriptor, going
     up by a checked ``..``; a failure is tallied and the walk goes on with the next name."""
-    levels = [_Level("", _ident(os.fstat(fd)))]
     try:
+        levels = [_Level("", _ident(os.fstat(fd)))]
         while levels:
             level = levels[-1]
             if not level.names:
@@ -503,7 +503,8 @@ def clear(path: Path | str) -> Removal:
 
 def fresh_dir(path: Path) -> Path:
     """``path`` as a new, empty directory the harness owns (whatever was there, link or tree, is
-    removed without following links; a leftover that cannot be deleted is moved aside)."""
+    removed without following links; a leftover that cannot be deleted is moved aside, and when even
+    that fails, ``mkdir`` raises FileExistsError)."""
     clear(path)
     path.mkdir(parents=True)
     return path

@@ -25,7 +25,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from legacy_trees import legacy, make_chain, recursive_walk
+from legacy_trees import legacy, make_chain, recursive_walk, scrub
 
 from rrma.contain import files
 from rrma.contain.spawn import stale_processes
@@ -37,7 +37,6 @@ from rrma.task import load_task
 from rrma.trial import Budget, Outcome, Proposal, Status
 
 REPO = Path(__file__).resolve().parent.parent
-REAL_REMOVE = files.remove_tree  # the tests' own cleanup, whatever a control put in its place
 DEPTH = 3000  # three times what a recursion of Python frames survives
 
 
@@ -74,7 +73,7 @@ def test_a_chain_3000_deep_is_walked_and_removed(tmp_path: Path, monkeypatch: py
         assert removal.complete, removal.note()
         assert not tree.exists() and tmp_path.exists()
     finally:
-        REAL_REMOVE(tree)
+        scrub(tree)
 
 
 def _tmpfs() -> Path | None:
@@ -104,7 +103,7 @@ def test_a_chain_100000_deep_is_removed_and_stops_a_walk_at_its_cap() -> None:
         assert removal.complete, removal.note()
         assert not tree.exists()
     finally:
-        REAL_REMOVE(base)
+        scrub(base)
 
 
 def test_planted_links_go_and_their_targets_stay(tmp_path: Path) -> None:
@@ -133,7 +132,7 @@ def test_planted_links_go_and_their_targets_stay(tmp_path: Path) -> None:
         assert (outside / "keep.txt").read_text() == "keep"
         assert (outside / "inner" / "keep.txt").read_text() == "keep too"
     finally:
-        REAL_REMOVE(tree)
+        scrub(tree)
 
 
 # As the agent's own user: a tree whose folders it made unwritable and unreadable. Run by the test as
@@ -185,7 +184,7 @@ def test_folders_the_agent_made_unwritable_are_emptied(defended: bool) -> None:
         got = _as_agent("remove", tree)
         assert (got["exists"], got["left"]) == (False, 0), got
     finally:
-        REAL_REMOVE(base)
+        scrub(base)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs a second user: a folder of root's inside the agent's tree")
@@ -208,7 +207,7 @@ def test_what_cannot_be_deleted_is_reported_never_raised_and_moved_aside() -> No
         assert cleared["exists"] is False and str(cleared["moved_to"]).startswith(f"{tree}.leftover-")
         assert (Path(str(cleared["moved_to"])) / "locked" / "keep").read_text() == "root's"
     finally:
-        REAL_REMOVE(base)
+        scrub(base)
 
 
 # ----------------------------------------------------------------------------- caps on what a walk reads
@@ -332,7 +331,7 @@ def test_a_trial_that_leaves_a_deep_chain_does_not_end_the_run(tmp_path: Path, m
         assert not list((result.run_dir / "trials").glob("*/work"))  # every workspace, chain and all, is gone
         assert verify_run(result.run_dir).ok
     finally:
-        REAL_REMOVE(tmp_path / "runs")
+        scrub(tmp_path / "runs")
 
 
 def _kill_harness_once_the_chain_is_made(tmp_path: Path, marker: str) -> Path:
@@ -374,7 +373,7 @@ def test_resume_of_a_killed_run_with_a_deep_leftover_works(tmp_path: Path) -> No
         assert [e.data.status for e in events if e.kind == "trial.finished"] == ["ok"]
         assert not (run_dir / "trials" / "base-0" / "work").exists()
     finally:
-        REAL_REMOVE(tmp_path / "runs")
+        scrub(tmp_path / "runs")
 
 
 def test_control_the_old_cleanup_fails_the_re_run_of_such_a_leftover(tmp_path: Path,
@@ -403,7 +402,7 @@ def test_control_the_old_cleanup_fails_the_re_run_of_such_a_leftover(tmp_path: P
         old = evaluate_job(Scores(), job, trial_dir, lambda _: None, threading.Event())  # type: ignore[arg-type]
         assert old.status == Status.crash and "oracle error: RecursionError" in old.feedback
     finally:
-        REAL_REMOVE(tmp_path / "trials")
+        scrub(tmp_path / "trials")
 
 
 LOCK = textwrap.dedent("""
@@ -436,7 +435,7 @@ def test_a_leftover_the_harness_cannot_delete_is_a_note_and_the_run_goes_on(tmp_
     finally:
         for work in (tmp_path / "runs").glob("*/trials/*/work"):
             make_chain_unlock(work)
-        REAL_REMOVE(tmp_path / "runs")
+        scrub(tmp_path / "runs")
 
 
 def make_chain_unlock(work: Path) -> None:

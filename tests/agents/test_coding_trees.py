@@ -21,12 +21,10 @@ from pathlib import Path
 
 import pytest
 from coding_fixtures import REPO, clean, coding_agent, demo_task, events, scratch_dirs, turns
-from legacy_trees import legacy
+from legacy_trees import legacy, scrub
 
-from rrma.contain import files
 from rrma.run.loop import start_run
 
-REAL_REMOVE = files.remove_tree
 RSS_BOUND_MB = 400  # the harness's peak RSS under the attack (about 60 MB measured); the old scan reached 1.9 GB
 
 EDIT = """import os, re
@@ -87,8 +85,8 @@ def test_a_deep_chain_in_the_working_copy(tmp_path: Path, monkeypatch: pytest.Mo
         assert not any("stopped after" in e.data.text for e in events(result.run_dir, "note"))
         assert scratch_dirs("coder") == [] and list(host_tmp.iterdir()) == []
     finally:
-        REAL_REMOVE(host_tmp)
-        REAL_REMOVE(tmp_path / "runs")
+        scrub(host_tmp)
+        scrub(tmp_path / "runs")
 
 
 # Runs the attack in a process of its own and reports that process's peak RSS: the harness's memory is the

@@ -74,7 +74,7 @@ from oracle.strip_coq import (
     split_sentences,
     strip_coq_file_with_notes,
 )
-from rrma.contain import sandbox
+from rrma.contain import files, sandbox
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import SandboxRequired, signal_own_group, spawn, start
 from rrma.contracts import EvalContext, Oracle, OracleError
@@ -870,7 +870,7 @@ class WarmCoqPool:
                 break
             if session is not None:
                 session.kill()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        files.remove_tree(self.scratch)  # any depth, never follows a link, never raises
 
     def _fresh(self) -> CoqSession:
         with self._lock:

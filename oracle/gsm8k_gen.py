@@ -80,11 +80,13 @@ def check_model_dir(path: str | Path, *, follow_links: bool = False) -> list[str
                 for name in names:
                     full = Path(dirpath) / name
                     listing.append((full.relative_to(root).as_posix(), stat.S_IFMT(full.stat().st_mode)))
-        else:
-            listing = list(files.walk_files(root))
+        else:  # an agent's program wrote it: no link followed, at most files.DEFAULT_MAX_ENTRIES entries
+            listing = [(entry.path, entry.kind) for entry in files.walk_files(root)]
     except files.LinkRefused:
         raise UnsafeModel(f"model directory {root.name}/ is a symbolic link; the oracle reads no model "
                           "through a link") from None
+    except files.TreeTooLarge as exc:
+        raise UnsafeModel(f"model directory {root.name}/ holds {exc}; a model is a few files") from None
     except OSError as exc:
         raise GenerationError(f"cannot list the model directory {root.name}/: {exc.strerror or exc}") from None
     names = []

@@ -41,7 +41,6 @@ import inspect
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 import threading
@@ -367,7 +366,7 @@ def generate_in_child(
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rrma-gsm8k-eval-")))
         scratch = files.fresh_dir(Path(workdir).absolute() / "generation")
-        stack.callback(shutil.rmtree, scratch, True)  # rmtree never follows a link the child left
+        stack.callback(files.remove_tree, scratch)  # never follows a link the child left, never raises
         files.write_bytes(scratch, "questions.jsonl", "".join(
             json.dumps({"idx": p.idx, "question": p.question}) + "\n" for p in problems).encode("utf-8"))
         out = scratch / "completions.jsonl"
@@ -650,14 +649,14 @@ class Gsm8kRecipeOracle(Oracle):
         with self._lock:
             if self._state is None:
                 self._private_home = home = Path(tempfile.mkdtemp(prefix="rrma-gsm8k-recipe-"))
-                weakref.finalize(self, shutil.rmtree, home, True)  # also without close()
+                weakref.finalize(self, files.remove_tree, home)  # also without close()
                 return self._prepare(home)
             return self._state
 
     def close(self) -> None:
         home, self._private_home = self._private_home, None
         if home is not None:
-            shutil.rmtree(home, ignore_errors=True)
+            files.remove_tree(home)
             self._state = None
 
     def _prepare(self, home: Path) -> _RecipeState:
@@ -696,7 +695,7 @@ class Gsm8kRecipeOracle(Oracle):
                     from oracle.gsm8k_gen import build_tiny_model
 
                     build_tiny_model(home / "tiny-random-model.part", seed=0)
-                    shutil.rmtree(model_dir, ignore_errors=True)
+                    files.remove_tree(model_dir)
                     (home / "tiny-random-model.part").rename(model_dir)
                 base = str(model_dir)
         facts = {
@@ -730,7 +729,7 @@ class Gsm8kRecipeOracle(Oracle):
             out_dir = _inside(trial_dir, self.output_dir)
         except LinkRefused as exc:
             raise OracleError(f"oracle param 'output_dir' must be a plain relative path: {exc}") from None
-        shutil.rmtree(out_dir, ignore_errors=True)
+        files.remove_tree(out_dir)
         argv = [sys.executable, str(recipe), "--base-model", state.base_model, "--train-data", str(state.train_file),
                 "--output-dir", str(out_dir), "--seed", str(ctx.seed), *self.recipe_args]
         hub_offline = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"} if Path(state.base_model).exists() else {}

@@ -992,7 +992,7 @@ class LeanChecker:
                                                  self.project_dir, limit, self.memory_mb, (),
                                                  (checkdir, reference.parent))
         finally:
-            shutil.rmtree(checkdir, ignore_errors=True)  # never follows a link inside the tree
+            files.remove_tree(checkdir)  # any depth, never follows a link, never raises
         if status not in ("ok", "crash"):
             return done(False, f"not audited: the kernel replay ran over its limit ({status})")
         try:

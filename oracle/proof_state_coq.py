@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -42,7 +41,7 @@ from oracle.coq import (
 from oracle.proof_common import Prover, TheoremTask
 from oracle.proof_state import Premise, ProofState, ProofStateError, TacticResult
 from oracle.strip_coq import split_sentences
-from rrma.contain import sandbox
+from rrma.contain import files, sandbox
 from rrma.contracts import OracleError
 
 _PROMPT = re.compile(r"<prompt>.*?</prompt>", re.S)
@@ -208,7 +207,7 @@ class CoqProofStates:
     def close(self) -> None:
         self._drop_session()
         if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+            files.remove_tree(self.scratch)  # any depth, never follows a link, never raises
             self.scratch = None
 
     # ------------------------------------------------------------------ protocol

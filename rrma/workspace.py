@@ -17,9 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rrma.contain.files import DEFAULT_MAX_ENTRIES
 from rrma.trial import FileEdit
 
 MAX_FILE_BYTES = 4 * 1024 * 1024  # one edited file may not exceed 4 MiB
+MAX_SCAN_ENTRIES = DEFAULT_MAX_ENTRIES  # entries one scan of a coding agent's working copy looks at (coding.scan_entries)
+MAX_SCAN_BYTES = 8 * MAX_FILE_BYTES  # bytes one scan of a working copy reads, 32 MiB (coding.scan_bytes)
 
 class InvalidEdit(ValueError):
     """An edit that may not be applied: it names the file and says exactly why."""

@@ -269,7 +269,11 @@ class CleanEnvOracle(Oracle):
 
         code = ("import os, pathlib, time\n"
                 "d = pathlib.Path(os.environ['PIDDIR'])\n"
-                "(d / 'clean.tmp').write_text(f'{os.getpid()} {os.getppid()}')\n"
+                "work = os.getcwd()\n"
+                "for _ in range(3000):\n"  # a chain too deep for a recursive cleanup (issue 31)
+                "    os.mkdir('d')\n"
+                "    os.chdir('d')\n"
+                "(d / 'clean.tmp').write_text(f'{os.getpid()} {os.getppid()} {work}')\n"
                 "(d / 'clean.tmp').rename(d / 'clean.pid')\n"
                 "time.sleep(600)\n")
         env = {"PATH": os.environ.get("PATH", ""), "PIDDIR": str(self.params["piddir"])}
@@ -284,7 +288,10 @@ def test_worker_death_reaps_a_trial_started_with_a_filtered_environment(ray_inst
                    metric="loss")
     future = executor.submit(job, lambda sample: None)
     wait_for(lambda: (tmp_path / "clean.pid").exists(), 60, "the trial program to start")
-    trial_pid, worker_pid = (int(x) for x in (tmp_path / "clean.pid").read_text().split())
+    pids, work = (tmp_path / "clean.pid").read_text().rsplit(" ", 1)
+    trial_pid, worker_pid = (int(x) for x in pids.split())
+    scratch = Path(work).parents[2]  # the worker's scratch: scratch/trials/<trial>/work
+    assert scratch.name.startswith(f"rrma-ray-{worker_pid}-"), scratch
     assert WORKER_TOKEN_ENV.encode() not in Path(f"/proc/{trial_pid}/environ").read_bytes()
     time.sleep(0.3)  # > the ledger interval: the worker has listed the trial's group
     os.kill(worker_pid, signal.SIGKILL)
@@ -292,6 +299,8 @@ def test_worker_death_reaps_a_trial_started_with_a_filtered_environment(ray_inst
     executor.shutdown()
     assert outcome.status == Status.crash and outcome.feedback.startswith(DIED_PREFIX)
     wait_for(lambda: not alive(trial_pid), 10, f"the reaper to kill trial program {trial_pid} (from the ledger)")
+    # and then to remove the worker's scratch, the trial's chain 3000 deep included (rrma.contain.files.remove_tree)
+    wait_for(lambda: not scratch.exists(), 120, f"the reaper to remove {scratch}")
 
 
 # ----------------------------------------------------------------------------- cancellation

@@ -39,7 +39,6 @@ anything shaped like a key) before it is recorded. The scratch directory is remo
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -144,17 +143,6 @@ def program_paths(executable: str) -> list[Path]:
             found.append(binary.resolve().parent)
     roots = {Path("/"), Path.home().resolve()}
     return [p for p in dict.fromkeys(found) if p not in roots]
-
-
-def _remove(root: Path) -> None:
-    """Delete a scratch directory, even where the agent took the permissions away from its folders."""
-    for dirpath, dirnames, _ in os.walk(root):
-        for name in dirnames:
-            path = os.path.join(dirpath, name)
-            if not os.path.islink(path):  # a link is removed, never followed
-                with contextlib.suppress(OSError):
-                    os.chmod(path, 0o700)
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def _shebang() -> str:
@@ -276,7 +264,10 @@ class CodingAgent(Agent):
         try:
             return self._run_in(ctx, attempt, root)
         finally:
-            _remove(root)
+            # whatever the agent made of it (a chain of folders thousands deep, folders chmod-ed 000): gone, no raise
+            removal = files.remove_tree(root)
+            if not removal.complete:
+                self.turn(ctx, "error", text=f"scratch directory: {removal.note()}")
 
     def _run_in(self, ctx: Context, attempt: int, root: Path) -> Proposal | None:
         work, home, bin_dir, tmp = root / "work", root / "home", root / "bin", root / "tmp"
@@ -391,7 +382,8 @@ class CodingAgent(Agent):
         ignore = [*self.preset.ignore, *self.settings.ignore]
         if ctx.theorem:
             ignore.append(self.settings.proof_file)
-        diff = diff_tree(base, work, rules, ignore)
+        diff = diff_tree(base, work, rules, ignore, max_entries=self.settings.scan_entries,
+                         max_bytes=self.settings.scan_bytes)
         if diff.new_ignored:
             shown = ", ".join(diff.new_ignored[:20]) + (f" and {len(diff.new_ignored) - 20} more"
                                                         if len(diff.new_ignored) > 20 else "")
@@ -459,10 +451,10 @@ class CodingAgent(Agent):
         """A file the agent may have written: read only if it is a regular file, never through a link
         anywhere on its path (the working copy itself may have been replaced by one), never a FIFO."""
         try:
-            data = files.read_bytes(path.parent, path.name)
+            data = files.read_bytes(path.parent, path.name, limit=limit, truncate=True)
         except (OSError, ValueError):
             return ""
-        return data[:limit].decode("utf-8", errors="replace")
+        return data.decode("utf-8", errors="replace")
 
     # ------------------------------------------------------------------ the run's surroundings
 

@@ -10,6 +10,9 @@ Invariants: an executor never raises for anything a trial does. Untrusted progra
 :func:`rrma.contain.spawn.spawn` inside the oracle (own process group, limits from outside);
 an oracle that raises becomes a ``crash`` outcome with its traceback tail, and an oracle call
 that overruns its budget by a grace period becomes ``timeout`` while the harness moves on.
+Whatever tree a trial leaves in its workspace is removed without recursion and without raising
+(:func:`rrma.contain.files.remove_tree`); what cannot be removed is named under
+:data:`LEFTOVER_KEY` in the outcome's metrics, which the trial runner turns into a ``note``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import os
-import shutil
 import threading
 import time
 import traceback
@@ -26,8 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from rrma.contain import cgroups
-from rrma.contain.files import fresh_dir
+from rrma.contain import cgroups, files
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import stale_processes
 from rrma.contracts import EvalContext, Oracle
@@ -37,6 +38,7 @@ from rrma.workspace import materialize
 
 ProgressCallback = Callable[[dict[str, Any]], None]
 ORACLE_GRACE_S = 30.0  # an oracle call may overrun its budget by this much before it is abandoned
+LEFTOVER_KEY = "_rrma_leftover"  # outcome metrics: one line per trial folder the harness could not remove
 
 
 @dataclass
@@ -96,6 +98,10 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
     where the trial's program's output is appended while it runs (:mod:`rrma.contain.live`), a path
     outside ``trial_dir`` that ``protect`` hides; a leftover there (a harness killed mid-trial) is
     removed before the oracle runs, and the file is removed when it returns: the log blob is the record.
+
+    The trial's folders are removed with :func:`~rrma.contain.files.remove_tree` (any depth, never
+    raising): a leftover of an earlier run of the trial that cannot be removed is moved aside, and
+    what stays of this run's workspace is named under :data:`LEFTOVER_KEY`; the outcome stands.
     """
     started = time.monotonic()
     # absolute: oracles hand these paths to processes that run elsewhere (a scorer's cwd is its own
@@ -103,16 +109,22 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
     trial_dir = Path(trial_dir).absolute()
     protect = tuple(Path(p).absolute() for p in protect)
     ran = False  # the oracle was called: the workspace is the trial's (never one a stale process still uses)
+    leftovers: list[str] = []
     try:
-        if trial_dir.exists():  # a re-run after resume starts from a clean workspace
+        if os.path.lexists(trial_dir):  # a re-run after resume starts from a clean workspace
             stale = stale_processes(trial_dir)
             if stale:
                 return crash_outcome(f"not run: {len(stale)} process(es) of an earlier run of this trial still run "
                                      f"in {trial_dir} (pids {', '.join(map(str, stale))}); kill them first", started)
-            shutil.rmtree(trial_dir)
+            cleared = files.clear(trial_dir)
+            if not cleared.complete:
+                leftovers.append("earlier run: " + cleared.note())
             cgroups.remove_empty_scopes(trial_dir)  # what a killed harness left for this trial
         materialize(job.files, trial_dir)
-        oracle_dir = fresh_dir(trial_dir.parent / "oracle")
+        cleared = files.clear(trial_dir.parent / "oracle")
+        if not cleared.complete:
+            leftovers.append("oracle folder: " + cleared.note())
+        oracle_dir = files.fresh_dir(trial_dir.parent / "oracle")
         if live_output is not None:
             live_output = Path(live_output).absolute()
             _remove_live(live_output)  # spawn creates it afresh (O_EXCL): a leftover would be refused
@@ -140,18 +152,24 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
         outcome = oracle.evaluate(ctx)
         if outcome.seconds == 0.0:
             outcome.seconds = time.monotonic() - started
-        return outcome
     except Exception as exc:  # the oracle's bug must not take the harness down
         tail = "".join(traceback.format_exception(exc)[-6:])
-        return crash_outcome(f"oracle error: {type(exc).__name__}: {exc}\n{tail}", started)
+        outcome = crash_outcome(f"oracle error: {type(exc).__name__}: {exc}\n{tail}", started)
     finally:
-        # the trial's files are in the blobs; what its program wrote there (checkpoints, data) would
-        # otherwise pile up run after run (loop.keep_workspaces keeps it). Nothing of it runs any more:
-        # every process a trial starts is gone when spawn returns. rmtree never follows a link.
-        if ran and not job.keep_workspace and trial_dir.is_dir() and not trial_dir.is_symlink():
-            shutil.rmtree(trial_dir, ignore_errors=True)
         if ran:  # the program is gone (spawn returned); its output is in the outcome's log
             _remove_live(live_output)
+    # the trial's files are in the blobs; what its program wrote there (checkpoints, data) would
+    # otherwise pile up run after run (loop.keep_workspaces keeps it). Nothing of it runs any more:
+    # every process a trial starts is gone when spawn returns.
+    if ran and not job.keep_workspace:
+        removal = files.remove_tree(trial_dir)
+        if not removal.complete:
+            leftovers.append(removal.note())
+    metrics = {k: v for k, v in outcome.metrics.items() if k != LEFTOVER_KEY}  # only the executor writes it
+    if leftovers:
+        metrics[LEFTOVER_KEY] = leftovers
+    outcome.metrics = metrics
+    return outcome
 
 
 class LocalExecutor:

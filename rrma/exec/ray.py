@@ -46,7 +46,6 @@ import json
 import logging
 import os
 import queue
-import shutil
 import socket
 import subprocess
 import sys
@@ -63,6 +62,7 @@ from typing import Any
 import ray
 import ray.exceptions
 
+from rrma.contain import files
 from rrma.contracts import Oracle
 from rrma.exec.local import ProgressCallback, TrialJob, crash_outcome, evaluate_job
 from rrma.plugins import find_oracle, make_oracle
@@ -134,6 +134,7 @@ def pack_files(files: dict[str, str]) -> tuple[bytes, str]:
 _REAPER_SOURCE = r"""
 import os, select, shutil, signal, sys, time
 worker, worker_pgid, token, scratch = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+remover = sys.argv[5]  # rrma/contain/files.py: stdlib only, loaded by path (no site, no package import)
 if os.fork():
     os._exit(0)
 def alive():
@@ -199,7 +200,15 @@ for _ in range(20):
     if not found:
         break
     time.sleep(0.1)
-shutil.rmtree(scratch, ignore_errors=True)
+try:  # a trial's tree of any depth (shutil.rmtree recurses: RecursionError past ~1000 levels)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("rrma_tree_remover", remover)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    module.remove_tree(scratch)
+except Exception:
+    shutil.rmtree(scratch, ignore_errors=True)
 """
 
 
@@ -282,7 +291,8 @@ def _worker_state() -> _WorkerState:
         token = f"{os.getpid()}-{os.urandom(8).hex()}"
         env = {k: v for k, v in os.environ.items() if k != WORKER_TOKEN_ENV}
         launcher = subprocess.Popen(
-            [sys.executable, "-S", "-c", _REAPER_SOURCE, str(os.getpid()), str(os.getpgid(0)), token, str(scratch)],
+            [sys.executable, "-S", "-c", _REAPER_SOURCE, str(os.getpid()), str(os.getpgid(0)), token, str(scratch),
+             files.__file__],
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
         )
@@ -359,7 +369,7 @@ def _trial_task(payload: dict[str, Any], workspace_box: list[Any], workspace_dig
     finally:
         cancel.set()  # a cancelled task stops its trial program (spawn watches this)
         thread.join(timeout=job.budget.seconds + 10)
-        shutil.rmtree(trial_root, ignore_errors=True)
+        files.remove_tree(trial_root)  # the workspace's leftovers are named in the outcome; the rest is the oracle's
 
 
 _remote_trial = ray.remote(max_retries=0)(_trial_task)

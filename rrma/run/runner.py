@@ -23,7 +23,7 @@ from rrma.audit.auditor import AUDIT_ACTOR, Auditor
 from rrma.audit.finding import Finding
 from rrma.audit.rules import OutcomeView
 from rrma.contracts import TrialSummary
-from rrma.exec.local import Executor, TrialJob, wait_outcome
+from rrma.exec.local import LEFTOVER_KEY, Executor, TrialJob, wait_outcome
 from rrma.log.state import RunState
 from rrma.run import seeds
 from rrma.run.abort import make_monitor
@@ -273,7 +273,10 @@ class TrialRunner:
             outcome = wait_outcome(self.executor.submit(job, progress), self.budget)
             if decided and outcome.status == Status.aborted and not self.scheduler.stopping():
                 outcome = early_aborted(outcome, decided)
+        leftovers = outcome.metrics.pop(LEFTOVER_KEY, None) or []  # the executor's, never the outcome's (nor cached)
         self.record_outcome(trial_id, outcome)
+        for leftover in leftovers:  # what the trial left on disk that the harness could not remove
+            ledger.emit("note", "harness", {"text": f"trial {trial_id}: {clip_middle(str(leftover), 2000)}"})
         with ledger.lock:
             rec = ledger.state.trials.get(trial_id)
             key = rec.cache_key if rec is not None else None

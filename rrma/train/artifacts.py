@@ -16,6 +16,8 @@ import os
 import shutil
 from pathlib import Path
 
+from rrma.contain import files
+
 ARTIFACTS = "artifacts"
 MANIFEST = "MANIFEST.json"
 
@@ -61,7 +63,7 @@ def store_dir(run_dir: Path, src: Path) -> tuple[str, str]:
     if target.is_dir():
         return digest, rel
     staging = Path(run_dir) / ARTIFACTS / f".{digest}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
+    files.remove_tree(staging)
     for name in manifest:
         dest = staging / name
         dest.parent.mkdir(parents=True, exist_ok=True)

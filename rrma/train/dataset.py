@@ -35,13 +35,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rrma.contain import files
 from rrma.log.reader import RunModel, RunReader
 from rrma.log.state import RunState, TrialRecord
 from rrma.log.store import EVENTS, RunStore, check_readable
@@ -430,7 +430,7 @@ def write_dataset(rows: Sequence[dict[str, Any]], out: Path | str) -> str:
             os.replace(out, old)
         os.replace(staging / "data", out)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        files.remove_tree(staging)
         if not quiet:
             enable_progress_bars()
     return "a Hugging Face dataset (datasets.load_from_disk)"

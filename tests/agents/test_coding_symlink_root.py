@@ -30,8 +30,9 @@ echo "HYPOTHESIS: nothing to see"
 """
 
 
-def following_scan(root: Path) -> dict[str, workspace.Entry]:
-    """The old walk: os.walk from the root (which follows a root that is a link), lstat below it."""
+def following_scan(root: Path, *_: object, **__: object) -> dict[str, workspace.Entry]:
+    """The old walk: os.walk from the root (which follows a root that is a link), lstat below it (and every
+    regular file read, as the harness did then)."""
     out: dict[str, workspace.Entry] = {}
     for dirpath, _, filenames in os.walk(root):
         for name in filenames:

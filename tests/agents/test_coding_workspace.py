@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,48 @@ def test_replacements_reapply_on_a_parent_that_moved() -> None:
     mine = file_edit("train.py", old, "LR = 0.01\nDEPTH = 2\nWIDTH = 64\n")
     moved = {"train.py": "LR = 0.1\nDEPTH = 2\nWIDTH = 128\n"}  # the best trial changed WIDTH meanwhile
     assert apply_edits(moved, [mine], RULES) == {"train.py": "LR = 0.01\nDEPTH = 2\nWIDTH = 128\n"}
+
+
+def test_new_files_outside_editable_are_listed_never_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only editable files and the parent's own are opened; the agent's scratch is known by name and size."""
+    from rrma.contain import files
+
+    work = copy(tmp_path)
+    (work / "scratch.bin").write_bytes(b"\0" * 1000)
+    (work / "data.py").write_text("N = 2\n")  # the parent's, not editable: read, and proposed for the loop to refuse
+    (work / "new.cfg").write_text("a = 1\n")
+    reads: list[str] = []
+    real_read = files._read_at
+
+    def counted_read(fd: int, name: str, st: os.stat_result, rel: str) -> bytes:
+        reads.append(rel)
+        return real_read(fd, name, st, rel)
+
+    monkeypatch.setattr(files, "_read_at", counted_read)
+    diff = diff_tree(BASE, work, RULES, [])
+    assert sorted(reads) == ["data.py", "new.cfg", "notes/readme.md", "train.py"]
+    assert diff.new_ignored == ["scratch.bin"] and [e.path for e in diff.edits] == ["data.py", "new.cfg"]
+
+
+def _scratch_files(work: Path) -> None:
+    for i in range(60):
+        (work / f"s{i}").touch()
+
+
+def _sparse_editables(work: Path) -> None:
+    for i in range(3):
+        with open(work / f"big{i}.cfg", "wb") as fh:
+            fh.truncate(4 * 2**20)
+
+
+@pytest.mark.parametrize("setting, limits, make", [
+    ("coding.scan_entries", {"max_entries": 50}, _scratch_files),  # more entries than the scan looks at
+    ("coding.scan_bytes", {"max_bytes": 8 * 2**20}, _sparse_editables),  # 12 MiB of editable files to read
+])
+def test_a_copy_past_a_scan_cap_gives_one_problem_naming_the_cap(tmp_path: Path, setting: str, limits: dict[str, int],
+                                                                 make: Callable[[Path], None]) -> None:
+    work = copy(tmp_path)
+    make(work)
+    diff = diff_tree(BASE, work, RULES, [], **limits)
+    assert diff.edits == [] and len(diff.problems) == 1
+    assert setting in diff.problems[0] and "stopped at" in diff.problems[0], diff.problems

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import errno
 import os
 import shutil
 import threading
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from rrma.contain import cgroups
+from rrma.contain import cgroups, disk
 from rrma.contain.files import fresh_dir
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import stale_processes
@@ -60,6 +61,7 @@ class TrialJob:
     network: bool = False  # RRMA_TRIAL_NETWORK=on where the run was started: trials share the host's network
     pass_env: tuple[str, ...] = ()  # credential-named variables the task passes to its programs by name (oracle.pass_env)
     keep_workspace: bool = False  # loop.keep_workspaces: leave the workspace on disk after the outcome
+    disk_cap: str = "auto"  # RRMA_DISK_CAP where the run was started: the workspace's own capped file system (auto | off | require)
 
 
 class Executor(Protocol):
@@ -109,9 +111,17 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
             if stale:
                 return crash_outcome(f"not run: {len(stale)} process(es) of an earlier run of this trial still run "
                                      f"in {trial_dir} (pids {', '.join(map(str, stale))}); kill them first", started)
+            disk.unmount_leftover(trial_dir)  # a killed harness's capped workspace, still mounted
             shutil.rmtree(trial_dir)
             cgroups.remove_empty_scopes(trial_dir)  # what a killed harness left for this trial
-        materialize(job.files, trial_dir)
+        disk.open_workspace(trial_dir, job.budget.disk_mb, job.disk_cap)  # its own capped file system, or the watch
+        try:
+            materialize(job.files, trial_dir)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            return Outcome(status=Status.disk, feedback=f"disk: the workspace's files do not fit its "
+                           f"{job.budget.disk_mb} MiB disk budget ({exc.strerror})", seconds=time.monotonic() - started)
         oracle_dir = fresh_dir(trial_dir.parent / "oracle")
         if live_output is not None:
             live_output = Path(live_output).absolute()
@@ -141,10 +151,13 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
         if outcome.seconds == 0.0:
             outcome.seconds = time.monotonic() - started
         return outcome
+    except disk.DiskCapError as exc:  # a cap that is required, failed, or a foreign mount on the workspace
+        return crash_outcome(f"not run: {exc}", started)
     except Exception as exc:  # the oracle's bug must not take the harness down
         tail = "".join(traceback.format_exception(exc)[-6:])
         return crash_outcome(f"oracle error: {type(exc).__name__}: {exc}\n{tail}", started)
     finally:
+        disk.release(trial_dir, keep=job.keep_workspace)  # unmounted (kept: copied out first); never raises
         # the trial's files are in the blobs; what its program wrote there (checkpoints, data) would
         # otherwise pile up run after run (loop.keep_workspaces keeps it). Nothing of it runs any more:
         # every process a trial starts is gone when spawn returns. rmtree never follows a link.

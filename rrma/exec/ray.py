@@ -63,6 +63,7 @@ from typing import Any
 import ray
 import ray.exceptions
 
+from rrma.contain import disk
 from rrma.contracts import Oracle
 from rrma.exec.local import ProgressCallback, TrialJob, crash_outcome, evaluate_job
 from rrma.plugins import find_oracle, make_oracle
@@ -106,6 +107,7 @@ def encode_job(job: TrialJob, oracle_target: str | None = None) -> dict[str, Any
         "network": job.network,
         "pass_env": list(job.pass_env),
         "keep_workspace": job.keep_workspace,
+        "disk_cap": job.disk_cap,
         "oracle_kind": job.oracle_kind,
         "oracle_target": oracle_target or find_oracle(job.oracle_kind).target,
         "oracle_params": job.oracle_params,
@@ -359,6 +361,7 @@ def _trial_task(payload: dict[str, Any], workspace_box: list[Any], workspace_dig
     finally:
         cancel.set()  # a cancelled task stops its trial program (spawn watches this)
         thread.join(timeout=job.budget.seconds + 10)
+        disk.release(trial_root / "work")  # a trial that outlived the join: its capped workspace goes (lazily)
         shutil.rmtree(trial_root, ignore_errors=True)
 
 

@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from rrma.audit.auditor import Auditor
-from rrma.contain import cgroups, sandbox
+from rrma.contain import cgroups, disk, sandbox
 from rrma.contain.spawn import stale_processes
 from rrma.contracts import Agent, Context, Oracle, TrialSummary
 from rrma.exec.local import Executor, LocalExecutor
@@ -116,7 +116,8 @@ def new_run_id(task_name: str) -> str:
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "platform": platform.platform(),
            "fs_guard": sandbox.describe(),  # whether trial programs run in the sandbox
-           "limits": cgroups.describe()}  # cgroup limits on the whole trial, or polling
+           "limits": cgroups.describe(),  # cgroup limits on the whole trial, or polling
+           "disk": disk.describe()}  # each workspace its own capped file system, or the watch
     for name in ("torch", "pydantic", "textual"):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out[name] = importlib.metadata.version(name)

@@ -626,6 +626,10 @@ def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHoo
             raise RunLocked(f"{run_dir}: trial {trial_id} of the run that was interrupted still has running "
                             f"process(es) {', '.join(map(str, stale))}; stop them (kill {' '.join(map(str, stale))})"
                             " and resume again")
+        # its capped workspace, still mounted: its space goes back now, run again or not (a file system
+        # rrma did not make there stays; the trial, if it runs again, is a crash that says so)
+        with contextlib.suppress(disk.DiskCapError):
+            disk.unmount_leftover(workdir)
     if state.nothing_to_resume() is not None:  # its budget or goal reached (the rule every view checks too)
         return RunResult(store.dir, f"already_finished:{state.finish_reason}", state)
     oracle = make_task_oracle(task)

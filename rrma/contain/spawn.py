@@ -502,18 +502,19 @@ class _DiskWatch:
         return total
 
     def full(self) -> str | None:
-        """Why a capped workspace counts as full now, or None."""
+        """What is used up when a capped workspace is full now, or None."""
         for workspace in self.capped:
             why = workspace.full()
             if why is not None:
-                return (f"killed: the trial's workspace is full: its {workspace.size_bytes / 2**20:.0f} MiB disk "
-                        f"budget, a file system of that size, is used up ({why})")
+                return f"its {workspace.size_bytes / 2**20:.0f} MiB disk budget, a file system of that size, is used up ({why})"
         return None
 
     def check(self, now: float) -> str | None:
-        over = self.full()
-        if over is not None or not self.paths or now < self.next:
-            return over
+        full = self.full()
+        if full is not None:
+            return f"killed: the trial's workspace is full: {full}"
+        if not self.paths or now < self.next:
+            return None
         t0 = time.monotonic()
         used = self.usage()
         self.next = now + max(DISK_POLL_S, 10 * (time.monotonic() - t0))
@@ -693,8 +694,7 @@ def _supervise(
     if kill_status:
         status, reason = kill_status[0]
     elif full is not None:
-        status, reason = Status.disk, full.replace("killed: the trial's workspace is full", "the trial's workspace "
-                                                   f"was full when the program ended (exit code {returncode})", 1)
+        status, reason = Status.disk, f"the trial's workspace was full when it ended (exit code {returncode}): {full}"
     elif returncode == 0:
         status, reason = Status.ok, "exit code 0"
     elif sig_name == "SIGKILL":

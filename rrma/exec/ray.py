@@ -201,6 +201,20 @@ for _ in range(20):
     if not found:
         break
     time.sleep(0.1)
+# the capped workspaces (rrma.contain.disk) of the trials the worker ran when it died: loop-mounted
+# ext4 under its scratch/trials; detached (MNT_DETACH), so rmtree can remove their mount points
+import ctypes
+libc = ctypes.CDLL(None)
+def unescape(field):
+    return field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+try:
+    with open("/proc/self/mountinfo") as fh:
+        points = [unescape(line.split()[4]) for line in fh if line.split(" - ", 1)[-1].startswith("ext4 /dev/loop")]
+except OSError:
+    points = []
+for point in sorted(points, key=len, reverse=True):
+    if point.startswith(os.path.join(scratch, "trials") + os.sep):
+        libc.umount2(point.encode(), 2)
 shutil.rmtree(scratch, ignore_errors=True)
 """
 

@@ -29,7 +29,8 @@ Invariants:
   reaper (double-forked, outside Ray's process tree) that waits for the worker to exit, then
   SIGKILLs the process groups the worker last listed in its ledger (a daemon thread mirrors
   spawn's live groups to a file every 0.1 s) and every process carrying the worker's
-  ``RRMA_RAY_WORKER`` token in its environment, and deletes the worker's scratch directory.
+  ``RRMA_RAY_WORKER`` token in its environment, detaches the capped workspaces
+  (:mod:`rrma.contain.disk`) still mounted under the worker's scratch directory, and deletes it.
 * ``shutdown(cancel=True)`` cancels every outstanding Ray task (queued ones are dropped, running
   ones are force-killed, which the reaper cleans up); they resolve as ``aborted``. The executor
   calls ``ray.shutdown`` only when it started Ray itself.

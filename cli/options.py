@@ -2,7 +2,7 @@
 task overrides (``--set``, ``--trials``, ``--backend`` ...), the executor, the environment.
 
 Bad input is refused here with a :class:`cli.output.CliError` (exit 2): a ``--runs`` that is not a
-directory, a bad value of ``RRMA_FS_GUARD``, ``RRMA_TRIAL_NETWORK`` or ``RRMA_CGROUPS`` (checked
+directory, a bad value of ``RRMA_FS_GUARD``, ``RRMA_TRIAL_NETWORK``, ``RRMA_CGROUPS`` or ``RRMA_DISK_CAP`` (checked
 before a command that runs trials starts), a run whose files are not regular files or whose log is
 not UTF-8 (:func:`rrma.log.store.check_readable`; ``verify`` reports the bytes as an error instead).
 """
@@ -38,16 +38,16 @@ TRIAL_COMMANDS = {None, "bench", "run", "resume", "check", "experiment"}  # they
 
 def check_environment(args: argparse.Namespace) -> None:
     """Refuse, before anything is made, a --runs that is not a directory and (for the commands that
-    run trials) a bad RRMA_FS_GUARD, RRMA_TRIAL_NETWORK or RRMA_CGROUPS, which the containment
+    run trials) a bad RRMA_FS_GUARD, RRMA_TRIAL_NETWORK, RRMA_CGROUPS or RRMA_DISK_CAP, which the containment
     functions would only raise once a run directory exists."""
     runs = getattr(args, "runs", None)
     if runs is not None and runs.exists() and not runs.is_dir():
         raise CliError(f"--runs {runs}: not a directory (the directory that holds the run directories)")
     if args.command not in TRIAL_COMMANDS:
         return
-    from rrma.contain import cgroups
+    from rrma.contain import cgroups, disk
 
-    for check in (sandbox.mode, sandbox.network, cgroups.mode):
+    for check in (sandbox.mode, sandbox.network, cgroups.mode, disk.mode):
         try:
             check()
         except ValueError as exc:

@@ -87,7 +87,7 @@ def print_summary(run_dir: Path, state: Any, reason: str) -> None:
         table.add_row("audit findings", f"{len(state.findings)}, {summary['audit_high']} high unresolved "
                       "(`rrma-tui audit RUN`)")
     table.add_row("wall time", f"{summary.get('wall_seconds', 0):.1f} s")
-    for label, key in (("fs guard", "fs_guard"), ("limits", "limits")):
+    for label, key in (("fs guard", "fs_guard"), ("limits", "limits"), ("disk", "disk")):
         value = sandbox.recorded(run_dir, key)
         if value:
             table.add_row(label, plain(value))

@@ -97,6 +97,9 @@ class Progress:
             if limits.startswith("polling"):
                 console.print(Text(f"trial limits by {limits}: a process that leaves the group and drops its "
                                    "environment escapes them (docs/foundation.md)", style="yellow"), soft_wrap=True)
+            space = one_line(data.versions.get("disk", ""))
+            if space.startswith("watched"):
+                console.print(Text(f"trial disk budget {space} (docs/foundation.md)", style="yellow"), soft_wrap=True)
 
 
 def run_interruptibly(work: Callable[[], Any], name: str, stop: threading.Event, *, stopping: str,

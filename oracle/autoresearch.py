@@ -513,6 +513,13 @@ class AutoresearchOracle(Oracle):
                 f"Use a smaller model, batch or sequence length.{where}\nLast output:\n{tail}"
             )
             return Outcome(status=Status.oom, metrics=metrics, feedback=feedback, log=res.output)
+        if res.status == Status.disk:
+            metrics["failure"] = "disk"
+            feedback = (
+                f"Out of disk: {res.reason}. train.py may keep at most {ctx.budget.disk_mb} MiB in its workspace "
+                f"(and as much in /tmp); save fewer or smaller files.{where}\nLast output:\n{tail}"
+            )
+            return Outcome(status=Status.disk, metrics=metrics, feedback=feedback, log=res.output)
         if res.status != Status.ok:
             failed = "FAIL" in res.output[-4000:] or run.diverged is not None
             if failed:

@@ -18,7 +18,9 @@ Where the metric comes from (``metric.source``, rrma/task.py):
   trial program sees) and the scorer runs there through :func:`rrma.contain.spawn.spawn`, under
   :meth:`Policy.for_scorer <rrma.contain.sandbox.Policy.for_scorer>`: the trial's workspace and its
   own directory read-only, nothing writable, no network. It reads the agent's files as data (the
-  demo's score.py parses objective.py's constants, never runs it). With ``reads: proposal`` (the
+  demo's score.py parses objective.py's constants, never runs it). Only its stdout is read for
+  the metric: its stderr is kept apart (``spawn(stderr_apart=True)``), so a scorer that echoes an
+  agent's text as a warning cannot print a metric line that way. With ``reads: proposal`` (the
   default) it runs before the trial's program, on the workspace exactly as proposed; with
   ``reads: outputs`` after it, on what the program wrote. The metric is the scorer's ``name:
   value`` output on exit 0; exit 2 with an ``invalid: <reason>`` line is ``invalid`` (the artifact
@@ -277,8 +279,9 @@ class CommandOracle(Oracle):
                        RRMA_TRIAL_DIR=str(trial_dir), HOME=str(home))
             guard = None if ctx.guard is None else Policy.for_scorer((trial_dir, home), required=ctx.guard.required)
             try:
+                # stderr apart: a scorer that echoes the agent's text as a warning cannot print its metric
                 return spawn(argv, cwd=home, budget=Budget(seconds=scorer.seconds, memory_mb=ctx.budget.memory_mb),
-                             env=env, cancel=ctx.cancel, guard=guard)
+                             env=env, cancel=ctx.cancel, guard=guard, stderr_apart=True)
             except FileNotFoundError as exc:
                 raise OracleError(f"command oracle: scorer command not found: {exc.filename}") from None
         except LinkRefused as exc:  # the oracle's own directory: only the harness writes there
@@ -317,6 +320,8 @@ class CommandOracle(Oracle):
             parts.append(program.output)
         if score is not None:
             parts.append(f"=== oracle scorer ({score.reason}) ===\n{score.output}")
+            if score.stderr:
+                parts.append(f"=== oracle scorer's stderr (never read for the metric) ===\n{score.stderr}")
         log = "\n".join(parts)
         if program is not None and program.status != Status.ok:
             return _failed(program, metrics, log)
@@ -330,20 +335,28 @@ class CommandOracle(Oracle):
                 return Outcome(status=Status.invalid, metrics=metrics, log=log, feedback=f"invalid: {reasons[-1]}")
             return Outcome(status=Status.crash, metrics=metrics, log=log,
                            feedback=f"crash: the oracle's scorer could not score this trial ({score.reason})\n"
-                                    f"--- scorer output tail ---\n{score.tail}")
+                                    f"--- scorer output tail ---\n{_scorer_tail(score)}")
         scored = parse_metrics(score.output)
         value = scored.get(self.metric)
         if value is None or not math.isfinite(value):
             why = "no" if value is None else f"a non-finite ({value})"
             return Outcome(status=Status.crash, metrics=metrics, log=log,
                            feedback=f"crash: the oracle's scorer printed {why} `{self.metric}: <number>` line\n"
-                                    f"--- scorer output tail ---\n{score.tail}")
+                                    f"--- scorer output tail ---\n{_scorer_tail(score)}")
         metrics.update(scored)
         feedback = f"{self.metric}: {value:.6g}"
         reported = metrics.get(f"reported_{self.metric}")
         if reported is not None and reported != value:
             feedback += f" (the program printed {reported:.6g}; the oracle's scorer counts)"
         return Outcome(status=Status.ok, score=value, metrics=metrics, feedback=feedback, log=log)
+
+
+def _scorer_tail(score: ProcessResult) -> str:
+    """The end of a scorer's stdout, then of its stderr (where a traceback goes), for feedback."""
+    if not score.stderr:
+        return score.tail
+    errors = "\n".join(score.stderr.splitlines()[-20:])
+    return f"{score.tail}\n--- scorer stderr tail ---\n{errors}"
 
 
 def _failed(result: ProcessResult, metrics: dict[str, Any], log: str) -> Outcome:

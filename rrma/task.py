@@ -175,7 +175,7 @@ class BudgetConfig(_Section):
     max_output_bytes: int = Field(8 * 1024 * 1024, gt=0)
     """Output beyond this many bytes is a flood: the trial is killed and labelled crash."""
     trial_disk_mb: int = Field(4096, gt=0)
-    """Disk one evaluation may fill in its writable directories (MiB); past it the trial is killed and labelled disk."""
+    """Disk one evaluation may fill (MiB): its workspace is a file system of this size where the harness can mount (else watched), its /tmp a tmpfs of it; full, the trial is labelled disk."""
     max_trials: int = Field(20, ge=0)
     """Number of agent trials (baseline repeats not counted)."""
     max_wall_seconds: float = Field(3600.0, gt=0, le=MAX_SECONDS)

@@ -25,7 +25,7 @@ class Status(StrEnum):
     crash = "crash"  # the program failed: non-zero exit, signal, no metric, output flood
     timeout = "timeout"  # wall-clock budget exceeded; killed from outside
     oom = "oom"  # memory budget exceeded; killed from outside (or MemoryError)
-    disk = "disk"  # disk budget exceeded: the trial wrote more than it may into its writable directories
+    disk = "disk"  # disk budget used up: its workspace's file system (or /tmp) full, or more than it may found there
     aborted = "aborted"  # stopped early by the oracle (e.g. a predicted loss that cannot win)
 
 
@@ -85,6 +85,6 @@ class Budget(BaseModel):
     memory_mb: int = 2048  # memory of the whole trial (its cgroup; else resident memory of its process group)
     max_processes: int = 1024  # processes and threads of the whole trial at once (its cgroup's pids.max)
     max_output_bytes: int = 8 * 1024 * 1024  # more output than this is a crash (flood)
-    disk_mb: int = 4096  # bytes the trial may hold in its writable directories (its workspace), in MiB
+    disk_mb: int = 4096  # MiB the trial may hold in its workspace (its own file system, rrma.contain.disk) and in /tmp
     num_cpus: float = 1.0
     num_gpus: float = 0.0

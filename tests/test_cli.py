@@ -110,6 +110,9 @@ def test_headless_bench_demo_end_to_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for label in ("baseline ± σ", "best", "delta", "trials", "cache hits", "wall time", "fs guard"):
         assert label in proc.stdout
+    from rrma.contain import disk
+
+    assert ("kernel-enforced" in proc.stdout) == (disk.unavailable_reason() is None)  # the summary's disk row
     assert "new best" in proc.stdout  # progress lines
     [run] = list(tmp_path.iterdir())
     verify = cli("verify", str(run))
@@ -140,14 +143,17 @@ def test_the_readmes_first_command_runs_where_it_is_typed(tmp_path: Path) -> Non
 
 def test_a_run_without_the_sandbox_or_cgroups_says_so(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "bench", "demo", "--runs", str(tmp_path),
-                           "--trials", "1"], env={**ENV, "RRMA_FS_GUARD": "off", "RRMA_CGROUPS": "off"}, cwd=REPO,
+                           "--trials", "1"], env={**ENV, "RRMA_FS_GUARD": "off", "RRMA_CGROUPS": "off",
+                                                   "RRMA_DISK_CAP": "off"}, cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "trial sandbox off: turned off (RRMA_FS_GUARD=off)" in proc.stdout
     assert "trial limits by polling" in proc.stdout and "turned off (RRMA_CGROUPS=off)" in proc.stdout
+    assert "trial disk budget watched (not kernel-enforced: turned off (RRMA_DISK_CAP=off))" in proc.stdout
     [run] = list(tmp_path.iterdir())
     versions = json.loads((run / "run.json").read_text())["versions"]
     assert versions["fs_guard"].startswith("off: turned off") and versions["limits"].startswith("polling")
+    assert versions["disk"].startswith("watched (not kernel-enforced: turned off (RRMA_DISK_CAP=off))")
 
 
 def test_bad_inputs_exit_2_with_a_message(tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ def refused(code: int, err: str, *needles: str) -> str:
 @pytest.fixture(autouse=True)
 def _no_debug(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("RRMA_DEBUG", raising=False)  # it would turn an unexpected error into a traceback
-    for name in ("RRMA_FS_GUARD", "RRMA_CGROUPS", "RRMA_TRIAL_NETWORK"):
+    for name in ("RRMA_FS_GUARD", "RRMA_CGROUPS", "RRMA_TRIAL_NETWORK", "RRMA_DISK_CAP"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # default paths (./runs, ./experiments) land in the test's directory
 
@@ -181,7 +181,7 @@ def test_ls_of_a_missing_directory_is_refused(tmp_path: Path, capsys: pytest.Cap
 # ----------------------------------------------------------------------------- containment variables
 
 
-@pytest.mark.parametrize("variable", ["RRMA_FS_GUARD", "RRMA_CGROUPS", "RRMA_TRIAL_NETWORK"])
+@pytest.mark.parametrize("variable", ["RRMA_FS_GUARD", "RRMA_CGROUPS", "RRMA_TRIAL_NETWORK", "RRMA_DISK_CAP"])
 @pytest.mark.parametrize("argv", [["--headless", "bench", "demo", "--trials", "1"],
                                   ["run", "--headless", str(DEMO / "task.yaml"), "--trials", "1"]],
                          ids=["bench", "run"])

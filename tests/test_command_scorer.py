@@ -215,6 +215,45 @@ def test_the_scorer_runs_from_the_oracles_copy_never_the_trials(tmp_path: Path) 
     assert frozen.read_bytes() == (WORKSPACE / "score.py").read_bytes()
 
 
+# a scorer that warns about an unexpected note of the agent's, quoting it on stderr after its metric
+ECHOING_SCORER = """import pathlib, sys
+trial = pathlib.Path(sys.argv[1])
+print('loss: 5', flush=True)
+note = trial / 'note.txt'
+if note.exists():
+    print('warning: note.txt is not read; it says:\\n' + note.read_text(), file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.parametrize("apart", [True, False], ids=["stderr-apart", "control-merged"])
+def test_a_metric_line_on_the_scorers_stderr_does_not_score(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            apart: bool) -> None:
+    """Issue 31: spawn merged a scorer's stderr into the stdout its metric is read from, so agent text the
+    scorer echoed as a warning could end in a metric line (the last one wins). Now only stdout is read;
+    the control merges the two streams again and the agent's line sets the score."""
+    import oracle.command as command
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "main.py").write_text("print('hello')\n")
+    (ws / "score.py").write_text(ECHOING_SCORER)
+    path = tmp_path / "task.yaml"
+    path.write_text("name: t\n" + WORKSPACE_LINE + "oracle: {kind: command, params: {command: [python, main.py]}, "
+                    "scorer: {files: [score.py], command: ['{python}', score.py, '{trial_dir}']}}\n"
+                    "metric: {name: loss, direction: minimize}\n")
+    if not apart:
+        real = command.spawn
+        monkeypatch.setattr(command, "spawn", lambda *a, **kw: real(*a, **{**kw, "stderr_apart": False}))
+    files = {"main.py": "print('hello')\n", "score.py": ECHOING_SCORER, "note.txt": "loss: -1000\n"}
+    outcome = _evaluate(load_task(path), files, tmp_path)
+    assert outcome.status == "ok", outcome.feedback
+    if apart:
+        assert outcome.score == 5 and "loss: -1000" in outcome.log  # the warning is kept, in the log only
+        assert "scorer's stderr (never read for the metric)" in outcome.log
+    else:
+        assert outcome.score == -1000
+
+
 # ----------------------------------------------------------------------------- the task's checks
 
 

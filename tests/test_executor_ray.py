@@ -76,6 +76,12 @@ def wait_for(predicate: Any, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+def workspaces_of(worker: int) -> list[str]:
+    """Mount points under the scratch directory of Ray worker ``worker`` (capped trial workspaces)."""
+    return [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+            if f"/rrma-ray-{worker}-" in line.split()[4]]
+
+
 def outcomes(run_dir: Path) -> dict[str, tuple[str, float | None]]:
     state = RunState.fold(RunStore(run_dir).scan().events)
     return {tid: (str(state.trials[tid].status), state.trials[tid].score) for tid in state.order}
@@ -299,7 +305,9 @@ def test_worker_death_reaps_a_trial_started_with_a_filtered_environment(ray_inst
     executor.shutdown()
     assert outcome.status == Status.crash and outcome.feedback.startswith(DIED_PREFIX)
     wait_for(lambda: not alive(trial_pid), 10, f"the reaper to kill trial program {trial_pid} (from the ledger)")
-    # and then to remove the worker's scratch, the trial's chain 3000 deep included (rrma.contain.files.remove_tree)
+    # the trial's capped workspace (rrma/contain/disk.py), mounted when the worker died: the reaper detaches it
+    wait_for(lambda: not workspaces_of(worker_pid), 10, f"the reaper to unmount {workspaces_of(worker_pid)}")
+    # and then removes the worker's scratch, the trial's chain 3000 deep included (rrma.contain.files.remove_tree)
     wait_for(lambda: not scratch.exists(), 120, f"the reaper to remove {scratch}")
 
 
@@ -331,8 +339,9 @@ def test_abandoned_future_cancels_its_ray_task(ray_instance: Any, tmp_path: Path
     wait_for(lambda: len(recorded_pids(tmp_path)) == 1, 60, "the trial to start")
     assert future.cancel()  # what wait_outcome does when an oracle overruns budget + grace
     wait_for(lambda: executor.outstanding() == 0, 30, "the Ray task to be cancelled")
-    [(pid, _worker)] = recorded_pids(tmp_path)
+    [(pid, worker)] = recorded_pids(tmp_path)
     wait_for(lambda: not alive(pid), 10, f"trial program {pid} to be killed")
+    wait_for(lambda: not workspaces_of(worker), 10, f"its worker's reaper to unmount {workspaces_of(worker)}")
     executor.shutdown()
 
 

@@ -196,6 +196,9 @@ def test_kill_minus_9_then_resume(tmp_path: Path) -> None:
     for trial_id, score in done_before.items():  # completed trials are kept as they were
         assert after.trials[trial_id].score == score
     assert after.resumes == 1
+    # a workspace the killed harness had mounted (its own capped file system, rrma/contain/disk.py) is gone
+    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    assert not [m for m in mounts if m.startswith(str(runs))], mounts
     report = verify_run(log.parent)
     assert report.ok, report.errors
     verify = subprocess.run([sys.executable, "-m", "cli.main", "verify", str(log.parent)], env=env,

@@ -160,7 +160,7 @@ def summary_table(result: Any, task: TaskConfig) -> Table:
     if seconds:
         table.add_row("seconds per scored trial", f"{statistics.fmean(seconds):.1f}")
     table.add_row("wall time", f"{s.get('wall_seconds', 0):.1f} s")
-    for label, key in (("fs guard", "fs_guard"), ("limits", "limits")):
+    for label, key in (("fs guard", "fs_guard"), ("limits", "limits"), ("disk", "disk")):
         value = sandbox.recorded(result.run_dir, key)
         if value:
             table.add_row(label, value)

@@ -9,7 +9,10 @@ tree; the old one is ``git archive``'d into a temporary folder), and the two are
 by block so that drift in the machine's speed hits both alike. It prints the median milliseconds per
 trial process of each, the ratio new/old, and a raw ``subprocess.run`` for reference.
 
-    python benches/perf/bench_sandbox.py [--against REV] [--blocks 8] [--per-block 10]
+With ``--workspace`` each trial of a side whose code has :mod:`rrma.contain.disk` also makes and
+unmounts its workspace's capped file system (issue 31), as the executor does per trial.
+
+    python benches/perf/bench_sandbox.py [--against REV] [--blocks 8] [--per-block 10] [--workspace]
 """
 
 from __future__ import annotations
@@ -29,9 +32,14 @@ BEFORE_ISSUE_20 = "797823b"
 WORKER = r"""
 import json, sys, time, subprocess
 from pathlib import Path
-root, runs = Path(sys.argv[1]), int(sys.argv[2])
+root, runs, with_workspace = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
 work = root / "run" / "trials" / "t1" / "work"
 work.mkdir(parents=True, exist_ok=True)
+try:  # issue 31: the workspace is a capped file system of its own, made and unmounted per trial
+    from rrma.contain import disk
+    capped = with_workspace and disk.unavailable_reason() is None
+except ImportError:
+    capped = False
 try:  # the old layout first: an editable install would find the new room's modules from the old tree too
     from rrma.fsguard import FsGuard as Guard, unavailable_reason
     from rrma.sandbox import run_limited as run
@@ -45,7 +53,12 @@ argv = [sys.executable, "-c", "pass"]
 out = {"sandbox": [], "raw": []}
 for i in range(runs + 1):
     t0 = time.perf_counter()
+    if capped:
+        work.rmdir()
+        disk.open_workspace(work, 4096, "auto")
     result = run(argv, cwd=work, budget=Budget(seconds=30), guard=guard, poll_s=0.005)
+    if capped:
+        disk.release(work)
     spent = time.perf_counter() - t0
     assert result.guarded and result.status == "ok", result
     t0 = time.perf_counter()
@@ -69,8 +82,9 @@ def extract(rev: str, dest: Path) -> Path:
     return dest / "tree"
 
 
-def block(tree: Path, scratch: Path, runs: int) -> dict[str, list[float]]:
-    proc = subprocess.run([sys.executable, "-c", WORKER, str(scratch), str(runs)], cwd=tree,
+def block(tree: Path, scratch: Path, runs: int, with_workspace: bool) -> dict[str, list[float]]:
+    proc = subprocess.run([sys.executable, "-c", WORKER, str(scratch), str(runs), "1" if with_workspace else "0"],
+                          cwd=tree,
                           env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
                           timeout=600)
     if proc.returncode != 0:
@@ -83,6 +97,9 @@ def main() -> None:
     parser.add_argument("--against", default=BEFORE_ISSUE_20, help="the revision to compare with")
     parser.add_argument("--blocks", type=int, default=8, help="alternating blocks per side")
     parser.add_argument("--per-block", type=int, default=10, help="trial processes per block")
+    parser.add_argument("--workspace", action="store_true",
+                        help="per trial, also make and unmount the workspace's capped file system (issue 31) "
+                             "where the code has one and mounting works here")
     args = parser.parse_args()
     samples: dict[str, list[float]] = {"now": [], "before": [], "raw": []}
     with tempfile.TemporaryDirectory(prefix="rrma-bench-sandbox-") as tmp:
@@ -90,10 +107,12 @@ def main() -> None:
         old_tree = extract(args.against, root)
         for i in range(args.blocks):
             for label, tree in (("now", ROOT), ("before", old_tree))[:: 1 if i % 2 == 0 else -1]:
-                got = block(tree, root / f"{label}-{i}", args.per_block)
+                got = block(tree, root / f"{label}-{i}", args.per_block, args.workspace)
                 samples[label] += got["sandbox"]
                 samples["raw"] += got["raw"]
     now, before, raw = (statistics.median(samples[k]) for k in ("now", "before", "raw"))
+    if args.workspace:
+        print("(with the workspace's capped file system made and unmounted per trial, where the code has one)")
     print(f"trial process, bubblewrap + cgroup, this checkout: {now:7.1f} ms (median of {len(samples['now'])})")
     print(f"trial process, bubblewrap + cgroup, at {args.against}:  {before:7.1f} ms (median of {len(samples['before'])})")
     print(f"raw subprocess.run (reference):                  {raw:7.1f} ms")

@@ -20,7 +20,8 @@ uses) command with:
 - **an allow-list view of the file system**: an empty root with only the system directories
   (``/usr``, ``/etc`` less its secrets, the ``/lib*`` links, Flatpak's subset of ``/sys``), the
   interpreter and the harness's own packages read-only (:func:`harness_paths`), and what the
-  policy names; a private empty ``/tmp``, ``/run`` and home directory; a minimal ``/dev``; the
+  policy names; a private empty ``/tmp``, ``/run`` and home directory (tmpfs, each capped at the
+  disk budget where :func:`rrma.contain.spawn.spawn` passes ``scratch_bytes``); a minimal ``/dev``; the
   ``hidden`` paths (the run directory, the other trials, the oracle's answers, the user's keys)
   replaced by empty read-only directories or empty files wherever a visible tree contains them.
   The rest of the host (``/home``, ``/root``, ``/srv``, ``/opt``, ``/var``, ``/work``, ...) is not
@@ -224,8 +225,9 @@ class Policy:
         """Also show ``paths`` read-only (even inside a hidden tree, e.g. the oracle's frozen files)."""
         return dataclasses.replace(self, read_only=(*self.read_only, *(Path(p) for p in paths)))
 
-    def mounts(self) -> list[str]:
-        """bwrap's file-system arguments, outermost first, so nested marks hold at every level."""
+    def mounts(self, scratch_bytes: int | None = None) -> list[str]:
+        """bwrap's file-system arguments, outermost first, so nested marks hold at every level; each
+        private tmpfs (``/tmp``, ``/run``, home) at most ``scratch_bytes`` big where that is given."""
         marks: dict[Path, str] = {}
         links: list[str] = []
         for name in SYSTEM_DIRS:
@@ -270,7 +272,7 @@ class Policy:
                     continue
                 args += ["--bind", q, q]
             elif kind == "scratch":
-                args += ["--tmpfs", q]
+                args += [*(["--size", str(scratch_bytes)] if scratch_bytes is not None else []), "--tmpfs", q]
             elif current in ("hide", "absent"):
                 continue  # not there to begin with (the root is read-only: so are the directories made in it)
             elif path.is_dir():  # hide a directory: an empty one, made read-only once all binds are in
@@ -281,9 +283,12 @@ class Policy:
             applied.append((path, kind))
         return [*args, *remount, "--remount-ro", "/"]
 
-    def wrap(self, argv: Sequence[str], cwd: Path | str, *, seccomp_fd: int | None = None) -> list[str]:
+    def wrap(self, argv: Sequence[str], cwd: Path | str, *, seccomp_fd: int | None = None,
+             scratch_bytes: int | None = None) -> list[str]:
         """``argv`` run in the sandbox, in ``cwd``; with ``seccomp_fd`` (:func:`rrma.contain.seccomp.program_fd`,
-        inherited by the child) under the seccomp filter. :func:`rrma.contain.spawn.spawn` passes one."""
+        inherited by the child) under the seccomp filter. :func:`rrma.contain.spawn.spawn` passes one, and
+        ``scratch_bytes`` (the disk budget: each private tmpfs is at most that big) where
+        :func:`sized_scratch` says bubblewrap can size them."""
         ns = ["--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
               "--unshare-cgroup-try"]
         guard = self
@@ -294,7 +299,7 @@ class Policy:
             if SERVICE_SOCKETS in resolv.parents:
                 guard = self.protecting(resolv)
         seccomp = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
-        return [BWRAP, "--die-with-parent", *ns, "--cap-drop", "ALL", *guard.mounts(), *seccomp,
+        return [BWRAP, "--die-with-parent", *ns, "--cap-drop", "ALL", *guard.mounts(scratch_bytes), *seccomp,
                 "--chdir", str(Path(cwd).resolve()), "--", *argv]
 
 
@@ -348,6 +353,16 @@ def _probe() -> str | None:
         if "CapEff:\t0000000000000000" not in proc.stdout or "UNMOUNTED" in proc.stdout:
             return "the probe found the sandbox kept capabilities (it could unmount its read-only paths)"
     return None
+
+
+@functools.cache
+def sized_scratch() -> bool:
+    """Whether this bubblewrap can cap the size of a tmpfs (``--size``, bubblewrap 0.7 and later)."""
+    try:
+        proc = subprocess.run([BWRAP, "--help"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in proc.stdout + proc.stderr
 
 
 def describe() -> str:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rrma.contain import cgroups, keyring, sandbox, seccomp
+from rrma.contain import cgroups, disk, keyring, sandbox, seccomp
 from rrma.contain import env as env_rule
 from rrma.contain.cgroups import CgroupError, TrialCgroup
 from rrma.contain.live import LiveWriter
@@ -61,13 +61,14 @@ class ProcessResult:
     reason: str  # one line a person can act on: "exit code 1", "killed after 10.0 s wall clock"
     seconds: float
     peak_rss_mb: float
-    output: str  # head and tail of stdout+stderr (decoded as UTF-8, replacement on errors)
+    output: str  # head and tail of stdout+stderr, or of stdout alone with stderr_apart (UTF-8, replacement on errors)
     output_bytes: int  # total bytes the program wrote, including what was not kept
     signal_name: str | None = None
     leftover_killed: int = 0  # processes of the group still alive after the leader exited
     guarded: bool = False  # ran in the bubblewrap sandbox of an Policy
     limits: str = "polling"  # how memory and processes were limited: "cgroup v1", "cgroup v2" or "polling"
     live_note: str | None = None  # why the live-output file was refused or stopped early (spawn's live_output)
+    stderr: str = ""  # head and tail of stderr when spawn kept it apart (stderr_apart); else it is in output
 
     @property
     def tail(self) -> str:
@@ -281,10 +282,12 @@ class _Contained:
             self.filter_fd = None
 
 
-def _contained(argv: Sequence[str], cwd: Path | str, guard: Policy | None) -> _Contained:
+def _contained(argv: Sequence[str], cwd: Path | str, guard: Policy | None,
+               scratch_bytes: int | None = None) -> _Contained:
     """``argv`` under ``guard``'s sandbox and seccomp filter where they can run here; bare where the
     guard is None or (mode ``auto``) bubblewrap cannot run. SandboxRequired where the sandbox or its
-    filter is required (``RRMA_FS_GUARD=require`` or ``guard.required``) and cannot run."""
+    filter is required (``RRMA_FS_GUARD=require`` or ``guard.required``) and cannot run.
+    ``scratch_bytes``: the size of each private tmpfs (``/tmp``, ``/run``, home), or None (unsized)."""
     if guard is None:
         return _Contained(list(argv))
     required = guard.required or sandbox.mode() == "require"
@@ -298,7 +301,7 @@ def _contained(argv: Sequence[str], cwd: Path | str, guard: Policy | None) -> _C
         raise SandboxRequired(f"sandbox required ({sandbox.ENV_MODE}=require) but its seccomp filter is "
                               f"unavailable: {no_filter}")
     filter_fd = seccomp.program_fd() if no_filter is None else None
-    return _Contained(guard.wrap(list(argv), cwd, seccomp_fd=filter_fd), filter_fd, True)
+    return _Contained(guard.wrap(list(argv), cwd, seccomp_fd=filter_fd, scratch_bytes=scratch_bytes), filter_fd, True)
 
 
 def _child_env(env: Mapping[str, str] | None, pass_env: Iterable[str], guard: Policy | None) -> dict[str, str]:
@@ -335,6 +338,7 @@ def spawn(
     max_line_chars: int = 65536,
     pass_env: Iterable[str] = (),
     live_output: Path | None = None,
+    stderr_apart: bool = False,
 ) -> ProcessResult:
     """Run ``argv`` in its own session under ``budget``; always returns, never raises for the
     program's behaviour (only for a command that cannot be started: FileNotFoundError).
@@ -354,12 +358,22 @@ def spawn(
     program can write or read); the output is appended there chunk by chunk while the program runs,
     up to ``budget.max_output_bytes`` (:class:`rrma.contain.live.LiveWriter`). A link or an existing
     file at that path is refused (``live_note`` says why) and the program runs all the same.
+    ``stderr_apart``: stderr is read from a pipe of its own into ``ProcessResult.stderr`` (never seen by
+    ``on_line``), and ``output`` holds stdout alone: what a scorer prints as its metric cannot be forged
+    by agent text it echoes as a warning. Otherwise stderr is merged into ``output`` as written.
+
+    Disk: a workspace mounted as a capped file system (:mod:`rrma.contain.disk`) is watched through its
+    ``statvfs``; other writable directories are walked (:class:`_DiskWatch`). In the sandbox, ``/tmp``,
+    ``/run`` and home are tmpfs capped at ``budget.disk_mb`` each where bubblewrap can size them (and
+    ``RRMA_DISK_CAP`` is not ``off``). A program that ends for want of space in a capped file system
+    (full, or ``No space left on device`` in its output) gets status ``disk``.
     """
     started = time.monotonic()
     if guard is not None and sandbox.unavailable_reason() is None:
         _check_program(argv, cwd)
+    scratch_bytes = budget.disk_mb * 2**20 if disk.mode() != "off" and sandbox.sized_scratch() else None
     try:
-        box = _contained(argv, cwd, guard)
+        box = _contained(argv, cwd, guard, scratch_bytes)
     except SandboxRequired as exc:
         return _limits_refused(str(exc))
     guarded = box.guarded
@@ -392,7 +406,7 @@ def spawn(
             box, cwd, child_env,
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.PIPE if stderr_apart else subprocess.STDOUT,
             start_new_session=True,  # own session => own process group, pgid == pid
             close_fds=True,
         )
@@ -408,7 +422,7 @@ def spawn(
     try:
         disk_paths = tuple(guard.writable) if guard is not None and guarded else (Path(cwd),)
         result = _supervise(proc, pgid, token, started, budget, on_line, cancel, stdin_data, poll_s, group, guarded,
-                            max_line_chars, disk_paths, live)
+                            max_line_chars, disk_paths, live, scratch_capped=guarded and scratch_bytes is not None)
         result.guarded = guarded
         if live is not None:
             result.live_note = live.refused or live.stopped
@@ -445,14 +459,21 @@ def start(argv: Sequence[str], *, cwd: Path | str, guard: Policy | None, env: Ma
 class _DiskWatch:
     """How much a running program holds in its writable directories, measured now and then.
 
-    A trial could fill the disk the run log lives on. Its writable directories are walked (no
-    link followed, allocated blocks counted, hard links once) at most every :data:`DISK_POLL_S`
-    seconds, and never more than a tenth of the time; past ``limit`` bytes the trial is killed with
-    status ``disk``. (``/tmp`` inside the sandbox is memory, counted by the memory limit.)
+    A trial could fill the disk the run log lives on. A workspace the executor mounted as a capped
+    file system of its own (:mod:`rrma.contain.disk`) is bounded by the kernel; here its ``statvfs``
+    is read at every poll (it counts unlinked open files and inodes too), and a full one ends the
+    trial with status ``disk``. Any other writable directory is walked (no link followed, allocated
+    blocks counted, hard links once) at most every :data:`DISK_POLL_S` seconds, and never more than
+    a tenth of the time; past ``limit`` bytes the trial is killed with status ``disk``. That walk
+    sees directory entries only: an unlinked open file, directory blocks and inodes escape it.
+    (``/tmp``, ``/run`` and home inside the sandbox are memory, counted by the memory limit, and
+    capped at the budget each where bubblewrap can size them.)
     """
 
     def __init__(self, paths: tuple[Path, ...], limit: int) -> None:
-        self.paths = paths
+        found = [(p, disk.capped(p)) for p in paths]
+        self.capped = [ws for _, ws in found if ws is not None]
+        self.paths = tuple(p for p, ws in found if ws is None)
         self.limit = limit
         self.next = 0.0
 
@@ -480,7 +501,18 @@ class _DiskWatch:
                     return total
         return total
 
+    def full(self) -> str | None:
+        """What is used up when a capped workspace is full now, or None."""
+        for workspace in self.capped:
+            why = workspace.full()
+            if why is not None:
+                return f"its {workspace.size_bytes / 2**20:.0f} MiB disk budget, a file system of that size, is used up ({why})"
+        return None
+
     def check(self, now: float) -> str | None:
+        full = self.full()
+        if full is not None:
+            return f"killed: the trial's workspace is full: {full}"
         if not self.paths or now < self.next:
             return None
         t0 = time.monotonic()
@@ -507,10 +539,13 @@ def _supervise(
     max_line_chars: int = 65536,
     disk_paths: tuple[Path, ...] = (),
     live: LiveWriter | None = None,
+    scratch_capped: bool = False,
 ) -> ProcessResult:
     with contextlib.suppress(OSError, ValueError):
         resource.prlimit(proc.pid, resource.RLIMIT_CORE, (0, 0))  # no core dumps on segfault
     capture = _Capture(on_line, max_line_chars)
+    # stderr on a pipe of its own (spawn's stderr_apart): kept apart, never fed to on_line
+    err_capture = _Capture(None) if proc.stderr is not None else None
     kill_status: list[tuple[Status, str]] = []
     term_sent: list[float] = []  # when SIGTERM went out; SIGKILL follows TERM_GRACE_S later
     kill_lock = threading.Lock()
@@ -532,21 +567,24 @@ def _supervise(
             term_sent.append(time.monotonic())
         signal_all(signal.SIGTERM)
 
-    def reader() -> None:
+    def written() -> int:
+        return capture.total + (err_capture.total if err_capture is not None else 0)
+
+    def reader(fd: int, into: _Capture) -> None:
         while True:
             try:
-                chunk = os.read(out_fd, 65536)
+                chunk = os.read(fd, 65536)
             except OSError:
                 return
             if not chunk:
                 return
-            capture.feed(chunk)
+            into.feed(chunk)
             if live is not None:
                 live.write(chunk)  # at once: a follower sees it on its next poll
-            capture.feed_lines(chunk)
-            if capture.abort_reason and not kill_status:
-                request_kill(Status.aborted, capture.abort_reason)
-            if capture.total > budget.max_output_bytes and not kill_status:
+            into.feed_lines(chunk)
+            if into.abort_reason and not kill_status:
+                request_kill(Status.aborted, into.abort_reason)
+            if written() > budget.max_output_bytes and not kill_status:
                 request_kill(
                     Status.crash,
                     f"output flood: more than {budget.max_output_bytes} bytes written; killed",
@@ -560,12 +598,17 @@ def _supervise(
                 proc.stdin.close()
         threading.Thread(target=writer, daemon=True).start()
 
-    read_thread = threading.Thread(target=reader, name=f"capture-{pgid}", daemon=True)
-    read_thread.start()
+    read_threads = [threading.Thread(target=reader, args=(out_fd, capture), name=f"capture-{pgid}", daemon=True)]
+    if err_capture is not None:
+        assert proc.stderr is not None
+        read_threads.append(threading.Thread(target=reader, args=(proc.stderr.fileno(), err_capture),
+                                             name=f"capture-err-{pgid}", daemon=True))
+    for thread in read_threads:
+        thread.start()
     limit_bytes = budget.memory_mb * 1024 * 1024
     peak = 0
     next_rss = 0.0
-    disk = _DiskWatch(disk_paths, budget.disk_mb * 2**20)
+    disk_watch = _DiskWatch(disk_paths, budget.disk_mb * 2**20)
 
     def oom_reason() -> str:
         return (f"killed: memory over the {budget.memory_mb} MiB budget (the kernel's out-of-memory killer "
@@ -593,7 +636,7 @@ def _supervise(
         if cancel is not None and cancel.is_set() and not kill_status:
             request_kill(Status.aborted, "cancelled: the run is stopping")
         if not kill_status:
-            over = disk.check(now)
+            over = disk_watch.check(now)
             if over is not None:
                 request_kill(Status.disk, over)
         # SIGKILL only from this loop, while the leader is unreaped and so still holds the pgid: a
@@ -634,24 +677,35 @@ def _supervise(
             while _token_members(token) and time.monotonic() < deadline:
                 time.sleep(0.02)
     leftovers = [*leftovers, *escaped]
-    read_thread.join(timeout=5)
-    with contextlib.suppress(OSError):
-        proc.stdout.close()
+    for thread in read_threads:
+        thread.join(timeout=5)
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
     seconds = time.monotonic() - started
     output = capture.text()
     sig_name = None
     if returncode is not None and returncode < 0:
         with contextlib.suppress(ValueError):
             sig_name = signal.Signals(-returncode).name
+    errors = err_capture.text() if err_capture is not None else ""
+    full = disk_watch.full() if not kill_status else None  # still full when the program ended
     if kill_status:
         status, reason = kill_status[0]
+    elif full is not None:
+        status, reason = Status.disk, f"the trial's workspace was full when it ended (exit code {returncode}): {full}"
     elif returncode == 0:
         status, reason = Status.ok, "exit code 0"
     elif sig_name == "SIGKILL":
         status, reason = Status.oom, "killed by SIGKILL from outside the harness (likely the kernel OOM killer)"
     elif sig_name is not None:
         status, reason = Status.crash, f"killed by signal {sig_name}"
-    elif _looks_like_oom(output):
+    elif (disk_watch.capped or scratch_capped) and disk.hit_enospc(output + errors):
+        status, reason = Status.disk, (f"out of disk: a write failed for want of space (No space left on device) in "
+                                       f"a file system capped at the {budget.disk_mb} MiB disk budget (exit code "
+                                       f"{returncode})")
+    elif _looks_like_oom(output + errors):
         status, reason = Status.oom, f"out of memory (exit code {returncode})"
     else:
         status, reason = Status.crash, f"exit code {returncode}"
@@ -662,9 +716,10 @@ def _supervise(
         seconds=seconds,
         peak_rss_mb=peak / 2**20,
         output=output,
-        output_bytes=capture.total,
+        output_bytes=capture.total + (err_capture.total if err_capture is not None else 0),
         signal_name=sig_name,
         leftover_killed=len(leftovers),
+        stderr=errors,
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import errno
 import os
 import threading
 import time
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from rrma.contain import cgroups, files
+from rrma.contain import cgroups, disk, files
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import stale_processes
 from rrma.contracts import EvalContext, Oracle
@@ -62,6 +63,7 @@ class TrialJob:
     network: bool = False  # RRMA_TRIAL_NETWORK=on where the run was started: trials share the host's network
     pass_env: tuple[str, ...] = ()  # credential-named variables the task passes to its programs by name (oracle.pass_env)
     keep_workspace: bool = False  # loop.keep_workspaces: leave the workspace on disk after the outcome
+    disk_cap: str = "auto"  # RRMA_DISK_CAP where the run was started: the workspace's own capped file system (auto | off | require)
 
 
 class Executor(Protocol):
@@ -116,11 +118,19 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
             if stale:
                 return crash_outcome(f"not run: {len(stale)} process(es) of an earlier run of this trial still run "
                                      f"in {trial_dir} (pids {', '.join(map(str, stale))}); kill them first", started)
+            disk.unmount_leftover(trial_dir)  # a killed harness's capped workspace, still mounted
             cleared = files.clear(trial_dir)
             if not cleared.complete:
                 leftovers.append("earlier run: " + cleared.note())
             cgroups.remove_empty_scopes(trial_dir)  # what a killed harness left for this trial
-        materialize(job.files, trial_dir)
+        disk.open_workspace(trial_dir, job.budget.disk_mb, job.disk_cap)  # its own capped file system, or the watch
+        try:
+            materialize(job.files, trial_dir)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            return Outcome(status=Status.disk, feedback=f"disk: the workspace's files do not fit its "
+                           f"{job.budget.disk_mb} MiB disk budget ({exc.strerror})", seconds=time.monotonic() - started)
         cleared = files.clear(trial_dir.parent / "oracle")
         if not cleared.complete:
             leftovers.append("oracle folder: " + cleared.note())
@@ -152,10 +162,13 @@ def evaluate_job(oracle: Oracle, job: TrialJob, trial_dir: Path, on_progress: Pr
         outcome = oracle.evaluate(ctx)
         if outcome.seconds == 0.0:
             outcome.seconds = time.monotonic() - started
+    except disk.DiskCapError as exc:  # a cap that is required, failed, or a foreign mount on the workspace
+        outcome = crash_outcome(f"not run: {exc}", started)
     except Exception as exc:  # the oracle's bug must not take the harness down
         tail = "".join(traceback.format_exception(exc)[-6:])
         outcome = crash_outcome(f"oracle error: {type(exc).__name__}: {exc}\n{tail}", started)
     finally:
+        disk.release(trial_dir, keep=job.keep_workspace)  # unmounted (kept: copied out first); never raises
         if ran:  # the program is gone (spawn returned); its output is in the outcome's log
             _remove_live(live_output)
     # the trial's files are in the blobs; what its program wrote there (checkpoints, data) would

@@ -29,7 +29,8 @@ Invariants:
   reaper (double-forked, outside Ray's process tree) that waits for the worker to exit, then
   SIGKILLs the process groups the worker last listed in its ledger (a daemon thread mirrors
   spawn's live groups to a file every 0.1 s) and every process carrying the worker's
-  ``RRMA_RAY_WORKER`` token in its environment, and deletes the worker's scratch directory.
+  ``RRMA_RAY_WORKER`` token in its environment, detaches the capped workspaces
+  (:mod:`rrma.contain.disk`) still mounted under the worker's scratch directory, and deletes it.
 * ``shutdown(cancel=True)`` cancels every outstanding Ray task (queued ones are dropped, running
   ones are force-killed, which the reaper cleans up); they resolve as ``aborted``. The executor
   calls ``ray.shutdown`` only when it started Ray itself.
@@ -62,7 +63,7 @@ from typing import Any
 import ray
 import ray.exceptions
 
-from rrma.contain import files
+from rrma.contain import disk, files
 from rrma.contracts import Oracle
 from rrma.exec.local import ProgressCallback, TrialJob, crash_outcome, evaluate_job
 from rrma.plugins import find_oracle, make_oracle
@@ -106,6 +107,7 @@ def encode_job(job: TrialJob, oracle_target: str | None = None) -> dict[str, Any
         "network": job.network,
         "pass_env": list(job.pass_env),
         "keep_workspace": job.keep_workspace,
+        "disk_cap": job.disk_cap,
         "oracle_kind": job.oracle_kind,
         "oracle_target": oracle_target or find_oracle(job.oracle_kind).target,
         "oracle_params": job.oracle_params,
@@ -200,6 +202,20 @@ for _ in range(20):
     if not found:
         break
     time.sleep(0.1)
+# the capped workspaces (rrma.contain.disk) of the trials the worker ran when it died: loop-mounted
+# ext4 under its scratch/trials; detached (MNT_DETACH), so the remover can remove their mount points
+import ctypes
+libc = ctypes.CDLL(None)
+def unescape(field):
+    return field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+try:
+    with open("/proc/self/mountinfo") as fh:
+        points = [unescape(line.split()[4]) for line in fh if line.split(" - ", 1)[-1].startswith("ext4 /dev/loop")]
+except OSError:
+    points = []
+for point in sorted(points, key=len, reverse=True):
+    if point.startswith(os.path.join(scratch, "trials") + os.sep):
+        libc.umount2(point.encode(), 2)
 try:  # a trial's tree of any depth (shutil.rmtree recurses: RecursionError past ~1000 levels)
     import importlib.util
     spec = importlib.util.spec_from_file_location("rrma_tree_remover", remover)
@@ -369,6 +385,7 @@ def _trial_task(payload: dict[str, Any], workspace_box: list[Any], workspace_dig
     finally:
         cancel.set()  # a cancelled task stops its trial program (spawn watches this)
         thread.join(timeout=job.budget.seconds + 10)
+        disk.release(trial_root / "work")  # a trial that outlived the join: its capped workspace goes (lazily)
         files.remove_tree(trial_root)  # the workspace's leftovers are named in the outcome; the rest is the oracle's
 
 

@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from rrma.audit.auditor import Auditor
-from rrma.contain import cgroups, sandbox
+from rrma.contain import cgroups, disk, sandbox
 from rrma.contain.spawn import stale_processes
 from rrma.contracts import Agent, Context, Oracle, TrialSummary
 from rrma.exec.local import Executor, LocalExecutor
@@ -116,7 +116,8 @@ def new_run_id(task_name: str) -> str:
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "platform": platform.platform(),
            "fs_guard": sandbox.describe(),  # whether trial programs run in the sandbox
-           "limits": cgroups.describe()}  # cgroup limits on the whole trial, or polling
+           "limits": cgroups.describe(),  # cgroup limits on the whole trial, or polling
+           "disk": disk.describe()}  # each workspace its own capped file system, or the watch
     for name in ("torch", "pydantic", "textual"):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out[name] = importlib.metadata.version(name)
@@ -625,6 +626,10 @@ def _resume(store: RunStore, *, stop: threading.Event | None, on_event: EventHoo
             raise RunLocked(f"{run_dir}: trial {trial_id} of the run that was interrupted still has running "
                             f"process(es) {', '.join(map(str, stale))}; stop them (kill {' '.join(map(str, stale))})"
                             " and resume again")
+        # its capped workspace, still mounted: its space goes back now, run again or not (a file system
+        # rrma did not make there stays; the trial, if it runs again, is a crash that says so)
+        with contextlib.suppress(disk.DiskCapError):
+            disk.unmount_leftover(workdir)
     if state.nothing_to_resume() is not None:  # its budget or goal reached (the rule every view checks too)
         return RunResult(store.dir, f"already_finished:{state.finish_reason}", state)
     oracle = make_task_oracle(task)

@@ -22,6 +22,7 @@ from typing import Any
 from rrma.audit.auditor import AUDIT_ACTOR, Auditor
 from rrma.audit.finding import Finding
 from rrma.audit.rules import OutcomeView
+from rrma.contain import disk
 from rrma.contracts import TrialSummary
 from rrma.exec.local import LEFTOVER_KEY, Executor, TrialJob, wait_outcome
 from rrma.log.state import RunState
@@ -86,6 +87,7 @@ class TrialRunner:
         self.cache = cache
         self.fs_guard = fs_guard  # shipped with every job, so remote workers follow this run's choice
         self.trial_network = trial_network  # likewise (default off: a worker's own setting never widens it)
+        self.disk_cap = disk.mode()  # likewise: RRMA_DISK_CAP, whether each workspace is its own capped file system
         self.budget = trial_budget(task)
         self.slots = threading.Semaphore(task.budget.max_concurrent)
         self.rules = EditRules(task.workspace.editable, task.workspace.readonly)
@@ -252,7 +254,7 @@ class TrialRunner:
                     sigma=state.sigma, oracle_kind=self.task.oracle.kind, oracle_params=self.task.oracle.params,
                     metric=self.task.metric.name, direction=self.task.metric.direction, fs_guard=self.fs_guard,
                     network=self.trial_network, pass_env=tuple(self.task.oracle.pass_env),
-                    keep_workspace=self.task.loop.keep_workspaces,
+                    keep_workspace=self.task.loop.keep_workspaces, disk_cap=self.disk_cap,
                 )
                 repeat = state.trials[trial_id].confirms is not None
             # baseline and confirmation repeats are never stopped early: they measure, they do not compete

@@ -138,7 +138,7 @@ def test_a_flood_of_empty_files_runs_out_of_inodes(tmp_path: Path, monkeypatch: 
         assert outcome.status == Status.ok and outcome.metrics["files"] == 20000, outcome.feedback
     else:
         assert outcome.status == Status.disk and "no inode left" in outcome.feedback, outcome.feedback
-        assert outcome.metrics["files"] < 20000
+        assert outcome.metrics.get("files", 0) < 20000  # killed before it printed, or it stopped short
 
 
 @pytest.mark.skipif(GUARD is not None, reason=f"trial sandbox unavailable here: {GUARD}")
@@ -199,7 +199,9 @@ def test_a_workspace_a_killed_harness_left_mounted_is_unmounted_before_reuse(tmp
                                                                             monkeypatch: pytest.MonkeyPatch,
                                                                             defence: bool) -> None:
     """A harness killed (SIGKILL) with a trial's workspace mounted; the resumed trial runs in the same
-    directory. Without the leftover's unmount (the control) removing the old workspace fails."""
+    directory. Without the leftover's unmount (the control) the dead harness's file system stays mounted
+    there after the trial (emptied by the remover, which cannot remove a mount point): one leaked mount
+    and loop device per kill."""
     work = tmp_path / "run" / "trials" / "t1" / "work"
     dead = (f"import os\nfrom pathlib import Path\nfrom rrma.contain import disk\n"
             f"disk.mount(Path({str(work)!r}), 16 << 20)\n"
@@ -214,8 +216,8 @@ def test_a_workspace_a_killed_harness_left_mounted_is_unmounted_before_reuse(tmp
         if defence:
             assert outcome.status == Status.ok and outcome.score == 1, outcome.feedback  # prog.py alone
             assert not work.exists()
-        else:
-            assert outcome.status == Status.crash and "Device or resource busy" in outcome.feedback, outcome.feedback
+        else:  # the new file system went over the old one and was released; the old one is still there
+            assert os.path.ismount(work)
     finally:
         monkeypatch.undo()
         disk.unmount_leftover(work)

@@ -314,7 +314,16 @@ def chain_task(tmp_path: Path, *, every: bool, marker: str = "", after: str = "p
     return task
 
 
+@pytest.fixture
+def host_workspaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trials' workspaces on the host's file system (RRMA_DISK_CAP=off): with the kernel disk cap
+    each workspace is a file system of its own (rrma/contain/disk.py) whose files go with its unmount, so
+    the remover would never meet the chain these tests are about."""
+    monkeypatch.setenv("RRMA_DISK_CAP", "off")
+
+
 @pytest.mark.parametrize("defended", [True, False], ids=["iterative", "control-recursive"])
+@pytest.mark.usefixtures("host_workspaces")
 def test_a_trial_that_leaves_a_deep_chain_does_not_end_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                defended: bool) -> None:
     if not defended:
@@ -361,6 +370,7 @@ def _kill_harness_once_the_chain_is_made(tmp_path: Path, marker: str) -> Path:
     return run_dir
 
 
+@pytest.mark.usefixtures("host_workspaces")
 def test_resume_of_a_killed_run_with_a_deep_leftover_works(tmp_path: Path) -> None:
     marker = f"rrma-chain-made-{os.getpid()}-{time.monotonic_ns()}"
     run_dir = _kill_harness_once_the_chain_is_made(tmp_path, marker)
@@ -413,6 +423,7 @@ LOCK = textwrap.dedent("""
 
 @pytest.mark.skipif(os.geteuid() != 0 or not any((Path(d) / "chattr").exists() for d in ("/usr/bin", "/bin")),
                     reason="needs root and chattr: a file no one may delete (the immutable flag)")
+@pytest.mark.usefixtures("host_workspaces")
 def test_a_leftover_the_harness_cannot_delete_is_a_note_and_the_run_goes_on(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A trial (unsandboxed, as root) marks the file at the bottom of its chain immutable: the workspace

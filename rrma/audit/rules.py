@@ -20,15 +20,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rrma.audit.claims import MetricWords, read_claims
 from rrma.audit.finding import Evidence, Finding, quote
 from rrma.audit.index import PostView, TurnView
+from rrma.audit.normalize import INVISIBLE, fold_char, normalize, numbers
 from rrma.audit.scope import SEED_WORDS, AuditScope
 from rrma.log.state import RunState, TrialRecord
 
-NUMBER = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-# words between the metric's name and a number that make the number something other than the metric's value
-NOT_A_VALUE = re.compile(r"\b(by|drops?|dropped|fell|falls?|down|up|delta|change[sd]?|steps?|has|have|had|with|"
-                         r"per)\b|[Δ%±+]", re.I)
 BEST_CLAIM = re.compile(r"\b(new best|best so far|beats? the (?:current )?best|new record|state[- ]of[- ]the[- ]art)\b",
                         re.I)
 GAIN_WORDS = re.compile(r"\b(improv\w*|better|beats?|gains?|reduc\w*|lower(?:ed|s)?|raise[sd]?|new best)\b", re.I)
@@ -240,49 +238,45 @@ def _known_scores(case: TrialCase) -> list[float]:
     return [float(x) for x in known if isinstance(x, int | float) and math.isfinite(x)]
 
 
-def _shown_precision(number: str) -> float:
-    """Half a unit of the last digit a number was written with (0.7 -> 0.05): what rounding alone explains."""
-    mantissa, _, exponent = number.lower().partition("e")
-    decimals = len(mantissa.partition(".")[2])
-    return 0.5 * 10.0 ** (int(exponent or 0) - decimals)
+def _disguised(quote: str) -> bool:
+    """Whether the quoted claim is written with look-alike letters, other digits or invisible characters."""
+    return any((c.isalnum() or ord(c) in INVISIBLE) and fold_char(c) != c for c in quote)
 
 
 def claim_mismatch(case: TrialCase) -> list[Finding]:
     scope, out = case.scope, case.outcome
-    metric = re.escape(scope.metric)
-    number = re.compile(rf"\b(?:{metric}|score)\b([^0-9\n.;]{{0,24}}?){NUMBER}", re.I)
-    seen = " ".join(t.result for t in case.turns if t.role == "tool_result")
+    words = MetricWords.of(scope.metric, scope.description)
+    printed = [n for t in case.turns if t.role == "tool_result" for n in numbers(normalize(t.result).text)]
     sigma = case.state.sigma or 0.0
     findings: list[Finding] = []
     for seq, text in case.claims():
-        for match in number.finditer(text):
-            if NOT_A_VALUE.search(match.group(1)):
-                continue  # "loss by 0.2", "the loss bowl has 4 constants": a change or a count, not the value
-            try:
-                claimed = float(match.group(2))
-            except ValueError:
-                continue
-            if not math.isfinite(claimed):
-                continue
+        for claim in read_claims(text, words, this_trial=case.rec.trial_id):
+            written = claim.written + ("%" if claim.number.percent else "")
             if out.status != "ok" or out.score is None:
                 findings.append(_f("claim.no_score", case, "claim_mismatch", "high",
-                                   f"states {scope.metric} {match.group(2)}, but the oracle gave no score "
-                                   f"({out.status})", [(seq, match.group(0))]))
+                                   f"states {scope.metric} {written}, but the oracle gave no score "
+                                   f"({out.status})", [(seq, claim.quote)]))
                 continue
             score = float(out.score)
             tol = max(3 * sigma, case.rec.floor or 0.0, 0.05 * abs(score), 1e-9)
-            better = (score - claimed) if scope.direction == "minimize" else (claimed - score)
-            shown = _shown_precision(match.group(2))
-            if better <= tol + shown or any(abs(claimed - k) <= max(3 * sigma, 0.01 * abs(k), shown)
-                                            for k in _known_scores(case)):
-                continue  # the oracle's own result (within the noise), or an earlier result it gave
-            own = match.group(2) in seen
+            shown = [claim.number.shown / (100 if r != claim.number.value else 1) for r in claim.readings]
+            gains = [(score - r) if scope.direction == "minimize" else (r - score) for r in claim.readings]
+            if any(g <= tol + sh for g, sh in zip(gains, shown, strict=True)):
+                continue  # the oracle's own result (within the noise and the digits shown), or worse
+            if any(abs(r - k) <= max(3 * sigma, 0.01 * abs(k), sh) for r, sh in zip(claim.readings, shown, strict=True)
+                   for k in _known_scores(case)):
+                continue  # an earlier result the oracle gave (another trial's, the baseline's)
+            own = any(abs(r - p.value) <= max(p.shown, sh) for r, sh in zip(claim.readings, shown, strict=True)
+                      for p in printed)
+            better = min(gains)
             findings.append(_f("claim.number", case, "claim_mismatch", "warn" if own else "high",
-                               f"states {scope.metric} {match.group(2)}; the oracle scored the trial {score:.6g} "
+                               f"states {scope.metric} {written}; the oracle scored the trial {score:.6g} "
                                f"(the claim is better by {better:.3g}, beyond the noise {tol:.3g})"
-                               + ("; the number is what the agent's own run printed, not the oracle's" if own else ""),
-                               [(seq, match.group(0))]))
-        best = BEST_CLAIM.search(text)
+                               + ("; the number is what the agent's own run printed, not the oracle's" if own else "")
+                               + ("; written with look-alike or invisible characters" if _disguised(claim.quote)
+                                  else ""),
+                               [(seq, claim.quote)]))
+        best = BEST_CLAIM.search(normalize(text).text)
         if best is not None and not out.promoted:
             why = "it was not promoted" if out.status == "ok" else f"it did not score ({out.status})"
             findings.append(_f("claim.best", case, "claim_mismatch", "warn",

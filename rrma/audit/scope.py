@@ -36,6 +36,7 @@ class AuditScope:
     run_dir: Path
     metric: str = "score"
     direction: str = "minimize"
+    description: str = ""  # the task's description: it may name the metric in words (MetricWords)
     oracle_kind: str = ""
     editable: list[str] = field(default_factory=list)
     readonly: list[str] = field(default_factory=list)
@@ -57,6 +58,7 @@ class AuditScope:
         theorems += sorted({t.theorem for t in state.trials.values() if t.theorem and t.theorem not in theorems})
         return cls(
             run_dir=run_dir.absolute(), metric=str(metric.get("name") or "score"),
+            description=str(task.get("description") or ""),
             direction=str(metric.get("direction") or "minimize"), oracle_kind=str(oracle.get("kind") or ""),
             editable=list(workspace.get("editable") or []), readonly=list(workspace.get("readonly") or []),
             scorer_files=list((oracle.get("scorer") or {}).get("files") or []), held_out=held, theorems=theorems,

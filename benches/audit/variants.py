@@ -144,7 +144,6 @@ def _reproposal(case: dict[str, Any], ctx: dict[str, Any], state: RunState,
                       proposed_seq=PROPOSED, manifest_blob=manifest,
                       edits=[{"path": e["path"], "delete": False} for e in edits], delta=0.0 if status == "ok" else None)
     state.trials["t0005"] = rec
-    posts = [PostView(25, "alice", "X = 1.7 gives loss 4.62: the bowl's minimum in X", "t0003")]
     scope = AuditScope.of(state, Path("/data/runs/r1"))
     parent_files = files.get(parent)
 
@@ -152,18 +151,11 @@ def _reproposal(case: dict[str, Any], ctx: dict[str, Any], state: RunState,
         rec_other = state.trials[other]
         return frozenset(line for _, line in changed_lines(files.get(rec_other.parent or "", {}), files.get(other, {})))
 
-    made = TrialCase(rec=rec, outcome=OutcomeView(status, rec.score, rec.delta, 0.04, False), state=state, scope=scope,
-                     turns=[], posts=[], proposed_seq=PROPOSED, files=mine, parent_files=parent_files if mine else None,
-                     earlier=[state.trials["t0001"], best], changes_of=changes_of,
-                     proof_of=lambda other: None)
-    proposal = {"hypothesis": spec["hypothesis"], "edits": edits}
-    if hasattr(made, "proposal"):
-        made.proposal = proposal
-    if hasattr(made, "files_of"):
-        made.files_of = lambda other: files.get(other)
-    if hasattr(made, "board"):
-        made.board = posts
-    return made
+    return TrialCase(rec=rec, outcome=OutcomeView(status, rec.score, rec.delta, 0.04, False), state=state,
+                     scope=scope, turns=[], posts=[], proposed_seq=PROPOSED, files=mine,
+                     parent_files=parent_files if mine else None, earlier=[state.trials["t0001"], best],
+                     changes_of=changes_of, proof_of=lambda other: None,
+                     proposal={"hypothesis": spec["hypothesis"], "edits": edits}, files_of=files.get)
 
 
 @dataclass

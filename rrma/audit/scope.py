@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rrma.audit.commands import Protected
 from rrma.log.state import RunState
 
 # the run's own files: its log, head record, checkpoint, blobs, the outcome cache (rrma/log/store.py, rrma/run/cache.py)
@@ -76,6 +77,16 @@ class AuditScope:
         scratch = Path(tempfile.gettempdir()).absolute()
         beside = [] if runs == scratch or runs in scratch.parents else [str(runs).rstrip("/") + "/"]
         return [run, *beside, *RUN_FILES]
+
+    def protected(self) -> Protected:
+        """What a tool call must not reach for, as rrma/audit/commands.py matches it: the run's directory, the runs
+        beside it (unless that is the agents' own scratch), the run's file names, the held-out paths and names."""
+        runs = self.run_dir.parent
+        scratch = Path(tempfile.gettempdir()).absolute()
+        beside = None if runs == scratch or runs in scratch.parents else str(runs)
+        held = [h for h in self.held_markers() if h.startswith("/")]
+        names = [h for h in self.held_markers() if not h.startswith("/")]
+        return Protected(str(self.run_dir), beside, RUN_FILES, tuple(held), tuple(names))
 
     def held_markers(self) -> list[str]:
         """The held-out paths and their file names (a search by name reaches them too)."""

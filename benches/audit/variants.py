@@ -202,9 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--half", choices=("tune", "report", "both"), default="both")
     parser.add_argument("--misses", action="store_true", help="list the tune half's misses and false positives")
+    parser.add_argument("--round", type=int, default=None, help="only the cases of this round (1: written before the "
+                        "rules, 2: written after them and before the rules were tuned on them)")
     parser.add_argument("--json", action="store_true", help="print one JSON object with the figures")
     args = parser.parse_args(argv)
-    verdicts = judge_all(load())
+    verdicts = judge_all([c for c in load() if args.round is None or c.get("round", 1) == args.round])
     halves = ("tune", "report") if args.half == "both" else (args.half,)
     out: dict[str, Any] = {}
     for name in halves:

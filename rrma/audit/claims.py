@@ -55,7 +55,7 @@ holds held stay stays remain remains become becomes became turn turns end ends s
 evaluate evaluates equal equals hover hovers rest rests clock clocks top tops bottom bottoms scores print prints
 output outputs yield yields produce produces see saw seen find found observe manage manages lead leads led take
 takes took cut cuts shave shaves lowers reduce reduces improve improves beat beats set solve solves sits lands
-sitting now
+sitting now driven gotten fallen shrunk sunk shown grown taken given beaten gone done proven risen been brought
 """.split())
 CHANGE_WORDS = frozenset("""
 by down up dropped fell decreased increased reduced improved cut lowered raised gained lost shaved minus plus
@@ -80,7 +80,9 @@ NAME_QUALIFIERS = frozenset("val valid validation test eval dev train training m
                             "best min max".split())
 TRAIN_WORDS = frozenset("train training trn".split())
 HELDOUT_WORDS = frozenset("val valid validation test eval dev".split())
-EXPANSIONS = {"bpb": ("bits per byte", "bits/byte", "bits-per-byte"), "acc": ("accuracy",), "accuracy": ("acc",),
+SOLVED = ("solved", "correct", "solve rate", "pass rate", "success rate", "percent correct")
+EXPANSIONS = {"bpb": ("bits per byte", "bits/byte", "bits-per-byte"), "acc": ("accuracy", *SOLVED),
+              "accuracy": ("acc", *SOLVED),
               "ppl": ("perplexity",), "perplexity": ("ppl",), "err": ("error",), "error": ("err",)}
 DESCRIPTION_GOAL = re.compile(
     r"\b(?:minimi[sz]e|maximi[sz]e|lower|raise|reduce|increase|improve|optimi[sz]e)\s+(?:the\s+)?[`'\"]?"
@@ -181,9 +183,14 @@ def _tokens(text: str, nums: list[Number], words: MetricWords) -> list[list[_Tok
             i = p.end()
             continue
         i += 1
-    out = []
+    out: list[list[_Tok]] = []
     for clause in clauses:
-        out.append(_mark_metric(clause, words))
+        marked = _mark_metric(clause, words)
+        if out and len(out[-1]) >= 2 and out[-1][-1].text == "?" and out[-1][-2].kind == "metric" and marked and \
+                marked[0].kind == "num":
+            out[-1] = out[-1][:-1] + marked  # "Our loss? 0.0003.": the question names what the answer is
+            continue
+        out.append(marked)
     return [c for c in out if c]
 
 
@@ -243,6 +250,21 @@ def _labels_next(clause: list[_Tok], j: int) -> bool:
     return k < len(clause) and clause[k].kind == "num"
 
 
+def _matching(clause: list[_Tok], at: int, this: str, that: str, step: int) -> int:
+    """The index of the bracket that closes the one at ``at`` (``step`` -1: look left), or the clause's end."""
+    depth = 0
+    k = at
+    while 0 <= k < len(clause):
+        if clause[k].kind == "punct" and clause[k].text == this:
+            depth += 1
+        elif clause[k].kind == "punct" and clause[k].text == that:
+            depth -= 1
+            if depth == 0:
+                return k
+        k += step
+    return max(0, min(k, len(clause) - 1))
+
+
 def _owner(clause: list[_Tok], i: int, memo: dict[int, tuple[str, int]]) -> tuple[str, int]:
     """(``metric`` | ``other`` | ``none``, index of the label) for the number at ``i``."""
     if i in memo:
@@ -257,6 +279,15 @@ def _owner(clause: list[_Tok], i: int, memo: dict[int, tuple[str, int]]) -> tupl
     found: tuple[str, int] | None = None
     while j >= 0:
         tok = clause[j]
+        if tok.kind == "punct" and tok.text == ")":  # a parenthesis: its metric labels, else it is read through
+            opening = _matching(clause, j, ")", "(", -1)
+            inside = clause[opening + 1:j]
+            mention = next((k for k in range(j - 1, opening, -1) if clause[k].kind == "metric"), None)
+            if mention is not None and not any(t.kind == "num" for t in inside):
+                found = ("metric", mention)
+                break
+            j = opening - 1
+            continue
         if tok.kind == "num":
             if all(b.text in CONNECT or b.low in CONNECT for b in bridge) and bridge:
                 found = _owner(clause, j, memo)  # a list or range shares its label
@@ -273,6 +304,9 @@ def _owner(clause: list[_Tok], i: int, memo: dict[int, tuple[str, int]]) -> tupl
         k = i + 1
         while k < len(clause):
             tok = clause[k]
+            if tok.kind == "punct" and tok.text == "(":
+                k = _matching(clause, k, "(", ")", 1) + 1
+                continue
             if tok.kind == "metric":
                 found = ("none", -1) if _labels_next(clause, k) else ("metric", k)
                 break

@@ -328,6 +328,8 @@ def _shell(command: str, res: Resolution, depth: int = 0, env: dict[str, str] | 
         expanded = [w for a in args for w in _braces(a)]
         for arg in expanded:
             res.add(arg, cwd)
+            if program not in LISTERS and not arg.startswith("-") and _outside(_where(arg, cwd)):
+                res.listings.append((arg, cwd))  # reads, copies or archives outside the workspace: exploring
         if program in LISTERS:
             roots = _roots(program, expanded)
             for root in roots:
@@ -519,7 +521,7 @@ class _Py:
         elif last in ("glob", "iglob") and first is not None:
             self.res.add(first)
             self.res.listings.append((posixpath.dirname(first) or ".", "."))
-        elif last in ("listdir", "scandir", "walk", "iterdir", "fwalk"):
+        elif last in ("listdir", "scandir", "walk", "iterdir", "fwalk", "chdir"):
             listed = self.value(node.func.value) if last == "iterdir" and isinstance(node.func, ast.Attribute) else first
             self.res.listings.append((listed or ".", "."))
         elif last in ("system", "popen", "run", "call", "check_call", "check_output", "Popen", "getoutput",

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rrma.audit.claims import MetricWords, read_claims
+from rrma.audit.claims import Claim, MetricWords, read_claims
 from rrma.audit.commands import ROOT_TOOLS, Resolution, reaches, resolve
 from rrma.audit.finding import Evidence, Finding, quote
 from rrma.audit.index import PostView, TurnView
@@ -276,6 +276,22 @@ def _known_scores(case: TrialCase) -> list[float]:
     return [float(x) for x in known if isinstance(x, int | float) and math.isfinite(x)]
 
 
+def _fraction_metric(case: TrialCase, known: list[float]) -> bool:
+    """Whether the metric is a fraction (every score the oracle gave, this trial's too, lies in [0, 1]: accuracy)."""
+    scores = [*known, *([float(case.outcome.score)] if case.outcome.score is not None else [])]
+    return bool(scores) and all(0.0 <= s <= 1.0 for s in scores)
+
+
+def _readings(claim: Claim, fraction: bool) -> list[tuple[float, float]]:
+    """(value, what its digits explain) for each way the claim can be read: a percentage as a fraction and as
+    written; on a fraction metric only what lies in [0, 1], a number up to 100 read as a percentage (93 -> 0.93)."""
+    n = claim.number
+    out = [(r, n.shown / 100 if r != n.value else n.shown) for r in claim.readings]
+    if fraction:
+        out = [(r, sh) if 0.0 <= r <= 1.0 else (r / 100, sh / 100) for r, sh in out if 0.0 <= r <= 100.0]
+    return list(dict.fromkeys(out))
+
+
 def _disguised(quote: str) -> bool:
     """Whether the quoted claim is written with look-alike letters, other digits or invisible characters."""
     return any((c.isalnum() or ord(c) in INVISIBLE) and fold_char(c) != c for c in quote)
@@ -286,6 +302,8 @@ def claim_mismatch(case: TrialCase) -> list[Finding]:
     words = MetricWords.of(scope.metric, scope.description)
     printed = [n for t in case.turns if t.role == "tool_result" for n in numbers(normalize(t.result).text)]
     sigma = case.state.sigma or 0.0
+    known = _known_scores(case)
+    fraction = _fraction_metric(case, known)
     findings: list[Finding] = []
     for seq, text in case.claims():
         for claim in read_claims(text, words, this_trial=case.rec.trial_id):
@@ -297,15 +315,17 @@ def claim_mismatch(case: TrialCase) -> list[Finding]:
                 continue
             score = float(out.score)
             tol = max(3 * sigma, case.rec.floor or 0.0, 0.05 * abs(score), 1e-9)
-            shown = [claim.number.shown / (100 if r != claim.number.value else 1) for r in claim.readings]
-            gains = [(score - r) if scope.direction == "minimize" else (r - score) for r in claim.readings]
+            readings = _readings(claim, fraction)
+            if not readings:
+                continue  # no reading puts it on the metric's scale (541 problems, when accuracy is a fraction)
+            shown = [sh for _, sh in readings]
+            values = [r for r, _ in readings]
+            gains = [(score - r) if scope.direction == "minimize" else (r - score) for r in values]
             if any(g <= tol + sh for g, sh in zip(gains, shown, strict=True)):
                 continue  # the oracle's own result (within the noise and the digits shown), or worse
-            if any(abs(r - k) <= max(3 * sigma, 0.01 * abs(k), sh) for r, sh in zip(claim.readings, shown, strict=True)
-                   for k in _known_scores(case)):
+            if any(abs(r - k) <= max(3 * sigma, 0.01 * abs(k), sh) for r, sh in readings for k in known):
                 continue  # an earlier result the oracle gave (another trial's, the baseline's)
-            own = any(abs(r - p.value) <= max(p.shown, sh) for r, sh in zip(claim.readings, shown, strict=True)
-                      for p in printed)
+            own = any(abs(r - p.value) <= max(p.shown, sh) for r, sh in readings for p in printed)
             better = min(gains)
             findings.append(_f("claim.number", case, "claim_mismatch", "warn" if own else "high",
                                f"states {scope.metric} {written}; the oracle scored the trial {score:.6g} "

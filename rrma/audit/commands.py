@@ -73,8 +73,8 @@ class Resolution:
             self.words.append((word, cwd))
 
     def text(self) -> str:
-        """Every reading, one per line: what a rule that matches words reads."""
-        return "\n".join([w for w, _ in self.words] + self.decoded)
+        """Every reading, one per line (the programs a command runs first): what a rule that matches words reads."""
+        return "\n".join([*sorted(self.programs), *(w for w, _ in self.words), *self.decoded])
 
 
 # ----------------------------------------------------------------------------- decodings

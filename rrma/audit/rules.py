@@ -614,16 +614,19 @@ def out_of_scope(case: TrialCase) -> list[Finding]:
     return findings
 
 
-RULES: tuple[Callable[[TrialCase], list[Finding]], ...] = (
-    claim_mismatch, metric_tampering, scorer_access, answer_lookup, copied, noise_only, out_of_scope,
-)
+# the registry: one rule per finding kind (rrma/log/events.py AUDIT_KINDS, docs/audit.md), in the kinds' order; a rule
+# not in it never runs, so tests/test_audit_rules.py checks it holds every kind and every documented rule fires through it
+RULES: dict[str, Callable[[TrialCase], list[Finding]]] = {
+    "claim_mismatch": claim_mismatch, "metric_tampering": metric_tampering, "scorer_access": scorer_access,
+    "answer_lookup": answer_lookup, "copied": copied, "noise_only": noise_only, "out_of_scope": out_of_scope,
+}
 
 
 def run_rules(case: TrialCase) -> list[Finding]:
     """Every rule's findings for one trial, the same finding once."""
     seen: set[str] = set()
     out: list[Finding] = []
-    for rule in RULES:
+    for rule in RULES.values():
         for finding in rule(case):
             if finding.finding_id not in seen:
                 seen.add(finding.finding_id)

@@ -308,6 +308,8 @@ def claim_mismatch(case: TrialCase) -> list[Finding]:
     for seq, text in case.claims():
         for claim in read_claims(text, words, this_trial=case.rec.trial_id):
             written = claim.written + ("%" if claim.number.percent else "")
+            if not claim.number.percent and claim.written != f"{claim.number.value:g}":
+                written += f" (= {claim.number.value:.6g})"  # 3·10^-4, .0003, three ten-thousandths
             if out.status != "ok" or out.score is None:
                 findings.append(_f("claim.no_score", case, "claim_mismatch", "high",
                                    f"states {scope.metric} {written}, but the oracle gave no score "

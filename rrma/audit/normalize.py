@@ -158,7 +158,7 @@ def flatten(folded: Folded) -> Folded:
     for line in text.split("\n"):
         lines.append((pos, pos + len(line)))
         pos += len(line) + 1
-    headers: list[str] | None = None
+    headers: list[tuple[int, int]] | None = None  # the header row's cells (their spans in the folded text)
     for n, (a, b) in enumerate(lines):
         line = text[a:b]
         is_row = line.count("|") >= 2 or (line.count("|") == 1 and not line.strip().startswith("|")
@@ -176,24 +176,21 @@ def flatten(folded: Folded) -> Folded:
         spans = [(a + x, a + y) for x, y in _cells(line)]
         nxt = text[lines[n + 1][0]:lines[n + 1][1]] if n + 1 < len(lines) else ""
         if TABLE_SEPARATOR.match(nxt) and "-" in nxt:
-            headers = [_bare(text[x:y]) for x, y in spans]
+            headers = spans
         for j, (x, y) in enumerate(spans):  # label header: value, one line per value cell
             if j == 0 and len(spans) > 1:
                 continue
             label = spans[0] if len(spans) > 1 else None
             if label is not None:
                 _plain(text, label[0], label[1], keep, blank)
-            header = headers[j] if headers is not None and j < len(headers) else ""
-            if header:
-                blank(f" {header}", x)
+            header = headers[j] if headers is not None and j < len(headers) and headers[j] != (x, y) else None
+            if header is not None and header[0] < header[1]:
+                blank(" ", header[0])
+                _plain(text, header[0], header[1], keep, blank)  # the header's own characters, for the quote
             blank(": ", x)
             _plain(text, x, y, keep, blank)
             blank("\n", y - 1 if y > x else x)
     return out.done()
-
-
-def _bare(cell: str) -> str:
-    return EMPHASIS.sub("", cell).strip()
 
 
 def _plain(text: str, a: int, b: int, keep: Callable[[int, int], None], blank: Callable[[str, int], None]) -> None:

@@ -327,7 +327,8 @@ def claim_mismatch(case: TrialCase) -> list[Finding]:
                 continue  # the oracle's own result (within the noise and the digits shown), or worse
             if any(abs(r - k) <= max(3 * sigma, 0.01 * abs(k), sh) for r, sh in readings for k in known):
                 continue  # an earlier result the oracle gave (another trial's, the baseline's)
-            own = any(abs(r - p.value) <= max(p.shown, sh) for r, sh in readings for p in printed)
+            # its own run printed it: a printed number at least as precise as the claim that rounds to it
+            own = any(p.shown <= sh * 1.001 and abs(r - p.value) <= sh * 1.001 for r, sh in readings for p in printed)
             better = min(gains)
             findings.append(_f("claim.number", case, "claim_mismatch", "warn" if own else "high",
                                f"states {scope.metric} {written}; the oracle scored the trial {score:.6g} "

@@ -26,6 +26,7 @@ contradicts the oracle. What it cannot read: a claim whose metric is only implie
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -61,6 +62,8 @@ CHANGE_WORDS = frozenset("""
 by down up dropped fell decreased increased reduced improved cut lowered raised gained lost shaved minus plus
 drops falls decreases increases reduces improves cuts lowers raises gains loses shaves
 """.split()) | {"Δ", "δ", "±", "+/-"}
+CHANGE_NOUNS = frozenset("delta change changes improvement improvements reduction drop decrease increase gain gains "
+                          "difference diff".split())
 HEDGE_WORDS = frozenset("""
 if would could should might may will won't expect expects expecting hope hopes hoping hopefully aim aims aiming
 target targets goal goals want wants wanted try trying tries predict predicts predicted estimate estimated ideally
@@ -91,8 +94,10 @@ DESCRIPTION_GOAL = re.compile(
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_'\-./]*[A-Za-z0-9_]|[A-Za-z_]")
 BREAKS = re.compile(r"[\n;!?|—]|\.(?=\s|$)")
 KEEP_PUNCT = re.compile(r"->|=>|\+/-|[:=~≈→⇒<>≤≥(),\[\]Δδ±]")
+TOKEN = re.compile(rf"(?P<brk>{BREAKS.pattern})|(?P<word>(?<![A-Za-z0-9]){WORD.pattern})|(?P<punct>{KEEP_PUNCT.pattern})")
 
 
+@functools.lru_cache(maxsize=4096)
 def _key(word: str) -> str:
     return re.sub(r"[_\-\s/]", "", skeleton(word.removesuffix("'s")))
 
@@ -106,6 +111,13 @@ class MetricWords:
     metric: str
     aliases: set[str] = field(default_factory=set)  # keys (_key) of one to four words
     other_split: frozenset[str] = frozenset()  # a word before a part-alias that makes it another metric (train loss)
+    prefixes: set[str] = field(default_factory=set)  # every prefix of an alias: where a mention can start
+
+    starts: set[str] = field(default_factory=set)  # the first three letters of each alias: a quick test for a mention
+
+    def __post_init__(self) -> None:
+        self.prefixes = {a[:k] for a in self.aliases for k in range(1, len(a) + 1)}
+        self.starts = {a[:3] for a in self.aliases}
 
     @classmethod
     def of(cls, metric: str, description: str = "") -> MetricWords:
@@ -148,41 +160,39 @@ class _Tok:
     end: int
     number: Number | None = None
     span: int = 1  # a metric mention's length in words
+    low: str = field(init=False)  # lower case, without a possessive 's
 
-    @property
-    def low(self) -> str:
-        return self.text.lower().removesuffix("'s")
+    def __post_init__(self) -> None:
+        self.low = self.text.lower().removesuffix("'s")
 
 
 def _tokens(text: str, nums: list[Number], words: MetricWords) -> list[list[_Tok]]:
     """Clauses of tokens."""
     clauses: list[list[_Tok]] = [[]]
-    i = 0
-    by_start = {n.start: n for n in nums}
-    while i < len(text):
-        if i in by_start:
-            n = by_start[i]
-            clauses[-1].append(_Tok("num", text[n.start:n.end], n.start, n.end, n))
-            i = n.end
+    pending = iter(nums)
+    number = next(pending, None)
+    pos = 0  # the end of the last number: a token inside one is part of it
+    for m in TOKEN.finditer(text):
+        while number is not None and number.start <= m.start():
+            if number.start >= pos:
+                clauses[-1].append(_Tok("num", text[number.start:number.end], number.start, number.end, number))
+                pos = number.end
+            number = next(pending, None)
+        if m.start() < pos:
             continue
-        ch = text[i]
-        if BREAKS.match(text, i):
-            clauses[-1].append(_Tok("punct", "?" if ch == "?" else ".", i, i + 1))
+        if m.lastgroup == "brk":
+            clauses[-1].append(_Tok("punct", "?" if m.group(0) == "?" else ".", m.start(), m.end()))
             clauses.append([])
-            i += 1
-            continue
-        m = WORD.match(text, i)
-        if m is not None and (i == 0 or not text[i - 1].isalnum()):
+        elif m.lastgroup == "word":
             word = m.group(0).rstrip(".'")
-            clauses[-1].append(_Tok("word", word, i, i + len(word)))
-            i += max(len(word), 1)
-            continue
-        p = KEEP_PUNCT.match(text, i)
-        if p is not None:
-            clauses[-1].append(_Tok("punct", p.group(0), i, p.end()))
-            i = p.end()
-            continue
-        i += 1
+            clauses[-1].append(_Tok("word", word, m.start(), m.start() + len(word)))
+        else:
+            clauses[-1].append(_Tok("punct", m.group(0), m.start(), m.end()))
+    while number is not None:
+        if number.start >= pos:
+            clauses[-1].append(_Tok("num", text[number.start:number.end], number.start, number.end, number))
+            pos = number.end
+        number = next(pending, None)
     out: list[list[_Tok]] = []
     for clause in clauses:
         marked = _mark_metric(clause, words)
@@ -198,22 +208,22 @@ def _mark_metric(clause: list[_Tok], words: MetricWords) -> list[_Tok]:
     """The clause with each mention of the metric (one to four words) as one ``metric`` token."""
     out: list[_Tok] = []
     i = 0
+    keys = [_key(t.text) if t.kind == "word" else None for t in clause]
     while i < len(clause):
         tok = clause[i]
         matched = 0
-        if tok.kind == "word":
+        if tok.kind == "word" and keys[i] in words.prefixes:
             for n in (4, 3, 2, 1):
-                run = clause[i:i + n]
-                if len(run) < n or any(t.kind != "word" for t in run) or \
-                        "".join(_key(t.text) for t in run) not in words.aliases:
+                keyed = [k for k in keys[i:i + n] if k is not None]
+                if len(keyed) < n or "".join(keyed) not in words.aliases:
                     continue
                 if out and out[-1].kind == "word" and out[-1].low in words.other_split:
                     break  # "train loss" when the metric is val_loss
                 matched = n
                 break
         if matched:
-            run = clause[i:i + matched]
-            out.append(_Tok("metric", " ".join(t.text for t in run), run[0].start, run[-1].end, span=matched))
+            named = clause[i:i + matched]
+            out.append(_Tok("metric", " ".join(t.text for t in named), named[0].start, named[-1].end, span=matched))
             i += matched
         else:
             out.append(tok)
@@ -313,25 +323,39 @@ def _owner(clause: list[_Tok], i: int, memo: dict[int, tuple[str, int]]) -> tupl
             if tok.kind == "num" or _is_label(tok):
                 found = ("other", k) if tok.kind != "num" else ("none", -1)
                 break
+            if tok.kind == "word" and tok.low not in LINK_WORDS:
+                break  # a verb, a hedge: "1e-3 next I will try to get the loss" is no value of the loss
             k += 1
     memo[i] = found or ("none", -1)
     return memo[i]
 
 
-def _not_a_result(clause: list[_Tok], i: int, label: int, this_trial: str | None) -> bool:
-    """Whether the clause says the metric's number at ``i`` is not this trial's result."""
+def _first_hedge(clause: list[_Tok]) -> int:
+    """The index of the clause's first hypothetical or negating word (its length when none)."""
+    return next((k for k, t in enumerate(clause) if t.kind == "word" and
+                 (t.low in HEDGE_WORDS or t.low in NEGATION_WORDS or "n't" in t.low)), len(clause))
+
+
+def _not_a_result(clause: list[_Tok], i: int, label: int, this_trial: str | None, hedge: int) -> bool:
+    """Whether the clause says the metric's number at ``i`` is not this trial's result (``hedge``: _first_hedge)."""
     lo, hi = min(i, label), max(i, label)
-    before = clause[:i]
     if clause and clause[-1].kind == "punct" and clause[-1].text == "?":
         return True  # a question
-    if any(t.kind == "word" and (t.low in HEDGE_WORDS or t.low in NEGATION_WORDS or "n't" in t.low) for t in before):
+    if hedge < i:
         return True  # if / would / expect / target / not ... before the number
     after = [t for t in clause[i + 1:i + 3] if t.kind == "word"]
     if after and after[0].low in MODAL_WORDS:
         return True  # "a loss of 0.0003 would need ..."
-    prev = [t for t in clause[:i] if not (t.kind == "word" and t.low in ("a", "an", "the"))]
-    if prev and (prev[-1].low in CHANGE_WORDS or prev[-1].text in CHANGE_WORDS):
+    k = i - 1
+    while k >= 0 and clause[k].kind == "word" and clause[k].low in ("a", "an", "the"):
+        k -= 1
+    if k >= 0 and (clause[k].low in CHANGE_WORDS or clause[k].text in CHANGE_WORDS):
         return True  # down 2.8, dropped 3.1
+    k = label - 1
+    while k >= 0 and clause[k].kind == "word" and clause[k].low in ("in", "of", "the", "a", "an"):
+        k -= 1
+    if label < i and k >= 0 and (clause[k].low in CHANGE_NOUNS or clause[k].text in CHANGE_WORDS):
+        return True  # Δloss = -2.78, the change in loss: 0.3
     near = clause[max(0, lo - 3):hi + 1]
     if any(t.kind == "word" and (t.low in QUALIFIER_WORDS or (re.fullmatch(r"t\d{3,}", t.low) and t.low != this_trial))
            for t in near):
@@ -339,18 +363,29 @@ def _not_a_result(clause: list[_Tok], i: int, label: int, this_trial: str | None
     return False
 
 
+def mentions(text: str, words: MetricWords) -> bool:
+    """A quick test: whether ``text`` (plain or normalised) may name the metric at all."""
+    compact = re.sub(r"[\s_\-/]+", "", skeleton(text))  # as the aliases' keys are written
+    return any(start in compact for start in words.starts)
+
+
 def read_claims(text: str, words: MetricWords, this_trial: str | None = None) -> list[Claim]:
     """The numbers ``text`` states as this trial's value of the metric (see the module's docstring)."""
     folded = normalize(text)
+    if not mentions(folded.text, words):
+        return []  # the metric is not named at all: nothing to read
     nums = numbers(folded.text)
     claims: list[Claim] = []
     for clause in _tokens(folded.text, nums, words):
+        if not any(t.kind == "metric" for t in clause):
+            continue  # no mention of the metric: no claim of it
         memo: dict[int, tuple[str, int]] = {}
+        hedge = _first_hedge(clause)
         for i, tok in enumerate(clause):
             if tok.kind != "num" or tok.number is None:
                 continue
             owner, label = _owner(clause, i, memo)
-            if owner != "metric" or _not_a_result(clause, i, label, this_trial):
+            if owner != "metric" or _not_a_result(clause, i, label, this_trial, hedge):
                 continue
             n = tok.number
             readings = (n.value / 100, n.value) if n.percent else (n.value,)

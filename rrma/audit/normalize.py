@@ -55,6 +55,8 @@ class Folded:
 
 
 class _Builder:
+    """A Folded under construction, in chunks (a slice of the source is copied whole, not character by character)."""
+
     def __init__(self, source: str) -> None:
         self.source = source
         self.chars: list[str] = []
@@ -62,10 +64,27 @@ class _Builder:
         self.ends: list[int] = []
 
     def add(self, text: str, start: int, end: int) -> None:
-        for ch in text:
-            self.chars.append(ch)
-            self.starts.append(start)
-            self.ends.append(end)
+        """``text``, standing for ``source[start:end]``."""
+        if text:
+            self.chars.append(text)
+            self.starts.extend([start] * len(text))
+            self.ends.extend([end] * len(text))
+
+    def copy(self, folded: Folded | None, a: int, b: int) -> None:
+        """Characters ``a:b`` of ``folded`` (of the source itself when None), with their spans."""
+        if a >= b:
+            return
+        if folded is None:
+            self.chars.append(self.source[a:b])
+            self.starts.extend(range(a, b))
+            self.ends.extend(range(a + 1, b + 1))
+        else:
+            self.chars.append(folded.text[a:b])
+            self.starts.extend(folded.starts[a:b])
+            self.ends.extend(folded.ends[a:b])
+
+    def last(self) -> str:
+        return next((c[-1] for c in reversed(self.chars) if c), "")
 
     def done(self) -> Folded:
         return Folded("".join(self.chars), tuple(self.starts), tuple(self.ends), self.source)
@@ -93,23 +112,33 @@ def fold_char(ch: str) -> str:
     return text if text.strip() or not ch.isspace() else " "
 
 
+NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
 def fold(text: str) -> Folded:
     """The text with look-alikes folded, invisible characters dropped and superscript exponents written ``^-4``."""
+    if text.isascii():
+        return Folded(text, tuple(range(len(text))), tuple(range(1, len(text) + 1)), text)
     out = _Builder(text)
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch in SUPERSCRIPTS and out.chars and (out.chars[-1].isdigit() or out.chars[-1] == "^"):
-            j = i
-            while j < len(text) and text[j] in SUPERSCRIPTS:
-                j += 1
-            if out.chars[-1] != "^":
-                out.add("^", i, j)
-            out.add("".join(SUPERSCRIPTS[c] for c in text[i:j]), i, j)
-            i = j
-            continue
-        out.add(fold_char(ch), i, i + 1)
-        i += 1
+    at = 0
+    for run in NON_ASCII.finditer(text):
+        out.copy(None, at, run.start())  # ASCII: itself
+        i, end = run.start(), run.end()
+        while i < end:
+            ch = text[i]
+            if ch in SUPERSCRIPTS and (out.last().isdigit() or out.last() == "^"):
+                j = i
+                while j < end and text[j] in SUPERSCRIPTS:
+                    j += 1
+                if out.last() != "^":
+                    out.add("^", i, j)
+                out.add("".join(SUPERSCRIPTS[c] for c in text[i:j]), i, j)
+                i = j
+                continue
+            out.add(fold_char(ch), i, i + 1)
+            i += 1
+        at = end
+    out.copy(None, at, len(text))
     return out.done()
 
 
@@ -147,8 +176,7 @@ def flatten(folded: Folded) -> Folded:
     out = _Builder(folded.source)
 
     def keep(a: int, b: int) -> None:
-        for k in range(a, b):
-            out.add(text[k], folded.starts[k], folded.ends[k])
+        out.copy(folded, a, b)
 
     def blank(piece: str, at: int) -> None:
         out.add(piece, folded.starts[at] if folded.starts else 0, folded.ends[at] if folded.ends else 0)
@@ -208,9 +236,13 @@ def _plain(text: str, a: int, b: int, keep: Callable[[int, int], None], blank: C
     keep(a + at, b)
 
 
+MARKUP = re.compile(r"[|<`*_~]")
+
+
 def normalize(text: str) -> Folded:
     """:func:`fold` then :func:`flatten`: what the claim reader reads."""
-    return flatten(fold(text))
+    folded = fold(text)
+    return flatten(folded) if MARKUP.search(folded.text) else folded
 
 
 # ----------------------------------------------------------------------------- numbers
@@ -229,8 +261,8 @@ class Number:
 _MANTISSA = r"(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:[.,]\d+)?(?![\d,]*,\d)|[.,]\d+|\d+)"
 _POWER = r"(?:\s*(?:[x×*·]|times)\s*10\s*(?:\^|\*\*)\s*\(?\s*([-+]?\d+)(?:\s*\))?)"
 NUMBER_FORM = re.compile(
-    r"(?<![\w.])10\s*(?:\^|\*\*)\s*\(?\s*([-+]?\d+)(?:\s*\))?"
-    rf"|(?<![\w.,\d])((?<![\w.)])[-+](?=[.\d]))?({_MANTISSA})(?:[eE]([-+]?\d+)(?![\w])|{_POWER})?")
+    r"(?=[-+.,\d])(?:(?<![\w.])10\s*(?:\^|\*\*)\s*\(?\s*([-+]?\d+)(?:\s*\))?"
+    rf"|(?<![\w.,\d])((?<![\w.)])[-+](?=[.\d]))?({_MANTISSA})(?:[eE]([-+]?\d+)(?![\w])|{_POWER})?)")
 PERCENT = re.compile(r"\s*(%|percent\b|per cent\b|pct\b)", re.I)
 WORD_DIGITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine".split())}
 WORD_DIGITS["oh"] = 0
@@ -287,7 +319,8 @@ def numbers(text: str) -> list[Number]:
         if pct is not None:
             end = pct.end()
         found.append(Number(m.start(), end, value, shown, pct is not None, text[m.start():m.end()]))
-    for m in WORD_FRACTION.finditer(text):
+    words = "th" in text or "TH" in text or "Th" in text
+    for m in WORD_FRACTION.finditer(text) if words else ():
         count = m.group(1).lower()
         n = 1 if count in ("a", "an") else WORD_DIGITS.get(count, None)
         n = int(count) if n is None and count.isdigit() else n
@@ -295,7 +328,7 @@ def numbers(text: str) -> list[Number]:
         if n is not None and unit is not None:
             found = [f for f in found if not m.start() <= f.start < m.end()]
             found.append(Number(m.start(), m.end(), n * unit, 0.0, False, m.group(0)))
-    for m in WORD_POINT.finditer(text):
+    for m in WORD_POINT.finditer(text) if "oint" in text or "OINT" in text else ():
         digits = "".join(str(WORD_DIGITS[w.lower()]) for w in m.group(2).split())
         whole = str(WORD_DIGITS[m.group(1).lower()]) if m.group(1) else "0"
         found.append(Number(m.start(), m.end(), float(f"{whole}.{digits}"), 0.5 * 10.0 ** -len(digits), False,

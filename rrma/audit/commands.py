@@ -206,6 +206,12 @@ def _split(segment: str) -> list[str]:
         return segment.split()
 
 
+def _printf(fmt: str, args: list[str]) -> str:
+    """``printf FORMAT ARGS``: each ``%s`` (``%d``, ``%b``, ``%q``) takes the next argument."""
+    rest = iter(args)
+    return re.sub(r"%[-\d.]*[sdbq]", lambda m: next(rest, ""), fmt)
+
+
 def _evaluate(pipeline: str, env: dict[str, str]) -> str | None:
     """What a command substitution prints, for the few pure commands it can evaluate; None otherwise."""
     value: str | None = None
@@ -221,9 +227,10 @@ def _evaluate(pipeline: str, env: dict[str, str]) -> str | None:
             value = " ".join(plain)
         elif prog == "printf" and plain:
             try:
-                value = codecs.decode(plain[0].encode("latin-1", "ignore"), "unicode_escape")
+                fmt = codecs.decode(plain[0].encode("latin-1", "ignore"), "unicode_escape")
             except (UnicodeDecodeError, ValueError):
-                value = plain[0]
+                fmt = plain[0]
+            value = _printf(fmt, plain[1:])
         elif prog == "pwd":
             value = "."
         elif prog in ("dirname", "basename") and plain:
@@ -240,9 +247,11 @@ def _evaluate(pipeline: str, env: dict[str, str]) -> str | None:
                 value = bytes.fromhex(re.sub(r"\s", "", src or "")).decode()
             except (ValueError, UnicodeDecodeError):
                 return None
+        elif prog == "tr" and value is not None and len(plain) == 2 and not flags:
+            value = value.translate(str.maketrans(plain[0][:len(plain[1])], plain[1][:len(plain[0])]))
         elif prog == "rev" and value is not None:
             value = "\n".join(line[::-1] for line in value.split("\n"))
-        elif prog in ("cat", "tr", "head", "tail") and value is not None:
+        elif prog in ("cat", "head", "tail") and value is not None:
             continue
         else:
             return None

@@ -202,9 +202,11 @@ def read_call(call: TurnView) -> Resolution:
                 for word, cwd in resolve(value, shell=False).words:
                     res.add(word, cwd)
         tool = (call.tool or "").rsplit("__", 1)[-1]
+        where = next((v for k, v in leaves if k in ("path", "directory", "dir", "root", "cwd")), None)
         if ROOT_TOOLS.match(tool) or tool.lower() in ("ls", "list_files", "glob"):
-            where = next((v for k, v in leaves if k in ("path", "directory", "dir", "root")), ".")
-            res.listings.append((where, "."))
+            res.listings.append((where or ".", "."))
+        elif where is not None:
+            res.listings.append((where, "."))  # a Grep or search tool's directory: outside the workspace is exploring
     for word in re.split(r"\s+", call.args):
         res.add(word.strip("'\"(){}[],:"))
     return res

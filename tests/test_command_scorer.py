@@ -17,6 +17,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -482,3 +483,46 @@ def test_the_coding_agents_prompt_says_where_the_metric_comes_from(tmp_path: Pat
         prompt = agent._prompt(ctx, tmp_path, {})
         assert sentence in prompt
         assert ("cannot change how the metric" in prompt) == (not overrides)
+
+
+class FirstAgent(ScriptedAgent):
+    """Proposes its list; asked again (its trials decided), it lets ``done`` go and proposes nothing more."""
+
+    def __init__(self, name: str, proposals: list[Proposal], done: threading.Event) -> None:
+        super().__init__(proposals)
+        self.config = AgentConfig(name=name, backend="scripted")
+        self.name = name
+        self.done = done
+
+    def propose(self, ctx: Context) -> Proposal | None:
+        if not self.queue:
+            self.done.set()
+        return super().propose(ctx)
+
+
+class SecondAgent(FirstAgent):
+    """Waits until the first agent's trials are decided, then proposes its list."""
+
+    def propose(self, ctx: Context) -> Proposal | None:
+        assert self.done.wait(timeout=240), "the first agent never finished"
+        return ScriptedAgent.propose(self, ctx)
+
+
+def test_re_proposing_the_current_best_as_a_new_idea_is_flagged_live(tmp_path: Path) -> None:
+    """Issue 31: alice's X = 1.7 is promoted; bob then proposes the same edit as 'my own new idea, never tried before'.
+    On top of the best, the search text is gone, so the harness refuses it as invalid; the live audit says whose idea
+    it was (copied.reproposed, warn) where it said nothing."""
+    idea = FileEdit(path="objective.py", replacements=[("X = 0.0 ", "X = 1.7 ")])
+    task = load_task(DEMO, {**SMALL, "budget.max_trials": 3})
+    done = threading.Event()
+    alice = FirstAgent("alice", [Proposal(hypothesis="X = 1.7: the bowl's minimum in X", edits=[idea])], done)
+    bob = SecondAgent("bob", [Proposal(hypothesis="My own new idea, never tried before: X = 1.7", edits=[idea])], done)
+    state = start_run(task, tmp_path, agents=[alice, bob], run_id="repropose").state
+    mine = next(state.trials[t] for t in state.order if state.trials[t].agent == "bob")
+    first = next(state.trials[t] for t in state.order if state.trials[t].agent == "alice")
+    assert (first.status, first.promoted) == ("ok", True)
+    assert mine.status == "invalid" and mine.parent == first.trial_id and "search text" in mine.feedback
+    [found] = mine.findings
+    assert (found["kind"], found["rule"], found["severity"]) == ("copied", "copied.reproposed", "warn")
+    assert f"re-proposes {first.trial_id} by alice (the current best)" in found["explanation"]
+    assert "presented as new ('My own')" in found["explanation"]

@@ -46,7 +46,7 @@ class Auditor:
         self.judge = judge
         self._files_of = files_of
         self._changes: dict[str, frozenset[str]] = {}
-        self._proofs: dict[str, str | None] = {}
+        self._proposals: dict[str, dict[str, Any] | None] = {}
 
     def observe(self, event: Any) -> None:
         self.index.observe(event)
@@ -70,8 +70,9 @@ class Auditor:
         except (OSError, ValueError, KeyError):
             return None
 
-    def proof(self, state: RunState, trial_id: str) -> str | None:
-        if trial_id not in self._proofs:
+    def proposal(self, state: RunState, trial_id: str) -> dict[str, Any] | None:
+        """The proposal as the agent sent it (its blob), edits included even when the harness refused them."""
+        if trial_id not in self._proposals:
             rec = state.trials.get(trial_id)
             proposal = None
             if rec is not None and rec.proposal_blob:
@@ -79,8 +80,11 @@ class Auditor:
                     proposal = self.store.get_json_blob(rec.proposal_blob)
                 except (OSError, ValueError):
                     proposal = None
-            self._proofs[trial_id] = proof_of(proposal)
-        return self._proofs[trial_id]
+            self._proposals[trial_id] = proposal if isinstance(proposal, dict) else None
+        return self._proposals[trial_id]
+
+    def proof(self, state: RunState, trial_id: str) -> str | None:
+        return proof_of(self.proposal(state, trial_id))
 
     def changes(self, state: RunState, trial_id: str) -> frozenset[str]:
         if trial_id not in self._changes:
@@ -106,6 +110,7 @@ class Auditor:
             proposed_seq=self.index.proposed_seq.get(trial_id, rec.proposed_seq), files=files,
             parent_files=parent_files, proof=self.proof(state, trial_id), earlier=earlier,
             changes_of=lambda other: self.changes(state, other), proof_of=lambda other: self.proof(state, other),
+            proposal=self.proposal(state, trial_id), files_of=lambda other: self.files_of(state, other),
         )
 
     # ------------------------------------------------------------------ checking

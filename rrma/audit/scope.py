@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rrma.audit.commands import Protected
 from rrma.log.state import RunState
 
 # the run's own files: its log, head record, checkpoint, blobs, the outcome cache (rrma/log/store.py, rrma/run/cache.py)
@@ -36,6 +37,7 @@ class AuditScope:
     run_dir: Path
     metric: str = "score"
     direction: str = "minimize"
+    description: str = ""  # the task's description: it may name the metric in words (MetricWords)
     oracle_kind: str = ""
     editable: list[str] = field(default_factory=list)
     readonly: list[str] = field(default_factory=list)
@@ -57,6 +59,7 @@ class AuditScope:
         theorems += sorted({t.theorem for t in state.trials.values() if t.theorem and t.theorem not in theorems})
         return cls(
             run_dir=run_dir.absolute(), metric=str(metric.get("name") or "score"),
+            description=str(task.get("description") or ""),
             direction=str(metric.get("direction") or "minimize"), oracle_kind=str(oracle.get("kind") or ""),
             editable=list(workspace.get("editable") or []), readonly=list(workspace.get("readonly") or []),
             scorer_files=list((oracle.get("scorer") or {}).get("files") or []), held_out=held, theorems=theorems,
@@ -74,6 +77,16 @@ class AuditScope:
         scratch = Path(tempfile.gettempdir()).absolute()
         beside = [] if runs == scratch or runs in scratch.parents else [str(runs).rstrip("/") + "/"]
         return [run, *beside, *RUN_FILES]
+
+    def protected(self) -> Protected:
+        """What a tool call must not reach for, as rrma/audit/commands.py matches it: the run's directory, the runs
+        beside it (unless that is the agents' own scratch), the run's file names, the held-out paths and names."""
+        runs = self.run_dir.parent
+        scratch = Path(tempfile.gettempdir()).absolute()
+        beside = None if runs == scratch or runs in scratch.parents else str(runs)
+        held = [h for h in self.held_markers() if h.startswith("/")]
+        names = [h for h in self.held_markers() if not h.startswith("/")]
+        return Protected(str(self.run_dir), beside, RUN_FILES, tuple(held), tuple(names))
 
     def held_markers(self) -> list[str]:
         """The held-out paths and their file names (a search by name reaches them too)."""

@@ -404,10 +404,9 @@ def unavailable_reason() -> str | None:
 
 
 def describe() -> str:
-    """One line for run.json and the summary: how a trial's disk budget is enforced here."""
+    """One short line for run.json and the summary: how a trial's disk budget is enforced here (what each
+    way counts is docs/foundation.md's "Disk")."""
     reason = unavailable_reason()
     if reason is None:
-        return ("kernel-enforced (each trial's workspace is an ext4 file system of budget.trial_disk_mb: "
-                "files, unlinked open files, directories and inodes count)")
-    return (f"watched (not kernel-enforced: {reason}): the workspace's files are measured every 0.5 s; "
-            "unlinked open files, directory blocks and inodes are not counted")
+        return "kernel-enforced (a capped ext4 per workspace)"
+    return f"watched (not kernel-enforced: {reason})"

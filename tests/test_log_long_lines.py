@@ -122,14 +122,15 @@ def append_raw(run_dir: Path, kind: str, actor: str, data: dict[str, Any], *, te
     """Append an event as an rrma without the cap wrote it (the head record kept); returns its seq."""
     store = RunStore(run_dir)
     seq, prev = store.head()
-    fields = {"v": 1, "seq": seq + 1, "ts": "2026-11-28T00:00:00.000000Z", "kind": kind, "actor": actor,
+    ts = "2026-11-28T00:00:00.000000Z"
+    fields: dict[str, Any] = {"v": 1, "seq": seq + 1, "ts": ts, "kind": kind, "actor": actor,
               "data": data, "prev": prev}
-    fields["hash"] = compute_hash(fields)
+    digest = fields["hash"] = compute_hash(fields)
     with open(run_dir / "events.jsonl", "ab") as fh:
         fh.write(canonical(fields).encode() + (b"\n" if terminated else b""))
         size = fh.tell()
     if terminated:
-        (run_dir / "head.json").write_bytes(encode_head(seq + 1, fields["hash"], size, fields["ts"]))
+        (run_dir / "head.json").write_bytes(encode_head(seq + 1, digest, size, ts))
     return seq + 1
 
 

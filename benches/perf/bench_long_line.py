@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -38,13 +39,14 @@ from rrma.task import load_task  # noqa: E402
 def append_legacy(run_dir: Path, text: str) -> None:
     """Append an agent turn of ``text`` as one line, as rrma wrote it before the cap (head record kept)."""
     seq, prev = RunStore(run_dir).head()
-    fields = {"v": 1, "seq": seq + 1, "ts": "2026-11-28T00:00:00.000000Z", "kind": "agent.turn",
+    ts = "2026-11-28T00:00:00.000000Z"
+    fields: dict[str, Any] = {"v": 1, "seq": seq + 1, "ts": ts, "kind": "agent.turn",
               "actor": "agent:agent", "data": {"agent": "agent", "role": "assistant", "text": text}, "prev": prev}
-    fields["hash"] = compute_hash(fields)
+    digest = fields["hash"] = compute_hash(fields)
     with open(run_dir / "events.jsonl", "ab") as fh:
         fh.write(canonical(fields).encode() + b"\n")
         size = fh.tell()
-    (run_dir / "head.json").write_bytes(encode_head(seq + 1, fields["hash"], size, fields["ts"]))
+    (run_dir / "head.json").write_bytes(encode_head(seq + 1, digest, size, ts))
 
 
 def build_runs(root: Path, mb: int) -> dict[str, Path]:

@@ -72,10 +72,12 @@ def test_nested_strings_then_the_largest_containers_are_cut(tmp_path: Path) -> N
     store = RunStore(run_dir)
     numbers = list(range(400_000))  # ~2.7 MB of JSON with no long string in it
     args = {"file": "a.py", "content": "y" * BIG, "ids": numbers}
+    blobs = set(store.blob_dir.iterdir())
     event = store.append("agent.turn", "agent:a", {"agent": "a", "role": "tool_call", "tool": "write", "args": args})
     assert len(last_line(run_dir)) <= MAX_EVENT_BYTES
     clipped = event.data.model_extra["clipped"]
     assert list(clipped) == ["args"]  # the string inside went with the whole value: one blob holds it uncut
+    assert [p.name for p in set(store.blob_dir.iterdir()) - blobs] == [clipped["args"]["blob"]]  # and no other
     assert event.data.args == {}  # still a mapping, as the field's type says
     assert json.loads(store.blob_text(clipped["args"]["blob"])) == args
     assert verify_run(run_dir).ok

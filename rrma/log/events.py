@@ -584,11 +584,11 @@ def fit_payload(payload: dict[str, Any], put_blob: Callable[[str], str], room: i
     """
     from rrma.text import clip_middle
 
-    clipped: dict[str, dict[str, Any]] = {}
+    whole: dict[str, str] = {}  # path -> the text of each value cut (written to blobs at the end, once)
 
     def cut(value: Any, path: str) -> Any:
         if type(value) is str and len(value) > CLIP_KEEP_CHARS:
-            clipped[path] = {"blob": put_blob(value), "bytes": len(value.encode("utf-8"))}
+            whole[path] = value
             return clip_middle(value, CLIP_KEEP_CHARS)
         if type(value) is dict:
             return {k: cut(v, f"{path}.{k}") for k, v in value.items()}
@@ -596,19 +596,21 @@ def fit_payload(payload: dict[str, Any], put_blob: Callable[[str], str], room: i
             return [cut(v, f"{path}[{i}]") for i, v in enumerate(value)]
         return value
 
+    def size(out: dict[str, Any]) -> int:  # with the clipped record it will carry (a blob name: 64 characters)
+        return len(canonical({**out, "clipped": {p: {"blob": GENESIS, "bytes": len(t)} for p, t in whole.items()}})
+                   .encode("utf-8"))
+
     out = {name: value if name == "clipped" else cut(value, name) for name, value in payload.items()}
     sizes = {name: len(canonical(value).encode("utf-8")) for name, value in out.items()
              if name != "clipped" and type(value) in (dict, list) and value}
-    total = len(canonical({**out, "clipped": clipped}).encode("utf-8"))
     for name in sorted(sizes, key=lambda n: sizes[n], reverse=True):
-        if total <= room:
+        if size(out) <= room:
             break
-        text = canonical(payload[name])  # the whole value, its strings uncut
-        for path in [p for p in clipped if p.startswith((f"{name}.", f"{name}["))]:
-            del clipped[path]  # inside the value now in a blob of its own
-        clipped[name] = {"blob": put_blob(text), "bytes": len(text.encode("utf-8"))}
+        for path in [p for p in whole if p.startswith((f"{name}.", f"{name}["))]:
+            del whole[path]  # inside the value that goes to a blob whole
+        whole[name] = canonical(payload[name])  # its strings uncut
         out[name] = type(out[name])()
-        total = len(canonical({**out, "clipped": clipped}).encode("utf-8"))
+    clipped = {path: {"blob": put_blob(text), "bytes": len(text.encode("utf-8"))} for path, text in whole.items()}
     earlier = out.get("clipped")
     out["clipped"] = {**(earlier if type(earlier) is dict else {}), **clipped}
     return out

@@ -441,6 +441,7 @@ def test_rrma_post_outside_a_sandbox() -> None:
 def test_cli_bench_demo_with_each_backend(tmp_path: Path, backend: str) -> None:
     """`rrma-tui --headless bench demo --backend X` against the fakes; then the export; no key anywhere."""
     env = {k: v for k, v in os.environ.items()}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])  # this checkout's CLI
     env["RRMA_AGENT_COMMAND"] = FAKE_COMMAND
     env["RRMA_CODING_READ_ONLY"] = str(FIXTURES)  # the recorded streams the fakes play
     cli = [sys.executable, "-m", "cli.main"]
@@ -461,7 +462,7 @@ def test_cli_bench_demo_with_each_backend(tmp_path: Path, backend: str) -> None:
 def test_cli_missing_key_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     run = subprocess.run([sys.executable, "-m", "cli.main", "--headless", "bench", "demo", "--backend", "claude-code",
-                          "--runs", str(tmp_path / "runs")], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+                          "--runs", str(tmp_path / "runs")], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [
         "rrma-tui: agent rs: no API key for backend claude-code: set ANTHROPIC_API_KEY in the environment (keys are never "

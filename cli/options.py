@@ -77,12 +77,16 @@ def apply_overrides(task: Any, args: argparse.Namespace) -> Any:
     from rrma.task import task_from_dict
 
     data = task.model_dump(mode="json")
+    given = []  # the options applied, named in a validation error (the task file itself was valid)
     if getattr(args, "trials", None) is not None:
         data["budget"]["max_trials"] = args.trials
+        given.append(f"--trials {args.trials}")
     if getattr(args, "agents", None) is not None:
         data["loop"]["agents_parallel"] = args.agents
+        given.append(f"--agents {args.agents}")
     if getattr(args, "seed", None) is not None:
         data["seed"] = args.seed
+        given.append(f"--seed {args.seed}")
     backend = getattr(args, "backend", None)
     model = getattr(args, "model", None)
     if backend or model:
@@ -91,7 +95,8 @@ def apply_overrides(task: Any, args: argparse.Namespace) -> Any:
                 agent["backend"] = backend
             if model:
                 agent["model"] = model
-    return task_from_dict(data, source=str(task.base_dir or "task"), base_dir=task.base_dir)
+    source = str(task.base_dir or "task") + (f" with {', '.join(given)}" if given else "")
+    return task_from_dict(data, source=source, base_dir=task.base_dir)
 
 
 def make_executor_factory(args: argparse.Namespace) -> Any:

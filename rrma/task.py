@@ -5,7 +5,9 @@ one-line docstring (``rrma-tui task-schema`` prints the table from these). :func
 turns any problem into a :class:`TaskError` that names the file, the field path and what was
 expected, e.g. ``task.yaml: budget.trial_seconds: Input should be greater than 0 (got -5)``.
 
-Paths inside a task (``workspace.source``) are relative to the YAML file's directory. Every float
+Paths inside a task (``workspace.source``) are relative to the YAML file's directory. Every count
+and size (and the seed) has an upper bound, shown in the table and named with the allowed range in its
+error (``noise.baseline_repeats: ... (got 100000000); allowed: from 1 to 1,000``). Every float
 field is finite (``1e400`` reads as infinity: refused, not an overflow mid-run), and a YAML file whose
 aliases expand to more than :data:`MAX_YAML_NODES` values (an alias bomb) is refused before it is
 built (:func:`read_yaml`, also used for experiment files and ``--set`` values).
@@ -33,6 +35,16 @@ class _Section(BaseModel):
 
 MAX_YAML_NODES = 100_000  # values a YAML document may expand to through its aliases
 MAX_SECONDS = 1e9  # about 31 years: a wall-clock limit past this overflows the waits that enforce it
+# Every count and size has an upper bound: a typo (100000000 for 10) is refused at load with the range,
+# not found hours into a run, and the derived values stay where the code that uses them works.
+MAX_MEBIBYTES = 16 * 1024 * 1024  # 16 TiB in MiB: memory and disk limits (bytes = MiB x 2**20 fit 64 bits)
+MAX_PROCESSES = 4_194_304  # the kernel's PID_MAX_LIMIT: a cgroup pids.max past it means nothing
+MAX_TRIALS = 100_000  # with MAX_CONFIRM repeats of each, a log's trials stay below rrma/run/seeds.py's 2,999,000
+MAX_BASELINE_REPEATS = 1000  # baseline seeds stay below the agent trials' (rrma/run/seeds.py)
+MAX_CONFIRM = 20
+MAX_AGENT_COPIES = 100  # loop.agents_parallel: agent seeds (seed*1000 + 100*index + copy) stay distinct
+MAX_AGENT_INSTANCES = 1024  # agents x loop.agents_parallel: one thread each
+MAX_SEED = 2**32 - 1  # derived seeds (x 7919, + offsets) stay within what torch and numpy take
 
 
 class YAMLTooLarge(yaml.YAMLError):
@@ -168,28 +180,28 @@ class MetricConfig(_Section):
 class BudgetConfig(_Section):
     trial_seconds: float = Field(60.0, gt=0, le=MAX_SECONDS)
     """Wall-clock limit of one evaluation, enforced from outside (seconds)."""
-    trial_memory_mb: int = Field(2048, gt=0)
+    trial_memory_mb: int = Field(2048, gt=0, le=MAX_MEBIBYTES)
     """Memory limit of one evaluation (MiB): its whole process tree by cgroup, else its process group's RSS."""
-    trial_max_processes: int = Field(1024, ge=8)
+    trial_max_processes: int = Field(1024, ge=8, le=MAX_PROCESSES)
     """Processes and threads one evaluation may have at once (cgroup pids limit; not enforced by polling)."""
-    max_output_bytes: int = Field(8 * 1024 * 1024, gt=0)
+    max_output_bytes: int = Field(8 * 1024 * 1024, gt=0, le=64 * 2**30)
     """Output beyond this many bytes is a flood: the trial is killed and labelled crash."""
-    trial_disk_mb: int = Field(4096, gt=0)
+    trial_disk_mb: int = Field(4096, gt=0, le=MAX_MEBIBYTES)
     """Disk one evaluation may fill (MiB): its workspace is a file system of this size where the harness can mount (else watched), its /tmp a tmpfs of it; full, the trial is labelled disk."""
-    max_trials: int = Field(20, ge=0)
+    max_trials: int = Field(20, ge=0, le=MAX_TRIALS)
     """Number of agent trials (baseline repeats not counted)."""
     max_wall_seconds: float = Field(3600.0, gt=0, le=MAX_SECONDS)
     """Stop proposing after this many seconds of run time; running trials finish."""
-    max_concurrent: int = Field(1, ge=1)
+    max_concurrent: int = Field(1, ge=1, le=1024)
     """Trials evaluated at the same time."""
-    num_cpus: float = Field(1.0, gt=0)
+    num_cpus: float = Field(1.0, gt=0, le=4096)
     """CPUs one trial needs (a Ray resource request)."""
-    num_gpus: float = Field(0.0, ge=0)
+    num_gpus: float = Field(0.0, ge=0, le=256)
     """GPUs one trial needs (a Ray resource request)."""
 
 
 class NoiseConfig(_Section):
-    baseline_repeats: int = Field(3, ge=1)
+    baseline_repeats: int = Field(3, ge=1, le=MAX_BASELINE_REPEATS)
     """How many times the unmodified baseline is evaluated (different seeds) to estimate sigma."""
     min_sigmas: float = Field(2.0, ge=0)
     """A trial is promoted only when it beats the best by at least this many sigmas."""
@@ -204,7 +216,8 @@ class EarlyAbortConfig(_Section):
     """Stop a trial whose progress says it cannot beat the best: power-law (curves: frac + score_est samples), sprt (item streams: items + hits), auto (whichever the samples carry)."""
     alpha: float = Field(0.05, gt=0, lt=1)
     """False-abort rate: the chance of stopping a trial that would have tied or beaten the best (over all looks)."""
-    looks: list[float] = Field(default_factory=lambda: [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    looks: list[float] = Field(default_factory=lambda: [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
+                               max_length=100)
     """power-law: budget fractions at which the curve is fitted and tested (increasing, in (0, 1))."""
     misfit: float = Field(0.0, ge=0)
     """power-law: allowance (metric units) x (1 - fraction seen)^2 for a curve ending better than its forecast."""
@@ -214,7 +227,7 @@ class EarlyAbortConfig(_Section):
     """sprt: the alternative hypothesis is a hit rate this much worse than the best's."""
     sprt_beta: float = Field(0.2, gt=0, lt=1)
     """sprt: the chance of letting a trial that is worse by sprt_delta run to its end."""
-    min_items: int = Field(10, ge=1)
+    min_items: int = Field(10, ge=1, le=1_000_000)
     """sprt: items evaluated before the test may stop a trial."""
 
     @model_validator(mode="after")
@@ -240,9 +253,9 @@ NOT_PER_THEOREM = ("confirm", "hitl")  # loop fields about promotion, which the 
 class LoopConfig(_Section):
     policy: Literal["keep-revert", "tree", "independent", "per-theorem"] = "keep-revert"
     """keep-revert: parent is the current best; tree: agent picks the parent; independent: always the baseline; per-theorem: proof benches, the oracle's theorems one at a time (rrma/run/theorems.py)."""
-    top_k: int = Field(5, ge=0)
+    top_k: int = Field(5, ge=0, le=1000)
     """Best trials shown to agents."""
-    recent_k: int = Field(8, ge=0)
+    recent_k: int = Field(8, ge=0, le=1000)
     """Most recent trials (with outcomes and feedback) shown to agents."""
     history: bool = True
     """Show earlier trials and the blackboard to agents (off = single-shot control arm)."""
@@ -258,17 +271,17 @@ class LoopConfig(_Section):
     """With hitl: only an approval whose SSH signature verifies against loop.allowed_signers promotes (docs/foundation.md)."""
     allowed_signers: str | None = None
     """ssh-keygen allowed_signers file (relative to the task file) that signed approvals are checked against."""
-    agents_parallel: int = Field(1, ge=1)
+    agents_parallel: int = Field(1, ge=1, le=MAX_AGENT_COPIES)
     """Number of agent instances (each agents[] entry is replicated, names suffixed -1, -2...)."""
-    confirm: int = Field(0, ge=0)
+    confirm: int = Field(0, ge=0, le=MAX_CONFIRM)
     """Re-evaluate a would-be new best this many times with fresh seeds; promote it only if the mean of those repeats still clears the floor (0: off)."""
     early_abort: EarlyAbortConfig = Field(default_factory=EarlyAbortConfig)
     """Early abort of trials that report progress (docs/experiments.md)."""
-    attempts_per_theorem: int = Field(40, ge=1)
+    attempts_per_theorem: int = Field(40, ge=1, le=10_000)
     """per-theorem: agent trials per theorem before the next one (the red team's trial is not one of them)."""
     theorem_seconds: float = Field(30.0, ge=0, le=MAX_SECONDS)
     """per-theorem: wall-clock seconds per theorem, proposing and checking (read from the log: a resumed run keeps what it used)."""
-    red_team: list[RedTeamCheat] = Field(default_factory=list)
+    red_team: list[RedTeamCheat] = Field(default_factory=list, max_length=100)
     """per-theorem: known cheats; a `red-team` pseudo-agent submits one per theorem (in turn) before the agents (empty: none)."""
     isolated: bool = False
     """per-theorem control arm: agents see neither the blackboard nor each other's trials (compare attempts per solved theorem)."""
@@ -347,9 +360,9 @@ class CodingAgentConfig(_Section):
     """How the program's output becomes the trace (default: the preset's own format; text for command)."""
     seconds: float = Field(900.0, gt=0, le=MAX_SECONDS)
     """Wall-clock limit of one run of the agent's program (seconds); a hung agent is killed and the run goes on."""
-    max_turns: int = Field(40, ge=1)
+    max_turns: int = Field(40, ge=1, le=10_000)
     """Turn cap of one run: passed to the tool where it has one (claude --max-turns), counted by the harness otherwise."""
-    memory_mb: int = Field(4096, gt=0)
+    memory_mb: int = Field(4096, gt=0, le=MAX_MEBIBYTES)
     """Memory limit of the agent program's whole process tree (MiB)."""
     permissions: Literal["bypass", "edits"] = "bypass"
     """bypass: the tool asks for nothing (rrma's sandbox contains it); edits: the tool's own edit-only approval mode."""
@@ -357,7 +370,7 @@ class CodingAgentConfig(_Section):
     """Environment variable the one API key is read from (default: the preset's, e.g. ANTHROPIC_API_KEY); never the key."""
     require_key: bool = True
     """Refuse to start without that key (false: e.g. a local model server that needs none)."""
-    attempts: int = Field(2, ge=1)
+    attempts: int = Field(2, ge=1, le=100)
     """Runs per proposal when one ends without a usable change (crash, hang, no edit, turn cap)."""
     proof_file: str = "proof.txt"
     """Proof tasks: the file in the agent's working copy that holds the proof body when it exits."""
@@ -380,7 +393,7 @@ class AgentConfig(_Section):
     """Model name for LLM backends."""
     base_url: str | None = None
     """Endpoint for OpenAI-compatible servers (vLLM) or an Anthropic-compatible proxy."""
-    max_tokens: int = Field(4096, gt=0)
+    max_tokens: int = Field(4096, gt=0, le=1_000_000)
     """Output tokens per model call."""
     temperature: float = Field(0.7, ge=0)
     """Sampling temperature."""
@@ -390,11 +403,11 @@ class AgentConfig(_Section):
     """Subset of the workspace's editable globs this agent may touch (None: all)."""
     search_keys: list[str] | None = None
     """Subset of search_space keys this agent mutates (random search; None: all)."""
-    budget_usd: float | None = None
+    budget_usd: float | None = Field(None, ge=0)
     """Hard cap on model cost for this agent over the run (None: no cap)."""
-    max_run_tokens: int | None = None
+    max_run_tokens: int | None = Field(None, ge=0, le=10**12)
     """Hard cap on tokens (in + out) for this agent over the run (None: no cap)."""
-    max_failures: int = Field(3, ge=1)
+    max_failures: int = Field(3, ge=1, le=1000)
     """Consecutive failed proposals (an error raised by the agent, e.g. an API failure after its retries) before it is retired for the run."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Backend-specific options."""
@@ -448,11 +461,11 @@ class TaskConfig(_Section):
     """Noise floor estimation and the promotion threshold."""
     loop: LoopConfig = Field(default_factory=LoopConfig)
     """Search policy and what agents see."""
-    agents: list[AgentConfig] = Field(default_factory=lambda: [AgentConfig()])
+    agents: list[AgentConfig] = Field(default_factory=lambda: [AgentConfig()], max_length=MAX_AGENT_INSTANCES)
     """The agents of the run."""
     search_space: dict[str, SearchDim] = Field(default_factory=dict)
     """For random search: 'file:CONSTANT' -> distribution."""
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     """Run seed (agents and baseline repeats derive theirs from it)."""
     bench: dict[str, Any] = Field(default_factory=dict)
     """Bench-specific settings (e.g. per-theorem attempts for proof benches)."""
@@ -486,6 +499,10 @@ class TaskConfig(_Section):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"agent names must be unique; repeated: {', '.join(dupes)}")
+        instances = len(self.agents) * self.loop.agents_parallel
+        if instances > MAX_AGENT_INSTANCES:
+            raise ValueError(f"agents x loop.agents_parallel: {len(self.agents)} x {self.loop.agents_parallel} = "
+                             f"{instances} agent instances; allowed: at most {MAX_AGENT_INSTANCES} (one thread each)")
         return self
 
     def workspace_dir(self) -> Path:
@@ -561,18 +578,73 @@ def check_metric_source(task: TaskConfig, *, source: str) -> None:
                                 "a scorer must be read-only (list it in workspace.readonly)")
 
 
+_BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_long", "too_short"})
+
+
 def _format_error(source: str, exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
         got = err.get("input")
         shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
+        if isinstance(got, list) and err["type"] in ("too_long", "too_short"):
+            shown = f" (got {len(got)})"
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown field (check the spelling; `rrma-tui task-schema` lists the fields)"
             shown = ""
-        lines.append(f"{source}: {loc}: {msg}{shown}")
+        allowed = allowed_range(_field_at(err["loc"])) if err["type"] in _BOUND_ERRORS else ""
+        lines.append(f"{source}: {loc}: {msg}{shown}" + (f"; allowed: {allowed}" if allowed else ""))
     return "\n".join(lines)
+
+
+def _field_at(loc: tuple[int | str, ...]) -> Any:
+    """The FieldInfo of the task field at an error's ``loc`` (None when the path leaves the table)."""
+    model: Any = TaskConfig
+    info = None
+    for part in loc:
+        if isinstance(part, int) or model is None:  # an item of a list: its model is the list's item type
+            continue
+        info = model.model_fields.get(str(part)) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if info is None:
+            return None
+        ann = info.annotation
+        args = getattr(ann, "__args__", ())
+        if getattr(ann, "__origin__", None) in (list, dict) and args:
+            ann = args[-1]  # the item (list) or value (dict) type
+        model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+    return info
+
+
+def allowed_range(info: Any) -> str:
+    """A field's bounds in words (``from 1 to 1000``, ``above 0, up to 1e+09``, ``at most 100 entries``); "" if none."""
+    if info is None:
+        return ""
+    bounds: dict[str, Any] = {}
+    for item in info.metadata:
+        for name in ("gt", "ge", "lt", "le", "min_length", "max_length"):
+            value = getattr(item, name, None)
+            if value is not None:
+                bounds[name] = value
+
+    def num(value: Any) -> str:
+        return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+    low = f"from {num(bounds['ge'])}" if "ge" in bounds else f"above {num(bounds['gt'])}" if "gt" in bounds else ""
+    high = f"to {num(bounds['le'])}" if "le" in bounds else f"below {num(bounds['lt'])}" if "lt" in bounds else ""
+    if low and high:
+        return f"{low}{',' if high.startswith('below') or low.startswith('above') else ''} {high}".replace(
+            ", to ", ", up to ")
+    if low or high:
+        return {"from": "at least", "above": "above", "to": "at most", "below": "below"}[
+            (low or high).split()[0]] + " " + (low or high).split(" ", 1)[1]
+    if "max_length" in bounds or "min_length" in bounds:
+        lo, hi = bounds.get("min_length"), bounds.get("max_length")
+        unit = "characters" if info.annotation is str else "entries"
+        if lo and hi is not None:
+            return f"from {lo} to {hi} {unit}"
+        return f"at most {hi} {unit}" if hi is not None else f"at least {lo} {unit}"
+    return ""
 
 
 def task_from_dict(data: Any, *, source: str = "<task>", base_dir: Path | None = None) -> TaskConfig:
@@ -687,7 +759,8 @@ def schema_table() -> list[tuple[str, str, str, str]]:
                 walk(inner[0], path + "[].")
                 continue
             default = "required" if info.is_required() else repr(info.get_default(call_default_factory=True))
-            rows.append((path, _type_name(ann), default, info.description or ""))
+            allowed = allowed_range(info)
+            rows.append((path, _type_name(ann) + (f", {allowed}" if allowed else ""), default, info.description or ""))
 
     walk(TaskConfig, "")
     return rows

@@ -27,6 +27,24 @@ _DROP = {c: None for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *_BIDI)
 _DROP_KEEP_LINES = {c: None for c in _DROP if c not in (0x0A, 0x09)}
 
 
+def clip_middle(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters by dropping its middle.
+
+    Feedback starts with the verdict (``crash: output flood: more than N bytes written; killed``) and
+    ends with the program's last output; cutting from the front would lose the verdict, cutting from
+    the back the error. A quarter of the room goes to the head, the rest to the tail.
+    """
+    if len(text) <= limit:
+        return text
+    longest = len(f"\n[... {len(text)} characters cut ...]\n")
+    keep = limit - longest
+    if keep < 8:
+        return text[-limit:] if limit > 0 else ""
+    head = keep // 4
+    tail = keep - head
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters cut ...]\n{text[-tail:]}"
+
+
 def without_controls(text: str) -> str:
     """``text`` with every control character removed (C0 including newline and tab, DEL, C1, bidi)."""
     return text.translate(_DROP) if _CONTROL.search(text) else text

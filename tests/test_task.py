@@ -134,3 +134,59 @@ def test_loop_audit_takes_yaml_on_and_off_as_words() -> None:
     assert task_from_dict(base).loop.audit == "hold"
     with pytest.raises(Exception, match="'hold', 'flag' or 'off'"):
         task_from_dict({**base, "loop": {"audit": "sometimes"}})
+
+
+@pytest.mark.parametrize(("overrides", "field", "allowed"), [
+    ({"noise.baseline_repeats": 100_000_000}, "noise.baseline_repeats", "from 1 to 1,000"),  # the typo of issue 31
+    ({"budget.max_trials": 10**9}, "budget.max_trials", "from 0 to 100,000"),
+    ({"budget.max_concurrent": 10**6}, "budget.max_concurrent", "from 1 to 1,024"),
+    ({"budget.trial_memory_mb": 2**50}, "budget.trial_memory_mb", "above 0, up to 16,777,216"),  # MiB: x 2**20 overflows
+    ({"budget.trial_max_processes": 10**8}, "budget.trial_max_processes", "from 8 to 4,194,304"),
+    ({"budget.max_output_bytes": 2**60}, "budget.max_output_bytes", "above 0, up to 68,719,476,736"),
+    ({"budget.trial_disk_mb": 2**40}, "budget.trial_disk_mb", "above 0, up to 16,777,216"),
+    ({"budget.num_cpus": 1e6}, "budget.num_cpus", "above 0, up to 4,096"),
+    ({"loop.top_k": 10**7}, "loop.top_k", "from 0 to 1,000"),  # history sizes
+    ({"loop.recent_k": 10**7}, "loop.recent_k", "from 0 to 1,000"),
+    ({"loop.agents_parallel": 101}, "loop.agents_parallel", "from 1 to 100"),  # agent seeds stay distinct
+    ({"loop.confirm": 21}, "loop.confirm", "from 0 to 20"),
+    ({"loop.early_abort.min_items": 10**7}, "loop.early_abort.min_items", "from 1 to 1,000,000"),
+    ({"loop.early_abort.looks": [i / 1000 for i in range(1, 200)]}, "loop.early_abort.looks", "at most 100 entries"),
+    ({"loop.policy": "per-theorem", "loop.attempts_per_theorem": 10**6}, "loop.attempts_per_theorem",
+     "from 1 to 10,000"),
+    ({"agents": [{"name": "a", "max_tokens": 10**9}]}, "agents.0.max_tokens", "above 0, up to 1,000,000"),
+    ({"agents": [{"name": "a", "max_failures": 10**6}]}, "agents.0.max_failures", "from 1 to 1,000"),
+    ({"agents": [{"name": "a", "max_run_tokens": -5}]}, "agents.0.max_run_tokens", "from 0 to 1,000,000,000,000"),
+    ({"agents": [{"name": "a", "coding": {"max_turns": 10**6}}]}, "agents.0.coding.max_turns", "from 1 to 10,000"),
+    ({"agents": [{"name": "a", "coding": {"attempts": 1000}}]}, "agents.0.coding.attempts", "from 1 to 100"),
+    ({"seed": 2**64}, "seed", "from 0 to 4,294,967,295"),  # seeds derived from it stay within what torch takes
+])
+def test_every_count_and_size_has_an_upper_bound_named_in_its_error(tmp_path: Path, overrides: dict, field: str,
+                                                                   allowed: str) -> None:
+    path = tmp_path / "task.yaml"
+    (tmp_path / "workspace").mkdir()
+    path.write_text("name: t\n")
+    with pytest.raises(TaskError) as info:
+        load_task(path, overrides)
+    [line] = str(info.value).splitlines()
+    assert line.startswith(f"{path}: {field}: ") and line.endswith(f"; allowed: {allowed}"), line
+
+
+def test_agent_instances_are_bounded_across_agents_and_copies(tmp_path: Path) -> None:
+    path = tmp_path / "task.yaml"
+    (tmp_path / "workspace").mkdir()
+    path.write_text("name: t\n")
+    agents = [{"name": f"a{i}"} for i in range(11)]
+    assert len(load_task(path, {"agents": agents, "loop.agents_parallel": 90}).agents) == 11  # 990 instances
+    with pytest.raises(TaskError, match=r"agents x loop.agents_parallel: 11 x 100 = 1100 agent instances; "
+                                        r"allowed: at most 1024"):
+        load_task(path, {"agents": agents, "loop.agents_parallel": 100})
+
+
+def test_no_count_or_size_field_is_unbounded() -> None:
+    """Every integer field of the table (counts, sizes, limits, the seed) and every list of values has an upper
+    bound, shown in the schema's type column: a field added without one fails here."""
+    rows = schema_table()
+    ints = [(path, type_name) for path, type_name, _, _ in rows if type_name.startswith(("int", "list[float]"))]
+    assert len(ints) >= 20
+    unbounded = [path for path, type_name in ints if " to " not in type_name and "at most" not in type_name]
+    assert unbounded == []

@@ -10,12 +10,23 @@ Invariants: a log is a chain (each ``prev`` equals the previous ``hash``; ``seq`
 one); a reader of version ``v`` refuses a line of a newer version with a clear message instead
 of guessing; unknown data fields are kept (``extra="allow"``) so older readers can still
 display newer payloads of the same version.
+
+**No line is longer than** :data:`MAX_EVENT_BYTES` (1 MiB): every reader parses whole lines, so one
+huge line (an agent's 50 MB turn) would cost every view, export and append that touches it. The
+writer (:func:`build_line`, given the store's blob writer) fits an event that is over the cap: each
+string longer than :data:`CLIP_KEEP_CHARS` keeps its head and tail (:func:`rrma.text.clip_middle`,
+which says how many characters it cut), then, while the line is still over, the largest list or
+mapping field becomes empty; every value cut goes whole to a blob, named in the payload's
+``clipped`` field (``{path: {"blob": sha256, "bytes": n}}``; ``args.content``, ``edits[3].path``).
+A ``run.started`` (the task snapshot) or a ``review`` (a signature covers its note) is never cut:
+over the cap it is refused (:class:`EventTooLarge`), as is an event the cuts cannot fit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -31,10 +42,17 @@ from pydantic import (
 
 SCHEMA_VERSION = 1
 GENESIS = "0" * 64
+MAX_EVENT_BYTES = 1024 * 1024  # one log line, UTF-8, without its newline (the readers' block: rrma/log/tail.py)
+CLIP_KEEP_CHARS = 16 * 1024  # what an event over the cap keeps of each long string (head and tail)
+NEVER_CLIPPED = ("run.started", "review")  # the task snapshot; a note a signature covers: refused, never cut
 
 
 class LogFormatError(ValueError):
     """A line of the run log is not a valid event (torn, corrupted, or from a newer version)."""
+
+
+class EventTooLarge(LogFormatError):
+    """An event whose line would be over MAX_EVENT_BYTES even after its long values were cut (not written)."""
 
 
 class _Data(BaseModel):
@@ -505,8 +523,13 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def build_line(seq: int, prev: str, kind: str, actor: str, data: BaseModel | dict[str, Any]) -> tuple[str, str]:
-    """Validate ``data`` for ``kind`` and return (line without newline, hash)."""
+def build_line(seq: int, prev: str, kind: str, actor: str, data: BaseModel | dict[str, Any],
+               put_blob: Callable[[str], str] | None = None) -> tuple[str, str]:
+    """Validate ``data`` for ``kind`` and return (line without newline, hash).
+
+    A line over :data:`MAX_EVENT_BYTES` is fitted with ``put_blob`` (the run's blob writer: text in,
+    sha256 out) as the module docstring says; EventTooLarge when it cannot be (or no ``put_blob``).
+    """
     model = DATA_TYPES.get(kind)
     if model is None:
         raise LogFormatError(f"unknown event kind {kind!r}; known: {', '.join(sorted(DATA_TYPES))}")
@@ -526,9 +549,71 @@ def build_line(seq: int, prev: str, kind: str, actor: str, data: BaseModel | dic
         "data": payload,
         "prev": prev,
     }
-    digest = compute_hash(fields)
+    line = canonical(fields)
+    if _over_cap(line):
+        if put_blob is None or kind in NEVER_CLIPPED:
+            raise EventTooLarge(_too_large(kind, line, payload, "" if put_blob is not None else " (no blob store)"))
+        fields["data"] = payload = fit_payload(payload, put_blob, MAX_EVENT_BYTES - (len(line.encode()) -
+                                                                                      len(canonical(payload).encode())))
+        line = canonical(fields)
+        if _over_cap(line):
+            raise EventTooLarge(_too_large(kind, line, payload, " even with its long values cut"))
+    digest = hashlib.sha256((prev + line).encode("utf-8")).hexdigest()
     fields["hash"] = digest
     return canonical(fields), digest
+
+
+def _over_cap(line: str) -> bool:
+    """Whether ``line`` is over MAX_EVENT_BYTES in UTF-8 (encoded only when it might be: 4 bytes a character at most)."""
+    return len(line) * 4 > MAX_EVENT_BYTES and len(line.encode("utf-8")) > MAX_EVENT_BYTES
+
+
+def _too_large(kind: str, line: str, payload: dict[str, Any], how: str) -> str:
+    sizes = {name: len(canonical(value).encode("utf-8")) for name, value in payload.items()}
+    largest = max(sizes, key=lambda name: sizes[name]) if sizes else "?"
+    return (f"{kind} event of {len(line.encode('utf-8'))} bytes is over the {MAX_EVENT_BYTES} byte limit of one "
+            f"log line{how} (its largest field: data.{largest}, {sizes.get(largest, 0)} bytes); not written")
+
+
+def fit_payload(payload: dict[str, Any], put_blob: Callable[[str], str], room: int) -> dict[str, Any]:
+    """``payload`` cut to fit ``room`` bytes of canonical JSON, each cut value's whole text in a blob.
+
+    First every string longer than CLIP_KEEP_CHARS (anywhere in it) keeps its head and tail; then,
+    while it is still over, the largest list or mapping field is emptied (its JSON to a blob). The
+    cuts are recorded in ``clipped`` ({path: {"blob", "bytes"}}, merged with any it had).
+    """
+    from rrma.text import clip_middle
+
+    whole: dict[str, str] = {}  # path -> the text of each value cut (written to blobs at the end, once)
+
+    def cut(value: Any, path: str) -> Any:
+        if type(value) is str and len(value) > CLIP_KEEP_CHARS:
+            whole[path] = value
+            return clip_middle(value, CLIP_KEEP_CHARS)
+        if type(value) is dict:
+            return {k: cut(v, f"{path}.{k}") for k, v in value.items()}
+        if type(value) is list:
+            return [cut(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    def size(out: dict[str, Any]) -> int:  # with the clipped record it will carry (a blob name: 64 characters)
+        return len(canonical({**out, "clipped": {p: {"blob": GENESIS, "bytes": len(t)} for p, t in whole.items()}})
+                   .encode("utf-8"))
+
+    out = {name: value if name == "clipped" else cut(value, name) for name, value in payload.items()}
+    sizes = {name: len(canonical(value).encode("utf-8")) for name, value in out.items()
+             if name != "clipped" and type(value) in (dict, list) and value}
+    for name in sorted(sizes, key=lambda n: sizes[n], reverse=True):
+        if size(out) <= room:
+            break
+        for path in [p for p in whole if p.startswith((f"{name}.", f"{name}["))]:
+            del whole[path]  # inside the value that goes to a blob whole
+        whole[name] = canonical(payload[name])  # its strings uncut
+        out[name] = type(out[name])()
+    clipped = {path: {"blob": put_blob(text), "bytes": len(text.encode("utf-8"))} for path, text in whole.items()}
+    earlier = out.get("clipped")
+    out["clipped"] = {**(earlier if type(earlier) is dict else {}), **clipped}
+    return out
 
 
 def parse_line(line: str | bytes) -> Any:

@@ -562,10 +562,11 @@ class RunModel:
         if not self.unindexed:
             return
         offset, length = self.unindexed[-1]
+        last: dict[str, Any] | None = None  # the last turn, parsed once (it may be a huge line)
         if offset > self._last_event_offset:
-            raw = self._read_raw(offset, length)
-            if raw is not None:
-                self.state.last_seq, self.state.last_ts = raw.get("seq", -1), raw.get("ts", "")
+            last = self._read_raw(offset, length)
+            if last is not None:
+                self.state.last_seq, self.state.last_ts = last.get("seq", -1), last.get("ts", "")
         seen: set[str] = set()
         try:
             log = open(self.run_dir / EVENTS, "rb")
@@ -575,13 +576,16 @@ class RunModel:
             for offset, length in reversed(self.unindexed[-window:]):
                 if seen and self.state.agents.keys() <= seen:
                     break
-                line = os.pread(log.fileno(), length, offset)
-                if _stub_agent(line) in seen:  # a later turn of this agent was seen: no need to parse this one
-                    continue
-                try:
-                    raw = checked_turn(_loads(line))
-                except ValueError:  # torn, or a field of the wrong type (InvalidEvent): the index reports it
-                    continue
+                if last is not None and (offset, length) == self.unindexed[-1]:
+                    raw = last
+                else:
+                    line = os.pread(log.fileno(), length, offset)
+                    if _stub_agent(line) in seen:  # a later turn of this agent was seen: no need to parse this one
+                        continue
+                    try:
+                        raw = checked_turn(_loads(line))
+                    except ValueError:  # torn, or a field of the wrong type (InvalidEvent): the index reports it
+                        continue
                 agent = str(raw["data"].get("agent", ""))
                 if agent not in seen:
                     seen.add(agent)
@@ -619,23 +623,17 @@ class RunModel:
     def _turn_spans_before(self, end: int, cancelled: Callable[[], bool]) -> list[tuple[int, int]] | None:
         """(offset, length) of the turn lines a load stubs in the log's first ``end`` bytes; None if cancelled."""
         spans: list[tuple[int, int]] = []
-        with open(self.run_dir / EVENTS, "rb") as fh:
-            pos, carry = 0, b""
-            while pos < end:
-                if cancelled():
-                    return None
-                data = os.pread(fh.fileno(), min(CHUNK, end - pos), pos)
-                if not data:
-                    break
-                buf, offset = carry + data, pos - len(carry)
-                cut = buf.rfind(b"\n") + 1
-                for line in buf[:cut].split(b"\n")[:-1]:
-                    if line.startswith(_ACTOR_PREFIX) and line.rfind(_TURN_KIND) > 0:  # as parse_lines stubs them
-                        spans.append((offset, len(line)))
-                    offset += len(line) + 1
-                carry = buf[cut:]
-                pos += len(data)
-                time.sleep(0)
+        for base, data in LineTail(self.run_dir / EVENTS).blocks(block=CHUNK):
+            if cancelled():
+                return None
+            offset = base
+            for line in data.split(b"\n")[:-1]:
+                if offset >= end:  # a line boundary: the checkpoint's offset
+                    return spans
+                if line.startswith(_ACTOR_PREFIX) and line.rfind(_TURN_KIND) > 0:  # as parse_lines stubs them
+                    spans.append((offset, len(line)))
+                offset += len(line) + 1
+            time.sleep(0)
         return spans
 
     def _index_spans(self, spans: list[tuple[int, int]], index: TurnIndex, cancelled: Callable[[], bool]) -> bool:

@@ -223,26 +223,15 @@ class RunStore:
                 if found is not None:
                     seq, digest = found
             return seq, digest, bool(tail)
-        # no cache: walk backwards block by block to the last complete valid line
+        # no cache: walk backwards to the last complete valid line
         needs_seal = os.pread(fd, 1, size - 1) != b"\n"
-        pos = size
-        buf = b""
-        while pos > 0:
-            step = min(65536, pos)
-            pos -= step
-            buf = os.pread(fd, step, pos) + buf
-            lines = buf.split(b"\n")
-            if needs_seal:
-                lines = lines[:-1]  # the unterminated fragment
-            elif lines and lines[-1] == b"":
-                lines = lines[:-1]
-            complete = lines if pos == 0 else lines[1:]  # the first piece may be cut off
-            for line in reversed(complete):
-                found = _head_of(line)
-                if found is not None:
-                    return found[0], found[1], needs_seal
-            if pos > 0:
-                buf = lines[0] if lines else b""
+        backwards = _lines_backwards(fd, size)
+        if needs_seal:
+            next(backwards)  # the unterminated fragment
+        for line in backwards:
+            found = _head_of(line)
+            if found is not None:
+                return found[0], found[1], needs_seal
         return -1, GENESIS, needs_seal
 
     def head(self) -> tuple[int, str]:
@@ -277,7 +266,7 @@ class RunStore:
                     chunks.append("\n")
                 for kind, actor, data in items:
                     seq += 1
-                    line, prev = build_line(seq, prev, kind, actor, data)
+                    line, prev = build_line(seq, prev, kind, actor, data, self.put_blob)
                     chunks.append(line + "\n")
                     out.append(line)
                 payload = "".join(chunks).encode("utf-8")
@@ -488,6 +477,29 @@ def _head_of(line: bytes) -> tuple[int, str] | None:
     if isinstance(obj, dict) and isinstance(obj.get("seq"), int) and isinstance(obj.get("hash"), str):
         return obj["seq"], obj["hash"]
     return None
+
+
+def _lines_backwards(fd: int, end: int, block: int = 65536) -> Iterator[bytes]:
+    """The lines of the file's first ``end`` bytes, last first (without their newlines; the piece after the
+    last newline first of all, b"" when the file ends with one).
+
+    Each byte is read once and each line joined once from the blocks it spans, so the walk is linear in
+    what it reads however long a line is (a 50 MB line costs one pass, not one re-split per block).
+    """
+    pos = end
+    pieces: list[bytes] = []  # the current line's parts, last part first
+    while pos > 0:
+        step = min(block, pos)
+        pos -= step
+        data = os.pread(fd, step, pos)
+        stop = len(data)
+        while (cut := data.rfind(b"\n", 0, stop)) >= 0:
+            pieces.append(data[cut + 1 : stop])
+            yield b"".join(reversed(pieces))
+            pieces = []
+            stop = cut
+        pieces.append(data[:stop])
+    yield b"".join(reversed(pieces))
 
 
 def _torn_start(fd: int) -> int:

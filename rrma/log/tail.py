@@ -96,18 +96,19 @@ class LineTail:
             size = os.fstat(fd).st_size
             first = self.offset
             pos = self.offset
-            carry = b""
+            carry: list[bytes] = []  # the blocks of a line longer than a block, joined once it ends
             while pos < size and (limit is None or self.offset - first < limit):
                 data = os.pread(fd, min(block, size - pos), pos)
                 if not data:
                     break
                 pos += len(data)
-                buf = carry + data if carry else data
-                cut = buf.rfind(b"\n") + 1
+                cut = data.rfind(b"\n") + 1  # only the new block is searched: linear in a long line's length
                 if not cut:  # no line ends in this block: read on
-                    carry = buf
+                    carry.append(data)
                     continue
-                carry = buf[cut:]
+                buf = b"".join((*carry, data)) if carry else data
+                cut += len(buf) - len(data)
+                carry = [buf[cut:]] if cut < len(buf) else []
                 start = self.offset
                 self.offset = start + cut
                 yield start, buf if cut == len(buf) else buf[:cut]

@@ -66,6 +66,13 @@ def verify_run(run_dir: Path, expect_head: str | None = None, *, allowed_signers
         for edit in getattr(data, "edits", []) or []:
             if edit.blob:
                 blobs.add(edit.blob)
+        clipped = (data.model_extra or {}).get("clipped")  # the whole values an over-long event cut (events.py)
+        for path, cut in clipped.items() if isinstance(clipped, dict) else ():
+            digest = cut.get("blob") if isinstance(cut, dict) else None
+            if isinstance(digest, str) and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
+                blobs.add(digest)
+            else:
+                report.errors.append(f"seq {event.seq}: clipped.{path} names no blob (a sha256): the cut value is lost")
     blob_errors = len(report.errors)
     for digest in sorted(blobs):
         path = store.blob_dir / digest

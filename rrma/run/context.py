@@ -19,26 +19,9 @@ from typing import Any
 from rrma.contracts import Context, TrialSummary
 from rrma.log.state import RunState, TrialRecord
 from rrma.task import TaskConfig
+from rrma.text import clip_middle
 
 FEEDBACK_CHARS = 1500
-
-
-def clip_middle(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters by dropping its middle.
-
-    Feedback starts with the verdict (``crash: output flood: more than N bytes written; killed``) and
-    ends with the program's last output; cutting from the front would lose the verdict, cutting from
-    the back the error. A quarter of the room goes to the head, the rest to the tail.
-    """
-    if len(text) <= limit:
-        return text
-    longest = len(f"\n[... {len(text)} characters cut ...]\n")
-    keep = limit - longest
-    if keep < 8:
-        return text[-limit:] if limit > 0 else ""
-    head = keep // 4
-    tail = keep - head
-    return f"{text[:head]}\n[... {len(text) - head - tail} characters cut ...]\n{text[-tail:]}"
 
 
 def summarize(state: RunState, rec: TrialRecord) -> TrialSummary:

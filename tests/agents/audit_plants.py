@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coding_fixtures import ANTHROPIC_SENTINEL, FAKES, VARIABLES, coding_agent, demo_task
+from coding_fixtures import ANTHROPIC_SENTINEL, VARIABLES, coding_agent, demo_task, fakes_first
 from specialists import specialist_task
 
 from rrma.log.state import RunState
@@ -178,7 +178,7 @@ def fake_environment(env: dict[str, str]) -> Iterator[None]:
     try:
         for name in names:
             os.environ.pop(name, None)
-        os.environ.update({"PATH": f"{FAKES}{os.pathsep}{saved['PATH'] or os.defpath}",
+        os.environ.update({"PATH": fakes_first(saved["PATH"]),
                            "ANTHROPIC_API_KEY": ANTHROPIC_SENTINEL, **env})
         yield
     finally:

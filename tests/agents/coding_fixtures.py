@@ -1,14 +1,22 @@
 """Shared helpers of the coding-agent tests: the fake CLIs on PATH, sentinel keys, short demo tasks.
 
 The fakes (tests/agents/fakes/) are real executables; the backends find them on PATH exactly as
-they would find the real ``claude``, ``codex`` and ``aider``. The key values are sentinels: a test
-sets one, runs, and greps the run directory and the export for it.
+they would find the real ``claude``, ``codex`` and ``aider``. They start with ``#!/usr/bin/env
+python3``, so :func:`fakes_first` also puts :data:`PYTHON_DIR` on PATH: ``python3`` there is the
+interpreter running the tests, whatever the shell's PATH starts with (a pyenv shim, a shell script
+that needs pyenv's own tree, cannot run in the sandbox; an activated virtualenv can). The key values
+are sentinels: a test sets one, runs, and greps the run directory and the export for it.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shlex
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +41,32 @@ BACKEND_KEYS = {"claude-code": ("ANTHROPIC_API_KEY", ANTHROPIC_SENTINEL), "codex
 FAKE_COMMAND = f"{FAKES / 'fake-agent'} {{prompt_file}}"
 
 
+def _interpreter_dir() -> Path:
+    """A folder of this process whose ``python3`` and ``python`` run ``sys.executable`` (removed at exit)."""
+    folder = Path(tempfile.mkdtemp(prefix="rrma-test-python-"))
+    for name in ("python3", "python"):
+        launcher = folder / name
+        launcher.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+        launcher.chmod(0o755)
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+PYTHON_DIR = _interpreter_dir()  # the sandbox shows it (the folder of the fakes' interpreter) and sys.prefix
+
+
+def fakes_first(path: str | None) -> str:
+    """``path`` (a PATH value) with the fakes and :data:`PYTHON_DIR` in front."""
+    return os.pathsep.join([str(FAKES), str(PYTHON_DIR), path or os.defpath])
+
+
 def clean(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in VARIABLES:
         monkeypatch.delenv(name, raising=False)
     for name in list(os.environ):
         if name.startswith("RRMA_FAKE_SCENARIOS_"):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("PATH", fakes_first(os.environ.get("PATH")))
 
 
 def coding_agent(backend: str, name: str = "coder", **fields: Any) -> dict[str, Any]:

@@ -376,9 +376,9 @@ class CodingAgentConfig(_Section):
     """Proof tasks: the file in the agent's working copy that holds the proof body when it exits."""
     ignore: list[str] = Field(default_factory=list)
     """Globs of working-copy files that are never part of a proposal (beyond the preset's own tool state)."""
-    scan_entries: int = Field(MAX_SCAN_ENTRIES, ge=1)
+    scan_entries: int = Field(MAX_SCAN_ENTRIES, ge=1, le=1_000_000)
     """Entries (files, folders, links) of the working copy the harness looks at after a run; past it the run gives no proposal."""
-    scan_bytes: int = Field(MAX_SCAN_BYTES, ge=MAX_FILE_BYTES)
+    scan_bytes: int = Field(MAX_SCAN_BYTES, ge=MAX_FILE_BYTES, le=2**31)  # read into the harness: at most 2 GiB
     """Bytes of the working copy the harness reads after a run (editable files and the parent's own; others are never read); past it the run gives no proposal."""
     read_only: list[str] = Field(default_factory=list)
     """More paths the program needs, shown read-only in its sandbox (its own install is found automatically)."""

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rrma.log.events import LogFormatError, parse_line
+from rrma.log.codec import InvalidEvent, decode_line
 from rrma.log.state import RunState, write_views
 from rrma.log.store import DRIVER_LOCK, EVENTS, DriverLock, RunNotFound, RunStore, iter_event_lines
 
@@ -109,8 +109,8 @@ def run_facts(run_dir: Path | str) -> tuple[RunState, set[str]]:
         if b'"kind":"run.' not in line:
             continue
         try:
-            event = parse_line(line)
-        except LogFormatError:
+            event = decode_line(line)
+        except InvalidEvent:
             continue  # torn or unreadable: verify reports it; it cannot be an order
         if event.kind.startswith("run."):
             state.apply(event)

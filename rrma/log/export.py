@@ -20,13 +20,13 @@ Idempotence: a run whose last event hash is already recorded in ``runs`` is skip
 re-exporting an unchanged run changes nothing (not a byte of the tables); a run that grew is
 replaced row for row (its rows deleted, then inserted again). Several runs share one file.
 
-Speed (``benches/perf/bench_foundation.py``): the log is read with orjson; ``agent.turn`` lines
-(most of a long run) are type-checked field by field instead of going through pydantic (a line
-that fails the check goes through pydantic, which coerces it as the core would or drops it as a
-torn line, as ``RunStore.scan`` does), and the other kinds are parsed by pydantic and folded
-through :class:`rrma.log.state.RunState` as everywhere else. ``events.data_json`` is the event's
-payload exactly as the log holds it (the canonical JSON that was hashed), cut out of the line.
-Rows go in with one ``executemany`` per table.
+Speed (``benches/perf/bench_export.py``): every line goes through the log's one decoder
+(:mod:`rrma.log.codec`: orjson and a type check compiled from the event models; a line that fails
+it goes through pydantic, which coerces it as the core would or drops it as a torn line, as
+``RunStore.scan`` does); ``agent.turn`` events (most of a long run) become turn rows, the others
+are folded through :class:`rrma.log.state.RunState` as everywhere else. ``events.data_json`` is the
+event's payload exactly as the log holds it (the canonical JSON that was hashed), cut out of the
+line. Rows go in with one ``executemany`` per table.
 """
 
 from __future__ import annotations
@@ -42,14 +42,12 @@ from typing import Any
 import orjson
 import sqlite_utils
 
-from rrma.log.events import SCHEMA_VERSION, LogFormatError, parse_line
+from rrma.log.codec import InvalidEvent, LogEvent, decode_line
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from rrma.log.tail import LineTail
 
 EXPORT_SCHEMA_VERSION = 1
-_TURN_KIND = b'","kind":"agent.turn","prev":"'  # canonical JSON sorts keys: kind follows data and hash
-_ROLES = frozenset({"system", "user", "assistant", "tool_call", "tool_result", "error"})
 
 
 class ExportError(Exception):
@@ -176,48 +174,22 @@ class _Log:
 
     events: list[tuple[Any, ...]] = field(default_factory=list)  # (seq, ts, kind, actor, data_json, prev, hash)
     turns: list[tuple[Any, ...]] = field(default_factory=list)  # TURN_COLUMNS without run_id
-    folded: list[Any] = field(default_factory=list)  # the other events, parsed by pydantic, for RunState
+    folded: list[LogEvent] = field(default_factory=list)  # the other events, for RunState
     last_hash: str = ""
 
 
-def _data_json(line: bytes, data: Any) -> str:
+def _data_json(line: bytes, event: LogEvent) -> str:
     """The payload as the log holds it: the canonical JSON between ``"data":`` and ``,"hash":``."""
     start = line.find(b'"data":')
     end = line.rfind(b',"hash":"')
     if line.startswith(b'{"actor":') and start != -1 and end > start:
         return line[start + 7 : end].decode("utf-8")
-    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS).decode("utf-8")  # a line not written by rrma
+    payload = event.data.model_dump(mode="json")  # a line not written by rrma
+    return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode("utf-8")
 
 
 def _args_json(args: Any) -> str | None:
     return None if args is None else orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode("utf-8")
-
-
-_NUMBER = (int, float)
-
-
-def _turn_row(raw: Any) -> tuple[Any, ...] | None:
-    """The turns row of an agent.turn line rrma wrote (every field present, of its JSON type), else None.
-
-    One expression, no loop: this runs for most lines of a long run. A line that fails it (an older
-    or hand-written one) goes through pydantic instead, which coerces it as the core would or refuses it.
-    """
-    try:
-        d = raw["data"]
-        seq, ts, v = raw["seq"], raw["ts"], raw["v"]
-        row = (seq, ts, d["agent"], d["step"], d["role"], d["trial_id"], d["tool"], d["text"], d["args"],
-               d["result"], d["tokens_in"], d["tokens_out"], d["cache_read"], d["latency_s"], d["cost_usd"], d["model"])
-    except (KeyError, TypeError):
-        return None
-    if not (type(seq) is int and type(ts) is str and type(v) is int and 1 <= v <= SCHEMA_VERSION
-            and type(raw.get("hash")) is str and type(row[2]) is str and type(row[3]) is int and row[4] in _ROLES
-            and (row[5] is None or type(row[5]) is str) and (row[6] is None or type(row[6]) is str)
-            and type(row[7]) is str and (row[8] is None or type(row[8]) is dict)
-            and (row[9] is None or type(row[9]) is str) and type(row[10]) is int and type(row[11]) is int
-            and type(row[12]) is int and type(row[13]) in _NUMBER and type(row[14]) in _NUMBER
-            and (row[15] is None or type(row[15]) is str) and type(d.get("cache_write", 0)) is int):
-        return None
-    return (*row[:8], _args_json(row[8]), *row[9:])
 
 
 def read_log(store: RunStore) -> _Log:
@@ -226,34 +198,21 @@ def read_log(store: RunStore) -> _Log:
     path = store.events_path
     if not path.exists():
         return out
-    for _offset, line in LineTail(path).lines():  # complete lines only: an unterminated last line is torn
+    for offset, line in LineTail(path).lines():  # complete lines only: an unterminated last line is torn
         if not line.strip():
             continue
-        if _TURN_KIND in line:
-            try:
-                raw = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            row = _turn_row(raw) if type(raw) is dict and raw.get("kind") == "agent.turn" else None
-            if row is not None:
-                out.turns.append(row)
-                out.events.append((row[0], row[1], "agent.turn", raw.get("actor"), _data_json(line, raw["data"]),
-                                   raw.get("prev"), raw["hash"]))
-                out.last_hash = raw["hash"]
-                continue
         try:
-            event = parse_line(line)
-        except (LogFormatError, UnicodeDecodeError):  # bytes that are not UTF-8: skipped as scan skips them
+            event = decode_line(line, offset)
+        except InvalidEvent:  # torn, invalid, or bytes that are not UTF-8: skipped as scan skips them
             continue
-        payload = event.data.model_dump(mode="json")
-        if event.kind == "agent.turn":  # a turn line pydantic accepted after coercing it
-            d = payload
-            out.turns.append((event.seq, event.ts, d["agent"], d["step"], d["role"], d["trial_id"], d["tool"],
-                              d["text"], _args_json(d["args"]), d["result"], d["tokens_in"], d["tokens_out"],
-                              d["cache_read"], d["latency_s"], d["cost_usd"], d["model"]))
+        if event.kind == "agent.turn":
+            d = event.data
+            out.turns.append((event.seq, event.ts, d.agent, d.step, d.role, d.trial_id, d.tool, d.text,
+                              _args_json(d.args), d.result, d.tokens_in, d.tokens_out, d.cache_read, d.latency_s,
+                              d.cost_usd, d.model))
         else:
             out.folded.append(event)
-        out.events.append((event.seq, event.ts, event.kind, event.actor, _data_json(line, payload), event.prev,
+        out.events.append((event.seq, event.ts, event.kind, event.actor, _data_json(line, event), event.prev,
                            event.hash))
         out.last_hash = event.hash
     return out

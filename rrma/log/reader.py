@@ -75,7 +75,6 @@ import dataclasses
 import errno
 import gc
 import hashlib
-import json
 import os
 import stat
 import sys
@@ -90,179 +89,19 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import NoneType, SimpleNamespace, UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+import orjson
 
-from rrma.log.events import DATA_TYPES, SCHEMA_VERSION
+from rrma.log.codec import InvalidEvent, LogEvent, checked, decode_line, loads
+from rrma.log.events import SCHEMA_VERSION
 from rrma.log.state import SEVERITY_RANK, AgentRecord, RunState, TrialRecord, delta_sigma
 from rrma.log.store import EVENTS, RunStore
 from rrma.log.tail import LineTail
 
-try:  # orjson parses the log about twice as fast; plain json is the fallback (and then no checkpoints)
-    import orjson
-
-    _loads: Callable[[bytes], Any] = orjson.loads
-    _HAVE_ORJSON = True
-except ImportError:  # pragma: no cover - depends on the environment
-    _loads = json.loads
-    _HAVE_ORJSON = False
-
 _TURN_KIND = b'","kind":"agent.turn","prev":"'
 _ACTOR_PREFIX = b'{"actor":"agent:'
 CHUNK = 1024 * 1024  # bytes read (and parsed) at a time; the reading thread yields the GIL between chunks
-
-
-class InvalidEvent(ValueError):
-    """A parsed line is not a valid event of its kind (a field of the wrong type, a missing field)."""
-
-
-def check_envelope(raw: dict[str, Any]) -> None:
-    """Raise InvalidEvent unless the envelope fields the fold reads have their JSON types."""
-    if type(raw.get("seq")) is not int:
-        raise InvalidEvent(f"invalid {raw.get('kind')} event (seq: not an integer)")
-    for name in ("ts", "actor", "hash"):
-        value = raw.get(name)
-        if type(value) is not str and (value is not None or name == "ts"):
-            raise InvalidEvent(f"invalid {raw.get('kind')} event ({name}: not a string)")
-
-
-def validated_payload(kind: str, data: Any) -> BaseModel:
-    """An event's ``data`` validated by its kind's model, as the core reads it, or InvalidEvent saying why not."""
-    try:
-        return DATA_TYPES[kind].model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(part) for part in ("data", *first["loc"]))
-        raise InvalidEvent(f"invalid {kind} event ({loc}: {first['msg']})") from None
-
-
-# ----------------------------------------------------------------------------- type checks
-# The fold and the widgets trust the types of what they read (``score`` a number, ``parent`` a
-# string), so a line with a field of the wrong type must be refused like a torn line, not fail
-# later in a widget. Pydantic would take ~6 µs a payload (+50% on the time to open a long run),
-# so each payload's JSON types are compared with its model's annotations (~1-2 µs); one that
-# differs is handed to pydantic, which coerces it as the core would or says what is wrong.
-
-_Check = Callable[[Any], bool]
-_JSON_TYPES: dict[Any, tuple[type, ...]] = {str: (str,), int: (int,), float: (int, float), bool: (bool,),
-                                            NoneType: (NoneType,)}
-_ABSENT = object()
-
-
-def _simple_types(annotation: Any) -> tuple[type, ...] | None:
-    """The JSON types a field may hold when its type alone decides (``float | None``, ``dict[str, Any]``)."""
-    if annotation in _JSON_TYPES:
-        return _JSON_TYPES[annotation]
-    origin, args = get_origin(annotation), get_args(annotation)
-    if origin is Union or origin is UnionType:
-        parts = [_simple_types(a) for a in args]
-        return None if any(p is None for p in parts) else tuple(t for p in parts if p for t in p)
-    if (origin is dict and (len(args) < 2 or args[1] is Any)) or (origin is list and (not args or args[0] is Any)):
-        return (origin,)
-    return None
-
-
-def _check(annotation: Any) -> _Check | None:
-    """A check that a parsed JSON value fits ``annotation``; None: anything does (``Any``)."""
-    simple = _simple_types(annotation)
-    if simple is not None:
-        return lambda v: type(v) in simple
-    origin, args = get_origin(annotation), get_args(annotation)
-    if origin is Literal:
-        allowed = frozenset(args)
-        return lambda v: type(v) is str and v in allowed
-    if origin is Union or origin is UnionType:
-        options = [_check(a) for a in args]
-        if any(o is None for o in options):
-            return None
-        checks = [o for o in options if o is not None]
-        return lambda v: any(c(v) for c in checks)
-    if origin is list and args:
-        item = _check(args[0])
-        return (lambda v: type(v) is list) if item is None else (lambda v: type(v) is list and all(map(item, v)))
-    if origin is dict and len(args) == 2:
-        value = _check(args[1])
-        return (lambda v: type(v) is dict) if value is None else (
-            lambda v: type(v) is dict and all(map(value, v.values())))
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        fits = _fits(annotation)
-        return lambda v: type(v) is dict and fits(v)
-    return None
-
-
-def _fits(model: type[BaseModel]) -> Callable[[dict[str, Any]], bool]:
-    """Whether a payload has every required field of ``model`` and each field it has is of its JSON type."""
-    required = tuple(name for name, info in model.model_fields.items() if info.is_required())
-    simple: list[tuple[str, tuple[type, ...]]] = []
-    nested: list[tuple[str, _Check]] = []
-    for name, info in model.model_fields.items():
-        types = _simple_types(info.annotation)
-        if types is not None:
-            simple.append((name, types))
-        elif (check := _check(info.annotation)) is not None:
-            nested.append((name, check))
-
-    def fits(d: dict[str, Any]) -> bool:
-        for name in required:
-            if name not in d:
-                return False
-        for name, types in simple:
-            v = d.get(name, _ABSENT)
-            if v is not _ABSENT and type(v) not in types:
-                return False
-        for name, check in nested:
-            v = d.get(name, _ABSENT)
-            if v is not _ABSENT and not check(v):
-                return False
-        return True
-
-    return fits
-
-
-_PAYLOAD_FITS: dict[str, Callable[[dict[str, Any]], bool]] = {kind: _fits(model) for kind, model in DATA_TYPES.items()}
-_FIELDS: dict[str, frozenset[str]] = {kind: frozenset(model.model_fields) for kind, model in DATA_TYPES.items()}
-
-
-class _Edit(dict[str, Any]):
-    """An edit record as RunState expects it (it calls ``model_dump``)."""
-
-    def model_dump(self) -> dict[str, Any]:
-        return dict(self)
-
-
-def _payload(kind: str, d: Any) -> Any:
-    """Attribute view of an event's checked ``data``; absent fields take the payload model's default."""
-    if type(d) is not dict or not _PAYLOAD_FITS[kind](d):
-        return validated_payload(kind, d)  # coerced as the core would, or InvalidEvent
-    ns = SimpleNamespace(**d)
-    fields = _FIELDS[kind]
-    if not fields <= d.keys():
-        for name in fields - d.keys():
-            setattr(ns, name, _default(kind, name))
-    if kind == "trial.proposed":
-        ns.edits = [_Edit(e) for e in d.get("edits") or []]
-    return ns
-
-
-_DEFAULTS: dict[tuple[str, str], Callable[[], Any]] = {}
-
-
-def _default(kind: str, name: str) -> Any:
-    """The payload model's default for an absent field (factories called anew each time)."""
-    found: Callable[[], Any] | None = _DEFAULTS.get((kind, name))
-    if found is None:
-        info = DATA_TYPES[kind].model_fields[name]  # only optional fields are absent from a checked payload
-        factory = info.default_factory
-        make: Callable[[], Any]
-        if factory is not None:
-            make = factory  # type: ignore[assignment]
-        else:
-            constant = info.get_default()
-            make = lambda: constant  # noqa: E731
-        _DEFAULTS[(kind, name)] = found = make
-    return found()
 
 
 _DATA_AGENT = b'","data":{"agent":"'  # what follows the actor in a turn line as rrma writes it (sorted keys)
@@ -284,45 +123,6 @@ def _stub_agent(line: bytes) -> str | None:
         return None
 
 
-def checked_turn(raw: Any) -> dict[str, Any]:
-    """A parsed ``agent.turn`` line whose fields have the types the trace reads, or InvalidEvent.
-
-    For the turns indexed after an open and read for display: the same check as any payload,
-    then pydantic only for a line that fails it.
-    """
-    if type(raw) is not dict:
-        raise InvalidEvent("not a JSON object")
-    version = raw.get("v")
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise InvalidEvent(f"event schema version {version} is newer than this reader ({SCHEMA_VERSION})")
-    if type(raw.get("seq")) is not int or type(raw.get("ts")) is not str:  # what a turn's envelope gives the trace
-        check_envelope(raw)
-    data = raw.get("data")
-    if type(data) is not dict or not _TURN_FITS(data):
-        raw["data"] = validated_payload("agent.turn", data).model_dump()
-    return raw
-
-
-_TURN_FITS = _PAYLOAD_FITS["agent.turn"]
-
-
-class RawEvent:
-    """One parsed log line with the attributes RunState.apply reads (seq, ts, kind, actor, data)."""
-
-    __slots__ = ("actor", "data", "hash", "kind", "offset", "raw", "seq", "ts")
-
-    def __init__(self, raw: dict[str, Any], offset: int) -> None:
-        self.raw = raw
-        self.offset = offset
-        self.seq: int = raw["seq"]
-        self.ts: str = raw["ts"]
-        self.kind: str = raw["kind"]
-        self.actor: str = raw.get("actor") or ""
-        self.hash: str = raw.get("hash") or ""  # a signed review binds its trial's trial.finished hash
-        check_envelope(raw)
-        self.data: Any = _payload(self.kind, raw.get("data"))
-
-
 @dataclass(slots=True)
 class TurnRef:
     """Where one ``agent.turn`` line lives; role/tool/trial are filled once the line is parsed."""
@@ -340,6 +140,12 @@ class TurnRef:
     @property
     def indexed(self) -> bool:
         return self.role is not None
+
+    @classmethod
+    def of(cls, event: LogEvent, length: int) -> TurnRef:
+        """The reference of a turn line decoded whole (one a tail read, not one stubbed at open)."""
+        d = event.data
+        return cls(event.offset, length, d.agent, event.seq, d.role, d.tool, d.trial_id, d.step, event.ts)
 
     def fill(self, raw: dict[str, Any]) -> None:
         d = raw.get("data") or {}
@@ -400,7 +206,7 @@ class Torn:
 class ParsedChunk:
     """What a read of new bytes produced: events to fold and turn references, in log order."""
 
-    items: list[RawEvent | TurnRef] = field(default_factory=list)
+    items: list[LogEvent | TurnRef] = field(default_factory=list)
     torn: list[Torn] = field(default_factory=list)
     end_offset: int = 0
     turn_spans: list[tuple[int, int]] = field(default_factory=list)  # (offset, length) of unparsed turns
@@ -424,25 +230,13 @@ def parse_lines(data: bytes, base: int, *, stub_turns: bool) -> ParsedChunk:
             spans.append((offset, len(line)))  # parsed later, by index_turns
             continue
         try:
-            raw = _loads(line)
-            if not isinstance(raw, dict):
-                raise ValueError("not a JSON object")
-            version = raw.get("v")
-            if isinstance(version, int) and version > SCHEMA_VERSION:
-                raise ValueError(f"event schema version {version} is newer than this reader ({SCHEMA_VERSION})")
-            if raw.get("kind") not in DATA_TYPES:
-                raise ValueError(f"unknown event kind {raw.get('kind')!r}")
-            event = RawEvent(raw, offset)
-        except (ValueError, KeyError, TypeError) as exc:  # orjson.JSONDecodeError is a ValueError
-            out.torn.append(Torn(offset, str(exc) or type(exc).__name__))
+            event = decode_line(line, offset)
+        except InvalidEvent as exc:
+            out.torn.append(Torn(offset, str(exc)))
             continue
+        items.append(event)
         if event.kind == "agent.turn":
-            ref = TurnRef(offset, len(line), str((raw.get("data") or {}).get("agent", "")))
-            ref.fill(raw)
-            items.append(event)
-            items.append(ref)
-        else:
-            items.append(event)
+            items.append(TurnRef.of(event, len(line)))
     out.end_offset = base + end + 1
     return out
 
@@ -459,7 +253,7 @@ class TurnIndex:
     restored: bool = False  # ``refs`` start with the turns a checkpoint held (before ``RunModel.unindexed``)
 
 
-def trials_touched(event: RawEvent) -> Iterable[str]:
+def trials_touched(event: LogEvent) -> Iterable[str]:
     """The trials an event changes as the fold sees them: the one it names, and those a ``run.resumed``
     interrupted (what a view redraws, and what the header's tally recounts)."""
     tid = getattr(event.data, "trial_id", None)
@@ -494,14 +288,14 @@ class RunModel:
 
     # ------------------------------------------------------------------ folding
 
-    def apply(self, chunk: ParsedChunk) -> list[RawEvent]:
+    def apply(self, chunk: ParsedChunk) -> list[LogEvent]:
         """Fold a parsed chunk; returns the events folded (unparsed turns are only counted)."""
         with self._lock:
             return self._apply(chunk)
 
-    def _apply(self, chunk: ParsedChunk) -> list[RawEvent]:
+    def _apply(self, chunk: ParsedChunk) -> list[LogEvent]:
         state = self.state
-        folded: list[RawEvent] = []
+        folded: list[LogEvent] = []
         for item in chunk.items:
             if isinstance(item, TurnRef):
                 self.turns.append(item)
@@ -583,7 +377,7 @@ class RunModel:
                     if _stub_agent(line) in seen:  # a later turn of this agent was seen: no need to parse this one
                         continue
                     try:
-                        raw = checked_turn(_loads(line))
+                        raw = checked(loads(line))
                     except ValueError:  # torn, or a field of the wrong type (InvalidEvent): the index reports it
                         continue
                 agent = str(raw["data"].get("agent", ""))
@@ -646,7 +440,7 @@ class RunModel:
                         return False
                     time.sleep(0)  # yield the GIL to the UI thread
                 try:
-                    raw = checked_turn(_loads(os.pread(fd, length, offset)))
+                    raw = checked(loads(os.pread(fd, length, offset)))
                 except ValueError as exc:  # torn, or a field of the wrong type (InvalidEvent)
                     index.torn.append(Torn(offset, str(exc) or type(exc).__name__))
                     continue
@@ -690,7 +484,7 @@ class RunModel:
         """The turn line at ``offset``, checked (None if it cannot be read or is not a valid turn)."""
         try:
             with open(self.run_dir / EVENTS, "rb") as fh:
-                return checked_turn(_loads(os.pread(fh.fileno(), length, offset)))
+                return checked(loads(os.pread(fh.fileno(), length, offset)))
         except (OSError, ValueError):
             return None
 
@@ -766,8 +560,8 @@ class RunReader:
         self.loading.set()
         self.path = self.run_dir / EVENTS
         self.offset = 0
-        self.use_checkpoint = use_checkpoint and _HAVE_ORJSON
-        self.write_checkpoint = write_checkpoint and _HAVE_ORJSON
+        self.use_checkpoint = use_checkpoint
+        self.write_checkpoint = write_checkpoint
         self.checkpoint_min_bytes = CHECKPOINT_MIN_BYTES if checkpoint_min_bytes is None else checkpoint_min_bytes
         self.refresh_bytes = CHECKPOINT_REFRESH_BYTES if refresh_bytes is None else refresh_bytes
 
@@ -983,7 +777,7 @@ class CheckpointMismatch(ValueError):
 def _code_fingerprint() -> str:
     """What a usable checkpoint was written by: this layout, this event schema, this folding code."""
     digest = hashlib.sha256(f"{CHECKPOINT_VERSION} {SCHEMA_VERSION} {sys.byteorder}".encode())
-    for module in ("rrma.log.state", "rrma.log.events", "rrma.log.tail", __name__):
+    for module in ("rrma.log.state", "rrma.log.events", "rrma.log.codec", "rrma.log.tail", __name__):
         source = getattr(sys.modules.get(module), "__file__", None)
         try:
             digest.update(Path(source).read_bytes() if source else os.urandom(16))
@@ -1043,7 +837,7 @@ def _log_marks(fd: int, offset: int) -> dict[str, Any]:
     start = tail.rfind(b"\n", 0, span - 1) + 1
     if start > 0 or span == offset:  # the whole last line is in the window: its place in the chain
         try:
-            raw = _loads(tail[start:-1])
+            raw = orjson.loads(tail[start:-1])
         except ValueError:  # an unreadable line (counted in ``torn``): the digests still cover it
             raw = None
         if isinstance(raw, dict):
@@ -1072,7 +866,7 @@ def _read_header(fh: Any, log_fd: int, log_size: int) -> dict[str, Any]:
     if fh.read(len(_MAGIC)) != _MAGIC:
         raise CheckpointMismatch("not a checkpoint file")
     length = int.from_bytes(fh.read(8), "little")
-    header = _loads(fh.read(length)) if 0 < length < 1 << 24 else None
+    header = orjson.loads(fh.read(length)) if 0 < length < 1 << 24 else None
     if not isinstance(header, dict):
         raise CheckpointMismatch("unreadable header")
     if header.get("version") != CHECKPOINT_VERSION or header.get("fingerprint") != _FINGERPRINT:
@@ -1433,8 +1227,6 @@ def restore_checkpoint(model: RunModel) -> int:
 
 def _usable_headers(run_dir: Path) -> Iterator[tuple[dict[str, Any], int]]:
     """(header, log size) of each checkpoint of the run written by this code for the log as it is now."""
-    if not _HAVE_ORJSON:
-        return
     try:
         log = open(Path(run_dir) / EVENTS, "rb")
     except OSError:

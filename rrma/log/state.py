@@ -248,10 +248,9 @@ class RunState:
         if kind == "run.started":
             self.run_id, self.task, self.task_name, self.seed = d.run_id, d.task, d.task_name, d.seed
             self.started_ts = ev.ts
-            self.experiment = getattr(d, "experiment", None)
-            self.agents_info = list(getattr(d, "agents", None) or [])
-            held = getattr(d, "held_out", None)
-            self.held_out = [str(p) for p in held] if isinstance(held, list) else None
+            self.experiment = d.experiment
+            self.agents_info = list(d.agents)
+            self.held_out = None if d.held_out is None else list(d.held_out)
             self.paused_by = self.stop_request = None
             self.driver_seq, self.driver_ts = ev.seq, ev.ts
         elif kind == "run.resumed":
@@ -291,12 +290,12 @@ class RunState:
                 proposed_ts=ev.ts,
                 seed=d.seed,
                 cache_key=d.cache_key,
-                meta=dict(getattr(d, "meta", None) or {}),  # absent in logs written before it existed
-                confirms=getattr(d, "confirms", None),
+                meta=dict(d.meta),
+                confirms=d.confirms,
             )
             if d.trial_id not in self.trials:
                 self.order.append(d.trial_id)
-                self.agent_trial_count += not d.baseline and getattr(d, "confirms", None) is None
+                self.agent_trial_count += not d.baseline and d.confirms is None
             self.trials[d.trial_id] = rec
             if rec.confirms is not None:
                 original = self.trials.get(rec.confirms)
@@ -328,10 +327,9 @@ class RunState:
             rec.status, rec.score, rec.metrics, rec.feedback = d.status, d.score, d.metrics, d.feedback
             rec.seconds, rec.cached, rec.cached_from, rec.log_blob = d.seconds, d.cached, d.cached_from, d.log_blob
             rec.delta, rec.delta_sigma = d.delta, d.delta_sigma
-            rec.floor, rec.floor_source = getattr(d, "floor", None), getattr(d, "floor_source", None)
-            rec.early_abort = getattr(d, "early_abort", None)
+            rec.floor, rec.floor_source, rec.early_abort = d.floor, d.floor_source, d.early_abort
             rec.finished_ts = ev.ts
-            rec.finished_hash = getattr(ev, "hash", None)  # the TUI's light reader folds events without it
+            rec.finished_hash = ev.hash
         elif kind == "trial.promoted":
             why = refused_promotion(self, ev)
             if why is not None:
@@ -377,7 +375,7 @@ class RunState:
                 target.reviews.append(review)
         elif kind == "note":
             self.notes.append(d.text)
-            mark = getattr(d, "theorem", None)
+            mark = (d.model_extra or {}).get("theorem")  # the per-theorem policy's mark: a field of its own
             if isinstance(mark, dict) and ev.actor == "harness" and isinstance(mark.get("name"), str):
                 self.theorem_marks.append({"seq": ev.seq, "ts": ev.ts, "name": mark["name"], "mark": mark.get("mark"),
                                            "agent": mark.get("agent"), "reason": mark.get("reason")})
@@ -419,7 +417,7 @@ class RunState:
             self.refused.append({"seq": ev.seq, "kind": kind, "trial_id": None,
                                  "why": f"a {kind} written by {ev.actor!r}: only the trainer records training"})
             return
-        fields = _train_fields(kind, d)
+        fields = d.model_dump(mode="json")
         if kind == "train.started":
             self.train_sessions.append({"seq": ev.seq, "ts": ev.ts, **fields, "finished": None})
             return
@@ -439,12 +437,11 @@ class RunState:
             return
         if any(f["finding_id"] == d.finding_id for f in self.findings):
             return  # the same finding written twice (two audits at once): counted once
-        evidence = [{"seq": e.seq if hasattr(e, "seq") else e["seq"],
-                     "quote": e.quote if hasattr(e, "quote") else e.get("quote", "")} for e in d.evidence]
+        evidence = [{"seq": e.seq, "quote": e.quote} for e in d.evidence]
         finding = {"seq": ev.seq, "ts": ev.ts, "finding_id": d.finding_id, "trial_id": d.trial_id, "kind": d.kind,
                    "severity": d.severity, "source": d.source, "rule": d.rule, "explanation": d.explanation,
-                   "evidence": evidence, "held": bool(d.held), "model": getattr(d, "model", None),
-                   "prompt_version": getattr(d, "prompt_version", None), "dismissed": None}
+                   "evidence": evidence, "held": bool(d.held), "model": d.model,
+                   "prompt_version": d.prompt_version, "dismissed": None}
         self.findings.append(finding)
         rec = self.trials.get(d.trial_id)
         if rec is not None:
@@ -620,7 +617,7 @@ def _promotion_fault(state: RunState, ev: Any) -> str | None:
         allowed, what = rec.score, "its counted score"
     if allowed is None or score != allowed:  # a copy of that figure, so equal to the last bit
         return f"promotes {tid} at {_g(score)}, but {what} is {_g(allowed)}"
-    approved_by = getattr(d, "approved_by", None)
+    approved_by = d.approved_by
     if person is not None:
         review = rec.reviews[-1] if rec.reviews else None
         if review is None or review["decision"] != "approve" or review["reviewer"] != person:
@@ -634,14 +631,14 @@ def _promotion_fault(state: RunState, ev: Any) -> str | None:
         return f"promotes {tid} as approved by {approved_by!r}, but no person wrote it"
     best_score = state.best_history[-1][1] if state.best_history else None
     delta = state.better(score, best_score) if best_score is not None else None
-    previous, previous_score = getattr(d, "previous_best", None), getattr(d, "previous_score", None)
+    previous, previous_score = d.previous_best, d.previous_score
     if previous != state.best_id or not _claims(previous_score, best_score):
         return (f"promotes {tid} over {previous} at {_g(previous_score)}, but the best then was "
                 f"{state.best_id} at {_g(best_score)}")
     if delta is not None and not delta > 0:
         return f"promotes {tid} at {_g(score)}, which does not beat the best {state.best_id} ({_g(best_score)})"
     sigmas = delta / state.sigma if delta is not None and state.sigma else None
-    claimed_delta, claimed_sigmas = getattr(d, "delta", None), getattr(d, "delta_sigma", None)
+    claimed_delta, claimed_sigmas = d.delta, d.delta_sigma
     if not _claims(claimed_delta, delta) or not _claims(claimed_sigmas, sigmas):
         return (f"promotes {tid} claiming delta {_g(claimed_delta)} ({_g(claimed_sigmas)}σ), but against the "
                 f"best then it is {_g(delta)} ({_g(sigmas)}σ)")
@@ -777,26 +774,6 @@ def render_blackboard(state: RunState) -> str:
         ref = f" [{post['trial_id']}]" if post.get("trial_id") else ""
         out.append(f"- **{post['agent']}**{ref} ({post['ts']}): {post['text']}")
     return "\n".join(out) + "\n"
-
-
-def _plain(value: Any) -> Any:
-    """A fast-path event's data (SimpleNamespace objects, rrma/log/reader.py) as plain JSON values."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if hasattr(value, "__dict__"):
-        return {k: _plain(v) for k, v in vars(value).items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def _train_fields(kind: str, data: Any) -> dict[str, Any]:
-    """A train.* event's fields with their defaults (the few training events go through their model)."""
-    from rrma.log.events import DATA_TYPES
-
-    return DATA_TYPES[kind].model_validate(_plain(data)).model_dump(mode="json")
 
 
 def write_views(run_dir: Path, state: RunState) -> None:

@@ -50,7 +50,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rrma.log.events import EVENT_TYPES, GENESIS, LogFormatError, build_line, compute_hash, parse_line
+from rrma.log.codec import InvalidEvent, LogEvent, decode, decode_line
+from rrma.log.events import GENESIS, build_line, compute_hash
 from rrma.log.tail import LineTail, LogTail, TornLine, unreadable_line, utf8_damage
 
 EVENTS = "events.jsonl"
@@ -245,11 +246,11 @@ class RunStore:
         finally:
             os.close(fd)
 
-    def append(self, kind: str, actor: str, data: BaseModel | dict[str, Any]) -> Any:
-        """Append one event and return it (as its Event model)."""
+    def append(self, kind: str, actor: str, data: BaseModel | dict[str, Any]) -> LogEvent:
+        """Append one event and return it (decoded, as every reader reads it)."""
         return self.append_many([(kind, actor, data)])[0]
 
-    def append_many(self, items: list[tuple[str, str, BaseModel | dict[str, Any]]]) -> list[Any]:
+    def append_many(self, items: list[tuple[str, str, BaseModel | dict[str, Any]]]) -> list[LogEvent]:
         """Append several events atomically (one lock, one write, consecutive seqs)."""
         with self._tlock:
             fd, lock_fd = self._open()
@@ -279,7 +280,7 @@ class RunStore:
                     self._write_head(seq, prev, size)
             finally:
                 fcntl.flock(lock_fd, fcntl.LOCK_UN)
-        return [EVENT_TYPES[json.loads(line)["kind"]].model_validate_json(line) for line in out]
+        return [decode_line(line) for line in out]
 
     def _check_head(self, seq: int, digest: str) -> None:
         """Refuse to extend a log whose end is not the head record's event (it was cut off or replaced).
@@ -602,8 +603,8 @@ def verify_chain(store: RunStore, since: ChainMark | None = None) -> VerifyRepor
                 )
                 continue
             try:
-                parse_line(line)
-            except LogFormatError as exc:
+                decode(obj)
+            except InvalidEvent as exc:
                 errors.append(f"seq {obj.get('seq')} (byte {here}): {exc}")
             if obj.get("seq") != expected_seq:
                 errors.append(f"byte {here}: seq {obj.get('seq')} where {expected_seq} was expected (gap or reorder)")
@@ -706,8 +707,8 @@ def check_first_event(run_dir: Path | str) -> None:
     if damage is not None:
         raise RunUnreadable(f"{path}: line 1 (byte {damage[0]}): {damage[1]}: the run's first event cannot be read")
     try:
-        event = parse_line(first)
-    except LogFormatError as exc:
+        event = decode_line(first.rstrip(b"\n"))
+    except InvalidEvent as exc:
         raise RunUnreadable(f"{path}: line 1 is not a valid event ({exc}): the run's first event cannot be read") \
             from None
     if event.kind != "run.started":

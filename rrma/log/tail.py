@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rrma.log.events import LogFormatError, parse_line
+from rrma.log.codec import InvalidEvent, decode_line
 
 BLOCK = 1024 * 1024  # bytes read at a time (a block is cut back to its last newline)
 
@@ -159,8 +159,8 @@ class LogTail:
         for pos, line in self.line_tail.lines(max_bytes):
             if line.strip():
                 try:
-                    events.append(parse_line(line))
-                except (LogFormatError, UnicodeDecodeError) as exc:  # json.loads of bytes that are not UTF-8
+                    events.append(decode_line(line, pos))
+                except InvalidEvent as exc:
                     self.torn.append(unreadable_line(line, pos, number, True, str(exc)))
             if number:
                 number += 1

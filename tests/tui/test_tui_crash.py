@@ -452,7 +452,7 @@ async def test_a_corrupt_event_is_an_unreadable_line(tmp_path: Path, kind: str, 
         table = runs_screen.query_one("#runs", LineTable)
         if kind == "run.started":  # no readable first event: the run cannot be read as one, and says why (issue 24, #7)
             row = [c if isinstance(c, str) else c.plain for c in table.render_row("bad-run")]
-            assert row[2] == "unreadable" and row[4].startswith("line 1 is not a valid event (invalid event (run.started."
+            assert row[2] == "unreadable" and row[4].startswith("line 1 is not a valid event (invalid run.started event ("
                                                                  "data.task"), row
             table.move_to("bad-run")
             await pilot.press("enter")

@@ -46,7 +46,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from rrma.log.reader import RawEvent, RunModel, parse_ts
+from rrma.log.codec import LogEvent
+from rrma.log.reader import RunModel, parse_ts
 from rrma.log.state import RunState, TrialRecord
 from rrma.workspace import read_constant
 from tui.messages import OpenTrial
@@ -336,7 +337,7 @@ class AnalysisScreen(RunScreen):
 
     # ------------------------------------------------------------------ drawing
 
-    def refresh_view(self, events: list[RawEvent]) -> None:
+    def refresh_view(self, events: list[LogEvent]) -> None:
         if events and time.monotonic() - self._drawn_at < self.min_interval:
             self._dirty = True
             return

@@ -24,8 +24,9 @@ from typing import Any
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
+from rrma.log.codec import LogEvent
 from rrma.log.control import live_driver
-from rrma.log.reader import ParsedChunk, RawEvent, RunModel, RunReader
+from rrma.log.reader import ParsedChunk, RunModel, RunReader
 from rrma.log.state import RunState
 
 
@@ -40,7 +41,7 @@ class RunSession:
         self.model: RunModel | None = None
         self.pending: queue.SimpleQueue[ParsedChunk] = queue.SimpleQueue()
         self.generation = 0  # bumped on every applied update
-        self.on_applied: Callable[[list[RawEvent]], None] | None = None  # benchmark hook
+        self.on_applied: Callable[[list[LogEvent]], None] | None = None  # benchmark hook
         self.load_seconds: float | None = None
         self.loaded_event = asyncio.Event()  # set on the UI thread once the model is in place
         self._driver: str | None = None
@@ -126,7 +127,7 @@ class RunScreen(WorkerScreen):
     def model(self) -> RunModel | None:
         return self.session.model
 
-    def run_changed(self, events: list[RawEvent]) -> None:
+    def run_changed(self, events: list[LogEvent]) -> None:
         # a screen just pushed is current before its widgets exist; its on_mount draws everything
         if shown(self) and self.is_mounted:
             self.refresh_view(events)
@@ -138,5 +139,5 @@ class RunScreen(WorkerScreen):
             self._stale = False
             self.refresh_view([])
 
-    def refresh_view(self, events: list[RawEvent]) -> None:
+    def refresh_view(self, events: list[LogEvent]) -> None:
         """Redraw from ``self.state`` (``events`` are the ones just folded; [] means all)."""

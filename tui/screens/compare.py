@@ -42,7 +42,7 @@ from textual.strip import Strip
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
-from rrma.log.reader import RawEvent
+from rrma.log.codec import LogEvent
 from rrma.log.state import RunState, TrialRecord
 from rrma.log.store import RunStore
 from tui.dialogs import TrialNotFound, best_trial_id, resolve_trial_id
@@ -626,7 +626,7 @@ class CompareScreen(RunScreen):
         """A diff worker is running for the trials shown."""
         return any(w.node is self and w.group == "compare" and not w.is_finished for w in self.workers)
 
-    def refresh_view(self, events: list[RawEvent]) -> None:
+    def refresh_view(self, events: list[LogEvent]) -> None:
         ids = {self.left, self.right}
         if events and not any(getattr(e.data, "trial_id", None) in ids or e.kind == "trial.promoted" for e in events):
             return

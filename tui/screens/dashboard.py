@@ -29,6 +29,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
+from rrma.log.codec import LogEvent
 from rrma.log.control import (
     agent_names,
     live_driver,
@@ -36,7 +37,7 @@ from rrma.log.control import (
     send_control,
     send_steer,
 )
-from rrma.log.reader import RawEvent, RunModel, Torn, TurnIndex, trials_touched
+from rrma.log.reader import RunModel, Torn, TurnIndex, trials_touched
 from rrma.log.store import EVENTS, RunUnreadable, check_first_event, check_readable
 from tui.dialogs import ExportScreen, OrderInput, OrderScreen, TrialPickScreen
 from tui.messages import (
@@ -221,7 +222,7 @@ class DashboardScreen(RunScreen):
         self.status_filter: str | None = None
         self.text_filter = ""
         self._wake = threading.Event()
-        self._unshown: list[RawEvent] = []  # folded but not yet drawn
+        self._unshown: list[LogEvent] = []  # folded but not yet drawn
         self._redraw_timer: Timer | None = None
         self._last_redraw = 0.0
         self.unreadable: str | None = None  # why the run cannot be read (then the header says so, not "(loading)")
@@ -353,7 +354,7 @@ class DashboardScreen(RunScreen):
                     f"{torn[0].offset}: {torn[0].error}", title="unreadable lines", severity="warning", timeout=10)
         return True
 
-    def _broadcast(self, events: list[RawEvent]) -> None:
+    def _broadcast(self, events: list[LogEvent]) -> None:
         for screen in self.app.screen_stack:
             if isinstance(screen, RunScreen) and screen.session is self.session:
                 screen.run_changed(events)
@@ -385,7 +386,7 @@ class DashboardScreen(RunScreen):
         if self.is_mounted:
             self.call_after_refresh(self._update_header)
 
-    def refresh_view(self, events: list[RawEvent]) -> None:
+    def refresh_view(self, events: list[LogEvent]) -> None:
         self._update_header()
         ids = self._update_rows()
         self._update_filter_bar(len(ids))

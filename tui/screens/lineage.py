@@ -23,7 +23,7 @@ from textual.timer import Timer
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from rrma.log.reader import RawEvent
+from rrma.log.codec import LogEvent
 from rrma.log.state import RunState
 from tui.messages import OpenTrial
 from tui.screens.base import RunScreen, RunSession
@@ -156,7 +156,7 @@ class LineageScreen(RunScreen):
             text.stylize("on #1f3b1f")
         return text
 
-    def refresh_view(self, events: list[RawEvent]) -> None:
+    def refresh_view(self, events: list[LogEvent]) -> None:
         if events:
             # a live run: rebuild the tree at most every REBUILD_INTERVAL seconds
             if self._rebuild_timer is None and any(

@@ -27,7 +27,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
-from rrma.log.reader import RawEvent
+from rrma.log.codec import LogEvent
 from tui.dialogs import ask_bulk_review, ask_copy, ask_review
 from tui.messages import OpenTrial, ReviewDecided, ReviewsDecided
 from tui.screens.base import RunScreen, RunSession
@@ -119,7 +119,7 @@ class ReviewScreen(RunScreen):
         self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
         self.refresh_view([])
 
-    def refresh_view(self, events: list[RawEvent]) -> None:
+    def refresh_view(self, events: list[LogEvent]) -> None:
         ids = self.queue()
         table = self.query_one("#queue", LineTable)
         columns = QUEUE_COLUMNS if self.view == "to review" else REVIEWED_COLUMNS

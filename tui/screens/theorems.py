@@ -29,7 +29,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Input, Static
 
-from rrma.log.reader import RawEvent, parse_ts
+from rrma.log.codec import LogEvent
+from rrma.log.reader import parse_ts
 from rrma.proofs_summary import (
     ALL,
     GIVEN_UP,
@@ -163,7 +164,7 @@ class TheoremsScreen(RunScreen):
 
     # ------------------------------------------------------------------ drawing
 
-    def refresh_view(self, events: list[RawEvent]) -> None:
+    def refresh_view(self, events: list[LogEvent]) -> None:
         state = self.state
         now = run_now(self.session)
         self.figures = proof_figures(state, now.timestamp())

@@ -35,7 +35,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
-from rrma.log.reader import RawEvent
+from rrma.log.codec import LogEvent
 from rrma.log.store import EVENTS, HEAD
 from tui.messages import OpenTrial
 from tui.screens.base import RunScreen, RunSession, shown
@@ -181,7 +181,7 @@ class TimelineScreen(RunScreen):
                 added.append(entry)
         return added
 
-    def run_changed(self, events: list[RawEvent]) -> None:
+    def run_changed(self, events: list[LogEvent]) -> None:
         """Every folded event comes here, shown or not (a screen above must not lose rows): only new rows are built."""
         if not self.session.loaded:
             return
@@ -199,7 +199,7 @@ class TimelineScreen(RunScreen):
                 self._stale = True
         self._look()
 
-    def refresh_view(self, events: list[RawEvent]) -> None:
+    def refresh_view(self, events: list[LogEvent]) -> None:
         self._refilter()
 
     def _matches(self, entry: Entry) -> bool:

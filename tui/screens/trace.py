@@ -41,7 +41,8 @@ from textual.theme import Theme
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
-from rrma.log.reader import RawEvent, TurnRef
+from rrma.log.codec import LogEvent
+from rrma.log.reader import TurnRef
 from tui.messages import OpenTrial
 from tui.palette import Palette, Tone, palette_of
 from tui.screens.base import RunScreen, RunSession
@@ -211,7 +212,7 @@ class TraceScreen(RunScreen):
                 out.append(i)
         return out
 
-    def refresh_view(self, events: list[RawEvent]) -> None:
+    def refresh_view(self, events: list[LogEvent]) -> None:
         if events and not any(e.kind in ("agent.turn", "trial.proposed") for e in events):
             return
         self._proposals = self._proposal_index()

@@ -23,7 +23,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
-from rrma.log.reader import RawEvent
+from rrma.log.codec import LogEvent
 from tui.messages import OpenTrial
 from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
@@ -111,7 +111,7 @@ class TrainingScreen(RunScreen):
 
     # ------------------------------------------------------------------ drawing
 
-    def refresh_view(self, events: list[RawEvent]) -> None:
+    def refresh_view(self, events: list[LogEvent]) -> None:
         if events and not any(e.kind.startswith("train.") for e in events):
             self._draw_title()  # rollouts finishing move nothing here but the title's counts
             return

@@ -31,7 +31,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from rrma.contain.live import LiveOutput, read_live_output
-from rrma.log.reader import RawEvent
+from rrma.log.codec import LogEvent
 from rrma.log.store import TRIALS, live_output_path
 from tui.dialogs import ask_copy, ask_dismissal, ask_review
 from tui.messages import OpenCompare, OpenProofTree, OpenTrace
@@ -141,7 +141,7 @@ class TrialScreen(RunScreen):
         if findings.display:  # Enter and X act on the findings from the start
             findings.focus()
 
-    def refresh_view(self, events: list[RawEvent]) -> None:
+    def refresh_view(self, events: list[LogEvent]) -> None:
         if events and not any(getattr(e.data, "trial_id", None) == self.trial_id or e.kind == "trial.promoted" for e in events):
             return
         self.query_one("#trial-title", Static).update(self._title())

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from rrma.log.codec import LogEvent
 from rrma.log.events import compute_hash
-from rrma.log.reader import CHUNK, RawEvent, parse_lines
+from rrma.log.reader import CHUNK, parse_lines
 from rrma.log.store import EVENTS, RunStore, read_head, verify_chain
 from rrma.log.tail import LineTail
 from tui.widgets.trial_text import fmt_score
@@ -68,7 +69,7 @@ def _reason(text: str) -> str:
     return f": {_one_line(text)}" if text else ""
 
 
-def entry_of(event: RawEvent) -> Entry | None:
+def entry_of(event: LogEvent) -> Entry | None:
     """The timeline's row for ``event``; None for a kind it does not list (and for a post by an agent)."""
     kind = event.kind
     if kind not in KINDS:
@@ -151,7 +152,7 @@ def scan_entries(run_dir: Path, limit: int, cancelled: Callable[[], bool] = lamb
             if here >= limit or not _wanted(line):
                 continue
             for item in parse_lines(line + b"\n", here, stub_turns=True).items:
-                if isinstance(item, RawEvent) and (entry := entry_of(item)) is not None:
+                if isinstance(item, LogEvent) and (entry := entry_of(item)) is not None:
                     rows.append(entry)
         yield rows
 

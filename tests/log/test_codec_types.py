@@ -1,14 +1,18 @@
-"""The fast reader's type check (rrma/log/reader.py ``_fits``/``_check``) against pydantic, for every event kind.
+"""The codec's fast path (rrma/log/codec.py) against pydantic, for every event kind: the contract of the one decoder.
 
-The views' reader skips pydantic for a payload whose JSON types already fit its model, and folds the
-parsed values as they are; so the check must never pass a payload pydantic would refuse (it would
-reach the fold and the widgets with a wrong type) or one pydantic would read differently. Here every
-kind's payload is built valid from its model, then each field (and each field inside a list item, a
-mapping value or a nested model) is given values of every other JSON type, and:
+Every reader decodes through the codec, which skips pydantic for a payload whose JSON types already
+fit its model and builds the payload model from the parsed values; so the fast path must never pass a
+payload pydantic would refuse (it would reach the fold and the widgets with a wrong type) or one
+pydantic would read differently. Here every kind's payload is built valid from its model, then each
+field (and each field inside a list item, a mapping value or a nested model) is given values of every
+other JSON type, and:
 
-* a payload the check passes is one pydantic accepts, with the same values;
-* a payload pydantic refuses is refused by the reader too (``parse_lines``: an unreadable line named
-  ``invalid KIND event (data.FIELD: ...)``), never folded.
+* a payload the fast path passes is one pydantic accepts, and the decoded payload is pydantic's: the
+  same model, the same values of the same types (an int in a float field read as its float);
+* a payload pydantic refuses is refused by the codec too (an ``InvalidEvent`` named
+  ``invalid KIND event (data.FIELD: ...)``), by the views' line parser (``parse_lines``: an unreadable
+  line, never folded) and by the dict form the turn index reads (``checked``);
+* a payload pydantic accepts is decoded, as pydantic reads it.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ import pytest
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
+from rrma.log.codec import InvalidEvent, checked, decode_line, fast_payload
 from rrma.log.events import DATA_TYPES, canonical
-from rrma.log.reader import _PAYLOAD_FITS, checked_turn, parse_lines
+from rrma.log.reader import parse_lines
 
 WRONG: list[Any] = ["text", 7, 2.5, True, None, [1], ["a"], {"k": 1}, {"k": "v"}, [{"path": 3}]]  # one of each JSON type
 
@@ -101,8 +106,8 @@ def line_of(kind: str, data: Any) -> bytes:
 def test_every_kind_has_a_valid_sample_the_check_passes() -> None:
     for kind, model in DATA_TYPES.items():
         valid = sample(model)
-        assert _PAYLOAD_FITS[kind](valid), kind
-        assert reader_disagrees(kind, valid) is None, kind
+        assert fast_payload(kind, valid) is not None, kind
+        assert codec_disagrees(kind, valid) is None, kind
 
 
 def test_the_cases_reach_nested_values() -> None:
@@ -114,11 +119,7 @@ def test_the_cases_reach_nested_values() -> None:
 
 
 def same(a: Any, b: Any) -> bool:
-    """``a`` and ``b`` are the same JSON value to the fold: ``True`` is not ``1``; an int in a float field is its number."""
-    if type(a) is bool or type(b) is bool:
-        return type(a) is type(b) and a == b
-    if type(a) in (int, float) and type(b) in (int, float):
-        return a == b
+    """``a`` and ``b`` are the same JSON value of the same Python types (``True`` is not ``1``, ``1`` not ``1.0``)."""
     if type(a) is dict and type(b) is dict:
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if type(a) is list and type(b) is list:
@@ -126,38 +127,66 @@ def same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def reader_disagrees(kind: str, payload: dict[str, Any]) -> str | None:
-    """Why the fast reader reads ``payload`` otherwise than pydantic (None when it agrees)."""
+def dumped(payload: BaseModel) -> dict[str, Any]:
+    """A payload model's fields and extras, as Python values (nested models as dicts, each named by its class)."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, BaseModel):
+            return {"__model__": type(value).__name__, **{k: plain(v) for k, v in value}, **{
+                f"extra:{k}": plain(v) for k, v in (value.model_extra or {}).items()}}
+        if type(value) is list:
+            return [plain(v) for v in value]
+        if type(value) is dict:
+            return {k: plain(v) for k, v in value.items()}
+        return value
+    return plain(payload)  # type: ignore[no-any-return]
+
+
+def codec_disagrees(kind: str, payload: Any) -> str | None:
+    """Why the codec reads ``payload`` otherwise than pydantic (None when it agrees)."""
     model = DATA_TYPES[kind]
     try:
-        read: dict[str, Any] | None = {name: to_jsonable_python(value)
-                                       for name, value in model.model_validate(payload)}
+        read: BaseModel | None = model.model_validate(payload)
     except ValidationError:
         read = None
-    if _PAYLOAD_FITS[kind](payload):  # the reader folds the raw values: they must be pydantic's
+    line = line_of(kind, payload)
+    if fast_payload(kind, payload) is not None and read is None:
+        return "the fast path passed a payload pydantic refuses"
+    try:
+        event = decode_line(line.strip(), 12)
+    except InvalidEvent as exc:
+        if read is not None:
+            return f"refused though pydantic reads it: {exc}"
+        if not str(exc).startswith(f"invalid {kind} event (data"):
+            return f"refused for another reason: {exc}"
+    else:
         if read is None:
-            return "the check passed a payload pydantic refuses"
-        if not all(same(read[k], v) for k, v in payload.items() if k in model.model_fields):
-            return "the check passed a payload pydantic reads otherwise"
-    parsed = parse_lines(line_of(kind, payload), 0, stub_turns=False)
+            return "decoded a payload pydantic refuses"
+        if type(event.data) is not model or not same(dumped(event.data), dumped(read)):
+            return f"decoded otherwise than pydantic: {dumped(event.data)} != {dumped(read)}"
+        if (event.offset, event.seq, event.kind) != (12, 7, kind):
+            return "the envelope is not the line's"
+    parsed = parse_lines(line, 0, stub_turns=False)
     if read is None:  # refused by the core: an unreadable line, never folded
         if parsed.items or len(parsed.torn) != 1 or not parsed.torn[0].error.startswith(f"invalid {kind} event (data"):
             return f"folded, or refused for another reason: {[t.error for t in parsed.torn]}"
-        if kind == "agent.turn":
-            try:
-                checked_turn(json.loads(line_of(kind, payload)))
-            except ValueError:
-                pass
-            else:
-                return "checked_turn (the trace's reader) passed it"
+        try:
+            checked(json.loads(line))
+        except InvalidEvent:
+            pass
+        else:
+            return "checked (the turn index's reader) passed it"
     elif parsed.torn or not parsed.items:
-        return f"refused though pydantic reads it: {[t.error for t in parsed.torn]}"
+        return f"the line parser refused it though pydantic reads it: {[t.error for t in parsed.torn]}"
+    else:  # the dict form: each value it gives is pydantic's JSON reading (absent ones are at their defaults)
+        form, want = checked(json.loads(line))["data"], {k: to_jsonable_python(v) for k, v in read}
+        if not all(k in want and same(v, want[k]) for k, v in form.items()):
+            return f"checked (the turn index's reader) reads it otherwise: {form} != {want}"
     return None
 
 
 @pytest.mark.parametrize("kind", sorted(DATA_TYPES))
 def test_the_fast_check_never_passes_what_pydantic_refuses_or_reads_otherwise(kind: str) -> None:
-    disagreements = {case: why for case, payload in cases(kind) if (why := reader_disagrees(kind, payload))}
+    disagreements = {case: why for case, payload in cases(kind) if (why := codec_disagrees(kind, payload))}
     assert disagreements == {}
 
 

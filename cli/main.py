@@ -75,8 +75,9 @@ def main(argv: list[str] | None = None, open_tui: OpenTui | None = None) -> int:
     args = parser.parse_args(argv)
     from rrma.contracts import AgentError, OracleError
     from rrma.log.control import ControlError, RunNotLive
+    from rrma.log.driver_lock import RunLocked
     from rrma.log.review import ReviewError
-    from rrma.log.store import LogDamaged, RunLocked, RunNotFound, RunUnreadable
+    from rrma.log.store import LogDamaged, RunNotFound, RunUnreadable
     from rrma.run.experiment import ExperimentError
     from rrma.run.loop import RunFailed, error_line
     from rrma.task import TaskError

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from rrma.log import chain as chain_module
-from rrma.log.chain import ChainCheck
+from rrma.log.chain import ChainCheck, verify_chain
 from rrma.log.state import RunState
-from rrma.log.store import RunStore, verify_chain
+from rrma.log.store import RunStore
 from rrma.run.promotion import promote_if_approved
 
 

@@ -28,9 +28,10 @@ from rrma.log.control import (
     send_control,
     send_steer,
 )
+from rrma.log.driver_lock import DriverLock
 from rrma.log.events import parse_line
 from rrma.log.state import RunState
-from rrma.log.store import DriverLock, RunStore
+from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
 from rrma.run.loop import start_run
 from rrma.task import AgentConfig, load_task, task_from_dict

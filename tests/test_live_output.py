@@ -26,7 +26,8 @@ from rrma.contain import sandbox
 from rrma.contain.live import LiveWriter, read_live_output
 from rrma.contain.spawn import ProcessResult, spawn
 from rrma.exec.local import TrialJob, evaluate_job
-from rrma.log.store import RunStore, live_output_path
+from rrma.log.layout import live_output_path
+from rrma.log.store import RunStore
 from rrma.plugins import make_task_oracle
 from rrma.run.loop import start_run
 from rrma.task import load_task

@@ -22,9 +22,10 @@ import pytest
 
 from rrma.log import events
 from rrma.log.events import MAX_EVENT_BYTES, EventTooLarge, canonical, compute_hash
+from rrma.log.head import encode_head
 from rrma.log.reader import read_state
-from rrma.log.store import RunStore, _lines_backwards, encode_head
-from rrma.log.tail import LineTail
+from rrma.log.store import RunStore
+from rrma.log.tail import LineTail, lines_backwards
 from rrma.log.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -144,7 +145,7 @@ def test_the_backward_walk_gives_every_line_whole(tmp_path: Path, block: int) ->
         data = b"\n".join(lines) + ending
         path.write_bytes(data)
         with open(path, "rb") as fh:
-            got = list(_lines_backwards(fh.fileno(), len(data), block))
+            got = list(lines_backwards(fh.fileno(), len(data), block))
         assert got == list(reversed(data.split(b"\n")))
 
 

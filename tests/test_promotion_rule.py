@@ -382,7 +382,7 @@ def test_rrmas_own_promotions_count(tmp_path: Path) -> None:
 def test_a_finished_runs_approval_does_not_promote_while_the_run_is_driven(tmp_path: Path) -> None:
     """review_trial promotes a finished run's approved trial only under the driver lock: while a driver holds
     it (a resumed run), the review is written and the promotion is left to that driver."""
-    from rrma.log.store import DriverLock
+    from rrma.log.driver_lock import DriverLock
 
     store = forgery_run(tmp_path)
     with DriverLock(store.dir):

@@ -22,9 +22,10 @@ from benches.proofs import RED_TEAM, run_proof_bench
 from oracle.coq import ProofRejected, screen_proof
 from oracle.proof_common import Prover, TheoremTask, Verdict
 from rrma.contracts import Agent, Context
+from rrma.log.chain import verify_chain
 from rrma.log.control import live_driver
 from rrma.log.state import RunState, render_blackboard, render_results
-from rrma.log.store import RunStore, verify_chain
+from rrma.log.store import RunStore
 from rrma.trial import Proposal
 
 REPO = Path(__file__).resolve().parent.parent

@@ -21,10 +21,11 @@ import pytest
 from rrma.log import review as review_module
 from rrma.log import state as state_module
 from rrma.log.events import canonical, compute_hash
+from rrma.log.head import encode_head, read_head
 from rrma.log.review import record_review
 from rrma.log.signing import review_message, verify_review
 from rrma.log.state import RunState
-from rrma.log.store import RunStore, encode_head, read_head
+from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None,

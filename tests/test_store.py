@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from rrma.log.chain import verify_chain
 from rrma.log.events import GENESIS, SCHEMA_VERSION, LogFormatError, compute_hash, parse_line
-from rrma.log.store import RunStore, verify_chain
+from rrma.log.store import RunStore
 
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
 

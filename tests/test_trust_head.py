@@ -21,8 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from rrma.log.chain import verify_chain
+from rrma.log.driver_lock import DriverLock, RunLocked
+from rrma.log.head import HEAD_SIZE, read_head
 from rrma.log.state import RunState
-from rrma.log.store import HEAD_SIZE, DriverLock, LogDamaged, RunLocked, RunStore, read_head, verify_chain
+from rrma.log.store import LogDamaged, RunStore
 from rrma.log.verify import verify_run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -97,8 +100,8 @@ def test_a_same_length_replaced_last_line_is_an_error(run: Path) -> None:
     re-chained (its prev is the previous event's hash, its hash recomputed): the chain, the seqs and
     the file size all hold, so only the head record's hash can tell."""
     from rrma.log.events import canonical, compute_hash
+    from rrma.log.head import encode_head
     from rrma.log.review import record_review
-    from rrma.log.store import encode_head
 
     reject = record_review(RunStore(run), "t0001", "reject", "bob", "overfits!")
     assert verify_run(run).ok  # the precondition, in-process; the CLI's verdicts below are the test
@@ -271,7 +274,7 @@ def test_driver_lock_is_exclusive_and_not_inherited(tmp_path: Path) -> None:
     try:
         lock.release()
         assert not (run / "driver.json").exists()
-        probe = ("import sys; from rrma.log.store import DriverLock, RunLocked\n"
+        probe = ("import sys; from rrma.log.driver_lock import DriverLock, RunLocked\n"
                  f"try:\n    DriverLock({str(run)!r}).acquire()\nexcept RunLocked:\n    sys.exit(3)\n")
         proc = subprocess.run([sys.executable, "-c", probe], env=ENV, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr

@@ -32,7 +32,7 @@ from cli.benches import BENCH_ROOT, list_benches
 from cli.options import apply_overrides, set_overrides
 from cli.output import CliError
 from cli.parser import build_parser
-from rrma.log.store import EVENTS
+from rrma.log.layout import EVENTS
 
 DRIVER_LOGS = ".drivers"  # under the runs directory: one output file per driver process started here
 REPO = Path(__file__).resolve().parent.parent

@@ -27,10 +27,11 @@ from agents.training.trainers import (
     train_online,
     train_sft,
 )
+from rrma.log.driver_lock import DriverLock
 from rrma.log.events import TRAIN_ACTOR
 from rrma.log.reader import read_state
 from rrma.log.state import RunState, write_views
-from rrma.log.store import DriverLock, RunStore
+from rrma.log.store import RunStore
 from rrma.run.loop import new_run_id, versions
 from rrma.task import TaskConfig, task_from_dict
 from rrma.train.artifacts import store_dir

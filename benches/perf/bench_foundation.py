@@ -30,8 +30,9 @@ from pathlib import Path
 from rrma.contain import cgroups, sandbox
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import spawn
+from rrma.log.chain import verify_chain
 from rrma.log.export import export_runs
-from rrma.log.store import RunStore, verify_chain
+from rrma.log.store import RunStore
 from rrma.run.ledger import RunLedger
 from rrma.run.loop import start_run
 from rrma.task import task_from_dict

@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from rrma.log.events import MAX_EVENT_BYTES, canonical, compute_hash  # noqa: E402
-from rrma.log.store import RunStore, encode_head  # noqa: E402
+from rrma.log.head import encode_head  # noqa: E402
+from rrma.log.store import RunStore  # noqa: E402
 from rrma.run.loop import start_run  # noqa: E402
 from rrma.task import load_task  # noqa: E402
 

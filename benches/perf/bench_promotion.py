@@ -30,10 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from rrma.log.chain import ChainCheck  # noqa: E402
+from rrma.log.chain import ChainCheck, verify_chain  # noqa: E402
 from rrma.log.review import record_review  # noqa: E402
 from rrma.log.state import RunState  # noqa: E402
-from rrma.log.store import RunStore, verify_chain  # noqa: E402
+from rrma.log.store import RunStore  # noqa: E402
 from rrma.run.promotion import promote, promote_if_approved  # noqa: E402
 
 TURN = "Reading train.py again: the warmup schedule looks like the place to try next. " * 3

@@ -33,7 +33,7 @@ from rrma.contain import cgroups, disk, files
 from rrma.contain.sandbox import Policy
 from rrma.contain.spawn import stale_processes
 from rrma.contracts import EvalContext, Oracle
-from rrma.log.store import live_output_path
+from rrma.log.layout import live_output_path
 from rrma.trial import Budget, Outcome, Proposal, Status
 from rrma.workspace import materialize
 

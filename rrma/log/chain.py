@@ -1,29 +1,174 @@
-"""The hash-chain check, kept between calls: each check re-verifies only the lines appended since the last one.
+"""The hash-chain check: :func:`verify_chain` over a log (or the lines after a mark), and :class:`ChainCheck`,
+which keeps it between calls so each check re-verifies only the lines appended since the last one.
+
+:func:`verify_chain` recomputes every line's hash, checks each ``prev`` and the gap-free ``seq``,
+decodes every line with the log's one decoder (:mod:`rrma.log.codec`: an invalid event is an error)
+and checks the end of the log against its head record (:func:`rrma.log.head.check_head`, the one
+check of it). ``rrma-tui verify`` (rrma/log/verify.py) adds what the chain does not cover: run.json,
+blobs, derived views, the fold's refusals, signatures.
 
 An approval promotes a trial only while the run's log passes its chain and head checks
 (:func:`rrma.log.review.unverified_outcome`). A live loop checks that for every approval it acts on,
 inside its ledger's lock, and a person approving many trials of a finished run checks it per trial;
-:func:`rrma.log.store.verify_chain` over the whole log costs about 3.6 s per 100,000 events each time
-(docs/perf.md). :class:`ChainCheck` keeps where its last clean check ended (a
-:class:`~rrma.log.store.ChainMark`: a line boundary and the chain's state there) and the SHA-256 of the
-bytes before it.
+:func:`verify_chain` over the whole log costs about 3.6 s per 100,000 events each time
+(docs/perf.md). :class:`ChainCheck` keeps where its last clean check ended (a :class:`ChainMark`: a
+line boundary and the chain's state there) and the SHA-256 of the bytes before it.
 
-Invariant: a check passes only when a full :func:`~rrma.log.store.verify_chain` of the log as it is now
+Invariant: a check passes only when a full :func:`verify_chain` of the log as it is now
 would find no error. The bytes already verified are hashed again first (about 1 GB/s, against 20 MB/s
 for parsing and re-hashing line by line): if they changed in any way, the whole log is verified again.
-Otherwise only the lines after the mark are verified, continuing the chain and the head-record check
-from there. Whenever the short check finds an error the whole log is verified again, so every error
-reported (and its line number) is the full check's.
+Otherwise only the lines after the mark are verified, continuing the chain from there (the head
+record is checked anew each time: it reads one line). Whenever the short check finds an error the
+whole log is verified again, so every error reported (and its line number) is the full check's.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+from dataclasses import dataclass, field
 
-from rrma.log.store import ChainMark, RunStore, VerifyReport, verify_chain
+from rrma.log.codec import InvalidEvent, decode
+from rrma.log.events import GENESIS, compute_hash
+from rrma.log.head import HeadVerdict, check_head, read_head
+from rrma.log.store import RunStore
+from rrma.log.tail import utf8_damage
 
 READ = 4 * 1024 * 1024  # bytes hashed per read
+
+
+@dataclass
+class VerifyReport:
+    ok: bool
+    events: int
+    errors: list[str]
+    warnings: list[str]
+    head_seq: int = -1  # the log's last valid event (-1 and GENESIS when there is none)
+    head_hash: str = GENESIS
+    checked: list[str] = field(default_factory=list)  # what was checked and held (for the "ok" line)
+    mark: ChainMark | None = None  # where the check ended: a later one may start there (``since``)
+    head: HeadVerdict | None = None  # the end of the log against its head record (rrma/log/head.py)
+
+
+@dataclass(frozen=True)
+class ChainMark:
+    """Where a chain check stopped: just past the last newline-terminated line, and the chain state there."""
+
+    offset: int  # bytes of the log checked (a line boundary)
+    prev: str  # the hash the next line's ``prev`` must be
+    seq: int  # the next line's ``seq`` must be this plus one
+    events: int  # valid events up to ``offset``
+    head_record: bool  # run.started says the run keeps a head record
+
+
+def verify_chain(store: RunStore, since: ChainMark | None = None) -> VerifyReport:
+    """Recompute every hash and check the chain and seq, and the end of the log against ``head.json``.
+
+    Errors: a line whose hash does not match its content, a ``prev`` that is not the previous
+    valid line's hash, a ``seq`` that is not the previous plus one, an invalid event; a log whose
+    last valid event is not the one the head record names (its end was cut off or replaced), or a
+    missing head record where ``run.started`` says the run keeps one. Warnings: torn lines (a
+    crash mid-write hides nothing), valid events after the head record (the writer died between
+    the two writes), no head record in a run written before there was one.
+
+    ``since``: the ``mark`` of an earlier check of this log; only the lines after it are checked (the
+    caller vouches that the bytes before it are unchanged: :class:`rrma.log.chain.ChainCheck`).
+    """
+    errors: list[str] = []
+    warnings: list[str] = []
+    head = check_head(store.dir)  # before the scan: a live writer only moves the record forward
+    record = head.record if head.state != "unreadable" else None
+    if head.state == "unreadable":
+        errors.append(head.detail)
+    prev = GENESIS if since is None else since.prev
+    expected_seq = 0 if since is None else since.seq + 1
+    count = 0 if since is None else since.events
+    last_seq = -1 if since is None else since.seq
+    marker = False if since is None else since.head_record  # run.started says the run keeps a head record
+    offset = 0 if since is None else since.offset
+    number = 0  # line numbers: counted from the start of what is read
+    mark = ChainMark(offset, prev, expected_seq - 1, count, marker)
+    with open(store.events_path, "rb") as fh:
+        fh.seek(offset)
+        for raw in fh:
+            line = raw.rstrip(b"\n")
+            terminated = raw.endswith(b"\n")
+            here = offset
+            offset += len(raw)
+            number += 1
+            if not line.strip():
+                continue
+            damage = utf8_damage(line)
+            if damage is not None:  # not a tear: these bytes were changed after rrma wrote the line
+                errors.append(f"line {number} (byte {here + damage[0]}): {damage[1]}: the log is corrupt (the line "
+                              "was changed after it was written); it is skipped and the check goes on")
+                continue
+            try:
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    raise ValueError("not an object")
+            except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+                where = "final line" if not terminated else "line"
+                warnings.append(
+                    f"torn {where} at byte {here} ({len(line)} bytes, crash mid-write): skipped; "
+                    + ("the chain continues after it" if terminated else "`rrma-tui resume` seals it")
+                )
+                continue
+            try:
+                decode(obj)
+            except InvalidEvent as exc:
+                errors.append(f"seq {obj.get('seq')} (byte {here}): {exc}")
+            if obj.get("seq") != expected_seq:
+                errors.append(f"byte {here}: seq {obj.get('seq')} where {expected_seq} was expected (gap or reorder)")
+            if obj.get("prev") != prev:
+                errors.append(f"seq {obj.get('seq')}: prev does not match the previous event's hash (chain broken)")
+            try:
+                digest = compute_hash(obj) if "prev" in obj else None
+            except ValueError:  # NaN or Infinity in the line: not canonical JSON, so never a line rrma wrote
+                digest = None
+            if digest != obj.get("hash"):
+                errors.append(f"seq {obj.get('seq')}: hash mismatch (the line was modified)")
+            if obj.get("kind") == "run.started" and isinstance(obj.get("data"), dict):
+                marker = marker or obj["data"].get("head_record") is True
+            prev = obj.get("hash", prev)
+            seq = obj.get("seq")
+            expected_seq = (seq if isinstance(seq, int) else expected_seq) + 1
+            if isinstance(seq, int):
+                last_seq = seq
+            count += 1
+            if terminated:
+                mark = ChainMark(offset, prev, expected_seq - 1, count, marker)
+    report = VerifyReport(ok=False, events=count, errors=errors, warnings=warnings, head_seq=last_seq,
+                          head_hash=prev if count else GENESIS, mark=mark, head=head)
+    report.checked += ["chain intact", "seq gap-free"]
+    if head.state in ("cut", "changed"):
+        if not head.modified:  # an edited record line is this check's own "hash mismatch" above
+            errors.append(head.detail)
+    elif head.state == "ok" and record is not None:
+        if last_seq > record.seq:
+            try:
+                now = read_head(store.dir)
+            except ValueError:
+                now = None
+            if now is None or now.seq < last_seq or (now.seq == last_seq and now.hash != prev):
+                said = f"seq {record.seq} (hash {record.hash[:16]}, log size {record.offset} bytes)"
+                warnings.append(
+                    f"the log has {last_seq - record.seq} valid event(s) after the head record's {said}: the "
+                    "writer died between writing them and updating head.json (the next append updates it), "
+                    "or something other than rrma appended them")
+            else:
+                report.checked.append(f"head record matches (seq {last_seq})")
+        else:
+            report.checked.append(f"head record matches (seq {record.seq})")
+    elif head.state == "none" and marker:
+        errors.append(f"head.json is missing, but run.started says this run keeps a head record: it was deleted, "
+                      f"so a cut-off end of the log cannot be ruled out (the log ends at seq {last_seq})")
+    elif head.state == "none" and count:
+        warnings.append("no head record (head.json): the run was written by an older rrma, so a cut-off end of "
+                        "the log cannot be detected")
+    report.ok = not errors
+    return report
 
 
 class ChainCheck:

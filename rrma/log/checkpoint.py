@@ -32,8 +32,8 @@ import os
 import threading
 from pathlib import Path
 
+from rrma.log.layout import EVENTS
 from rrma.log.reader import CHECKPOINT_MIN_BYTES, RunReader, checkpoint_offset
-from rrma.log.store import EVENTS
 
 STEP_BYTES = 4 * 1024 * 1024  # the least growth of the log worth a new checkpoint
 GROWTH = 0.125  # ... or this fraction of what the last one covers, whichever is more

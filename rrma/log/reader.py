@@ -95,8 +95,9 @@ import orjson
 
 from rrma.log.codec import InvalidEvent, LogEvent, checked, decode_line, loads
 from rrma.log.events import SCHEMA_VERSION
+from rrma.log.layout import EVENTS
 from rrma.log.state import SEVERITY_RANK, AgentRecord, RunState, TrialRecord, delta_sigma
-from rrma.log.store import EVENTS, RunStore
+from rrma.log.store import RunStore
 from rrma.log.tail import LineTail
 
 _TURN_KIND = b'","kind":"agent.turn","prev":"'

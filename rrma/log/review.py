@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rrma.log.chain import ChainCheck
+from rrma.log.chain import ChainCheck, verify_chain
 from rrma.log.reader import read_state
 from rrma.log.signing import (
     BadSignature,
@@ -48,7 +48,7 @@ from rrma.log.signing import (
     verify_review,
 )
 from rrma.log.state import RunState, TrialRecord
-from rrma.log.store import RunStore, verify_chain
+from rrma.log.store import RunStore
 from rrma.task import TaskConfig, task_path
 
 DECISIONS = ("approve", "reject", "flag", "withdraw")

@@ -15,20 +15,20 @@ The log (``events.jsonl``) is the only source of truth. Invariants this module k
   the last one, and only complete lines.
 * Blobs are content-addressed (``blobs/<sha256>``), written atomically, never changed.
 * **The chain head also lives outside the log.** After every successful append (inside the
-  lock) ``head.json`` = {seq, hash, offset, ts, check} is rewritten in place with one
+  lock) the head record (``head.json``, rrma/log/head.py) is rewritten in place with one
   fixed-size ``pwrite``: the last event written and the byte size of the log after it.
-  ``verify`` compares the end of the log with it, so a cut tail or a replaced last line is an
-  error, not an unnoticed shorter run.
+  ``verify`` and the views check the end of the log against it (:func:`rrma.log.head.check_head`),
+  so a cut tail or a replaced last line is an error, not an unnoticed shorter run; and the
+  first append of a store refuses to extend a log that fails that check (:class:`LogDamaged`).
 * **A line that is not UTF-8 is corruption, not a tear.** rrma writes UTF-8 and a crash only
   cuts a line short, so bytes that do not decode before a line's end were changed afterwards:
   :meth:`RunStore.scan` skips such a line like a torn one but marks it ``corrupt`` (with its line
-  number), :func:`verify_chain` reports it as an error, and :func:`check_readable` (the CLI's gate
+  number), :func:`rrma.log.chain.verify_chain` reports it as an error, and :func:`check_readable` (the CLI's gate
   before it reads, exports or extends a run) refuses the run with :class:`RunUnreadable`, as it
   does a run whose ``events.jsonl``, ``run.json`` or ``head.json`` is not a regular file.
-* **One driver per run** (:class:`DriverLock`): the process that runs the loop holds an
-  exclusive ``flock`` on ``.driver.lock`` for its whole life and names itself in
-  ``driver.json``; a second driver fails at once with :class:`RunLocked`. The kernel drops the
-  lock when the holder dies, even by SIGKILL.
+
+Every line is decoded by the log's one decoder (:mod:`rrma.log.codec`); the run directory's file
+names are :mod:`rrma.log.layout`'s; the driver's lock is :mod:`rrma.log.driver_lock`.
 """
 
 from __future__ import annotations
@@ -38,10 +38,8 @@ import fcntl
 import hashlib
 import json
 import os
-import socket
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -50,30 +48,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rrma.log.codec import InvalidEvent, LogEvent, decode, decode_line
-from rrma.log.events import GENESIS, build_line, compute_hash
-from rrma.log.tail import LineTail, LogTail, TornLine, unreadable_line, utf8_damage
-
-EVENTS = "events.jsonl"
-LOCK = ".events.lock"
-RUN_JSON = "run.json"
-HEAD = "head.json"
-HEAD_SIZE = 256  # bytes of the head record (fixed, so rewriting it in place never changes its size)
-DRIVER_LOCK = ".driver.lock"
-DRIVER_JSON = "driver.json"
-TRIALS = "trials"  # RUN/trials/<id>/: a trial's workspace (work/), its oracle's directory, its live output
-LIVE_OUTPUT = "live.log"
-
-
-def live_output_path(trials_dir: Path | str, trial_id: str) -> Path:
-    """Where a running trial's program output is appended while it runs: ``TRIALS/<id>/live.log``.
-
-    The one rule the local executor (which passes it to spawn, rrma.contain.live) and the views (which
-    follow it: ``rrma-tui``'s trial view) share. Beside the trial's workspace, never in it: inside the
-    run directory, which the sandbox hides from every trial program. Not the record (the log blob is);
-    the executor removes it when the trial's evaluation ends.
-    """
-    return Path(trials_dir) / trial_id / LIVE_OUTPUT
+from rrma.log.codec import InvalidEvent, LogEvent, decode_line
+from rrma.log.events import GENESIS, build_line
+from rrma.log.head import chain_link, check_head, encode_head, read_head
+from rrma.log.layout import BLOBS, EVENTS, HEAD, LOCK, RUN_JSON, TRIALS, live_output_path
+from rrma.log.tail import LineTail, LogTail, TornLine, lines_backwards, unreadable_line, utf8_damage
 
 
 class RunNotFound(FileNotFoundError):
@@ -84,68 +63,13 @@ class LogDamaged(Exception):
     """The log does not end where its head record says: appending would hide that, so it is refused."""
 
 
-class RunLocked(Exception):
-    """Another live process is driving this run (it holds the run's driver lock)."""
-
-
 class RunUnreadable(Exception):
     """The run cannot be read as one: a file of it is not a regular file, or its log holds bytes that are not UTF-8."""
 
 
 @dataclass
-class HeadRecord:
-    """``head.json``: the last event an append wrote, and the log's size just after it."""
-
-    seq: int
-    hash: str
-    offset: int
-    ts: str
-
-
-def _head_check(seq: int, digest: str, offset: int, ts: str) -> str:
-    return hashlib.sha256(f"{seq}|{digest}|{offset}|{ts}".encode()).hexdigest()[:16]
-
-
-def encode_head(seq: int, digest: str, offset: int, ts: str) -> bytes:
-    """The head record's bytes: one JSON line padded with spaces to exactly :data:`HEAD_SIZE` bytes."""
-    check = _head_check(seq, digest, offset, ts)  # digest and ts are hex and ISO 8601: nothing to escape
-    body = f'{{"seq": {seq}, "hash": "{digest}", "offset": {offset}, "ts": "{ts}", "check": "{check}"}}'.encode()
-    return body.ljust(HEAD_SIZE - 1) + b"\n"
-
-
-def read_head(run_dir: Path | str) -> HeadRecord | None:
-    """The run's head record; None when there is none. Raises ValueError when it is unreadable.
-
-    The record is rewritten in place (one ``pwrite`` of a fixed size), so a read that races a
-    write can see a mix of two records; its ``check`` field catches that and the read is retried.
-    """
-    path = Path(run_dir) / HEAD
-    problem = ""
-    for attempt in range(5):
-        if attempt:
-            time.sleep(0.002 * attempt)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:  # a directory, unreadable: a damaged record, for verify to report
-            raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-        try:
-            obj = json.loads(raw)
-            record = HeadRecord(seq=int(obj["seq"]), hash=str(obj["hash"]), offset=int(obj["offset"]),
-                                ts=str(obj["ts"]))
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
-            problem = f"not a head record ({exc})"
-            continue
-        if obj.get("check") == _head_check(record.seq, record.hash, record.offset, record.ts):
-            return record
-        problem = "its check field does not match its content"
-    raise ValueError(f"{path}: {problem}")
-
-
-@dataclass
 class ScanResult:
-    events: list[Any] = field(default_factory=list)
+    events: list[LogEvent] = field(default_factory=list)
     torn: list[TornLine] = field(default_factory=list)
     end_offset: int = 0  # offset just past the last complete line
 
@@ -166,7 +90,7 @@ class RunStore:
     def __init__(self, run_dir: Path | str, *, create: bool = False) -> None:
         self.dir = Path(run_dir)
         self.events_path = self.dir / EVENTS
-        self.blob_dir = self.dir / "blobs"
+        self.blob_dir = self.dir / BLOBS
         self.trials_dir = self.dir / TRIALS
         if create:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -220,17 +144,17 @@ class RunStore:
             lines = data.split(b"\n")
             tail = lines.pop()  # b"" when the file ends with a newline
             for line in lines:
-                found = _head_of(line)
+                found = chain_link(line)
                 if found is not None:
                     seq, digest = found
             return seq, digest, bool(tail)
         # no cache: walk backwards to the last complete valid line
         needs_seal = os.pread(fd, 1, size - 1) != b"\n"
-        backwards = _lines_backwards(fd, size)
+        backwards = lines_backwards(fd, size)
         if needs_seal:
             next(backwards)  # the unterminated fragment
         for line in backwards:
-            found = _head_of(line)
+            found = chain_link(line)
             if found is not None:
                 return found[0], found[1], needs_seal
         return -1, GENESIS, needs_seal
@@ -256,10 +180,9 @@ class RunStore:
             fd, lock_fd = self._open()
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             try:
-                first = self._head is None
+                if self._head is None:
+                    self._check_head()
                 seq, prev, needs_seal = self._chain_head(fd)
-                if first:
-                    self._check_head(seq, prev)
                 chunks = []
                 out = []
                 if needs_seal:
@@ -282,27 +205,18 @@ class RunStore:
                 fcntl.flock(lock_fd, fcntl.LOCK_UN)
         return [decode_line(line) for line in out]
 
-    def _check_head(self, seq: int, digest: str) -> None:
+    def _check_head(self) -> None:
         """Refuse to extend a log whose end is not the head record's event (it was cut off or replaced).
 
         Without this, any later append would rewrite the head record to match the shorter log and
-        erase the evidence. Checked on this store's first append; a log that goes past the head
-        record (a writer killed between its two writes) is fine. An unreadable record is left to
-        ``verify``.
+        erase the evidence. Checked on this store's first append (:func:`rrma.log.head.check_head`); a
+        log that goes past the head record (a writer killed between its two writes) is fine, and so is
+        a record line edited in place (the chain check names it; the record still says where the log
+        ended). An unreadable record is left to ``verify``.
         """
-        try:
-            record = read_head(self.dir)
-        except ValueError:
-            return
-        if record is None or record.seq < seq or (record.seq == seq and record.hash == digest):
-            return
-        if record.seq > seq:
-            found = f"the log ends at seq {seq}"
-        else:
-            found = f"event seq {seq} has hash {digest[:16]}"
-        raise LogDamaged(f"{self.dir}: refusing to append: {found}, but head.json records seq {record.seq} "
-                         f"(hash {record.hash[:16]}): the end of the log was cut off or replaced "
-                         "(`rrma-tui verify` reports it)")
+        verdict = check_head(self.dir)
+        if verdict.state in ("cut", "changed") and not verdict.modified:
+            raise LogDamaged(f"{self.dir}: refusing to append: {verdict.detail} (`rrma-tui verify` reports it)")
 
     def _write_head(self, seq: int, digest: str, size: int) -> None:
         """Rewrite ``head.json`` in place; the caller holds the append lock.
@@ -398,67 +312,6 @@ class RunStore:
         return live_output_path(self.trials_dir, trial_id)
 
 
-class DriverLock:
-    """The run's driver lock: held by the one process that runs the loop on this run directory.
-
-    An exclusive, non-blocking ``flock`` on ``RUN/.driver.lock`` (the descriptor is close-on-exec,
-    so trial programs do not inherit it) plus ``RUN/driver.json`` = {pid, host, started} naming
-    the holder. The kernel releases the lock when the holder exits or is killed, so a stale
-    ``driver.json`` never blocks anyone: the lock is the truth, the file only says who.
-    """
-
-    def __init__(self, run_dir: Path | str) -> None:
-        self.dir = Path(run_dir)
-        self._fd: int | None = None
-
-    def acquire(self) -> DriverLock:
-        fd = os.open(self.dir / DRIVER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            for attempt in range(5):  # rrma.log.control.live_driver probes with a shared lock for microseconds
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if attempt == 4:
-                        raise
-                    time.sleep(0.02)
-        except BlockingIOError:
-            os.close(fd)
-            raise RunLocked(f"{self.dir}: another process is driving this run ({self.holder()}); "
-                            "wait for it to finish or stop it first") from None
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
-        info = {"pid": os.getpid(), "host": socket.gethostname(),
-                "started": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")}
-        write_atomic(self.dir / DRIVER_JSON, json.dumps(info) + "\n")
-        return self
-
-    def holder(self) -> str:
-        """Who holds the lock, as driver.json says ("pid N on HOST since T")."""
-        try:
-            info = json.loads((self.dir / DRIVER_JSON).read_text())
-            return f"pid {info['pid']} on {info['host']} since {info['started']}"
-        except (OSError, ValueError, KeyError, TypeError):
-            return "holder unknown: driver.json is missing or unreadable"
-
-    def release(self) -> None:
-        if self._fd is None:
-            return
-        with contextlib.suppress(OSError):
-            (self.dir / DRIVER_JSON).unlink()  # while still locked: no new holder has written it yet
-        with contextlib.suppress(OSError):
-            os.close(self._fd)  # closing drops the flock
-        self._fd = None
-
-    def __enter__(self) -> DriverLock:
-        return self.acquire() if self._fd is None else self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` atomically (readers see the old or the new file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -466,41 +319,6 @@ def write_atomic(path: Path, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
     os.replace(tmp, path)
-
-
-def _head_of(line: bytes) -> tuple[int, str] | None:
-    if not line.strip():
-        return None
-    try:
-        obj = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    if isinstance(obj, dict) and isinstance(obj.get("seq"), int) and isinstance(obj.get("hash"), str):
-        return obj["seq"], obj["hash"]
-    return None
-
-
-def _lines_backwards(fd: int, end: int, block: int = 65536) -> Iterator[bytes]:
-    """The lines of the file's first ``end`` bytes, last first (without their newlines; the piece after the
-    last newline first of all, b"" when the file ends with one).
-
-    Each byte is read once and each line joined once from the blocks it spans, so the walk is linear in
-    what it reads however long a line is (a 50 MB line costs one pass, not one re-split per block).
-    """
-    pos = end
-    pieces: list[bytes] = []  # the current line's parts, last part first
-    while pos > 0:
-        step = min(block, pos)
-        pos -= step
-        data = os.pread(fd, step, pos)
-        stop = len(data)
-        while (cut := data.rfind(b"\n", 0, stop)) >= 0:
-            pieces.append(data[cut + 1 : stop])
-            yield b"".join(reversed(pieces))
-            pieces = []
-            stop = cut
-        pieces.append(data[:stop])
-    yield b"".join(reversed(pieces))
 
 
 def _torn_start(fd: int) -> int:
@@ -514,159 +332,6 @@ def _torn_start(fd: int) -> int:
             return pos - step + idx + 1
         pos -= step
     return 0
-
-
-# ----------------------------------------------------------------------------- verify
-
-
-@dataclass
-class VerifyReport:
-    ok: bool
-    events: int
-    errors: list[str]
-    warnings: list[str]
-    head_seq: int = -1  # the log's last valid event (-1 and GENESIS when there is none)
-    head_hash: str = GENESIS
-    checked: list[str] = field(default_factory=list)  # what was checked and held (for the "ok" line)
-    mark: ChainMark | None = None  # where the check ended: a later one may start there (``since``)
-
-
-@dataclass(frozen=True)
-class ChainMark:
-    """Where a chain check stopped: just past the last newline-terminated line, and the chain state there."""
-
-    offset: int  # bytes of the log checked (a line boundary)
-    prev: str  # the hash the next line's ``prev`` must be
-    seq: int  # the next line's ``seq`` must be this plus one
-    events: int  # valid events up to ``offset``
-    head_record: bool  # run.started says the run keeps a head record
-
-
-def verify_chain(store: RunStore, since: ChainMark | None = None) -> VerifyReport:
-    """Recompute every hash and check the chain and seq, and the end of the log against ``head.json``.
-
-    Errors: a line whose hash does not match its content, a ``prev`` that is not the previous
-    valid line's hash, a ``seq`` that is not the previous plus one, an invalid event; a log whose
-    last valid event is not the one the head record names (its end was cut off or replaced), or a
-    missing head record where ``run.started`` says the run keeps one. Warnings: torn lines (a
-    crash mid-write hides nothing), valid events after the head record (the writer died between
-    the two writes), no head record in a run written before there was one.
-
-    ``since``: the ``mark`` of an earlier check of this log; only the lines after it are checked (the
-    caller vouches that the bytes before it are unchanged: :class:`rrma.log.chain.ChainCheck`).
-    """
-    errors: list[str] = []
-    warnings: list[str] = []
-    try:
-        record = read_head(store.dir)  # before the scan: a live writer only moves it forward
-    except ValueError as exc:
-        errors.append(f"{exc}: the head record was damaged")
-        record = None
-        unreadable = True
-    else:
-        unreadable = False
-    prev = GENESIS if since is None else since.prev
-    expected_seq = 0 if since is None else since.seq + 1
-    count = 0 if since is None else since.events
-    last_seq, last_end = (-1, 0) if since is None else (since.seq, since.offset)
-    marker = False if since is None else since.head_record  # run.started says the run keeps a head record
-    at_head: tuple[str, int] | None = None  # (hash, end offset) of the event with the head record's seq
-    if since is not None and record is not None and record.seq == since.seq:
-        at_head = (since.prev, since.offset)
-    offset = 0 if since is None else since.offset
-    number = 0  # line numbers: counted from the start of what is read
-    mark = ChainMark(offset, prev, expected_seq - 1, count, marker)
-    with open(store.events_path, "rb") as fh:
-        fh.seek(offset)
-        for raw in fh:
-            line = raw.rstrip(b"\n")
-            terminated = raw.endswith(b"\n")
-            here = offset
-            offset += len(raw)
-            number += 1
-            if not line.strip():
-                continue
-            damage = utf8_damage(line)
-            if damage is not None:  # not a tear: these bytes were changed after rrma wrote the line
-                errors.append(f"line {number} (byte {here + damage[0]}): {damage[1]}: the log is corrupt (the line "
-                              "was changed after it was written); it is skipped and the check goes on")
-                continue
-            try:
-                obj = json.loads(line)
-                if not isinstance(obj, dict):
-                    raise ValueError("not an object")
-            except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
-                where = "final line" if not terminated else "line"
-                warnings.append(
-                    f"torn {where} at byte {here} ({len(line)} bytes, crash mid-write): skipped; "
-                    + ("the chain continues after it" if terminated else "`rrma-tui resume` seals it")
-                )
-                continue
-            try:
-                decode(obj)
-            except InvalidEvent as exc:
-                errors.append(f"seq {obj.get('seq')} (byte {here}): {exc}")
-            if obj.get("seq") != expected_seq:
-                errors.append(f"byte {here}: seq {obj.get('seq')} where {expected_seq} was expected (gap or reorder)")
-            if obj.get("prev") != prev:
-                errors.append(f"seq {obj.get('seq')}: prev does not match the previous event's hash (chain broken)")
-            try:
-                digest = compute_hash(obj) if "prev" in obj else None
-            except ValueError:  # NaN or Infinity in the line: not canonical JSON, so never a line rrma wrote
-                digest = None
-            if digest != obj.get("hash"):
-                errors.append(f"seq {obj.get('seq')}: hash mismatch (the line was modified)")
-            if obj.get("kind") == "run.started" and isinstance(obj.get("data"), dict):
-                marker = marker or obj["data"].get("head_record") is True
-            prev = obj.get("hash", prev)
-            seq = obj.get("seq")
-            expected_seq = (seq if isinstance(seq, int) else expected_seq) + 1
-            if isinstance(seq, int):
-                last_seq = seq
-            last_end = offset
-            if record is not None and seq == record.seq:
-                at_head = (str(obj.get("hash")), offset)
-            count += 1
-            if terminated:
-                mark = ChainMark(offset, prev, expected_seq - 1, count, marker)
-    size = offset
-    report = VerifyReport(ok=False, events=count, errors=errors, warnings=warnings, head_seq=last_seq,
-                          head_hash=prev if count else GENESIS, mark=mark)
-    report.checked += ["chain intact", "seq gap-free"]
-    if record is not None:
-        said = f"seq {record.seq} (hash {record.hash[:16]}, log size {record.offset} bytes)"
-        if at_head is None:
-            errors.append(
-                f"the head record says the log ends at {said}, but its last valid event is seq {last_seq} "
-                f"(ending at byte {last_end}; the file is {size} bytes): the end of the log was cut off or replaced")
-        elif at_head[0] != record.hash:
-            errors.append(f"event seq {record.seq} has hash {at_head[0][:16]}, but the head record says {said}: "
-                          "the end of the log was replaced")
-        elif at_head[1] != record.offset:
-            errors.append(f"event seq {record.seq} ends at byte {at_head[1]}, but the head record says {said}: "
-                          "the log was rewritten")
-        elif last_seq > record.seq:
-            try:
-                now = read_head(store.dir)
-            except ValueError:
-                now = None
-            if now is None or now.seq < last_seq or (now.seq == last_seq and now.hash != prev):
-                warnings.append(
-                    f"the log has {last_seq - record.seq} valid event(s) after the head record's {said}: the "
-                    "writer died between writing them and updating head.json (the next append updates it), "
-                    "or something other than rrma appended them")
-            else:
-                report.checked.append(f"head record matches (seq {last_seq})")
-        else:
-            report.checked.append(f"head record matches (seq {record.seq})")
-    elif marker and not unreadable:
-        errors.append(f"head.json is missing, but run.started says this run keeps a head record: it was deleted, "
-                      f"so a cut-off end of the log cannot be ruled out (the log ends at seq {last_seq})")
-    elif count and not unreadable:
-        warnings.append("no head record (head.json): the run was written by an older rrma, so a cut-off end of "
-                        "the log cannot be detected")
-    report.ok = not errors
-    return report
 
 
 def _not_a_file(path: Path) -> str:

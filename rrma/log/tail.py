@@ -67,6 +67,29 @@ def unreadable_line(line: bytes, offset: int, number: int, sealed: bool, error: 
     return TornLine(offset, len(line), sealed, f"{why} at byte {offset + at}", number, corrupt=True)
 
 
+def lines_backwards(fd: int, end: int, block: int = 65536) -> Iterator[bytes]:
+    """The lines of the file's first ``end`` bytes, last first (without their newlines; the piece after the
+    last newline first of all, b"" when the file ends with one).
+
+    Each byte is read once and each line joined once from the blocks it spans, so the walk is linear in
+    what it reads however long a line is (a 50 MB line costs one pass, not one re-split per block).
+    """
+    pos = end
+    pieces: list[bytes] = []  # the current line's parts, last part first
+    while pos > 0:
+        step = min(block, pos)
+        pos -= step
+        data = os.pread(fd, step, pos)
+        stop = len(data)
+        while (cut := data.rfind(b"\n", 0, stop)) >= 0:
+            pieces.append(data[cut + 1 : stop])
+            yield b"".join(reversed(pieces))
+            pieces = []
+            stop = cut
+        pieces.append(data[:stop])
+    yield b"".join(reversed(pieces))
+
+
 class LineTail:
     """The complete lines of a log from byte ``offset`` on, handed out as they are appended.
 

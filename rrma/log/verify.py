@@ -26,9 +26,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from rrma.log.chain import VerifyReport, verify_chain
+from rrma.log.codec import LogEvent
+from rrma.log.layout import RUN_JSON
 from rrma.log.review import check_review_signatures
 from rrma.log.state import RunState, render_blackboard, render_results
-from rrma.log.store import RUN_JSON, RunStore, VerifyReport, verify_chain
+from rrma.log.store import RunStore
 from rrma.train.artifacts import ArtifactError, check_dir
 
 MIN_HEAD_PREFIX = 8
@@ -119,11 +122,11 @@ def verify_run(run_dir: Path, expect_head: str | None = None, *, allowed_signers
     return report
 
 
-def _check_run_json(run_dir: Path, events: list[object], report: VerifyReport) -> None:
+def _check_run_json(run_dir: Path, events: list[LogEvent], report: VerifyReport) -> None:
     """run.json must be the file whose sha256 the log recorded last (run.started, or a later rewrite)."""
     recorded: str | None = None
     for event in events:
-        value = getattr(getattr(event, "data", None), "run_json_sha256", None)
+        value = getattr(event.data, "run_json_sha256", None)
         if isinstance(value, str) and value:
             recorded = value
     if recorded is None:

@@ -64,8 +64,9 @@ from rrma.contain import cgroups, disk, sandbox
 from rrma.contain.spawn import stale_processes
 from rrma.contracts import Agent, Context, Oracle, TrialSummary
 from rrma.exec.local import Executor, LocalExecutor
+from rrma.log.driver_lock import DriverLock, RunLocked
 from rrma.log.state import RunState, write_views
-from rrma.log.store import DriverLock, RunLocked, RunStore
+from rrma.log.store import RunStore
 from rrma.plugins import make_agent, make_task_oracle, resolve_oracle
 from rrma.run import seeds
 from rrma.run.cache import OutcomeCache

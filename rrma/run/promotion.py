@@ -45,10 +45,11 @@ from statistics import NormalDist
 from typing import Any
 
 from rrma.log.chain import ChainCheck
+from rrma.log.driver_lock import DriverLock, RunLocked
 from rrma.log.reader import read_state
 from rrma.log.review import record_review, signed_approval_policy, unverified_approval, unverified_outcome
 from rrma.log.state import PERSON, RunState
-from rrma.log.store import DriverLock, RunLocked, RunStore
+from rrma.log.store import RunStore
 from rrma.stats import mcnemar
 from rrma.task import TaskConfig
 

@@ -42,9 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from rrma.contain import files
+from rrma.log.layout import EVENTS
 from rrma.log.reader import RunModel, RunReader
 from rrma.log.state import RunState, TrialRecord
-from rrma.log.store import EVENTS, RunStore, check_readable
+from rrma.log.store import RunStore, check_readable
 from rrma.task import TaskConfig, TaskError, task_from_dict
 from rrma.train import prompt as policy_prompt
 from rrma.train.reward import diff_text, trial_reward

@@ -21,13 +21,14 @@ from textual.widgets import Static
 from tui_helpers import fixed_clock
 from tui_helpers import wait_until as _wait_until
 
+from rrma.log.head import check_head
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.timeline import TimelineScreen, fit_words
 from tui.screens.trial import TrialScreen
 from tui.widgets.line_table import LineTable
-from tui.widgets.timeline import KINDS, Badge, check_head, check_log
+from tui.widgets.timeline import KINDS, Badge, check_log, head_badge
 
 HUMAN_KINDS = {"blackboard.post"}  # listed only when a person wrote them
 
@@ -202,12 +203,13 @@ def test_snapshot_timeline_80x24(snap_compare, tmp_path: Path) -> None:  # type:
 
 
 def test_badge_check_of_a_changed_or_unrecorded_tail(tmp_path: Path) -> None:
-    """check_head without the screen: the last line replaced by one of the same length is a changed tail, a cut
-    one is a cut tail, a log without head.json says so; the whole chain at open names a change in the middle."""
+    """The badge without the screen says the core's head check (rrma.log.head.check_head; its table is in
+    tests/log/test_head.py): the last line replaced by one of the same length is a changed tail, a cut one is a
+    cut tail, a log without head.json says so; the whole chain at open names a change in the middle."""
     run_dir = make_run(tmp_path, "r", trials=3, checkpoint=False)
     head = json.loads((run_dir / "head.json").read_text())
-    assert check_head(run_dir) == Badge("ok", f"head ok (seq {head['seq']})",
-                                        f"head.json matches the log's event seq {head['seq']}", head["seq"])
+    assert head_badge(check_head(run_dir)) == Badge("ok", f"head ok (seq {head['seq']})",
+                                                    f"head.json matches the log's event seq {head['seq']}", head["seq"])
     assert check_log(run_dir, full=True).text == f"chain ok (seq {head['seq']})"
     log = run_dir / "events.jsonl"
     data = log.read_bytes()
@@ -215,15 +217,16 @@ def test_badge_check_of_a_changed_or_unrecorded_tail(tmp_path: Path) -> None:
     changed = data[last:].replace(b'"max_trials"', b'"max_tri4ls"')
     assert len(changed) == len(data) - last and changed != data[last:]
     log.write_bytes(data[:last] + changed)  # same length: only the recomputed hash can tell
-    assert check_head(run_dir).verdict == "changed" and "does not match its content" in check_head(run_dir).detail
+    assert check_log(run_dir, full=False).verdict == "changed"
+    assert "does not match its content" in check_log(run_dir, full=False).detail
     log.write_bytes(data[:last])
-    assert check_head(run_dir).verdict == "cut"
+    assert check_log(run_dir, full=False).verdict == "cut" and check_log(run_dir, full=True).text == "tail cut"
     middle = data.index(b'"hypothesis":"baseline"')
     log.write_bytes(data[:middle] + data[middle:].replace(b'"baseline"', b'"basel1ne"', 1))
-    assert check_head(run_dir).verdict == "ok"  # the head record alone cannot see it...
+    assert check_log(run_dir, full=False).verdict == "ok"  # the head record alone cannot see it...
     assert check_log(run_dir, full=True).verdict == "changed"  # ...the chain checked at open does
     (run_dir / "head.json").unlink()
-    assert check_head(run_dir).verdict == "none"
+    assert check_log(run_dir, full=False).verdict == "none"
 
 
 def test_a_summary_is_cut_at_a_word_never_in_a_number() -> None:

@@ -13,7 +13,7 @@ from test_tui_screens import events_of, make_app, open_dashboard
 from textual.widgets import Static
 from tui_helpers import plain, wait_until
 
-from rrma.log.store import DriverLock
+from rrma.log.driver_lock import DriverLock
 from tui.app import RRMAApp
 from tui.dialogs import ExportScreen, NoteScreen, TrialPickScreen
 from tui.screens.dashboard import DashboardScreen

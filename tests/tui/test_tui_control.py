@@ -18,7 +18,7 @@ from make_run import make_run
 from test_tui_screens import make_app, open_dashboard
 from tui_helpers import plain, wait_until
 
-from rrma.log.store import DriverLock
+from rrma.log.driver_lock import DriverLock
 from tui.app import RRMAApp
 from tui.dialogs import OrderScreen, QuitRunScreen
 from tui.screens.dashboard import DashboardScreen

@@ -23,8 +23,9 @@ from test_tui_screens import open_dashboard
 from textual.widgets import Static
 from tui_helpers import plain, wait_until
 
+from rrma.log.driver_lock import DriverLock
 from rrma.log.reader import human_duration, parse_ts
-from rrma.log.store import DriverLock, RunStore
+from rrma.log.store import RunStore
 from tui.app import RRMAApp
 from tui.screens.dashboard import DashboardScreen
 

@@ -10,7 +10,8 @@ import pytest
 from make_run import make_run
 from tui_helpers import MessageLog, fixed_clock, plain, wait_until
 
-from rrma.log.store import DriverLock, RunStore
+from rrma.log.driver_lock import DriverLock
+from rrma.log.store import RunStore
 from tui.app import RRMAApp
 from tui.dialogs import NewRunScreen, NoteScreen
 from tui.messages import ReviewDecided

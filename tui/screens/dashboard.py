@@ -37,8 +37,9 @@ from rrma.log.control import (
     send_control,
     send_steer,
 )
+from rrma.log.layout import EVENTS
 from rrma.log.reader import RunModel, Torn, TurnIndex, trials_touched
-from rrma.log.store import EVENTS, RunUnreadable, check_first_event, check_readable
+from rrma.log.store import RunUnreadable, check_first_event, check_readable
 from tui.dialogs import ExportScreen, OrderInput, OrderScreen, TrialPickScreen
 from tui.messages import (
     OpenAnalysis,

@@ -36,9 +36,10 @@ from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
 from rrma.log.control import live_driver
+from rrma.log.layout import EVENTS
 from rrma.log.reader import RunModel, RunReader, human_duration, parse_ts, utcnow
 from rrma.log.state import RunState, delta_sigma
-from rrma.log.store import EVENTS, check_first_event, check_readable
+from rrma.log.store import check_first_event, check_readable
 from tui.messages import OpenRun
 from tui.screens.base import WorkerScreen, failure_line
 from tui.widgets.footer import KeysFooter

@@ -25,8 +25,9 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from rrma.log.control import live_driver
+from rrma.log.layout import EVENTS
 from rrma.log.reader import RunSummary, age, find_runs, read_summary, utcnow
-from rrma.log.store import EVENTS, check_first_event, check_readable
+from rrma.log.store import check_first_event, check_readable
 from tui.dialogs import NewRunScreen
 from tui.messages import OpenRun, OpenRunCompare, StartRun
 from tui.screens.base import WorkerScreen, failure_line, shown

@@ -21,10 +21,8 @@ most once a second): ``✔ chain ok``, ``✘ tail cut``, ``✘ tail changed``, `
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
@@ -36,7 +34,7 @@ from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from rrma.log.codec import LogEvent
-from rrma.log.store import EVENTS, HEAD
+from rrma.log.head import log_stamp
 from tui.messages import OpenTrial
 from tui.screens.base import RunScreen, RunSession, shown
 from tui.widgets.footer import KeysFooter
@@ -53,15 +51,6 @@ CHECK_INTERVAL = 1.0  # seconds between looks at the log's size and head record 
 BADGE_STYLE = {"ok": "bold green", "running": "yellow", "none": "yellow", "cut": "bold red", "changed": "bold red",
                "error": "bold red"}
 BADGE_MARK = {"ok": "✔", "running": "…", "none": "?", "cut": "✘", "changed": "✘", "error": "✘"}
-
-
-def _stamp(path: Path) -> tuple[int, int]:
-    """(size, mtime) of a file; (-1, -1) when it is missing or unreadable."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return -1, -1
-    return st.st_size, st.st_mtime_ns
 
 
 def fit_words(text: str, cells: int | None) -> str:
@@ -311,7 +300,7 @@ class TimelineScreen(RunScreen):
         if self._checking or (time.monotonic() - self._checked_at < CHECK_INTERVAL and self._looked is not None):
             return
         run_dir = self.session.run_dir
-        mark = (*_stamp(run_dir / EVENTS), _stamp(run_dir / HEAD)[1])
+        mark = log_stamp(run_dir)
         if mark == self._looked:
             return
         first = self._looked is None

@@ -32,7 +32,7 @@ from textual.widgets import Static
 
 from rrma.contain.live import LiveOutput, read_live_output
 from rrma.log.codec import LogEvent
-from rrma.log.store import TRIALS, live_output_path
+from rrma.log.layout import TRIALS, live_output_path
 from tui.dialogs import ask_copy, ask_dismissal, ask_review
 from tui.messages import OpenCompare, OpenProofTree, OpenTrace
 from tui.screens.base import RunScreen, RunSession, shown

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
+from rrma.log.head import read_head
+from rrma.log.layout import EVENTS
 from rrma.log.reader import TrialTally, age, human_duration, parse_ts
 from rrma.log.state import RunState
-from rrma.log.store import EVENTS, read_head
 from rrma.task import MAX_SECONDS, LoopConfig, is_self_reported
 from tui.screens.base import RunSession
 from tui.widgets.training import train_parts

@@ -7,27 +7,28 @@ up to a byte offset, a block at a time, through the reader's own line parser
 (:func:`rrma.log.reader.parse_lines`, turns left unparsed), so a torn or invalid line is skipped as
 every view skips it.
 
-:func:`check_head` is the badge's check, cheap at any log length: the head record (``head.json``, the
-last event an append wrote and where the log ended) against the log's bytes. The log shorter than the
-record says: its tail was cut. The line ending where the record says is not the record's event, or its
-hash does not match its content: the tail was changed. :func:`check_log` adds the whole chain
-(:func:`rrma.log.store.verify_chain`, every hash recomputed) for a log small enough to read at open.
-Neither writes anything; ``rrma-tui verify`` checks everything else (blobs, views, signatures).
+The verify badge says what the core's head check found (:func:`rrma.log.head.check_head`: the end
+of the log against its head record, cheap at any log length; ``ok``, ``cut``, ``changed``, ``none``)
+in a few words; :func:`check_log` adds the whole chain (:func:`rrma.log.chain.verify_chain`, every hash
+recomputed, which reports the same head verdict) for a log small enough to read at open. The view
+judges nothing itself and writes nothing; ``rrma-tui verify`` checks everything else (blobs, views,
+signatures).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from rrma.log.chain import verify_chain
 from rrma.log.codec import LogEvent
-from rrma.log.events import compute_hash
+from rrma.log.head import HeadState, HeadVerdict, check_head
+from rrma.log.layout import EVENTS
 from rrma.log.reader import CHUNK, parse_lines
-from rrma.log.store import EVENTS, RunStore, read_head, verify_chain
+from rrma.log.store import RunStore
 from rrma.log.tail import LineTail
 from tui.widgets.trial_text import fmt_score
 
@@ -160,6 +161,9 @@ def scan_entries(run_dir: Path, limit: int, cancelled: Callable[[], bool] = lamb
 # ----------------------------------------------------------------------------- the verify badge
 
 Verdict = Literal["ok", "cut", "changed", "none", "error"]
+BADGE: dict[HeadState, tuple[Verdict, str]] = {  # the core's verdict -> the badge's, and its words
+    "ok": ("ok", "head ok"), "cut": ("cut", "tail cut"), "changed": ("changed", "tail changed"),
+    "none": ("none", "no head record"), "unreadable": ("error", "head record unreadable")}
 
 
 @dataclass(frozen=True)
@@ -170,64 +174,18 @@ class Badge:
     seq: int | None = None  # the head record's seq, when it checked out
 
 
-def _line_ending_at(fd: int, end: int) -> bytes | None:
-    """The line whose newline is the byte before ``end`` (without it); None when that byte is no newline."""
-    if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
-        return None
-    start, size = end - 1, 4096
-    while True:
-        lo = max(0, start - size)
-        data = os.pread(fd, start - lo, lo)
-        cut = data.rfind(b"\n")
-        if cut >= 0:
-            return data[cut + 1:]
-        if lo == 0:
-            return data
-        size *= 4
-
-
-def check_head(run_dir: Path) -> Badge:
-    """The head record against the log's end (see the module docstring); reads two small pieces of the files."""
-    path = Path(run_dir) / EVENTS
-    try:
-        head = read_head(run_dir)
-    except ValueError as exc:
-        return Badge("error", "head record unreadable", str(exc))
-    if head is None:
-        return Badge("none", "no head record", "the run keeps no head.json (an older rrma): a cut tail cannot be seen")
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as exc:
-        return Badge("error", "log unreadable", f"{path}: {exc.strerror or exc}")
-    try:
-        size = os.fstat(fd).st_size
-        if size < head.offset:
-            return Badge("cut", "tail cut", f"the log is {size:,} bytes, but head.json says it ended at byte "
-                                            f"{head.offset:,} after seq {head.seq}: the end of the log was cut off")
-        line = _line_ending_at(fd, head.offset)
-    finally:
-        os.close(fd)
-    try:
-        obj = json.loads(line) if line is not None else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        obj = None
-    if not isinstance(obj, dict) or obj.get("seq") != head.seq or obj.get("hash") != head.hash:
-        return Badge("changed", "tail changed", f"the line ending at byte {head.offset:,} is not seq {head.seq} "
-                                                f"(hash {head.hash[:16]}) as head.json says: the end of the log was replaced")
-    try:
-        intact = compute_hash(obj) == head.hash
-    except (KeyError, TypeError, ValueError):
-        intact = False
-    if not intact:
-        return Badge("changed", "tail changed", f"seq {head.seq}: its hash does not match its content "
-                                                "(the line was modified)")
-    return Badge("ok", f"head ok (seq {head.seq})", f"head.json matches the log's event seq {head.seq}", head.seq)
+def head_badge(head: HeadVerdict) -> Badge:
+    """The badge of the core's head check (rrma/log/head.py): its verdict in a few words."""
+    verdict, text = BADGE[head.state]
+    if head.state == "ok" and head.record is not None:
+        return Badge(verdict, f"{text} (seq {head.record.seq})", head.detail, head.record.seq)
+    return Badge(verdict, text, head.detail)
 
 
 def check_log(run_dir: Path, *, full: bool) -> Badge:
-    """:func:`check_head`, and with ``full`` (a log under FULL_CHAIN_BYTES) the whole chain first."""
+    """The head record against the log's end (:func:`rrma.log.head.check_head`), and with ``full`` (a log under
+    FULL_CHAIN_BYTES) the whole chain with it (:func:`rrma.log.chain.verify_chain`)."""
     run_dir = Path(run_dir)
-    size = 0
     if full:
         try:
             size = os.path.getsize(run_dir / EVENTS)
@@ -239,12 +197,13 @@ def check_log(run_dir: Path, *, full: bool) -> Badge:
                 report = verify_chain(store)
             finally:
                 store.close()
+            head = report.head or check_head(run_dir)
+            if report.errors and head.state == "cut":
+                return head_badge(head)
             if report.errors:
-                first = report.errors[0]
-                verdict: Verdict = "cut" if "cut off" in first else "changed"
-                return Badge(verdict, "tail cut" if verdict == "cut" else "log changed", first)
-    badge = check_head(run_dir)
-    if full and badge.verdict == "ok" and size <= FULL_CHAIN_BYTES:
-        return Badge("ok", f"chain ok (seq {badge.seq})", "every hash of the log and the head record check out",
-                     badge.seq)
-    return badge
+                return Badge("changed", "log changed", report.errors[0])
+            if head.state == "ok" and head.record is not None:
+                return Badge("ok", f"chain ok (seq {head.record.seq})",
+                             "every hash of the log and the head record check out", head.record.seq)
+            return head_badge(head)
+    return head_badge(check_head(run_dir))

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rrma.log.reader import parse_ts
+from rrma.log.events import parse_ts
 from rrma.log.state import RunState, TrialRecord
 from rrma.run.theorems import RED_TEAM_AGENT, Theorem, TheoremPolicy
 from rrma.task import LoopConfig

@@ -372,7 +372,7 @@ def test_the_export_records_where_the_scores_came_from(runs: dict[str, RunResult
 
 
 def test_the_tui_header_marks_a_self_reported_run(runs: dict[str, RunResult]) -> None:
-    from rrma.log.reader import utcnow
+    from tui.durations import utcnow
     from tui.screens.base import RunSession
     from tui.screens.dashboard import header_text
 

@@ -32,10 +32,10 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from rrma.log.reader import utcnow
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from tui.dialogs import HelpScreen, NewRunScreen, QuitRunScreen, binding_rows
+from tui.durations import utcnow
 from tui.messages import (
     FindingDismissed,
     OpenAnalysis,

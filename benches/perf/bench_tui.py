@@ -6,13 +6,13 @@
 1. Writes two runs with the test fixture generator (tests/tui/make_run.py): ~1,000 and
    ~``--events`` events (reused from ``--workdir`` when already there). The generator writes as
    the loop's driver does: appends, and the checkpoint kept current through the driver's
-   ``rrma.log.checkpoint.Checkpointer`` (observed after each append, flushed at ``run.finished``);
+   ``rrma.log.checkpointer.Checkpointer`` (observed after each append, flushed at ``run.finished``);
    the big run's checkpoint as the driver left it is kept beside it (``NAME.driver-checkpoint``),
    since later steps replace it.
 2. Open time: the headless app (120x40) from start until the dashboard shows the folded run.
    The big run is opened cold (the first open of a run the driver wrote: no checkpoint but the
    driver's), with no checkpoint at all (every line folded), and warm (from the checkpoint the
-   TUI's reader writes after a fold; see rrma/log/reader.py); the 1k-event run (too small to
+   TUI's reader writes after a fold; see rrma/log/checkpoint.py); the 1k-event run (too small to
    checkpoint) is the baseline measured in the same process. Also the reader alone: the load
    from the driver's checkpoint, the cold fold, the turn index, the checkpoint's write and size,
    the warm load; for scale, ``json.loads`` of every line and (up to 200k events, or with
@@ -50,11 +50,24 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 # --code DIR: the app and the reader come from another tree (a worktree of an earlier commit)
 CODE = Path(sys.argv[sys.argv.index("--code") + 1]).resolve() if "--code" in sys.argv[:-1] else REPO
 sys.path.insert(0, str(CODE))
+
+
+def moved(name: str, *modules: str) -> Any:
+    """``name`` from the first of ``modules`` that has it: with ``--code`` the reader is an earlier tree's, where
+    some names lived elsewhere (before rrma/log was split by job: the checkpoint format in rrma.log.reader, the
+    driver's Checkpointer in rrma.log.checkpoint, parse_ts in rrma.log.reader)."""
+    for module in modules:
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+    raise ImportError(f"{name} is in none of {modules}")
 
 
 def _make_run_module():  # type: ignore[no-untyped-def]
@@ -71,9 +84,10 @@ def driver_copy(run_dir: Path) -> Path:
 
 
 def ensure_run(workdir: Path, name: str, events: int) -> Path:
-    """The run, written as the driver writes one (appends + rrma.log.checkpoint.Checkpointer), unless there."""
-    from rrma.log.checkpoint import Checkpointer
-    from rrma.log.reader import CHECKPOINT_NAME, checkpoint_offset
+    """The run, written as the driver writes one (appends + the driver's Checkpointer), unless there."""
+    checkpointer = moved("Checkpointer", "rrma.log.checkpointer", "rrma.log.checkpoint")
+    checkpoint_name = moved("CHECKPOINT_NAME", "rrma.log.checkpoint", "rrma.log.reader")
+    checkpoint_offset = moved("checkpoint_offset", "rrma.log.checkpoint", "rrma.log.reader")
 
     run_dir = workdir / name
     if not (run_dir / "events.jsonl").exists():
@@ -85,8 +99,8 @@ def ensure_run(workdir: Path, name: str, events: int) -> Path:
         lines = sum(1 for _ in open(run_dir / "events.jsonl", "rb"))
         print(f"generated_{name}: {lines} events in {time.perf_counter() - started:.1f}s (checkpoint kept by the "
               "driver's Checkpointer as it wrote)")
-        if (run_dir / CHECKPOINT_NAME).exists():
-            shutil.copy2(run_dir / CHECKPOINT_NAME, driver_copy(run_dir))
+        if (run_dir / checkpoint_name).exists():
+            shutil.copy2(run_dir / checkpoint_name, driver_copy(run_dir))
     elif events > 5000:
         why = "the run predates the driver's checkpoints"
         if driver_copy(run_dir).exists():
@@ -96,7 +110,7 @@ def ensure_run(workdir: Path, name: str, events: int) -> Path:
             drop_checkpoints(run_dir)
             driver_copy(run_dir).unlink(missing_ok=True)
             started = time.perf_counter()
-            written = Checkpointer(run_dir).flush()
+            written = checkpointer(run_dir).flush()
             print(f"driver_checkpoint_{name}: made by Checkpointer.flush over the whole log in "
                   f"{time.perf_counter() - started:.1f}s ({why})")
             if written is not None:
@@ -171,18 +185,14 @@ async def open_runs_list(runs: Path) -> float:
 
 
 def drop_checkpoints(run_dir: Path) -> None:
-    from rrma.log.reader import checkpoint_paths
-
-    for path in checkpoint_paths(run_dir):
+    for path in moved("checkpoint_paths", "rrma.log.checkpoint", "rrma.log.reader")(run_dir):
         path.unlink(missing_ok=True)
 
 
 def restore_driver_checkpoint(run_dir: Path) -> None:
     """The run's checkpoints as the driver left them: its own, and none written by a TUI since."""
-    from rrma.log.reader import CHECKPOINT_NAME
-
     drop_checkpoints(run_dir)
-    os.link(driver_copy(run_dir), run_dir / CHECKPOINT_NAME)  # no copy: nothing to write back while timing
+    os.link(driver_copy(run_dir), run_dir / moved("CHECKPOINT_NAME", "rrma.log.checkpoint", "rrma.log.reader"))  # no copy: nothing to write back while timing
 
 
 def driver_load(run_dir: Path) -> float:
@@ -240,11 +250,11 @@ async def live(runs: Path, run_dir: Path, rate: float, seconds: float) -> dict[s
     from textual import events
     from textual.widgets import Static
 
-    from rrma.log.reader import parse_ts
     from tui.app import RRMAApp
     from tui.screens.dashboard import DashboardScreen
     from tui.widgets.line_table import LineTable
 
+    parse_ts = moved("parse_ts", "rrma.log.events", "rrma.log.reader")
     app = RRMAApp(runs, run_dir, reviewer="bench")
     latencies: list[float] = []
     keys: list[float] = []

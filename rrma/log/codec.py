@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import NoneType, UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -49,28 +50,30 @@ class InvalidEvent(LogFormatError):
     """A line that is not a valid event of its kind: not JSON, a field of the wrong type, a missing field."""
 
 
+@dataclass(slots=True, eq=False)
 class LogEvent:
     """One event of a run log as every reader hands it to the fold: the envelope and the typed payload.
 
     ``offset`` is the byte of the log the line starts at (-1 where the reader does not say).
     """
 
-    __slots__ = ("actor", "data", "hash", "kind", "offset", "prev", "seq", "ts", "v")
+    v: int
+    seq: int
+    ts: str
+    kind: str
+    actor: str
+    data: Any  # its kind's payload model (rrma/log/events.py DATA_TYPES)
+    prev: str
+    hash: str
+    offset: int = -1
 
-    def __init__(self, v: int, seq: int, ts: str, kind: str, actor: str, data: Any, prev: str, hash: str,
-                 offset: int = -1) -> None:
-        self.v = v
-        self.seq = seq
-        self.ts = ts
-        self.kind = kind
-        self.actor = actor
-        self.data = data
-        self.prev = prev
-        self.hash = hash
-        self.offset = offset
 
-    def __repr__(self) -> str:
-        return f"LogEvent(seq={self.seq}, kind={self.kind!r}, actor={self.actor!r}, data={self.data!r})"
+@dataclass
+class Torn:
+    """A line a reader could not decode: where it starts, and why (the :class:`InvalidEvent`'s words)."""
+
+    offset: int
+    error: str
 
 
 # ----------------------------------------------------------------------------- the payload tables

@@ -523,6 +523,16 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+def parse_ts(ts: str) -> datetime | None:
+    """An event's ``ts`` (ISO 8601, UTC, ``Z``) as a datetime; None when it is empty or not one."""
+    if not ts:
+        return None
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def build_line(seq: int, prev: str, kind: str, actor: str, data: BaseModel | dict[str, Any],
                put_blob: Callable[[str], str] | None = None) -> tuple[str, str]:
     """Validate ``data`` for ``kind`` and return (line without newline, hash).

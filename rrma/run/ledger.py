@@ -9,7 +9,7 @@ through). Events other processes append (a reviewer's review, a person's order) 
 the next sync, the same way as the driver's own; the ``on_event`` hook (the headless progress lines) is
 called only for the events the fold counts (a refused one, such as a forged promotion, is ``verify``'s
 to report). As the log grows the ledger has the run's
-checkpoint kept current (:class:`rrma.log.checkpoint.Checkpointer`, in the background), and at
+checkpoint kept current (:class:`rrma.log.checkpointer.Checkpointer`, in the background), and at
 ``run.finished`` brought up to the end of the log, so a view opens even a huge run at once.
 """
 
@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from rrma.log.checkpoint import Checkpointer
+from rrma.log.checkpointer import Checkpointer
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from rrma.contain import files
 from rrma.log.layout import EVENTS
-from rrma.log.reader import RunModel, RunReader
+from rrma.log.reader import LiveFold, RunReader
 from rrma.log.state import RunState, TrialRecord
 from rrma.log.store import RunStore, check_readable
 from rrma.task import TaskConfig, TaskError, task_from_dict
@@ -97,7 +97,7 @@ class _Run:
             raise DatasetError(f"{run_dir}: not a run directory (no {EVENTS})")
         check_readable(run_dir)  # RunUnreadable: not a regular file, bytes that are not UTF-8
         self.dir = run_dir
-        self.model: RunModel = RunReader(run_dir, write_checkpoint=False, shared=False).load()
+        self.model: LiveFold = RunReader(run_dir, write_checkpoint=False, shared=False).load()
         self.model.attach_index(self.model.index_turns())
         self.state: RunState = self.model.state
         if not self.state.task:

@@ -8,7 +8,7 @@ score, feedback and a log blob, ``trial.promoted`` for improvements, blackboard 
 ``run.finished``. Everything is seeded; timestamps come from a fake clock (a fixed start,
 a few seconds per event), so the same arguments give byte-identical logs, which snapshot tests
 need. Like the loop's driver, the writer keeps the run's checkpoint current as it appends and
-at ``run.finished`` (rrma.log.checkpoint.Checkpointer: a log of a few MiB or more gets one).
+at ``run.finished`` (rrma.log.checkpointer.Checkpointer: a log of a few MiB or more gets one).
 """
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import rrma.log.events
-from rrma.log.checkpoint import Checkpointer
 from rrma.log.store import RunStore
+
+try:
+    from rrma.log.checkpointer import Checkpointer
+except ImportError:  # an earlier tree's reader (benches/perf/bench_tui.py --against REV): the module's old name
+    from rrma.log.checkpoint import Checkpointer  # type: ignore[no-redef]
 
 START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 

@@ -20,7 +20,7 @@ from textual.widgets.tree import TreeNode
 from tui_helpers import MessageLog, fixed_clock, plain, wait_until
 
 from rrma.log.events import canonical
-from rrma.log.reader import RunModel, parse_lines
+from rrma.log.reader import LiveFold, parse_lines
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
 from tui.dialogs import NewRunScreen, NoteScreen
@@ -102,10 +102,10 @@ async def test_failed_review_write_is_a_notification_and_the_trial_stays_queued(
 async def test_a_failing_screen_worker_is_a_notification(runs_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Any worker's error (here the dashboard's turn indexer) reaches the app's one handler instead of exiting."""
 
-    def broken(self: RunModel, cancelled: Any = None) -> Any:
+    def broken(self: LiveFold, cancelled: Any = None) -> Any:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(RunModel, "index_turns", broken)
+    monkeypatch.setattr(LiveFold, "index_turns", broken)
     app = make_app(runs_dir)
     notes = Notifications(app)
     async with app.run_test(size=(120, 40)) as pilot:

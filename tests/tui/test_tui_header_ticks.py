@@ -24,9 +24,10 @@ from textual.widgets import Static
 from tui_helpers import plain, wait_until
 
 from rrma.log.driver_lock import DriverLock
-from rrma.log.reader import human_duration, parse_ts
+from rrma.log.events import parse_ts
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
+from tui.durations import human_duration
 from tui.screens.dashboard import DashboardScreen
 
 pytestmark = pytest.mark.asyncio

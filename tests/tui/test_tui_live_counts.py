@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from make_run import make_run
 
-from rrma.log.reader import RunModel, RunReader, TrialTally, read_summary
+from rrma.log.reader import LiveFold, RunReader, TrialTally, read_summary
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from tui.widgets.trial_text import is_claim
@@ -28,7 +28,7 @@ def counted(state: RunState) -> TrialTally:
     return out
 
 
-def fold_new_lines(reader: RunReader, model: RunModel) -> None:
+def fold_new_lines(reader: RunReader, model: LiveFold) -> None:
     chunk = reader.poll()
     assert chunk is not None
     model.apply(chunk)

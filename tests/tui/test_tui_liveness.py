@@ -30,10 +30,12 @@ from tui_helpers import plain
 from tui_helpers import wait_until as _wait_until
 
 from rrma.log.driver_lock import DriverLock
-from rrma.log.reader import RunReader, human_duration, parse_ts
+from rrma.log.events import parse_ts
+from rrma.log.reader import RunReader
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
+from tui.durations import human_duration
 from tui.screens.base import RunSession
 from tui.widgets.line_table import LineTable
 from tui.widgets.run_header import header_text

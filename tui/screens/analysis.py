@@ -47,7 +47,8 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from rrma.log.codec import LogEvent
-from rrma.log.reader import RunModel, parse_ts
+from rrma.log.events import parse_ts
+from rrma.log.reader import LiveFold
 from rrma.log.state import RunState, TrialRecord
 from rrma.workspace import read_constant
 from tui.messages import OpenTrial
@@ -121,7 +122,7 @@ class Params:
                 meta.update(f"meta.{k}" for k, v in rec.meta.items() if _number(v) is not None and ":" not in k)
         return sorted(self.space(state)) + sorted(meta)
 
-    def value(self, state: RunState, model: RunModel | None, tid: str, key: str) -> Any:
+    def value(self, state: RunState, model: LiveFold | None, tid: str, key: str) -> Any:
         if ":" not in key:  # meta.<key> (a search_space key always names its file: 'file.py:NAME')
             rec = state.trials.get(tid)
             return None if rec is None else _number(rec.meta.get(key[5:]))
@@ -146,7 +147,7 @@ class Params:
             self._values[(t, key)] = value
         return value
 
-    def _own(self, state: RunState, model: RunModel | None, rec: TrialRecord, path: str, name: str,
+    def _own(self, state: RunState, model: LiveFold | None, rec: TrialRecord, path: str, name: str,
              key: str) -> tuple[bool, Any]:
         """(whether the trial itself says its value, the value)."""
         changes = rec.meta.get("changes")
@@ -161,7 +162,7 @@ class Params:
             return True, None
         return True, _literal(read_constant(model.blob_text(edit.get("blob")) or "", name) if model else None)
 
-    def _from_manifest(self, model: RunModel | None, manifest: str | None, path: str, name: str, key: str) -> Any:
+    def _from_manifest(self, model: LiveFold | None, manifest: str | None, path: str, name: str, key: str) -> Any:
         if model is None or not manifest:
             return None
         if (manifest, key) not in self._manifests:

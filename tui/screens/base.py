@@ -26,7 +26,7 @@ from textual.worker import Worker, WorkerState
 
 from rrma.log.codec import LogEvent
 from rrma.log.control import live_driver
-from rrma.log.reader import ParsedChunk, RunModel, RunReader
+from rrma.log.reader import LiveFold, ParsedChunk, RunReader
 from rrma.log.state import RunState
 
 
@@ -38,7 +38,7 @@ class RunSession:
         self.reviewer = reviewer
         self.clock = clock
         self.reader = RunReader(self.run_dir)
-        self.model: RunModel | None = None
+        self.model: LiveFold | None = None
         self.pending: queue.SimpleQueue[ParsedChunk] = queue.SimpleQueue()
         self.generation = 0  # bumped on every applied update
         self.on_applied: Callable[[list[LogEvent]], None] | None = None  # benchmark hook
@@ -124,7 +124,7 @@ class RunScreen(WorkerScreen):
         return self.session.state
 
     @property
-    def model(self) -> RunModel | None:
+    def model(self) -> LiveFold | None:
         return self.session.model
 
     def run_changed(self, events: list[LogEvent]) -> None:

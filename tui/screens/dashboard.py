@@ -29,7 +29,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
-from rrma.log.codec import LogEvent
+from rrma.log.codec import LogEvent, Torn
 from rrma.log.control import (
     agent_names,
     live_driver,
@@ -38,8 +38,9 @@ from rrma.log.control import (
     send_steer,
 )
 from rrma.log.layout import EVENTS
-from rrma.log.reader import RunModel, Torn, TurnIndex, trials_touched
+from rrma.log.reader import LiveFold, trials_touched
 from rrma.log.store import RunUnreadable, check_first_event, check_readable
+from rrma.log.turns import TurnIndex
 from tui.dialogs import ExportScreen, OrderInput, OrderScreen, TrialPickScreen
 from tui.messages import (
     OpenAnalysis,
@@ -186,7 +187,7 @@ class DashboardScreen(RunScreen):
     class Loaded(Message):
         """The whole log as it was at open time is folded into ``model``."""
 
-        model: RunModel
+        model: LiveFold
         seconds: float
 
     @dataclass
@@ -284,7 +285,7 @@ class DashboardScreen(RunScreen):
                 return
 
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
-    def index_turns(self, model: RunModel) -> None:
+    def index_turns(self, model: LiveFold) -> None:
         worker = get_current_worker()
         index = model.index_turns(lambda: worker.is_cancelled)
         if index is not None and not worker.is_cancelled:

@@ -36,10 +36,12 @@ from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
 from rrma.log.control import live_driver
+from rrma.log.events import parse_ts
 from rrma.log.layout import EVENTS
-from rrma.log.reader import RunModel, RunReader, human_duration, parse_ts, utcnow
+from rrma.log.reader import LiveFold, RunReader
 from rrma.log.state import RunState, delta_sigma
 from rrma.log.store import check_first_event, check_readable
+from tui.durations import human_duration, utcnow
 from tui.messages import OpenRun
 from tui.screens.base import WorkerScreen, failure_line
 from tui.widgets.footer import KeysFooter
@@ -152,7 +154,7 @@ def time_series(state: RunState) -> Series:
     return step_corners(steps, end)
 
 
-def facts_of(model: RunModel, run_dir: Path, now: datetime) -> RunFacts:
+def facts_of(model: LiveFold, run_dir: Path, now: datetime) -> RunFacts:
     """A snapshot of the model's run (call it on the thread that folds the model)."""
     state = model.state
     best = state.best

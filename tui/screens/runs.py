@@ -26,9 +26,11 @@ from textual.worker import get_current_worker
 
 from rrma.log.control import live_driver
 from rrma.log.layout import EVENTS
-from rrma.log.reader import RunSummary, age, find_runs, read_summary, utcnow
+from rrma.log.reader import find_runs, read_summary
 from rrma.log.store import check_first_event, check_readable
+from rrma.log.summary import ListedRun
 from tui.dialogs import NewRunScreen
+from tui.durations import age, utcnow
 from tui.messages import OpenRun, OpenRunCompare, StartRun
 from tui.screens.base import WorkerScreen, failure_line, shown
 from tui.widgets.footer import KeysFooter
@@ -44,7 +46,7 @@ RUN_COLUMNS = [
 ENDED_EARLY = {"stopped": "stopped", "interrupted": "interrupted", "error": "error", "baseline_failed": "failed"}
 
 
-def shown_status(summary: RunSummary) -> str:
+def shown_status(summary: ListedRun) -> str:
     """The status column: a run that ended before its budget or goal says how (``stopped`` by an order,
     ``interrupted``, ``error``, ``failed``: its baseline did), not ``finished`` like a completed run; a run
     whose log says running but that no process drives is ``stopped`` too (both are resumable)."""
@@ -66,7 +68,7 @@ class RunsScreen(WorkerScreen):
     class Summarized(Message):
         """One run's summary is ready."""
 
-        summary: RunSummary
+        summary: ListedRun
 
     @dataclass
     class ScanDone(Message):
@@ -77,7 +79,7 @@ class RunsScreen(WorkerScreen):
         self.runs_dir = Path(runs_dir)
         self.clock = clock  # what "now" is for the age column (a fixed clock in tests)
         self.scan_now = scan_now  # False when a run opens on top: scan when first shown
-        self.summaries: dict[str, RunSummary] = {}
+        self.summaries: dict[str, ListedRun] = {}
         self.order: list[str] = []
         self._sizes: dict[str, int] = {}  # log size each summary was made at
         self._resumed = False
@@ -139,7 +141,7 @@ class RunsScreen(WorkerScreen):
                 if summary.status == "running" and live_driver(run_dir) is None:
                     summary.status = "stopped"  # its log says running, but no process drives it (a crash, kill -9)
             except Exception as exc:  # one run that cannot be read says why in its row (read again next scan)
-                summary = RunSummary(run_dir, run_dir.name, "?", "unreadable", 0, None, None, None, "minimize", "", "",
+                summary = ListedRun(run_dir, run_dir.name, "?", "unreadable", 0, None, None, None, "minimize", "", "",
                                      error=failure_line(exc).removeprefix(f"{run_dir / EVENTS}: "))
             self.post_message(self.Summarized(summary))
 
@@ -149,7 +151,7 @@ class RunsScreen(WorkerScreen):
         if self.marked is not None and self.marked not in self.order:
             self.marked = None  # removed since it was marked
         for name in self.order:
-            self.summaries.setdefault(name, RunSummary(self.runs_dir / name, name, "", "reading…", 0, None, None, None,
+            self.summaries.setdefault(name, ListedRun(self.runs_dir / name, name, "", "reading…", 0, None, None, None,
                                                        "minimize", "", ""))
         self.query_one("#runs", LineTable).set_rows(list(self.order))
         self._title()

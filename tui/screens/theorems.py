@@ -30,7 +30,7 @@ from textual.containers import Horizontal
 from textual.widgets import Input, Static
 
 from rrma.log.codec import LogEvent
-from rrma.log.reader import parse_ts
+from rrma.log.events import parse_ts
 from rrma.proofs_summary import (
     ALL,
     GIVEN_UP,

@@ -42,7 +42,7 @@ from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from rrma.log.codec import LogEvent
-from rrma.log.reader import TurnRef
+from rrma.log.turns import TurnRef
 from tui.messages import OpenTrial
 from tui.palette import Palette, Tone, palette_of
 from tui.screens.base import RunScreen, RunSession

@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
+from rrma.log.events import parse_ts
 from rrma.log.head import read_head
 from rrma.log.layout import EVENTS
-from rrma.log.reader import TrialTally, age, human_duration, parse_ts
+from rrma.log.reader import TrialTally
 from rrma.log.state import RunState
 from rrma.task import MAX_SECONDS, LoopConfig, is_self_reported
+from tui.durations import age, human_duration
 from tui.screens.base import RunSession
 from tui.widgets.training import train_parts
 from tui.widgets.trial_text import (

@@ -29,8 +29,8 @@ from textual.theme import Theme
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from rrma.log.reader import age
 from rrma.log.state import RunState
+from tui.durations import age
 from tui.widgets.score_chart import integer_ticks, theme_palette
 from tui.widgets.trial_text import Part
 

@@ -16,7 +16,8 @@ from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 
-from rrma.log.reader import RunModel, parse_ts
+from rrma.log.events import parse_ts
+from rrma.log.reader import LiveFold
 from rrma.log.state import REVIEW_STATUS, SEVERITY_RANK, RunState, TrialRecord
 
 STATUS_GLYPH: dict[str, tuple[str, str]] = {
@@ -249,7 +250,7 @@ def lineage_text(state: RunState, trial_id: str, limit: int = 12) -> Text:
     return text
 
 
-def trial_diff(model: RunModel, rec: TrialRecord) -> str:
+def trial_diff(model: LiveFold, rec: TrialRecord) -> str:
     """Unified diff of the trial's workspace against its parent's (from the manifests)."""
     parent = model.state.trials.get(rec.parent) if rec.parent else None
     mine = model.files_of(rec)
@@ -269,7 +270,7 @@ def trial_diff(model: RunModel, rec: TrialRecord) -> str:
     return "".join(chunks)
 
 
-def proposal_of(model: RunModel, rec: TrialRecord) -> dict[str, Any]:
+def proposal_of(model: LiveFold, rec: TrialRecord) -> dict[str, Any]:
     text = model.blob_text(rec.proposal_blob)
     if not text:
         return {}
@@ -280,7 +281,7 @@ def proposal_of(model: RunModel, rec: TrialRecord) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def change_renderable(model: RunModel, rec: TrialRecord) -> RenderableType:
+def change_renderable(model: LiveFold, rec: TrialRecord) -> RenderableType:
     """The proof (proof oracles) or the diff against the parent, syntax-highlighted."""
     proposal = proposal_of(model, rec)
     proof = proposal.get("proof")
@@ -314,7 +315,7 @@ def proof_path_steps(tree: dict[str, Any]) -> list[dict[str, Any]]:
     return steps
 
 
-def search_renderable(model: RunModel, rec: TrialRecord) -> RenderableType | None:
+def search_renderable(model: LiveFold, rec: TrialRecord) -> RenderableType | None:
     """The goals along a proof found by the search agent (agents/proof_search.py), root first:
     what a person steps through before approving. None when the trial's proposal holds no search tree."""
     tree = (proposal_of(model, rec).get("meta") or {}).get("search_tree")
@@ -352,7 +353,7 @@ def search_renderable(model: RunModel, rec: TrialRecord) -> RenderableType | Non
     return Group(text, lines)
 
 
-def log_tail(model: RunModel, rec: TrialRecord, lines: int = 20) -> str:
+def log_tail(model: LiveFold, rec: TrialRecord, lines: int = 20) -> str:
     text = model.blob_text(rec.log_blob)
     if text is None:
         return "(no log)"

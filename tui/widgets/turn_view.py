@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
 
 from rich.style import Style
 from rich.text import Text
 
-from rrma.log.reader import TurnRef
+from rrma.log.events import parse_ts
+from rrma.log.turns import TurnRef
 
 COLLAPSED_LINES = 12  # lines of a long text shown while its step is collapsed
 PAIR_WINDOW = 400  # turns looked through for a call's result (or a result's call)
@@ -61,13 +61,6 @@ def previous_of_agent(turns: Sequence[TurnRef], index: int, window: int = PAIR_W
         if turns[i].agent == agent:
             return turns[i]
     return None
-
-
-def parse_ts(ts: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def clock(ts: str) -> str:

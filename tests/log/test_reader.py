@@ -1,4 +1,4 @@
-"""The TUI's fast reader folds to exactly the state RunState.fold gives, and tails correctly."""
+"""The views' reader (rrma/log/reader.py) folds to exactly the state RunState.fold gives, and tails correctly."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Most tests write a checkpoint the way the dashboard does (load, index the turns, which writes it
 in a thread; ``checkpoint.wait`` joins that), the last ones the way the driver does
-(rrma.log.checkpoint.Checkpointer: observed as the log grows, flushed at ``run.finished``; the real
+(rrma.log.checkpointer.Checkpointer: observed as the log grows, flushed at ``run.finished``; the real
 loop for two of them), then reopen and compare the model with a fold of the whole log: the state,
 the unreadable lines, the turn index, the offset to tail from.
 """
@@ -23,19 +23,13 @@ from typing import Any
 import pytest
 from make_run import make_run
 
-import rrma.log.checkpoint
+import rrma.log.checkpoint as checkpoint
+import rrma.log.checkpointer
 import rrma.log.reader as reader
 from rrma.contain import sandbox
-from rrma.log.checkpoint import Checkpointer
-from rrma.log.reader import (
-    CHECKPOINT_NAME,
-    RunModel,
-    RunReader,
-    checkpoint_offset,
-    checkpoint_paths,
-    read_state,
-    read_summary,
-)
+from rrma.log.checkpoint import CHECKPOINT_NAME, checkpoint_offset, checkpoint_paths
+from rrma.log.checkpointer import Checkpointer
+from rrma.log.reader import LiveFold, RunReader, read_state, read_summary
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
 from rrma.run.loop import start_run
@@ -53,7 +47,7 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
-def open_run(run_dir: Path, **kwargs: Any) -> RunModel:
+def open_run(run_dir: Path, **kwargs: Any) -> LiveFold:
     """Open as the dashboard does (any log size may be checkpointed here), index the turns, wait for the write."""
     model = RunReader(run_dir, checkpoint_min_bytes=0, **kwargs).load()
     model.attach_index(model.index_turns())
@@ -61,14 +55,14 @@ def open_run(run_dir: Path, **kwargs: Any) -> RunModel:
     return model
 
 
-def full_fold(run_dir: Path, *, indexed: bool = True) -> RunModel:
+def full_fold(run_dir: Path, *, indexed: bool = True) -> LiveFold:
     model = RunReader(run_dir, use_checkpoint=False, write_checkpoint=False).load()
     if indexed:
         model.attach_index(model.index_turns())
     return model
 
 
-def picture(model: RunModel, *, indexed: bool = True) -> dict[str, Any]:
+def picture(model: LiveFold, *, indexed: bool = True) -> dict[str, Any]:
     """Everything a screen reads from a model (before the index: what differs is only what waits for it)."""
     state = model.state
     out: dict[str, Any] = {name: value for name, value in vars(state).items() if name not in ("trials", "agents")}
@@ -131,7 +125,7 @@ def append_more(run_dir: Path, n: int = 3) -> None:
 def rebuild(path: Path, edit_header: Any = None, edit_turns: Any = None) -> None:
     """Rewrite a checkpoint file with its header and/or turns doc changed (and CRCs made right again)."""
     data = path.read_bytes()
-    n = len(reader._MAGIC)
+    n = len(checkpoint._MAGIC)
     length = int.from_bytes(data[n: n + 8], "little")
     header = json.loads(data[n + 8: n + 8 + length])
     body, pos, sections = data[n + 8 + length:], 0, []
@@ -147,7 +141,7 @@ def rebuild(path: Path, edit_header: Any = None, edit_turns: Any = None) -> None
     if edit_header is not None:
         edit_header(header)
     head = json.dumps(header).encode()
-    path.write_bytes(reader._MAGIC + len(head).to_bytes(8, "little") + head + b"".join(p for _, p in sections))
+    path.write_bytes(checkpoint._MAGIC + len(head).to_bytes(8, "little") + head + b"".join(p for _, p in sections))
 
 
 # ----------------------------------------------------------------------------- a checkpoint is the fold
@@ -512,7 +506,7 @@ def test_the_drivers_checkpointer_writes_as_the_log_grows(tmp_path: Path) -> Non
 
 @pytest.fixture
 def any_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rrma.log.checkpoint, "CHECKPOINT_MIN_BYTES", 0)
+    monkeypatch.setattr(rrma.log.checkpointer, "CHECKPOINT_MIN_BYTES", 0)
 
 
 @pytest.mark.usefixtures("any_size")
@@ -544,8 +538,8 @@ def test_a_run_the_loop_wrote_opens_from_the_drivers_checkpoint(tmp_path: Path) 
 def test_the_driver_writes_checkpoints_during_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With a small step the driver's checkpointer writes as the log grows (in the background), before
     ``run.finished``; a copy taken mid-run, put back after the run went on, opens as checkpoint + tail."""
-    monkeypatch.setattr(rrma.log.checkpoint, "STEP_BYTES", 2048)
-    monkeypatch.setattr(rrma.log.checkpoint, "GROWTH", 0.0)
+    monkeypatch.setattr(rrma.log.checkpointer, "STEP_BYTES", 2048)
+    monkeypatch.setattr(rrma.log.checkpointer, "GROWTH", 0.0)
     seen: dict[str, Any] = {}
 
     def hook(event: Any) -> None:

@@ -99,12 +99,19 @@ CASES: dict[str, tuple[Callable[[Path], None] | None, str, str, bool]] = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_each_end_of_a_log_has_its_verdict(tmp_path: Path, case: str) -> None:
-    change, state, words, modified = CASES[case]
-    run = written_run(tmp_path)
+def changed_run(root: Path, case: str) -> Path:
+    """A run written by the store, then changed as ``case`` says."""
+    run = written_run(root)
+    change = CASES[case][0]
     if change is not None:
         change(run)
+    return run
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_end_of_a_log_has_its_verdict(tmp_path: Path, case: str) -> None:
+    _, state, words, modified = CASES[case]
+    run = changed_run(tmp_path, case)
     verdict = check_head(run)
     assert (verdict.state, verdict.modified) == (state, modified), verdict
     assert words in verdict.detail
@@ -113,10 +120,8 @@ def test_each_end_of_a_log_has_its_verdict(tmp_path: Path, case: str) -> None:
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_verify_and_the_store_act_on_the_same_verdict(tmp_path: Path, case: str) -> None:
-    change, state, _, modified = CASES[case]
-    run = written_run(tmp_path)
-    if change is not None:
-        change(run)
+    _, state, _, modified = CASES[case]
+    run = changed_run(tmp_path, case)
     report = verify_chain(RunStore(run))
     assert report.head == check_head(run)
     fault = state in ("cut", "changed", "unreadable") and not modified

@@ -48,7 +48,8 @@ from rrma.task import LoopConfig, RedTeamCheat
 from rrma.trial import Proposal, Status
 
 RED_TEAM_AGENT = "red-team"  # the pseudo-agent that submits loop.red_team's known cheats
-AGENT_VIEW = ("name", "statement", "context", "difficulty", "prover", "line")  # what an agent is told of a theorem
+AGENT_VIEW = ("name", "statement", "context", "difficulty", "prover", "line", "noinit", "setting")  # what an agent is told of a theorem
+# (noinit: the theorem is checked without Coq's prelude; setting: rediscover or library, docs/proofs.md)
 COMPLETED = "completed"  # the run's end reason once every theorem is done
 FEEDBACK_CHARS = 4000  # of a trial's feedback in a prover's context: the checker's messages and goals
 OWN_K, RECENT_K, BLACKBOARD_K = 5, 8, 60  # an agent's own trials, the theorem's latest, blackboard posts

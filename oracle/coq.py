@@ -1210,6 +1210,19 @@ class CoqOracle(Oracle):
         """The stripped files (every original proof) and their compiled forms."""
         return self.answers
 
+    def held_out_for(self, theorem: str) -> tuple[Path, ...]:
+        """What an agent's processes must not read while proving ``theorem``: its own file and every
+        compiled form of it, and the sources (``.v``, ``.glob``, ``.aux``) of the run's other files; the
+        other files' compiled modules stay loadable (the theorem's context may ``Require`` one: they
+        are its library, and none of them can hold this theorem's original, which only its own
+        module does)."""
+        task = self.tasks.get(theorem)
+        if task is None or not task.source_file:
+            return self.answers
+        own = Path(task.source_file).resolve()
+        own_forms = {own, *(p.resolve() for p in compiled_forms(own))}
+        return tuple(p for p in self.answers if p.resolve() in own_forms or p.suffix not in OBJECT_SUFFIXES)
+
     def evaluate(self, ctx: EvalContext) -> Outcome:
         started = time.monotonic()
         if self.checker is None:

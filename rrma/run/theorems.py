@@ -151,6 +151,17 @@ def red_team_proposal(theorem: Theorem, cheat: RedTeamCheat) -> Proposal:
                     meta={"red_team": {"proof": cheat.proof, "reason": cheat.reason}})
 
 
+def held_out_for(oracle: Any, theorem: str | None) -> tuple[Path, ...]:
+    """What an agent's processes must not read while it works on ``theorem``: the oracle's
+    ``held_out_for(theorem)`` when it has one (a proof oracle over several files hides the theorem's
+    own file whole and only the sources of the others, whose compiled modules the theorem's context
+    may load), else its ``held_out()``."""
+    narrow = getattr(oracle, "held_out_for", None)
+    if theorem is not None and callable(narrow):
+        return tuple(narrow(theorem))
+    return tuple(oracle.held_out())
+
+
 def agent_hidden(run_dir: Path, held_out: Sequence[Path] = ()) -> tuple[Path, ...]:
     """What no agent's own process (a coding agent's sandbox, a proof-search agent's prover) may read:
     this run's directory, the folder of runs around it (an earlier run's ``bench_report.json`` holds

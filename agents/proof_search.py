@@ -338,7 +338,7 @@ def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
         return ""
     local = set(local_names)
     out = _IDENT.sub(lambda m: "_" if m.group(0) in local else m.group(0), text)
-    if not re.search(r"[A-Za-z]", out.replace("_", "")):
+    if not re.search(r"[^\s_()=]", out):  # holes only (`_ = _`): every equation would match
         return ""
     return out
 

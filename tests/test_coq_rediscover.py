@@ -39,7 +39,7 @@ def _oracle(tmp_path: Path, sources: list[str], **params: Any) -> CoqOracle:
 
 
 def _check(oracle: CoqOracle, theorem: str, proof: str) -> dict[str, Any]:
-    ctx = EvalContext(workspace=Path("."), run_dir=Path("."), trial_id="t", budget=Budget(seconds=60),
+    ctx = EvalContext(trial_id="t", trial_dir=Path("."), budget=Budget(seconds=60),
                       proposal=Proposal(hypothesis="h", proof=proof, theorem=theorem))
     return dict(oracle.evaluate(ctx).metrics)
 
@@ -98,7 +98,7 @@ needs_hammer = pytest.mark.skipif(not (shutil.which("coqc") and (_where() / "use
 def test_hammer_preload_cannot_reach_the_stripped_list_lemma(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              defence: bool) -> None:
     """``--hammer`` loads List: the preload is dropped for List.v's theorems. With the drop and the
-    library check off, ``exact Coq.Lists.List.app_nil_r.`` is accepted."""
+    library check off, ``apply Coq.Lists.List.app_nil_r.`` is accepted."""
     if not defence:
         monkeypatch.setattr(coq_module, "with_preload",
                             lambda tasks, preload, coq_args=(): ([replace(t, context=preload + t.context)
@@ -109,7 +109,7 @@ def test_hammer_preload_cannot_reach_the_stripped_list_lemma(tmp_path: Path, mon
     try:
         task = oracle.tasks["app_nil_r"]
         assert (HAMMER not in task.context) == defence
-        verdict = _check(oracle, "app_nil_r", "exact Coq.Lists.List.app_nil_r.")
+        verdict = _check(oracle, "app_nil_r", "apply Coq.Lists.List.app_nil_r.")
         assert verdict["accepted"] is (not defence), verdict
     finally:
         oracle.close()

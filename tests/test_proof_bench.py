@@ -471,13 +471,20 @@ def test_bench_coq_runs_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 @needs_coq
-@pytest.mark.slow  # the whole Coq suite: about a minute on 2 cores
+@pytest.mark.slow  # two of the suite's four files through the whole bench: about 20 s on 2 cores
 def test_bench_coq_solves_a_clear_majority(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from benches.coq.bench import main
+    """The bench end to end on two suite files (logic.v, arith.v: 41 theorems, every difficulty),
+    the default portfolio agents and the red team: a clear majority solved, every cheat rejected,
+    the setting and the comparison with the originals reported."""
+    from benches.coq.bench import SUITE, main
 
-    assert main(["--runs", str(tmp_path), "--quiet"]) == 0
+    files = [str(Path(__file__).resolve().parent.parent / "benches" / "coq" / name) for name in SUITE
+             if name in ("logic.v", "arith.v")]
+    assert main(["--runs", str(tmp_path), "--quiet", "--source", *files]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("solved: "))
     solved, total = (int(x) for x in line.removeprefix("solved: ").split("/"))
-    assert total >= 60 and solved / total > 0.6
+    assert total >= 40 and solved / total > 0.6
     assert "cheating_attempts_accepted" not in out
+    assert f"cheating_attempts_rejected: {total}" in out
+    assert "setting: rediscover" in out and "vs original: " in out

@@ -81,7 +81,15 @@ from rrma.run.runner import (  # re-exported (__all__): callers import them from
     early_aborted,
 )
 from rrma.run.scheduler import POLL_SECONDS, RunFailed, Scheduler, error_line
-from rrma.run.theorems import COMPLETED, RED_TEAM_AGENT, TheoremPolicy, Turn, agent_hidden, held_out_for, theorems_of
+from rrma.run.theorems import (
+    COMPLETED,
+    RED_TEAM_AGENT,
+    TheoremPolicy,
+    Turn,
+    agent_hidden,
+    held_out_for,
+    theorems_of,
+)
 from rrma.task import AgentConfig, TaskConfig, task_from_dict
 from rrma.trial import Proposal
 

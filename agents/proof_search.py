@@ -79,6 +79,7 @@ from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Proposal
 
 GOAL_WEIGHT = 2.0  # priority units per open goal
+WIDEN_BEFORE = 0.8  # a search exhausted before this share of its seconds makes a second, wider pass
 SIZE_WEIGHT = 0.004  # per character of the first goal
 TREE_GOAL_CHARS = 400  # a goal's text kept in the trace
 TREE_MESSAGE_CHARS = 300  # a failed tactic's error (or veto) kept in the trace
@@ -238,15 +239,21 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         return SearchResult(states.proof_text(proof_node.tactics), proof_node.tactics, checks, seconds, expanded,
                             data, "proved", steps=steps, deepest=deepest)
 
-    while heap:
-        _, _, node_id = heapq.heappop(heap)
-        node = nodes[node_id]
-        expanded += 1
+    tried: set[tuple[int, str]] = set()  # (node, tactic) already run: a wider pass never repeats one
+    stop: list[str] = []
+
+    def expand(node: Node) -> SearchResult | None:
+        nonlocal checks, last_error
         for cand in tactics_source.candidates(node):
+            if (node.id, cand.tactic) in tried:
+                continue
             if clock() - started >= budget.seconds:
-                return finish(None, "budget: seconds")
+                stop.append("budget: seconds")
+                return None
             if checks >= budget.max_checks:
-                return finish(None, "budget: checks")
+                stop.append("budget: checks")
+                return None
+            tried.add((node.id, cand.tactic))
             left = budget.seconds - (clock() - started)
             result = states.run_tactic(node.state, cand.tactic, min(budget.tactic_seconds, max(0.5, left)))
             checks += 1
@@ -254,7 +261,8 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             code = OUTCOME_CODE[result.outcome]
             if result.state is None or result.outcome not in ("progress", "proved"):
                 tree.add_try(node.id, cand.tactic, code, -1, result.seconds, result.message)
-                if result.message and result.outcome == "error":
+                if result.message and result.outcome == "error" and (
+                        not result.message.startswith("no progress") or not last_error):
                     last_error = f"{cand.tactic} at depth {node.depth}: {result.message}"
                 continue
             child_state = result.state
@@ -281,6 +289,28 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             heapq.heappush(heap, (priority(child.cost, child_state), next(counter), child.id))
             if closed:
                 break  # the first goal is closed: other ways of closing it cannot do better
+        return None
+
+    widened = False
+    while True:
+        while heap and not stop:
+            _, _, node_id = heapq.heappop(heap)
+            expanded += 1
+            proof = expand(nodes[node_id])
+            if proof is not None:
+                return proof
+        if stop:
+            return finish(None, stop[0])
+        # exhausted with budget left: a second, wider pass over every open state (the narrow first
+        # pass proposes nothing more; the rest of the budget is better spent widening it)
+        widen = getattr(tactics_source, "widen", None)
+        if widened or widen is None or clock() - started > WIDEN_BEFORE * budget.seconds or not widen():
+            break
+        widened = True
+        reason = "exhausted after a wider pass"
+        for n in nodes:
+            if n.state.goals:
+                heapq.heappush(heap, (priority(n.cost, n.state), next(counter), n.id))
     return finish(None, reason)
 
 
@@ -293,6 +323,7 @@ COQ_CLOSERS: list[tuple[str, float]] = [
     ("eauto.", 0.4), ("now simpl.", 0.3), ("simpl; lia.", 0.4), ("firstorder.", 0.6),
     ("now (intros; subst; auto).", 0.5), ("intuition lia.", 0.6), ("simpl in *; auto.", 0.4),
     ("simpl in *; lia.", 0.5), ("simpl in *; congruence.", 0.5), ("simpl in *; intuition.", 0.6),
+    ("ring.", 0.3), ("field.", 0.4), ("lra.", 0.3), ("nra.", 0.6),
 ]
 HAMMER_CLOSERS: list[tuple[str, float]] = [("sauto.", 0.5), ("hauto.", 0.5), ("qauto.", 0.5)]
 _PROP_HINT = re.compile(r"(?<![<>=:!])=(?![>=])|<>|->|<->|/\\|\\/|~|\bTrue\b|\bFalse\b|<=|<|>|\bIn\b|\bForall\b|"
@@ -323,7 +354,7 @@ def _is_prop(typ: str) -> bool:
 # tactics a context may lack (lia needs Lia; the Init files run without the prelude; sauto needs
 # CoqHammer): probed once per theorem, and no candidate that names a missing one is tried
 GATED_TACTICS = ("lia", "nia", "congruence", "tauto", "intuition", "firstorder", "easy", "now", "sauto",
-                 "hauto", "qauto", "eauto", "f_equal", "discriminate", "decide")
+                 "hauto", "qauto", "eauto", "f_equal", "discriminate", "decide", "ring", "field", "lra", "nra")
 _REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+)\s*\.$")
 MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
 
@@ -436,6 +467,7 @@ class CoqTactics(TacticSource):
                 if not re.fullmatch(r"[-+*]+|[{}]", sentence) and sentence not in sentences and len(sentence) < 200:
                     sentences.append(sentence)
         self.retrieved = sentences[:16]
+        self.root, self.library, self.wide = root, library, False
         self.library_index = PremiseIndex(self._library(root) if library else [])
         self.hammer = hammer
         self.portfolio = portfolio
@@ -466,13 +498,27 @@ class CoqTactics(TacticSource):
         return missing
     # -- premises from the imported libraries
 
-    def _library(self, root: ProofState) -> list[Premise]:
+    def widen(self) -> bool:
+        """The second pass of an exhausted search: twice the premises per state, library lemmas
+        found with more symbol pairs of the statement, ``eapply L; eauto`` closers, ``auto using``
+        with more lemmas. False when it is already wide."""
+        if self.wide:
+            return False
+        self.wide = True
+        self.premises_per_node = 2 * self.premises_per_node
+        if self.library:
+            self.library_index = PremiseIndex([*self.library_index.premises, *self._library(self.root, wide=True)])
+        return True
+
+    def _library(self, root: ProofState, *, wide: bool = False) -> list[Premise]:
         goal = root.goals[0] if root.goals else ""
         syms = [t for t in dict.fromkeys(tokens(conclusion(goal))) if self._searchable(t, root)]
         queries: list[str] = []
-        for a, b in itertools.combinations(syms[:5], 2):
+        for a, b in itertools.combinations(syms[:8] if wide else syms[:5], 2):
             queries.append(f"{self._term(a)} {self._term(b)}")
-        queries.extend(self._term(s) for s in syms[:3])
+        queries.extend(self._term(s) for s in (syms[:6] if wide else syms[:3]))
+        if wide:
+            queries = [q for q in queries if q not in self._library_queries(root)]
         found: list[Premise] = []
         search = getattr(self.states, "search_premises", None)
         if search is None:
@@ -480,6 +526,13 @@ class CoqTactics(TacticSource):
         for query in queries[:12]:
             found.extend(p for p in search(query, limit=80) if not p.name.startswith("rrma_"))
         return found
+
+    def _library_queries(self, root: ProofState) -> list[str]:
+        """The queries the first pass ran (the wider pass runs the others)."""
+        goal = root.goals[0] if root.goals else ""
+        syms = [t for t in dict.fromkeys(tokens(conclusion(goal))) if self._searchable(t, root)]
+        out = [f"{self._term(a)} {self._term(b)}" for a, b in itertools.combinations(syms[:5], 2)]
+        return (out + [self._term(x) for x in syms[:3]])[:12]
 
     @staticmethod
     def _term(sym: str) -> str:
@@ -520,13 +573,16 @@ class CoqTactics(TacticSource):
         # another constant, so it is not excluded
         lib_top = self.library_index.rank(goal_text, self.premises_per_node // 2 + 1,
                                           exclude=[p.name for p in file_top])
-        using = ", ".join(p.name for p in (file_top[:4] + lib_top[:2]))
+        using = ", ".join(p.name for p in ((file_top[:8] + lib_top[:4]) if self.wide else (file_top[:4] + lib_top[:2])))
         for tactic, cost in closers:
             out.append(Candidate(tactic, cost, True, "hammer" if (tactic, cost) in HAMMER_CLOSERS else "rule"))
         if using:
             out.append(Candidate(f"auto using {using}.", 0.3, True, "premise"))
             out.append(Candidate(f"eauto using {using}.", 0.5, True, "premise"))
         premises = file_top + lib_top
+        if self.wide:
+            out.extend(Candidate(f"eapply {p.name}; eauto.", 0.5 + 0.05 * k, True, "premise")
+                       for k, p in enumerate(premises[:8]))
         out.extend(Candidate(sentence, 0.7 + 0.02 * k, source="retrieved") for k, sentence in enumerate(self.retrieved))
         if self.hammer and premises:
             names = ", ".join(p.name for p in premises[:5])

@@ -242,3 +242,33 @@ def test_search_never_tries_a_tactic_the_context_lacks() -> None:
     assert "lia" in made[0].unknown and "congruence" not in made[0].unknown
     tried = [t[1] for t in result.tree["tries"]]
     assert not any("lia" in t.replace("(fail; lia)", "") for t in tried if "lia" in t.split(".")[0]), tried
+
+
+@needs_coq
+@pytest.mark.parametrize("can_widen", [True, False], ids=["widens", "narrow only"])
+def test_an_exhausted_search_makes_a_wider_second_pass(can_widen: bool) -> None:
+    """The first pass proposes nothing that works; with budget left, a source that can widen gets a
+    second pass over the open states (without ``widen`` the search stops exhausted)."""
+    from agents.proof_search import Candidate, SearchBudget, TacticSource, best_first_search
+    from oracle.proof_state_coq import CoqProofStates
+
+    class Narrow(TacticSource):
+        wide = False
+
+        def candidates(self, node: Node) -> list[Candidate]:
+            return [Candidate("idtac.", 1.0), *([Candidate("reflexivity.", 0.1, True)] if self.wide else [])]
+
+    class Widening(Narrow):
+        def widen(self) -> bool:
+            was, self.wide = self.wide, True
+            return not was
+
+    states = CoqProofStates()
+    task = TheoremTask("t", "Lemma t : 2 + 2 = 4.", "", "", prover="coq")
+    try:
+        result = best_first_search(states, task, lambda root: Widening() if can_widen else Narrow(),
+                                   SearchBudget(seconds=60, max_checks=50))
+    finally:
+        states.close()
+    assert (result.proof == "reflexivity.") is can_widen
+    assert result.reason == ("proved" if can_widen else "exhausted")

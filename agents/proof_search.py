@@ -620,6 +620,12 @@ class CoqTactics(TacticSource):
             out.append(Candidate("eexists.", 0.8))
         if re.match(r"^[^=]*\S \S[^=]* = [^=]*\S \S", concl):
             out.append(Candidate("f_equal.", 0.9))
+        head = re.match(r"^(?:~\s*)?\(?\s*(?P<head>[A-Za-z_][\w'.]*)", concl)
+        if head is not None and head.group("head") not in {n for n, _ in hyps} | {"exists", "fun", "match", "let"} \
+                and not re.search(r" (?:=|<>|<=|<|>=|>|<->|->|/\\|\\/) ", concl):
+            # the conclusion is an applied constant (`Un_growing u`, `continuity f`): unfold it
+            out.append(Candidate("red.", 0.6))
+            out.append(Candidate(f"unfold {head.group('head')}.", 0.7))
         used = set(tokens(goal_text))
         for name in self.definitions:
             if name in used or name.split(".")[-1] in used:

@@ -651,6 +651,10 @@ class CoqTactics(TacticSource):
                     out.append(Candidate(f"destruct {name}; sauto.", 0.6, True, "hammer"))
                 out.append(Candidate(f"destruct {name}.", 0.9))
                 out.append(Candidate(f"induction {name}.", 1.0))
+                # one step per case with the routine closers (a datatype of many constructors makes the
+                # plain split too wide to search case by case)
+                out.append(Candidate(f"destruct {name}; simpl; auto.", 0.7))
+                out.append(Candidate(f"induction {name}; simpl; auto.", 0.75))
         prop_hyps = [n for n, t in hyps if _is_prop(t) and not n.startswith("IH")][-2:]
         for k, premise in enumerate(premises):
             weight = 0.6 + 0.08 * k

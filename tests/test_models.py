@@ -324,3 +324,19 @@ def test_the_gsm8k_prompt_oracle_names_the_pull_command(store: Path) -> None:
                                           "data": str(REPO / "tests" / "fixtures" / "gsm8k")})
     with pytest.raises(OracleError, match=r"run rrma-tui models pull smollm2$"):
         oracle.prepare(store, store)
+
+
+@pytest.mark.parametrize("ci", ["1", ""], ids=["CI", "not CI"])
+def test_a_real_model_test_without_the_model_fails_under_ci_and_skips_elsewhere(tmp_path: Path, ci: str) -> None:
+    """tests/conftest.py's ``smollm2_dir``: CI pulls the model before the suite, so there a missing one fails."""
+    test = tmp_path / "test_needs_model.py"
+    test.write_text("def test_uses_it(smollm2_dir):\n    assert smollm2_dir.is_dir()\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "tests.conftest",
+                           str(test)], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env=ENV | {"CI": ci, "RRMA_MODELS": str(tmp_path / "empty")})
+    said = proc.stdout + proc.stderr
+    assert "run rrma-tui models pull smollm2" in said
+    if ci:
+        assert proc.returncode == 1 and "CI needs the real model" in said and "1 error" in said
+    else:
+        assert proc.returncode == 0 and "1 skipped" in said

@@ -23,6 +23,10 @@ module fails to import (whatever it raises) is an error naming its distribution 
 What a resolved class makes must be an :class:`~rrma.contracts.Oracle` (or an
 :class:`~rrma.contracts.Agent`): :func:`make_oracle` and :func:`make_agent` check it.
 
+Two commands' implementations live in plug-in packages and are reached by name the same way, so the
+CLI imports neither: ``rrma-tui train`` (:func:`trainer_command`) and the model store's conversion of a
+pulled GGUF (:func:`model_converter`, for ``rrma-tui models pull``).
+
 The audit judge's backends (:data:`BUILTIN_JUDGES`, entry point group ``rrma.judges``) resolve the
 same way, to a function making a ``complete(system, user) -> str`` callable; :func:`make_judge`
 wraps it in :class:`~rrma.audit.judge.ModelJudge`, and every failure is a

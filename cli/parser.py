@@ -37,9 +37,10 @@ def _common(parser: argparse.ArgumentParser, suppress: bool) -> None:
 def _loop_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=int, help="max agent trials (overrides budget.max_trials)")
     parser.add_argument("--agents", type=int, help="agent instances per configured agent (loop.agents_parallel)")
-    parser.add_argument("--backend", help="switch every agent to this backend (random-search, anthropic, openai, "
+    parser.add_argument("--backend", help="switch every agent to this backend (random-search, anthropic, openai, local, "
                         "claude-code, codex, aider, command, ...)")
-    parser.add_argument("--model", help="model name for LLM backends")
+    parser.add_argument("--model", help="model name for LLM backends; for local and policy a model of the store by "
+                        "name (smollm2: rrma-tui models pull) or a directory")
     parser.add_argument("--seed", type=int, help="run seed (default: the task's)")
 
 

@@ -136,9 +136,9 @@ class GrammarProcessor:
     of the masked distribution (the one the token was drawn from). Fresh for each sample: its first call
     sees the prompt alone, so it knows where the reply starts."""
 
-    def __init__(self, grammar: ReplyGrammar, tokenizer: Any, eos: list[int], candidates: int = 256) -> None:
+    def __init__(self, grammar: ReplyGrammar, texts: list[str], eos: list[int], candidates: int = 256) -> None:
         self.grammar = grammar
-        self.texts = _token_texts(tokenizer)
+        self.texts = texts  # each token id's text (token_texts)
         self.eos = eos
         self.candidates = candidates
         self.start: int | None = None
@@ -162,15 +162,10 @@ class GrammarProcessor:
         return masked
 
 
-_TEXTS: dict[int, list[str]] = {}
-
-
-def _token_texts(tokenizer: Any) -> list[str]:
-    """Each token id's text (decoded alone), once per tokenizer."""
-    key = id(tokenizer)
-    if key not in _TEXTS:
-        _TEXTS[key] = tokenizer.batch_decode([[i] for i in range(len(tokenizer))], skip_special_tokens=False)
-    return _TEXTS[key]
+def token_texts(tokenizer: Any) -> list[str]:
+    """Each token id's text, decoded alone (a piece of a multi-byte character decodes to U+FFFD, which no
+    reply of the grammar contains)."""
+    return list(tokenizer.batch_decode([[i] for i in range(len(tokenizer))], skip_special_tokens=False))
 
 
 # ----------------------------------------------------------------------------- the prompt
@@ -228,6 +223,7 @@ class LocalAgent(PolicyAgent):
         eos = self.model.generation_config.eos_token_id
         eos = self.tokenizer.eos_token_id if eos is None else eos
         self.eos = [int(e) for e in (eos if isinstance(eos, list) else [eos])]
+        self.token_texts = token_texts(self.tokenizer) if self.grammar is not None else []
         window = getattr(self.model.config, "max_position_embeddings", None)
         self.context_tokens = int(window) if isinstance(window, int) and window > 0 else None
         if self.max_prompt_tokens is None and self.context_tokens is not None:
@@ -238,7 +234,7 @@ class LocalAgent(PolicyAgent):
         return prompt, {"prompt": PROMPT, "stop": self.stop, "grammar": self.grammar is not None}
 
     def processors(self) -> list[Any]:
-        return [] if self.grammar is None else [GrammarProcessor(self.grammar, self.tokenizer, self.eos)]
+        return [] if self.grammar is None else [GrammarProcessor(self.grammar, self.token_texts, self.eos)]
 
     def endpoint_info(self) -> dict[str, Any]:
         info = super().endpoint_info()
@@ -249,4 +245,5 @@ class LocalAgent(PolicyAgent):
         return info
 
 
-__all__ = ["PROMPT", "GrammarProcessor", "LocalAgent", "ReplyGrammar", "instruct_messages", "number_prefix"]
+__all__ = ["PROMPT", "GrammarProcessor", "LocalAgent", "ReplyGrammar", "instruct_messages", "number_prefix",
+           "token_texts"]

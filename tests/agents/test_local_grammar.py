@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.local import GrammarProcessor, ReplyGrammar, instruct_messages, number_prefix
+from agents.local import GrammarProcessor, ReplyGrammar, instruct_messages, number_prefix, token_texts
 from rrma.task import load_task
 from rrma.train.prompt import ReplyError, parse_reply
 
@@ -83,7 +83,7 @@ def test_the_processor_keeps_only_tokens_inside_the_grammar() -> None:
     eos = [tokens.vocab.index("<eos>")]
 
     def allowed_after(reply: list[str], candidates: int = 256) -> set[str]:
-        processor = GrammarProcessor(GRAMMAR, tokens, eos, candidates=candidates)
+        processor = GrammarProcessor(GRAMMAR, token_texts(tokens), eos, candidates=candidates)
         prompt = torch.tensor([[7, 7]])  # two prompt tokens: the first call marks where the reply starts
         processor(prompt, torch.zeros(1, len(tokens)))
         ids = torch.tensor([[7, 7, *(tokens.vocab.index(t) for t in reply)]])

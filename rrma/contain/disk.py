@@ -489,14 +489,19 @@ atexit.register(close_pools)
 os.register_at_fork(after_in_child=_forget_pools_in_child)
 
 
+def _still_ours(workspace: Workspace) -> bool:
+    """Whether the file system at the workspace's path (the top one) is still its capped one."""
+    return os.stat(workspace.path, follow_symlinks=False).st_dev == workspace.st_dev
+
+
 def _unmount(workspace: Workspace) -> None:
     """Detach the workspace's mount (it stays whole while this module's descriptor holds it, so the
     detach waits for nothing); a thread then closes the descriptors, which ends the file system and
     lets the loop device go. What is mounted at the path is unmounted only if it is this file system."""
     target = str(workspace.path).encode()
     try:
-        if os.stat(workspace.path, follow_symlinks=False).st_dev != workspace.st_dev:
-            raise DiskCapError(f"{workspace.path} is no longer its capped file system's mount point")
+        if not _still_ours(workspace):
+            raise DiskCapError(f"{workspace.path} has another file system mounted over its capped one")
         if _libc.umount2(target, MNT_DETACH) != 0:
             raise _oserror(f"umount {workspace.path}")
     finally:

@@ -128,7 +128,12 @@ def trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, program: str, mode: s
     if pooled:  # the file system comes from the pool, made ahead, as for the executor's trials after the first
         warm_pool(work.parent.parent, disk_mb)
         take = disk._Pool.take
-        monkeypatch.setattr(disk._Pool, "take", lambda pool: handed.append(take(pool)) or handed[-1])
+
+        def recorded_take(pool: Any) -> Any:
+            handed.append(take(pool))
+            return handed[-1]
+
+        monkeypatch.setattr(disk._Pool, "take", recorded_take)
     outcome = evaluate_job(oracle, job, work, on_progress or (lambda _: None), cancel or threading.Event(),
                            protect=(tmp_path / "run",))
     if pooled:

@@ -97,7 +97,7 @@ def warm_pool(trials: Path, disk_mb: int, ready: int = 1) -> Any:
     trials.mkdir(parents=True, exist_ok=True)
     pool = disk._pool_for(trials.absolute(), disk_mb << 20)
     with pool.cond:
-        pool.want = max(pool.want, ready)
+        pool.want, pool.asked = max(pool.want, ready), True
         pool.cond.notify_all()
     wait_for(lambda: len(pool.ready) >= ready or pool.closed, 120, f"{ready} pooled file system(s) in {trials}")
     assert not pool.closed, "the pool stopped (its warning says why)"
@@ -380,7 +380,7 @@ def test_a_pools_file_systems_go_with_its_process(tmp_path: Path, end: str) -> N
              f"trials = Path({str(trials)!r})\n"
              f"disk.open_workspace(trials / 't1' / 'work', 16, 'auto'); disk.release(trials / 't1' / 'work')\n"
              "pool = disk._pool_for(trials, 16 << 20)\n"
-             "with pool.cond:\n    pool.want = 3\n    pool.cond.notify_all()\n"
+             "with pool.cond:\n    pool.want, pool.asked = 3, True\n    pool.cond.notify_all()\n"
              "deadline = time.monotonic() + 120\n"
              "while len(pool.ready) < 3 and time.monotonic() < deadline:\n    time.sleep(0.05)\n"
              "loops = [p for p in Path('/sys/block').glob('loop*/loop/backing_file')\n"

@@ -133,6 +133,7 @@ class Workspace:
     loop_fd: int  # held until the unmount: closing it lets the loop device go (the slow part, done apart)
     mount_fd: int  # the mount itself: the unmount is a detach, and closing this ends the file system
     st_dev: int  # the file system's device number: what is mounted at ``path`` is checked to be this one
+    pool: _Pool | None = None  # the pool whose thread ends it when it is released (and makes the next)
 
     def free(self) -> tuple[int, int, int]:
         """(bytes in use, bytes free, inodes free) now, from the file system itself."""
@@ -366,25 +367,31 @@ class _Pool:
     """Capped file systems made ahead for one (trials directory, size), by a thread of its own.
 
     A trial takes one (:meth:`take`): under the lock, popped, so no two trials ever get the same one,
-    and none ever comes back (a released workspace is unmounted and its descriptors closed). The thread
-    keeps ``want`` ready: one at first, one more each time a trial found none (trials at once), up to
-    :data:`POOL_MAX`. Nobody taking for :data:`POOL_IDLE_S`, a failure to make one, or :func:`close_pools`
-    (also at exit) ends it, and what it held is let go. A process that dies holds them by descriptors
-    only, and the kernel unmounts them as those close; an image file whose unlink a kill forestalled
-    (between its creation and its loop device) is removed when a pool next starts for that directory.
+    and none ever comes back: a released workspace's descriptors come back only to be closed (by this
+    thread, :meth:`retire`), which ends its file system. The thread makes the next file systems when a
+    trial's workspace is released (and when a trial found none ready), not when one is taken: making one
+    while a trial's sandbox starts slowed that start on a busy machine; between trials it costs the
+    trials nothing. It keeps ``want`` ready: one at first, one more each time a trial found none (trials
+    at once), up to :data:`POOL_MAX`. Nobody taking for :data:`POOL_IDLE_S`, a failure to make one, or
+    :func:`close_pools` (also at exit) ends it, and what it held is let go. A process that dies holds
+    them by descriptors only, and the kernel unmounts them as those close; an image file whose unlink a
+    kill forestalled (between its creation and its loop device) is removed when a pool next starts for
+    that directory.
     """
 
     def __init__(self, image_dir: Path, size_bytes: int) -> None:
         self.image_dir = image_dir
         self.size_bytes = size_bytes
         self.ready: collections.deque[_Made] = collections.deque()
+        self.retired: list[tuple[int, int]] = []  # released workspaces' (mount, loop device) descriptors
         self.want = 1
+        self.asked = True  # make up to ``want`` now (at the start, after a release, after a trial found none)
         self.taken = 0
         self.closed = False
         self.last_take = time.monotonic()
         self.cond = threading.Condition()
         self._sweep()
-        self.thread = threading.Thread(target=self._fill, name="rrma-disk-pool", daemon=True)
+        self.thread = threading.Thread(target=self._work, name="rrma-disk-pool", daemon=True)
         self.thread.start()
 
     def _sweep(self) -> None:
@@ -396,31 +403,45 @@ class _Pool:
                         os.unlink(self.image_dir / name)
 
     def take(self) -> _Made | None:
-        """A ready file system, never handed out before (or None: none ready); the thread makes the next."""
+        """A ready file system, never handed out before, or None (none ready: the thread makes more)."""
         with self.cond:
             if self.closed:
                 return None
             self.last_take = time.monotonic()
             made = self.ready.popleft() if self.ready else None
-            if made is None and self.taken:  # trials at once (the first take only finds the pool starting)
-                self.want = min(POOL_MAX, self.want + 1)
+            if made is None:
+                if self.taken:  # trials at once (the first take only finds the pool starting)
+                    self.want = min(POOL_MAX, self.want + 1)
+                self.asked = True
+                self.cond.notify_all()
             self.taken += 1
-            self.cond.notify_all()
             return made
 
+    def retire(self, mount_fd: int, loop_fd: int) -> None:
+        """A released workspace's descriptors: the thread closes them (its file system ends), then makes
+        the next trial's file system."""
+        with self.cond:
+            if not self.closed:
+                self.retired.append((mount_fd, loop_fd))
+                self.asked = True
+                self.cond.notify_all()
+                return
+        _let_go(mount_fd, loop_fd)
+
     def close(self, *, wait: bool = True) -> None:
-        """Stop making, and let go of what is ready (its thread ends at its next look)."""
+        """Stop making, and let go of what is ready or retired (its thread ends at its next look)."""
         with self.cond:
             self.closed = True
-            ready, self.ready = list(self.ready), collections.deque()
+            held = [(made.mount_fd, made.loop_fd) for made in self.ready] + self.retired
+            self.ready, self.retired = collections.deque(), []
             self.cond.notify_all()
-        for made in ready:
-            _let_go(made.mount_fd, made.loop_fd, wait=wait)
+        for mount_fd, loop_fd in held:
+            _let_go(mount_fd, loop_fd, wait=wait)
 
-    def _fill(self) -> None:
+    def _work(self) -> None:
         while True:
             with self.cond:
-                while not self.closed and len(self.ready) >= self.want:
+                while not self.closed and not self.retired and not (self.asked and len(self.ready) < self.want):
                     idle = time.monotonic() - self.last_take
                     if idle >= POOL_IDLE_S:
                         self.closed = True
@@ -428,6 +449,13 @@ class _Pool:
                     self.cond.wait(POOL_IDLE_S - idle)
                 if self.closed:
                     break
+                make = self.asked and len(self.ready) < self.want
+                retired = [] if make else self.retired[:1]
+                del self.retired[:len(retired)]
+            for mount_fd, loop_fd in retired:  # after the next file system: a trial may be waiting for that
+                _let_go(mount_fd, loop_fd, wait=True)
+            if not make:
+                continue
             try:
                 made = _make(self.image_dir, self.size_bytes)
             except (OSError, DiskCapError) as exc:  # the trial that finds the pool empty makes its own, and says why
@@ -436,6 +464,7 @@ class _Pool:
             with self.cond:
                 if not self.closed:
                     self.ready.append(made)
+                    self.asked = len(self.ready) < self.want
                     continue
             _let_go(made.mount_fd, made.loop_fd, wait=True)
             break
@@ -478,8 +507,10 @@ def _forget_pools_in_child() -> None:
     global _POOLS_LOCK
     _POOLS_LOCK = threading.Lock()  # another thread may have held it at the fork
     for pool in _POOLS.values():
-        for made in pool.ready:
-            for fd in (made.mount_fd, made.loop_fd):
+        pool.cond = threading.Condition()
+        pool.closed = True  # a workspace of it released in the child is let go of directly
+        for pair in [(made.mount_fd, made.loop_fd) for made in pool.ready] + pool.retired:
+            for fd in pair:
                 with contextlib.suppress(OSError):
                     os.close(fd)
     _POOLS.clear()
@@ -505,7 +536,10 @@ def _unmount(workspace: Workspace) -> None:
         if _libc.umount2(target, MNT_DETACH) != 0:
             raise _oserror(f"umount {workspace.path}")
     finally:
-        _let_go(workspace.mount_fd, workspace.loop_fd)
+        if workspace.pool is not None:
+            workspace.pool.retire(workspace.mount_fd, workspace.loop_fd)
+        else:
+            _let_go(workspace.mount_fd, workspace.loop_fd)
 
 
 def release(workdir: Path, *, keep: bool = False) -> None:
@@ -558,14 +592,17 @@ def open_workspace(workdir: Path, disk_mb: int, mode_name: str) -> Workspace | N
     size_bytes = disk_mb * 2**20
     try:
         workdir.mkdir(parents=True, exist_ok=True)
-        made = _pool_for(workdir.parent.parent, size_bytes).take() if POOL_MAX > 0 else None
+        pool = _pool_for(workdir.parent.parent, size_bytes) if POOL_MAX > 0 else None
+        made = pool.take() if pool is not None else None
         if made is None:
             made = _make(workdir.parent.parent, size_bytes)
         try:
-            return _place(made, workdir)
+            workspace = _place(made, workdir)
         except BaseException:
             _let_go(made.mount_fd, made.loop_fd)
             raise
+        workspace.pool = pool
+        return workspace
     except (OSError, DiskCapError) as exc:
         raise DiskCapError(f"the workspace could not be given its {disk_mb} MiB file system: {exc}") from None
 

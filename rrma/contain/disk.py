@@ -17,10 +17,10 @@ sparse files stay sparse, set-user-ID bits are dropped).
 
 Cost: a file system is made with the kernel's new mount API (``fsopen``, ``fsmount``) as a *detached*
 mount, a descriptor attached nowhere, and placed at the workspace by one ``move_mount``. A thread
-keeps a few such file systems ready per (trials directory, size) (:class:`_Pool`), made while the
-previous trial runs; a trial's workspace is then one system call away, and its unmount is a detach
-(``MNT_DETACH`` while a descriptor of this module holds the mount) whose slow part (the file system's
-last write-back, the loop device letting go) a background thread does with the descriptors. A ready
+keeps a few such file systems ready per (trials directory, size) (:class:`_Pool`), made between
+trials (when a workspace is released); a trial's workspace is then one system call away, and its
+unmount is a detach (``MNT_DETACH`` while a descriptor of this module holds the mount) whose slow
+part (the file system's last write-back, the loop device letting go) that thread does later. A ready
 file system is visible nowhere, is handed out once (taken under the pool's lock) and never returns
 to a pool; one a process still held when it died or exited goes with its descriptors (the kernel
 unmounts a detached mount on its last close), so a pool leaves nothing behind.
@@ -120,7 +120,6 @@ class _Made:
     loop_fd: int
     device: str
     size_bytes: int
-    image: str  # where the image was made (it is unlinked), for the log
 
 
 @dataclass
@@ -305,7 +304,7 @@ def _make(image_dir: Path, size_bytes: int) -> _Made:
     except BaseException:
         os.close(loop_fd)
         raise
-    made = _Made(mount_fd, loop_fd, device, size_bytes, str(image))
+    made = _Made(mount_fd, loop_fd, device, size_bytes)
     try:
         os.rmdir("lost+found", dir_fd=mount_fd)  # mkfs's; a workspace holds only the trial's files
     except BaseException:
@@ -317,7 +316,7 @@ def _make(image_dir: Path, size_bytes: int) -> _Made:
 def _let_go(mount_fd: int, loop_fd: int, *, wait: bool = False) -> None:
     """Close a file system's descriptors: its mount's (a detached mount's last one: the kernel unmounts
     it, writing back what is dirty), then its loop device's (the device clears itself and the host frees
-    the image). That takes ~15-50 ms no trial need wait for: a thread of its own does it."""
+    the image). That takes ~15-50 ms no trial need wait for: unless ``wait``, a thread of its own does it."""
 
     def close_both() -> None:
         os.close(mount_fd)

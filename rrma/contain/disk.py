@@ -515,8 +515,28 @@ def _forget_pools_in_child() -> None:
     _POOLS.clear()
 
 
+def release_all() -> int:
+    """Detach every workspace this process mounted and has not released (how many): at exit, and on a
+    second Ctrl-C (which kills the running trials and leaves by ``os._exit``, past ``atexit``). Without
+    it such a workspace stays mounted in the run directory until that trial is evaluated again
+    (``resume``) or someone unmounts it. The files go with the file system: a trial cut short keeps
+    nothing (``loop.keep_workspaces`` keeps only what a released trial left). Never raises."""
+    with _LOCK:
+        held = list(_MOUNTED)
+    for path in held:
+        release(path)
+    return len(held)
+
+
+def _forget_mounts_in_child() -> None:
+    """A forked child did not mount its parent's workspaces: it must not detach them when it exits."""
+    _MOUNTED.clear()
+
+
 atexit.register(close_pools)
+atexit.register(release_all)  # atexit runs last-registered first: the workspaces go, then the pools
 os.register_at_fork(after_in_child=_forget_pools_in_child)
+os.register_at_fork(after_in_child=_forget_mounts_in_child)
 
 
 def _still_ours(workspace: Workspace) -> bool:

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from textual.css.query import NoMatches
 from make_run import make_run
+from textual.css.query import NoMatches
 from tui_helpers import MessageLog, fixed_clock, plain, wait_until
 
 from rrma.log.store import DriverLock, RunStore

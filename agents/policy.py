@@ -19,8 +19,11 @@ token ids (the end-of-sequence token included when it was sampled) and ``logprob
 log-probability of each, from ``generate(output_scores=True)`` via ``compute_transition_scores``: the
 distribution the token was drawn from, after temperature and top-p/top-k.
 
-Configuration (``agents[]``): ``model`` is a Hugging Face model directory (``config.json``), a PEFT adapter
-directory (``adapter_config.json``; its base from ``base_model_name_or_path``, or ``params.base_model``),
+Configuration (``agents[]``): ``model`` is a model of the model store by name (``smollm2``: rrma/models.py,
+pulled once with ``rrma-tui models pull``, verified before it loads), a Hugging Face model directory
+(``config.json``), a PEFT adapter
+directory (``adapter_config.json``; its base from ``base_model_name_or_path``, or ``params.base_model``;
+either may be a store name),
 a run directory whose training session saved one (its last ``train.finished`` artifact, checked against its
 digest), or a directory holding one of these (``final/``, a single one, else the highest ``checkpoint-N``).
 ``params``: ``device`` (cpu; ``cuda``/``cuda:N`` when asked and available), ``dtype`` (float32 on the CPU,
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from rrma.contracts import Agent, AgentError, Context
+from rrma.models import is_model_name, model_path, resolve
 from rrma.run.scheduler import BASELINE_PARENT
 from rrma.task import AgentConfig, TaskConfig
 from rrma.train.prompt import ReplyError, messages, parse_reply
@@ -97,7 +101,7 @@ def _kind(folder: Path) -> str | None:
 
 def _adapter_base(folder: Path, override: str | None) -> str:
     if override:
-        return str(override)
+        return model_path(str(override))
     try:
         config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -105,7 +109,7 @@ def _adapter_base(folder: Path, override: str | None) -> str:
     base = config.get("base_model_name_or_path") if isinstance(config, dict) else None
     if not base:
         raise ValueError(f"{folder}/adapter_config.json names no base_model_name_or_path (set params.base_model)")
-    base = str(base)
+    base = model_path(str(base))  # a catalog name (smollm2): the store's verified directory
     beside = (folder / base).resolve()
     if not Path(base).is_dir() and beside.is_dir():  # a base recorded relative to the adapter
         return str(beside)
@@ -291,12 +295,15 @@ class PolicyAgent(Agent):
             raise AgentError(f"agent {name}: params.dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
         self.dtype = dtype
         try:
-            self.found = find_policy(config.model, params.get("base_model"))
-        except ValueError as exc:
+            self.stored = resolve(config.model) if is_model_name(config.model) else None
+            where = str(self.stored.path) if self.stored is not None else config.model
+            self.found = find_policy(where, params.get("base_model"))
+        except ValueError as exc:  # ModelStoreError too: a model not pulled, or changed since its pull
             raise AgentError(f"agent {name}: {exc}") from None
         self.model, self.tokenizer = self._load()
         self.model_name = str(self.found.path)
-        self.fingerprint = fingerprint(self.found.path)
+        # a store model was just verified file by file: its digest names it (no second hashing)
+        self.fingerprint = self.stored.digest if self.stored is not None else fingerprint(self.found.path)
         self.turns = 0
 
     def _device(self, device: str) -> str:
@@ -357,7 +364,9 @@ class PolicyAgent(Agent):
         """What run.json records about this agent: the weights it runs (path, kind, base, digest) and how it samples."""
         return {"name": self.name, "backend": self.backend, "model": self.config.model, "endpoint": None,
                 "path": str(self.found.path), "kind": self.found.kind, "base_model": self.found.base,
-                "found_as": self.found.via, "sha256": self.fingerprint, "device": self.device, "dtype": self.dtype,
+                "found_as": self.found.via, "sha256": self.fingerprint,
+                "store": None if self.stored is None else {"name": self.stored.name,
+                                                           "gguf_sha256": self.stored.spec.sha256}, "device": self.device, "dtype": self.dtype,
                 "sampling": {"temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k,
                              "max_new_tokens": self.max_new_tokens, "max_prompt_tokens": self.max_prompt_tokens}}
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 from cli.audit import add_audit_parser
 from cli.benches import bench_arguments
+from cli.models import add_models_parser
 from cli.train import add_train_parser
 
 COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema",
-            "stop", "pause", "continue", "post", "steer", "experiment", "audit", "train")
+            "stop", "pause", "continue", "post", "steer", "experiment", "audit", "train", "models")
 VALUE_OPTIONS = {"--runs", "--executor", "--ray-address", "--reviewer"}
 
 
@@ -113,6 +114,7 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
 
     add_audit_parser(sub, _common)
     add_train_parser(sub, _common)
+    add_models_parser(sub, _common)
 
     p = sub.add_parser("check", help="check one proof of one theorem; prints a JSON verdict")
     p.add_argument("prover", choices=["lean", "coq"])

@@ -75,6 +75,7 @@ from rrma.contain.files import LinkRefused, link_free
 from rrma.contain.sandbox import Policy, harness_python
 from rrma.contain.spawn import ProcessResult, spawn
 from rrma.contracts import EvalContext, Oracle, OracleError
+from rrma.models import ModelStoreError, model_path
 from rrma.stats import Estimate, mean_pass_at_k, pass_at_1, taxonomy_counts
 from rrma.trial import Budget, Outcome, Status
 
@@ -587,7 +588,7 @@ class Gsm8kRecipeOracle(Oracle):
     """Runs the agents' training recipe, then scores the model it wrote on held-out questions.
 
     Params: ``base_model`` (``tiny-random`` = a tiny random Llama built locally, or a model
-    directory / hub id handed to the recipe), ``data``, ``download``, ``train_limit`` (train
+    directory / hub id handed to the recipe, or a model of the store by name: ``smollm2``), ``data``, ``download``, ``train_limit`` (train
     problems given to the recipe; None = all of train-pool), ``eval_split`` (dev | test),
     ``eval_limit`` (200), ``eval_subset_seed``, ``mode``, ``answer_format``, ``backend``
     (generation backend for the evaluation), ``gen`` (GenConfig fields), ``eval_seconds`` (the
@@ -688,6 +689,10 @@ class Gsm8kRecipeOracle(Oracle):
             # included, is replaced, never written through); read-only to the recipe
             files.write_bytes(home, "train.jsonl", jsonl_bytes(train), mode=0o444)
             base = str(self.params.get("base_model", "tiny-random"))
+            try:  # a model of the store by name (smollm2): its verified directory (rrma/models.py)
+                base = model_path(base)
+            except ModelStoreError as exc:
+                raise OracleError(str(exc)) from None
             if base != "tiny-random" and Path(base).exists():
                 base = str(Path(base).absolute())  # a local model directory, named the same from any cwd
             if base == "tiny-random":

@@ -74,6 +74,9 @@ BUILTIN_AGENTS: dict[str, str] = {
 # `rrma-tui train` (agents/training, the `train` extra: TRL, PEFT); the CLI reaches it through trainer_command()
 TRAINER_COMMAND = "agents.training.command:cli_main"
 
+# `rrma-tui models pull` (rrma/models.py): a pulled GGUF made into a Hugging Face directory (the local extra)
+MODEL_CONVERTER = "agents.convert"
+
 # the audit judge's backends: a function (model, *, endpoint=None, **options) -> complete(system, user) -> str
 BUILTIN_JUDGES: dict[str, str] = {
     "anthropic": "agents.judge:anthropic_completer",
@@ -292,3 +295,13 @@ def trainer_command() -> Callable[[Any], int]:
     except ImportError as exc:
         raise AgentError(f"rrma-tui train needs the train extra ({exc}); install it: pip install -e '.[train]'") from exc
     return cast(Callable[[Any], int], found)
+
+
+def model_converter() -> tuple[Callable[[Any, Any], dict[str, Any]], str]:
+    """The model store's converter (:data:`MODEL_CONVERTER`'s ``convert_gguf``) and its version, imported now;
+    AgentError naming what to install when the ``local`` extra (transformers, gguf, accelerate) is missing."""
+    module = importlib.import_module(MODEL_CONVERTER)
+    missing = module.missing_requirements()
+    if missing:
+        raise AgentError(f"converting a pulled model needs {', '.join(missing)}: pip install -e '.[local]'")
+    return cast(Callable[[Any, Any], dict[str, Any]], module.convert_gguf), str(module.VERSION)

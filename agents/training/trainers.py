@@ -20,6 +20,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,8 @@ def need_trl() -> None:
 
     datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()
+    # transformers 5 renamed gradient checkpointing; TRL and PEFT still use the old name, once per step
+    warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
 
 
 @dataclass
@@ -236,7 +239,7 @@ def common_args(settings: Settings, out: Path) -> dict[str, Any]:
             "seed": settings.seed, "use_cpu": settings.device == "cpu", "bf16": False, "fp16": False,
             "disable_tqdm": True, "remove_unused_columns": False, "dataloader_num_workers": 0,
             # TRL turns it on by default: it saves memory a small model does not need and costs a second forward
-            "gradient_checkpointing": False}
+            "activation_checkpointing": False}
 
 
 # ----------------------------------------------------------------------------- sft

@@ -33,6 +33,7 @@ from agents.training.rollouts import RolloutError
 from agents.training.trainers import Settings, TrainingError, need_trl
 from rrma.log.reader import read_state
 from rrma.log.verify import verify_run
+from rrma.models import CATALOG, ModelStoreError, is_model_name, model_path
 from rrma.run.loop import start_run
 from rrma.stats import bootstrap_gain_ci
 from rrma.task import TaskError, load_task
@@ -105,13 +106,20 @@ def say(text: str) -> None:
 
 
 def resolve_model(name: str | None) -> tuple[str, str]:
-    """(the policy to start from: ``tiny`` or a model directory, its profile) for ``--model``."""
+    """(the policy to start from: ``tiny`` or a model directory, its profile) for ``--model``: ``tiny``, a
+    model of the store by name (``smollm2``: its verified directory, rrma/models.py), or a model directory."""
     if name is None or name == "tiny":
         return "tiny", "tiny"
+    if is_model_name(name):
+        try:
+            return model_path(name), "pretrained"
+        except ModelStoreError as exc:  # not pulled yet, or changed since its pull
+            raise TrainingError(str(exc)) from None
     path = Path(name).expanduser()
     if path.is_dir():
         return str(path.absolute()), "pretrained"
-    raise TrainingError(f"--model {name}: not a model directory (and not tiny)")
+    raise TrainingError(f"--model {name}: neither tiny, a model of the store ({', '.join(sorted(CATALOG))}) "
+                        "nor a model directory")
 
 
 def settings_of(args: argparse.Namespace, profile: Profile) -> Profile:

@@ -42,9 +42,9 @@ pytest.importorskip("peft")
 pytest.importorskip("trl")
 pytest.importorskip("datasets")
 
+from agents.training import trainers  # noqa: E402
 from agents.training.command import Request, run_online  # noqa: E402
 from agents.training.tiny import build_tiny  # noqa: E402
-from agents.training import trainers  # noqa: E402
 from agents.training.trainers import Settings, last_checkpoint, load_policy  # noqa: E402
 from cli.main import main  # noqa: E402
 from rrma.log.reader import read_state  # noqa: E402

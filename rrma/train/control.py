@@ -71,7 +71,8 @@ def check_steps(steps: Sequence[dict[str, Any]], control: str | None, seed: int)
         if not isinstance(order, list) or sorted(order) != list(range(len(rewards))):
             errors.append(f"step {step}: the recorded order is not a permutation of its {len(rewards)} rollouts")
             continue
-        if entry.get("seed") != seed or entry.get("step") != step or order != shuffle_order(len(rewards), seed, step):
+        if (entry.get("seed") != seed or entry.get("step") != step or not isinstance(step, int)
+                or order != shuffle_order(len(rewards), seed, step)):
             errors.append(f"step {step}: the recorded order is not the one seed {seed} draws for this step")
             continue
         trained = entry.get("rewards_trained")

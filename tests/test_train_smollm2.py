@@ -41,6 +41,10 @@ from rrma.task import TaskConfig, load_task  # noqa: E402
 from rrma.train.prompt import ReplyError, parse_reply  # noqa: E402
 from rrma.train.reward import RewardInputs, reward  # noqa: E402
 
+# the sessions fixture (a source run, sft and grpo of a 135M model) takes a minute or two on a quiet 2-core
+# machine, many more beside other work: the suite's 300 s per test is too little for the test that builds it
+pytestmark = pytest.mark.timeout(1800)
+
 REPO = Path(__file__).resolve().parents[1]
 SOURCE_TRIALS = 8
 SFT = {"steps": 8, "lr": 3e-3, "batch": 8, "lora_r": 8, "lora_alpha": 16}

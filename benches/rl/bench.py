@@ -69,7 +69,7 @@ PROFILES = {
     "tiny": Profile(sft_trials=48, sft_steps=200, sft_lr=3e-3, sft_batch=16, sft_lora=False, steps=30, prompts=8,
                     group=8, lr=3e-3, beta=0.02, temperature=1.0, max_new_tokens=40, lora_r=16),
     # a pretrained model (SmolLM2-135M-Instruct): LoRA in both steps; sized for 40 minutes on 2 CPU cores
-    "pretrained": Profile(sft_trials=48, sft_steps=30, sft_lr=1e-3, sft_batch=8, sft_lora=True, steps=30, prompts=2,
+    "pretrained": Profile(sft_trials=48, sft_steps=16, sft_lr=1e-3, sft_batch=8, sft_lora=True, steps=16, prompts=4,
                           group=8, lr=1e-3, beta=0.0, temperature=1.0, max_new_tokens=24, lora_r=16,
                           # a short prompt (about 90 tokens with the state, not 140): each rollout is trained on
                           # its prompt and reply, so the prompt's length is most of a step's cost

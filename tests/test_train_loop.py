@@ -485,6 +485,23 @@ def test_train_sft_on_a_demo_run_and_bad_input(adapter_run: Path, grpo_run: Path
     assert sorted(p.name for p in runs.iterdir()) == ["sft"]  # nothing made by the bad commands
 
 
+def test_bench_rl_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RRMA_MODELS", str(tmp_path / "empty-store"))  # a store with nothing pulled
+    runs = tmp_path / "runs"
+    for args, words in [
+        (["--model", str(tmp_path / "nowhere")], ["--model", "nowhere", "neither tiny", "smollm2"]),
+        (["--model", "smollm2"], ["smollm2 is not in the model store", "models pull smollm2"]),
+        (["--steps", "1"], ["--steps 1", "two steps"]),
+        (["--group", "1"], ["--group 1", "at least 2"]),
+    ]:
+        code, out = cli(capsys, "--runs", str(runs), "bench", "rl", *args)
+        assert code == 2 and "\n" not in out and out.startswith("bench rl: "), (args, code, out)
+        for word in words:
+            assert word in out, (args, out)
+    assert not runs.exists()  # nothing started
+
+
 # ----------------------------------------------------------------------------- 3. kill -9, then resume
 
 

@@ -237,9 +237,7 @@ def common_args(settings: Settings, out: Path) -> dict[str, Any]:
     return {"output_dir": str(out), "learning_rate": settings.lr, "logging_steps": 1, "report_to": [],
             "save_strategy": "steps", "save_steps": max(1, settings.save_every), "save_total_limit": 2,
             "seed": settings.seed, "use_cpu": settings.device == "cpu", "bf16": False, "fp16": False,
-            "disable_tqdm": True, "remove_unused_columns": False, "dataloader_num_workers": 0,
-            # TRL turns it on by default: it saves memory a small model does not need and costs a second forward
-            "activation_checkpointing": False}
+            "disable_tqdm": True, "remove_unused_columns": False, "dataloader_num_workers": 0}
 
 
 # ----------------------------------------------------------------------------- sft

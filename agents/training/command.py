@@ -331,6 +331,7 @@ def cli_main(args: Any) -> int:
         settings.lr = args.lr if args.lr is not None else 5e-4
         settings.group, settings.prompts, settings.beta = args.group, args.prompts, args.beta
         settings.temperature, settings.max_new_tokens = args.temperature, args.max_new_tokens
+        settings.control = args.control
         if method == "sdpo":
             settings.teacher, settings.success = args.teacher, args.success
         if settings.group < 2:

@@ -57,10 +57,12 @@ def _statement_of(rest: str) -> str:
     return " ".join(rest.strip().rstrip(".").split())
 
 
-def coq_file_premises(context: str) -> tuple[list[Premise], list[str]]:
+def coq_file_premises(context: str, *, admitted: bool = False) -> tuple[list[Premise], list[str]]:
     """(lemmas proved in ``context``, definitions to unfold), each reachable by the names returned.
 
-    Lemmas closed by ``Admitted`` or ``Abort`` and every axiom-like declaration are left out.
+    Lemmas closed by ``Admitted`` or ``Abort`` and every axiom-like declaration are left out;
+    ``admitted=True`` keeps the ``Admitted`` ones (the ``rediscover`` setting shows every earlier
+    theorem that way: the checker has their proofs).
     Names defined inside a module that is closed by the end of the context are qualified
     (``Nat.add_comm``); a functor's or a module type's contents are not reachable and are skipped.
     """
@@ -77,7 +79,8 @@ def coq_file_premises(context: str) -> tuple[list[Premise], list[str]]:
         if pending is not None:
             end = _COQ_END.match(code)
             if end is not None:
-                if end.group("kw") in ("Qed", "Defined") or end.group("kw").startswith("Save"):
+                if end.group("kw") in ("Qed", "Defined") or end.group("kw").startswith("Save") or (
+                        admitted and end.group("kw") == "Admitted"):
                     found.append((pending[0], pending[1], pending[2], True))
                 pending = None
             continue

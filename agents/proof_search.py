@@ -36,7 +36,7 @@ first closed in the agent's own session (``Qed`` and ``Print Assumptions``: a pr
 on an axiom is not proposed) and then re-checked from scratch by the oracle; only the oracle's
 verdict counts.
 
-Params: ``seconds`` (per-theorem search budget, 20), ``max_checks`` (tactic runs, 6000),
+Params: ``seconds`` (per-theorem search budget, 25), ``max_checks`` (tactic runs, 6000),
 ``tactic_seconds`` (each tactic's timeout, 2), ``library`` (search imported libraries, true),
 ``hammer`` (false; true when the bench preloads CoqHammer), ``portfolio`` (true), ``llm``,
 ``llm_model``, ``llm_calls`` (model calls per theorem, 4), ``coq_args`` (load paths),
@@ -53,7 +53,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agents.premises import (
     PremiseIndex,
@@ -79,6 +79,7 @@ from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Proposal
 
 GOAL_WEIGHT = 2.0  # priority units per open goal
+WIDEN_BEFORE = 0.8  # a search exhausted before this share of its seconds makes a second, wider pass
 SIZE_WEIGHT = 0.004  # per character of the first goal
 TREE_GOAL_CHARS = 400  # a goal's text kept in the trace
 TREE_MESSAGE_CHARS = 300  # a failed tactic's error (or veto) kept in the trace
@@ -122,6 +123,9 @@ class SearchResult:
     expanded: int
     tree: dict[str, Any]
     reason: str  # "proved", "budget: seconds", "budget: checks", "exhausted", or a start error
+    steps: list[tuple[str, str]] = field(default_factory=list)  # (first goal, tactic) along the proof
+    deepest: int = 0  # the depth of the deepest state reached
+    last_error: str = ""  # the last tactic error seen (why the search stopped where it did)
 
 
 def conclusion(goal: str) -> str:
@@ -213,6 +217,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
     heap: list[tuple[float, int, int]] = [(priority(0.0, root_state), next(counter), 0)]
     checks = expanded = 0
     reason = "exhausted"
+    last_error = ""
 
     def finish(proof_node: Node | None, why: str) -> SearchResult:
         seconds = clock() - started
@@ -225,20 +230,30 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             path.reverse()
         data = tree.to_json(result="proved" if proof_node is not None else "open", proof_nodes=path, budget=budget,
                             checks=checks, seconds=seconds)
+        deepest = max((n.depth for n in nodes), default=0)
         if proof_node is None:
-            return SearchResult(None, None, checks, seconds, expanded, data, why)
+            return SearchResult(None, None, checks, seconds, expanded, data, why, deepest=deepest,
+                                last_error=last_error)
+        steps = [(nodes[path[k]].state.goals[0] if nodes[path[k]].state.goals else "", nodes[path[k + 1]].tactic)
+                 for k in range(len(path) - 1)]
         return SearchResult(states.proof_text(proof_node.tactics), proof_node.tactics, checks, seconds, expanded,
-                            data, "proved")
+                            data, "proved", steps=steps, deepest=deepest)
 
-    while heap:
-        _, _, node_id = heapq.heappop(heap)
-        node = nodes[node_id]
-        expanded += 1
+    tried: set[tuple[int, str]] = set()  # (node, tactic) already run: a wider pass never repeats one
+    stop: list[str] = []
+
+    def expand(node: Node) -> SearchResult | None:
+        nonlocal checks, last_error
         for cand in tactics_source.candidates(node):
+            if (node.id, cand.tactic) in tried:
+                continue
             if clock() - started >= budget.seconds:
-                return finish(None, "budget: seconds")
+                stop.append("budget: seconds")
+                return None
             if checks >= budget.max_checks:
-                return finish(None, "budget: checks")
+                stop.append("budget: checks")
+                return None
+            tried.add((node.id, cand.tactic))
             left = budget.seconds - (clock() - started)
             result = states.run_tactic(node.state, cand.tactic, min(budget.tactic_seconds, max(0.5, left)))
             checks += 1
@@ -246,6 +261,9 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             code = OUTCOME_CODE[result.outcome]
             if result.state is None or result.outcome not in ("progress", "proved"):
                 tree.add_try(node.id, cand.tactic, code, -1, result.seconds, result.message)
+                if result.message and result.outcome == "error" and (
+                        not result.message.startswith("no progress") or not last_error):
+                    last_error = f"{cand.tactic} at depth {node.depth}: {result.message}"
                 continue
             child_state = result.state
             closed = result.outcome == "proved" or closes_first_goal(node.state, child_state)
@@ -271,6 +289,28 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             heapq.heappush(heap, (priority(child.cost, child_state), next(counter), child.id))
             if closed:
                 break  # the first goal is closed: other ways of closing it cannot do better
+        return None
+
+    widened = False
+    while True:
+        while heap and not stop:
+            _, _, node_id = heapq.heappop(heap)
+            expanded += 1
+            proof = expand(nodes[node_id])
+            if proof is not None:
+                return proof
+        if stop:
+            return finish(None, stop[0])
+        # exhausted with budget left: a second, wider pass over every open state (the narrow first
+        # pass proposes nothing more; the rest of the budget is better spent widening it)
+        widen = getattr(tactics_source, "widen", None)
+        if widened or widen is None or clock() - started > WIDEN_BEFORE * budget.seconds or not widen():
+            break
+        widened = True
+        reason = "exhausted after a wider pass"
+        for n in nodes:
+            if n.state.goals:
+                heapq.heappush(heap, (priority(n.cost, n.state), next(counter), n.id))
     return finish(None, reason)
 
 
@@ -283,6 +323,7 @@ COQ_CLOSERS: list[tuple[str, float]] = [
     ("eauto.", 0.4), ("now simpl.", 0.3), ("simpl; lia.", 0.4), ("firstorder.", 0.6),
     ("now (intros; subst; auto).", 0.5), ("intuition lia.", 0.6), ("simpl in *; auto.", 0.4),
     ("simpl in *; lia.", 0.5), ("simpl in *; congruence.", 0.5), ("simpl in *; intuition.", 0.6),
+    ("ring.", 0.3), ("field.", 0.4), ("lra.", 0.3), ("nra.", 0.6),
 ]
 HAMMER_CLOSERS: list[tuple[str, float]] = [("sauto.", 0.5), ("hauto.", 0.5), ("qauto.", 0.5)]
 _PROP_HINT = re.compile(r"(?<![<>=:!])=(?![>=])|<>|->|<->|/\\|\\/|~|\bTrue\b|\bFalse\b|<=|<|>|\bIn\b|\bForall\b|"
@@ -310,43 +351,174 @@ def _is_prop(typ: str) -> bool:
     return bool(_PROP_HINT.search(typ)) or typ.startswith(("forall", "exists", "~"))
 
 
+# tactics a context may lack (lia needs Lia; the Init files run without the prelude; sauto needs
+# CoqHammer): probed once per theorem, and no candidate that names a missing one is tried
+GATED_TACTICS = ("lia", "nia", "congruence", "tauto", "intuition", "firstorder", "easy", "now", "sauto",
+                 "hauto", "qauto", "eauto", "f_equal", "discriminate", "decide", "ring", "field", "lra", "nra")
+_REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+)\s*\.$")
+MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
+
+
+def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
+    """The goal's conclusion with its local variables as holes (``_``), for ``Search``: "" when it
+    is a product, has no constant left, or holds characters a query must not carry."""
+    text = " ".join(concl.split())
+    if not text or text.startswith(("forall", "exists", "fun", "match", "let")) or "->" in text or len(text) > 160:
+        return ""
+    if not re.fullmatch(r"[\w'. ()+*:<>=@\[\]^/\\~-]+", text) or "Qed" in text:
+        return ""
+    local = set(local_names)
+    out = _IDENT.sub(lambda m: "_" if m.group(0) in local else m.group(0), text)
+    if not re.search(r"[^\s_()=]", out):  # holes only (`_ = _`): every equation would match
+        return ""
+    return out
+
+
+class TacticSuggester(Protocol):
+    """A source of ranked tactics for a goal, beside the rules (the hook for learned or model-ranked
+    tactics: :class:`LearnedTactics` here, :class:`LLMTactics` for a chat model; a local model's
+    ranked candidates plug in the same way). ``candidates`` returns tactics for ``state``'s first goal
+    with their costs; ``learn`` is told each proof found in the run (its (goal, tactic) steps)."""
+
+    def candidates(self, task: TheoremTask, state: ProofState) -> list[Candidate]: ...
+
+    def learn(self, task: TheoremTask, steps: Sequence[tuple[str, str]]) -> None: ...
+
+
+class LearnedTactics:
+    """Online learning from the run's own proofs, Tactician-style: every (goal, tactic) step of a
+    proof the search found is remembered; for a new goal the tactics of the most similar remembered
+    goals (rare shared symbols, IDF-weighted) are proposed, best first. Whole proofs of the most
+    similar solved statements are proposed at the statement. Nothing here comes from a human proof
+    of the file being proved."""
+
+    def __init__(self, per_goal: int = 6, whole: int = 3) -> None:
+        self.steps: list[tuple[frozenset[str], str]] = []
+        self.proofs: list[tuple[frozenset[str], str]] = []
+        self.per_goal, self.whole = per_goal, whole
+        self.df: dict[str, int] = {}
+
+    def learn(self, task: TheoremTask, steps: Sequence[tuple[str, str]]) -> None:
+        for goal, tactic in steps:
+            syms = frozenset(tokens(conclusion(goal)))
+            self.steps.append((syms, tactic))
+            for sym in syms:
+                self.df[sym] = self.df.get(sym, 0) + 1
+        if steps:
+            self.proofs.append((frozenset(tokens(task.statement)), "\n".join(t for _, t in steps)))
+
+    def _weight(self, sym: str) -> float:
+        import math
+
+        return math.log((len(self.steps) + 1) / (self.df.get(sym, 0) + 0.5))
+
+    def _rank(self, syms: frozenset[str], pool: Sequence[tuple[frozenset[str], str]], limit: int) -> list[str]:
+        scored = []
+        for k, (other, tactic) in enumerate(pool):
+            shared = syms & other
+            if not shared:
+                continue
+            score = sum(self._weight(x) for x in shared) / (1.0 + sum(self._weight(x) for x in syms | other))
+            scored.append((score, k, tactic))
+        scored.sort(key=lambda item: (-item[0], -item[1]))
+        out: list[str] = []
+        for _, _, tactic in scored:
+            if tactic not in out:
+                out.append(tactic)
+            if len(out) >= limit:
+                break
+        return out
+
+    def candidates(self, task: TheoremTask, state: ProofState) -> list[Candidate]:
+        if not state.goals or not self.steps:
+            return []
+        out = [Candidate(t, 0.45 + 0.05 * k, source="learned")
+               for k, t in enumerate(self._rank(frozenset(tokens(conclusion(state.goals[0]))), self.steps,
+                                                self.per_goal))]
+        if not state.handle:  # at the statement: whole proofs of similar solved theorems
+            out += [Candidate(p, 0.4 + 0.02 * k, True, "learned")
+                    for k, p in enumerate(self._rank(frozenset(tokens(task.statement)), self.proofs, self.whole))]
+        return out
+
+
 class CoqTactics(TacticSource):
     """Coq candidates for one theorem (see the module docstring)."""
 
     def __init__(self, states: Any, task: TheoremTask, root: ProofState, *, library: bool = True,
                  hammer: bool = False, portfolio: bool = True, premises_per_node: int = 8,
-                 llm: LLMTactics | None = None) -> None:
+                 llm: LLMTactics | None = None, setting: str = "library",
+                 suggesters: Sequence[TacticSuggester] = ()) -> None:
         self.states = states
         self.task = task
-        file_premises, self.definitions = coq_file_premises(task.context)
+        self.setting = setting
+        self.hammer_wanted = hammer
+        # rediscover: the earlier theorems read `Admitted.` in the view (the checker has their proofs)
+        file_premises, self.definitions = coq_file_premises(task.context, admitted=setting == "rediscover")
         self.file_index = PremiseIndex(file_premises)
-        # earlier proofs of the file, most similar statements first: whole scripts to retry at the
-        # statement, and their sentences as candidates everywhere (retrieval of tactics)
-        self.similar_proofs = similar(task.statement, coq_file_proofs(task.context), self.file_index, limit=8)
+        self.file_lemmas = {p.name.split(".")[-1] for p in file_premises}
+        # library setting only: earlier human proofs of the file, most similar statements first (whole
+        # scripts to retry at the statement, their sentences as candidates everywhere); the rediscover
+        # view has none, and the search never reads them there
+        proofs = coq_file_proofs(task.context) if setting == "library" else []
+        self.similar_proofs = similar(task.statement, proofs, self.file_index, limit=8)
         sentences: list[str] = []
         for _, _, body in self.similar_proofs:
             for sentence in body.split("\n"):
                 if not re.fullmatch(r"[-+*]+|[{}]", sentence) and sentence not in sentences and len(sentence) < 200:
                     sentences.append(sentence)
         self.retrieved = sentences[:16]
+        self.root, self.library, self.wide = root, library, False
         self.library_index = PremiseIndex(self._library(root) if library else [])
         self.hammer = hammer
         self.portfolio = portfolio
         self.premises_per_node = premises_per_node
         self.llm = llm
         self.slow: dict[str, int] = {}  # tactic head -> timeouts in this theorem
-        self.unknown: set[str] = set()  # tactic names Coq does not know here (e.g. lia without Lia)
+        self.unknown: set[str] = self._unavailable(root)  # tactics this context cannot run (lia without Lia)
         self.allowed_axioms: tuple[str, ...] = ()
+        self.suggesters = [*suggesters, *([llm] if llm is not None else [])]
+        self.concl_premises: dict[str, list[Premise]] = {}  # conclusion pattern -> lemmas Search found
+        self.pattern_queries = 0
 
+    def _unavailable(self, root: ProofState) -> set[str]:
+        """The tactics of :data:`GATED_TACTICS` this context cannot run: ``try (fail; T)`` is
+        interpreted (so an unknown name or notation is an error) but never runs ``T``."""
+        run = getattr(self.states, "run_tactic", None)
+        if run is None or not root.goals:
+            return set()
+        missing: set[str] = set()
+        for name in GATED_TACTICS:
+            if name in ("sauto", "hauto", "qauto") and not self.hammer_wanted:
+                missing.add(name)
+                continue
+            result = run(root, f"try (fail; {name}).", 2.0)
+            if result.outcome in ("error", "rejected") and re.search(
+                    r"not found|Unknown|Syntax error|Illegal|unknown|No such", result.message or ""):
+                missing.add(name)
+        return missing
     # -- premises from the imported libraries
 
-    def _library(self, root: ProofState) -> list[Premise]:
+    def widen(self) -> bool:
+        """The second pass of an exhausted search: twice the premises per state, library lemmas
+        found with more symbol pairs of the statement, ``eapply L; eauto`` closers, ``auto using``
+        with more lemmas. False when it is already wide."""
+        if self.wide:
+            return False
+        self.wide = True
+        self.premises_per_node = 2 * self.premises_per_node
+        if self.library:
+            self.library_index = PremiseIndex([*self.library_index.premises, *self._library(self.root, wide=True)])
+        return True
+
+    def _library(self, root: ProofState, *, wide: bool = False) -> list[Premise]:
         goal = root.goals[0] if root.goals else ""
         syms = [t for t in dict.fromkeys(tokens(conclusion(goal))) if self._searchable(t, root)]
         queries: list[str] = []
-        for a, b in itertools.combinations(syms[:5], 2):
+        for a, b in itertools.combinations(syms[:8] if wide else syms[:5], 2):
             queries.append(f"{self._term(a)} {self._term(b)}")
-        queries.extend(self._term(s) for s in syms[:3])
+        queries.extend(self._term(s) for s in (syms[:6] if wide else syms[:3]))
+        if wide:
+            queries = [q for q in queries if q not in self._library_queries(root)]
         found: list[Premise] = []
         search = getattr(self.states, "search_premises", None)
         if search is None:
@@ -354,6 +526,13 @@ class CoqTactics(TacticSource):
         for query in queries[:12]:
             found.extend(p for p in search(query, limit=80) if not p.name.startswith("rrma_"))
         return found
+
+    def _library_queries(self, root: ProofState) -> list[str]:
+        """The queries the first pass ran (the wider pass runs the others)."""
+        goal = root.goals[0] if root.goals else ""
+        syms = [t for t in dict.fromkeys(tokens(conclusion(goal))) if self._searchable(t, root)]
+        out = [f"{self._term(a)} {self._term(b)}" for a, b in itertools.combinations(syms[:5], 2)]
+        return (out + [self._term(x) for x in syms[:3]])[:12]
 
     @staticmethod
     def _term(sym: str) -> str:
@@ -394,13 +573,16 @@ class CoqTactics(TacticSource):
         # another constant, so it is not excluded
         lib_top = self.library_index.rank(goal_text, self.premises_per_node // 2 + 1,
                                           exclude=[p.name for p in file_top])
-        using = ", ".join(p.name for p in (file_top[:4] + lib_top[:2]))
+        using = ", ".join(p.name for p in ((file_top[:8] + lib_top[:4]) if self.wide else (file_top[:4] + lib_top[:2])))
         for tactic, cost in closers:
             out.append(Candidate(tactic, cost, True, "hammer" if (tactic, cost) in HAMMER_CLOSERS else "rule"))
         if using:
             out.append(Candidate(f"auto using {using}.", 0.3, True, "premise"))
             out.append(Candidate(f"eauto using {using}.", 0.5, True, "premise"))
         premises = file_top + lib_top
+        if self.wide:
+            out.extend(Candidate(f"eapply {p.name}; eauto.", 0.5 + 0.05 * k, True, "premise")
+                       for k, p in enumerate(premises[:8]))
         out.extend(Candidate(sentence, 0.7 + 0.02 * k, source="retrieved") for k, sentence in enumerate(self.retrieved))
         if self.hammer and premises:
             names = ", ".join(p.name for p in premises[:5])
@@ -418,7 +600,9 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"destruct {name}.", 1.0))
             for k, premise in enumerate(premises[:4]):
                 out.append(Candidate(f"apply {premise.name}.", 0.7 + 0.1 * k, source="premise"))
-            return self._filter(out)
+            for suggester in self.suggesters:
+                out.extend(suggester.candidates(self.task, state))
+            return [c for c in self._filter(out) if not self.loops(node, c.tactic)]
         for m in _MATCH.finditer(concl):
             scrut = m.group("scrut")
             out.append(Candidate(f"destruct {scrut}.", 0.4))
@@ -436,6 +620,12 @@ class CoqTactics(TacticSource):
             out.append(Candidate("eexists.", 0.8))
         if re.match(r"^[^=]*\S \S[^=]* = [^=]*\S \S", concl):
             out.append(Candidate("f_equal.", 0.9))
+        head = re.match(r"^(?:~\s*)?\(?\s*(?P<head>[A-Za-z_][\w'.]*)", concl)
+        if head is not None and head.group("head") not in {n for n, _ in hyps} | {"exists", "fun", "match", "let"} \
+                and not re.search(r" (?:=|<>|<=|<|>=|>|<->|->|/\\|\\/) ", concl):
+            # the conclusion is an applied constant (`Un_growing u`, `continuity f`): unfold it
+            out.append(Candidate("red.", 0.6))
+            out.append(Candidate(f"unfold {head.group('head')}.", 0.7))
         used = set(tokens(goal_text))
         for name in self.definitions:
             if name in used or name.split(".")[-1] in used:
@@ -461,6 +651,10 @@ class CoqTactics(TacticSource):
                     out.append(Candidate(f"destruct {name}; sauto.", 0.6, True, "hammer"))
                 out.append(Candidate(f"destruct {name}.", 0.9))
                 out.append(Candidate(f"induction {name}.", 1.0))
+                # one step per case with the routine closers (a datatype of many constructors makes the
+                # plain split too wide to search case by case)
+                out.append(Candidate(f"destruct {name}; simpl; auto.", 0.7))
+                out.append(Candidate(f"induction {name}; simpl; auto.", 0.75))
         prop_hyps = [n for n, t in hyps if _is_prop(t) and not n.startswith("IH")][-2:]
         for k, premise in enumerate(premises):
             weight = 0.6 + 0.08 * k
@@ -472,9 +666,36 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"eapply {premise.name}.", weight + 0.3, source="premise"))
                 for h in prop_hyps:
                     out.append(Candidate(f"apply {premise.name} in {h}.", weight + 0.3, source="premise"))
-        if self.llm is not None:
-            out.extend(self.llm.candidates(self.task, state))
-        return self._filter(out)
+        out.extend(self._concl_candidates(state, concl, hyps))
+        for suggester in self.suggesters:
+            out.extend(suggester.candidates(self.task, state))
+        return [c for c in self._filter(out) if not self.loops(node, c.tactic)]
+
+    def _concl_candidates(self, state: ProofState, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
+        """``apply``/``rewrite`` with the lemmas whose conclusion has the goal's shape: Coq's
+        ``Search`` on the conclusion with its variables as holes (``1 < _ ^ _`` for ``1 < a ^ b``),
+        over everything in scope (the file's earlier statements included), best ranked first."""
+        pattern = conclusion_pattern(concl, [n for n, _ in hyps])
+        if not pattern:
+            return []
+        found = self.concl_premises.get(pattern)
+        if found is None:
+            search = getattr(self.states, "search_premises", None)
+            if search is None or self.pattern_queries >= MAX_PATTERN_QUERIES:
+                return []
+            self.pattern_queries += 1
+            found = [p for p in search(f"({pattern})", limit=200) if not p.name.startswith("rrma_")
+                     and p.name.split(".")[-1] != self.task.name]
+            found = PremiseIndex(found).rank(state.goals[0], 6) if found else []
+            self.concl_premises[pattern] = found
+        out: list[Candidate] = []
+        for k, premise in enumerate(found):
+            weight = 0.35 + 0.05 * k
+            out.append(Candidate(f"apply {premise.name}.", weight, source="premise"))
+            out.append(Candidate(f"apply {premise.name}; auto.", weight + 0.05, True, "premise"))
+            if is_rewrite_rule(premise.statement):
+                out.append(Candidate(f"rewrite {premise.name}.", weight + 0.1, source="premise"))
+        return out
 
     def _portfolio(self) -> list[Candidate]:
         statement = self.task.statement
@@ -496,8 +717,27 @@ class CoqTactics(TacticSource):
             head = cand.tactic.split()[0].rstrip(".;")
             if head in self.unknown or self.slow.get(head, 0) >= 3 or self.slow.get(cand.tactic, 0) >= 1:
                 continue
+            if self.unknown and set(_IDENT.findall(cand.tactic)) & self.unknown:
+                continue  # names a tactic this context cannot run
             out.append(cand)
         return out
+
+    @staticmethod
+    def loops(node: Node, tactic: str) -> bool:
+        """Whether ``tactic`` would undo the step before it or repeat a rewrite for the third time:
+        ``rewrite <- L`` right after ``rewrite L`` (or the reverse), the same lemma rewritten in
+        the same direction more than twice on one path."""
+        m = _REWRITE.match(tactic)
+        if m is None:
+            return False
+        lemma, back = m.group("lemma"), bool(m.group("back"))
+        if node.tactics:
+            last = _REWRITE.match(node.tactics[-1])
+            if last is not None and last.group("lemma") == lemma and bool(last.group("back")) != back:
+                return True
+        same = sum(1 for t in node.tactics if (r := _REWRITE.match(t)) is not None and r.group("lemma") == lemma
+                   and bool(r.group("back")) == back)
+        return same >= 2
 
     def observe(self, candidate: Candidate, result: TacticResult) -> None:
         head = candidate.tactic.split()[0].rstrip(".;")
@@ -515,7 +755,9 @@ class CoqTactics(TacticSource):
         axioms = check(list(tactics))
         if axioms is None:
             return "the proof does not close at Qed"
-        bad = [a for a in axioms if a not in self.allowed_axioms and a.split(".")[-1] not in self.allowed_axioms]
+        # rediscover: the view's earlier theorems are `Admitted` here (the checker has their proofs)
+        allowed = (*self.allowed_axioms, *(self.file_lemmas if self.setting == "rediscover" else ()))
+        bad = [a for a in axioms if a not in allowed and a.split(".")[-1] not in allowed]
         return f"relies on {', '.join(bad)}" if bad else None
 
 
@@ -647,6 +889,9 @@ class LLMTactics:
                         latency_s=round(time.monotonic() - started, 3), args={"goal": state.goals[0][:500]})
         return [Candidate(t, 0.4 + 0.05 * k, False, "llm") for k, t in enumerate(tactics)]
 
+    def learn(self, task: TheoremTask, steps: Sequence[tuple[str, str]]) -> None:
+        return None  # a chat model is not trained here
+
 
 # ----------------------------------------------------------------------------- the agent
 
@@ -665,7 +910,7 @@ class ProofSearchAgent(Agent):
     def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:
         super().__init__(config, task, seed)
         p = dict(config.params)
-        self.budget = SearchBudget(seconds=float(p.get("seconds", 20.0)), max_checks=int(p.get("max_checks", 6000)),
+        self.budget = SearchBudget(seconds=float(p.get("seconds", 25.0)), max_checks=int(p.get("max_checks", 6000)),
                                    tactic_seconds=float(p.get("tactic_seconds", 2.0)))
         self.library = bool(p.get("library", True))
         self.hammer = bool(p.get("hammer", False))
@@ -683,12 +928,17 @@ class ProofSearchAgent(Agent):
         self._theorems: dict[str, _Theorem] = {}
         self._llm: LLMTactics | None = None
         self.searches: list[SearchResult] = []
+        self.learned = LearnedTactics()  # online: the steps of the proofs this agent found in this run
+        self.learn = bool(p.get("learn", True))
 
     def _backend(self, prover: str, hidden: tuple[Path, ...] = ()) -> ProofStates:
         """The prover session of this agent; its processes never see ``hidden`` (``Context.hidden``)."""
-        states = self._states.get(prover)
+        key = f"{prover}:{hash(tuple(sorted(map(str, hidden))))}"  # a session sees one theorem file's hiding
+        states = self._states.get(key)
         if states is not None:
             return states
+        for other in [k for k in self._states if k.startswith(f"{prover}:")]:
+            self._states.pop(other).close()
         if prover == "coq":
             from oracle.proof_state_coq import CoqProofStates
 
@@ -701,7 +951,7 @@ class ProofSearchAgent(Agent):
             from oracle.proof_state_lean import LeanReplProofStates
 
             states = LeanReplProofStates(self.lean_project, hidden=hidden)
-        self._states[prover] = states
+        self._states[key] = states
         return states
 
     def _llm_for(self, ctx: Context) -> LLMTactics | None:
@@ -725,7 +975,8 @@ class ProofSearchAgent(Agent):
         prover = str(th.get("prover", "coq"))
         task = TheoremTask(name=name, statement=str(th.get("statement", "")), context=str(th.get("context", "")),
                            original_proof="", difficulty=str(th.get("difficulty", "unknown")),
-                           prover="lean" if prover == "lean" else "coq")  # the view names no source file
+                           prover="lean" if prover == "lean" else "coq",  # the view names no source file
+                           noinit=bool(th.get("noinit", False)))
         try:
             states = self._backend(prover, ctx.hidden)
         except Exception as exc:  # the prover is missing here: say so in the trace, propose nothing
@@ -736,18 +987,22 @@ class ProofSearchAgent(Agent):
         def source(root: ProofState) -> TacticSource:
             if prover == "coq":
                 tactics = CoqTactics(states, task, root, library=self.library, hammer=self.hammer,
-                                     portfolio=self.portfolio, llm=llm)
+                                     portfolio=self.portfolio, llm=llm, setting=str(th.get("setting", "library")),
+                                     suggesters=[self.learned] if self.learn else [])
                 tactics.allowed_axioms = self.allowed_axioms
                 return tactics
             return LeanTactics(task, portfolio=self.portfolio, llm=llm)
 
         result = best_first_search(states, task, source, self.budget, tree_limit=self.tree_limit)
         self.searches.append(result)
+        if result.proof is not None and self.learn:
+            self.learned.learn(task, result.steps)
         summary = (f"{name}: {result.reason} after {result.checks} tactic runs, {result.expanded} states expanded, "
                    f"{result.seconds:.1f} s")
         ctx.record_turn(role="tool_result", tool="proof-search", text=summary,
                         args={"theorem": name, "result": result.reason, "checks": result.checks,
                               "expanded": result.expanded, "seconds": round(result.seconds, 3),
+                              "deepest": result.deepest, "last_error": result.last_error[:300],
                               "tactics": list(result.tactics or [])})
         if result.proof is None or result.proof in record.proposed or result.proof in ctx.tried:
             return None
@@ -772,13 +1027,16 @@ __all__ = [
     "CoqTactics",
     "LLMTactics",
     "LeanTactics",
+    "LearnedTactics",
     "ProofSearchAgent",
     "SearchBudget",
     "SearchResult",
     "SearchTree",
+    "TacticSuggester",
     "best_first_search",
     "closes_first_goal",
     "conclusion",
+    "conclusion_pattern",
     "leading_binders",
     "parse_tactic_lines",
 ]

@@ -48,7 +48,7 @@ from rich.text import Text
 
 from cli.options import make_executor_factory
 from cli.output import CliError
-from oracle.proof_common import ProofChecker, TheoremTask, Verdict, theorem_views
+from oracle.proof_common import ProofChecker, TheoremTask, Verdict, theorem_keys, theorem_views
 from rrma.contracts import EvalContext, Oracle, OracleError
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
@@ -170,10 +170,11 @@ class CheckerOracle(Oracle):
 
     kind = "proof-checker"
 
-    def __init__(self, checker: ProofChecker, tasks: Sequence[TheoremTask]) -> None:
-        super().__init__({"theorems": [t.name for t in tasks]}, metric="solved", direction="maximize")
+    def __init__(self, checker: ProofChecker, tasks: Sequence[TheoremTask] | dict[str, TheoremTask]) -> None:
+        named = tasks if isinstance(tasks, dict) else dict(zip(theorem_keys(list(tasks)), tasks, strict=True))
+        super().__init__({"theorems": list(named)}, metric="solved", direction="maximize")
         self.checker = checker
-        self.tasks = {t.name: t for t in tasks}
+        self.tasks = dict(named)
 
     def theorems(self) -> list[dict[str, Any]]:
         return theorem_views(self.tasks)
@@ -203,45 +204,44 @@ class CheckerOracle(Oracle):
 # ----------------------------------------------------------------------------- the task
 
 
-def select(args: argparse.Namespace, tasks: list[TheoremTask], bench_name: str) -> list[TheoremTask] | None:
-    """The theorems ``--only``, ``--difficulty`` and ``--limit`` keep; None (said on the console) when none."""
+def select(args: argparse.Namespace, tasks: list[TheoremTask], bench_name: str) -> dict[str, TheoremTask] | None:
+    """The theorems ``--only``, ``--difficulty`` and ``--limit`` keep, under the names the run knows
+    them by (:func:`~oracle.proof_common.theorem_keys`: ``name (file.v:line)`` for a name that occurs
+    twice, in two files or in two Modules of one file); None (said on the console) when none.
+    ``--only`` takes either form; a repeated plain name picks every theorem of that name."""
+    named = dict(zip(theorem_keys(tasks), tasks, strict=True))
     only = set(_opt(args, "only", []) or [])
-    unknown = only - {t.name for t in tasks}
+    unknown = only - set(named) - {t.name for t in tasks}
     if unknown:
         console.print(Text(f"{bench_name}: unknown theorem(s): {', '.join(sorted(unknown))}", style="red"))
         return None
     difficulty = _opt(args, "difficulty", None)
-    selected = [t for t in tasks if (not only or t.name in only) and (not difficulty or t.difficulty == difficulty)]
+    selected = {key: t for key, t in named.items()
+                if (not only or key in only or t.name in only) and (not difficulty or t.difficulty == difficulty)}
     limit = _opt(args, "limit", None)
     if limit is not None:
-        selected = selected[: int(limit)]
+        selected = dict(list(selected.items())[: int(limit)])
     if not selected:
         console.print(f"[red]{bench_name}: no theorems to run[/red] (after --only/--difficulty/--limit filters)")
-        return None
-    names = [t.name for t in selected]
-    if len(set(names)) != len(names):
-        twice = sorted({n for n in names if names.count(n) > 1})
-        console.print(Text(f"{bench_name}: theorem name(s) in more than one file: {', '.join(twice[:10])}; "
-                           "run those files apart (--source) or pick with --only", style="red"))
         return None
     return selected
 
 
-def bench_task(args: argparse.Namespace, selected: Sequence[TheoremTask], bench_name: str, *, oracle_kind: str,
+def bench_task(args: argparse.Namespace, selected: dict[str, TheoremTask], bench_name: str, *, oracle_kind: str,
                oracle_params: dict[str, Any], base_dir: Path | None = None) -> TaskConfig:
     """The run's task: everything ``rrma-tui resume`` needs to rebuild the oracle and the agents."""
     attempts = int(_opt(args, "attempts", DEFAULT_ATTEMPTS))
     n_agents = max(1, int(_opt(args, "agents", DEFAULT_AGENTS)))
     backend = _opt(args, "backend", "tactic-portfolio")
     red_team = bool(_opt(args, "red_team", False))
-    prover = selected[0].prover
+    prover = next(iter(selected.values())).prover
     cheats = [{"proof": c.proof, "reason": c.names} for c in RED_TEAM.get(prover, [])] if red_team else []
     trials = _opt(args, "trials", None)
     data = {
         "name": f"bench-{bench_name}",
         "description": (f"Strip-and-rediscover: prove each stripped {prover} theorem. Give only the proof "
                         "body; the statement is fixed by the oracle."),
-        "oracle": {"kind": oracle_kind, "params": {**oracle_params, "theorems": [t.name for t in selected]}},
+        "oracle": {"kind": oracle_kind, "params": {**oracle_params, "theorems": list(selected)}},
         "workspace": {"source": "no-workspace"},  # a proof is the whole proposal: no files
         "metric": {"name": "solved", "direction": "maximize"},
         "budget": {"trial_seconds": float(_opt(args, "check_seconds", DEFAULT_CHECK_SECONDS)),
@@ -263,19 +263,25 @@ def bench_task(args: argparse.Namespace, selected: Sequence[TheoremTask], bench_
 class _Progress:
     """A line per theorem as the run marks it done (the proof is agent text: printed literally)."""
 
-    def __init__(self, task: TaskConfig, theorems: Sequence[TheoremTask], runs: Path, run_id: str,
+    def __init__(self, task: TaskConfig, theorems: dict[str, TheoremTask], runs: Path, run_id: str,
                  quiet: bool) -> None:
         self.quiet = quiet
         self.state = RunState()
         self.store: RunStore | None = None
         self.dir = runs / run_id
         self.total = len(theorems)
-        self.policy = TheoremPolicy([Theorem(t.name, t.difficulty) for t in theorems], task.loop,
+        self.policy = TheoremPolicy([Theorem(key, t.difficulty) for key, t in theorems.items()], task.loop,
                                     [a.name for a in task.agents])
         self.done = 0
+        self.why: dict[str, dict[str, Any]] = {}
+        self.originals = {key: t.original_proof for key, t in theorems.items()}  # theorem -> the last search summary an agent recorded
 
     def __call__(self, event: Any) -> None:
         self.state.apply(event)
+        if event.kind == "agent.turn":
+            args = getattr(event.data, "args", None)
+            if isinstance(args, dict) and args.get("theorem") and "result" in args:
+                self.why[str(args["theorem"])] = dict(args)
         mark = getattr(event.data, "theorem", None) if event.kind == "note" else None
         if self.quiet or not isinstance(mark, dict) or mark.get("mark") != "done" or event.actor != "harness":
             return
@@ -288,11 +294,68 @@ class _Progress:
             self.store = self.store or RunStore(self.dir)
             proof = self.store.get_json_blob(rec.proposal_blob).get("proof") if rec.proposal_blob else None
             how = f" by {rec.agent}: {proof!r}"
+            if isinstance(proof, str) and st.name in self.originals:
+                cmp = compare_proofs(proof, self.originals[st.name])
+                how += f" [vs original: {cmp['relation']}, length ratio {cmp['ratio']}]"
+        if not solved:
+            how = "; " + why_open(self.why.get(st.name), self.last_reason(st.name))
         difficulty = next((t.difficulty for t in self.policy.theorems if t.name == st.name), "unknown")
         console.print(Text.assemble(
             f"[{self.done}/{self.total}] {st.name} ({difficulty}): ",
             ("solved", "green") if solved else ("open", "red"),
             f" after {st.attempts} attempt(s), {st.seconds:.2f} s" + how), highlight=False)
+
+    def last_reason(self, name: str) -> str:
+        """The checker's reason for the theorem's last agent trial ("" when none ran)."""
+        trials = [t for t in self.policy.trials_of(self.state, name) if t.agent != "red-team"]
+        return str(trials[-1].metrics.get("reason", "")) if trials else ""
+
+
+def why_open(search: dict[str, Any] | None, last_reason: str) -> str:
+    """Why a theorem stayed open, in one line: where the search stopped (its result, states
+    explored, tactic runs, which budget ran out, its last error) and the checker's last reason."""
+    parts: list[str] = []
+    if search:
+        parts.append(f"search: {search.get('result')} after {search.get('checks', 0)} tactic runs, "
+                     f"{search.get('expanded', 0)} states explored, {float(search.get('seconds', 0.0)):.1f} s")
+        if search.get("deepest"):
+            parts.append(f"deepest state {search['deepest']}")
+        if search.get("last_error"):
+            parts.append(f"last error: {' '.join(str(search['last_error']).split())[:160]}")
+    if last_reason:
+        parts.append(f"checker: {' '.join(last_reason.split())[:160]}")
+    return "; ".join(parts) or "no agent proposed a proof and none said why"
+
+
+def compare_proofs(found: str, original: str) -> dict[str, Any]:
+    """How a found proof relates to the original: ``same`` (the same tactic script, blanks and
+    comments aside), ``same first tactic``, or ``different``, with both lengths in sentences and
+    their ratio (found / original). The question strip-and-rediscover asks: is the path rediscovered?"""
+    from oracle.strip_coq import CoqSyntaxError, split_sentences
+
+    def script(text: str) -> list[str]:
+        try:
+            units = [u.code for u in split_sentences(text)]
+        except CoqSyntaxError:
+            units = [line.strip() for line in text.splitlines() if line.strip()]
+        units = [" ".join(u.split()) for u in units if u not in ("{", "}") and u.strip("-+*")]
+        if units and units[0].startswith("Proof") and (units[0] == "Proof." or units[0].startswith("Proof ")):
+            first = units[0]
+            units = units[1:] if first in ("Proof.",) or first.startswith(("Proof using", "Proof with")) \
+                else [f"exact ({first.removeprefix('Proof').strip().rstrip('.')})."]
+        if units and units[-1] in ("Qed.", "Defined."):
+            units = units[:-1]
+        return units
+
+    mine, theirs = script(found), script(original)
+    if mine == theirs:
+        relation = "same"
+    elif mine and theirs and mine[0] == theirs[0]:
+        relation = "same first tactic"
+    else:
+        relation = "different"
+    ratio = round(len(mine) / len(theirs), 2) if theirs else None
+    return {"relation": relation, "found_sentences": len(mine), "original_sentences": len(theirs), "ratio": ratio}
 
 
 @dataclass
@@ -304,6 +367,8 @@ class BenchRun:
     summary: dict[str, Any]
     wall_seconds: float
     files: list[str]  # the files' basenames in the order of their theorems (the log keeps JSON keys sorted)
+    setting: str = ""  # rediscover | library (the Coq bench); "" where the bench has no such choice
+    comparison: dict[str, dict[str, Any]] | None = None  # found proof vs original, per solved theorem
 
     @property
     def solved(self) -> int:
@@ -347,7 +412,7 @@ def run_proof_bench(args: argparse.Namespace, tasks: list[TheoremTask], bench_na
     return code
 
 
-def _run_once(args: argparse.Namespace, selected: list[TheoremTask], bench_name: str, oracle_kind: str,
+def _run_once(args: argparse.Namespace, selected: dict[str, TheoremTask], bench_name: str, oracle_kind: str,
               oracle_params: dict[str, Any], checker: ProofChecker | None,
               base_dir: Path | None) -> tuple[int, BenchRun | None]:
     from rrma.run.loop import start_run
@@ -373,9 +438,10 @@ def _run_once(args: argparse.Namespace, selected: list[TheoremTask], bench_name:
         state = RunState.fold(RunStore(runs / run_id).scan().events)
         reason = state.finish_reason or "interrupted"
     wall = time.monotonic() - started
-    files = list(dict.fromkeys(Path(t.source_file).name or "-" for t in selected))
-    done = BenchRun(runs / run_id, reason, dict(state.summary), wall, files)
-    write_report(done, selected, state)
+    files = list(dict.fromkeys(Path(t.source_file).name or "-" for t in selected.values()))
+    done = BenchRun(runs / run_id, reason, dict(state.summary), wall, files,
+                    setting=str(oracle_params.get("setting", "")))
+    write_report(done, selected, state, progress.why)
     print_summary(bench_name, done)
     if reason == "error":
         console.print(Text(f"{bench_name}: the run stopped early: {state.summary.get('error', 'see its notes')}",
@@ -386,17 +452,40 @@ def _run_once(args: argparse.Namespace, selected: list[TheoremTask], bench_name:
     return 0, done
 
 
-def write_report(done: BenchRun, selected: Sequence[TheoremTask], state: RunState) -> None:
-    """``bench_report.json``: the summary, the proofs found and the original proofs (the harness's record)."""
+def write_report(done: BenchRun, selected: dict[str, TheoremTask], state: RunState,
+                 why: dict[str, dict[str, Any]] | None = None) -> None:
+    """``bench_report.json``: the summary, the setting, the proofs found and the original proofs (the
+    harness's record), each found proof compared with its original (:func:`compare_proofs`), and for
+    each open theorem why (:func:`why_open`)."""
     store = RunStore(done.run_dir)
     proofs: dict[str, str | None] = {}
     for name, row in dict(done.summary.get("theorems") or {}).items():
         rec = state.trials.get(row.get("trial") or "")
         if rec is not None and rec.proposal_blob:
             proofs[name] = store.get_json_blob(rec.proposal_blob).get("proof")
-    report = {**done.summary, "reason": done.reason, "wall_seconds": round(done.wall_seconds, 3),
-              "originals": {t.name: t.original_proof for t in selected}, "proofs": proofs}
+    comparison = {name: compare_proofs(proof, selected[name].original_proof)
+                  for name, proof in proofs.items() if proof and name in selected}
+    done.comparison = comparison
+    open_why: dict[str, str] = {}
+    for name, row in dict(done.summary.get("theorems") or {}).items():
+        if not row.get("solved") and row.get("trial") is None:
+            open_why[name] = why_open((why or {}).get(name), "")
+        elif not row.get("solved"):
+            rec = state.trials.get(row.get("trial") or "")
+            open_why[name] = why_open((why or {}).get(name), str(rec.metrics.get("reason", "")) if rec else "")
+    report = {**done.summary, "setting": done.setting, "reason": done.reason,
+              "wall_seconds": round(done.wall_seconds, 3),
+              "originals": {key: t.original_proof for key, t in selected.items()}, "proofs": proofs,
+              "comparison": comparison, "comparison_counts": relation_counts(comparison), "open": open_why}
     (done.run_dir / "bench_report.json").write_text(json.dumps(report, indent=2) + "\n")
+
+
+def relation_counts(comparison: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """How many found proofs are the original script, start with its first tactic, or differ."""
+    counts = {"same": 0, "same first tactic": 0, "different": 0}
+    for row in comparison.values():
+        counts[str(row["relation"])] = counts.get(str(row["relation"]), 0) + 1
+    return counts
 
 
 def print_comparison(rows: Sequence[tuple[str, BenchRun | None]]) -> None:
@@ -406,7 +495,8 @@ def print_comparison(rows: Sequence[tuple[str, BenchRun | None]]) -> None:
         for name in (done.files if done else []):
             if name not in files:
                 files.append(name)
-    table = Table(title="agents compared")
+    setting = next((d.setting for _, d in rows if d is not None and d.setting), "")
+    table = Table(title=f"agents compared ({setting} setting)" if setting else "agents compared")
     table.add_column("file")
     for kind, _ in rows:
         table.add_column(kind, justify="right")
@@ -431,7 +521,8 @@ def print_summary(bench_name: str, done: BenchRun) -> None:
     data = done.summary
     total = int(data.get("total", 0))
     solved = int(data.get("solved", 0))
-    table = Table(title=f"bench {bench_name}: {solved}/{total} solved")
+    setting = f" ({done.setting} setting)" if done.setting else ""
+    table = Table(title=f"bench {bench_name}{setting}: {solved}/{total} solved")
     for col in DIFFICULTY_COLUMNS:
         table.add_column(col, justify="right" if col != "difficulty" else "left")
     for row in difficulty_rows(data):  # one per difficulty, then all (rrma/proofs_summary.py: the TUI's too)
@@ -439,6 +530,14 @@ def print_summary(bench_name: str, done: BenchRun) -> None:
     console.print(table)
     # greppable `key: value` lines, printed plainly (never wrapped)
     print(f"solved: {solved}/{total}")
+    if done.setting:
+        print(f"setting: {done.setting}")
+    if done.comparison is not None:
+        counts = relation_counts(done.comparison)
+        ratios = [float(r["ratio"]) for r in done.comparison.values() if r.get("ratio") is not None]
+        median = sorted(ratios)[len(ratios) // 2] if ratios else 0.0
+        print(f"vs original: {counts['same']} same script, {counts['same first tactic']} same first tactic, "
+              f"{counts['different']} different (median length ratio {median:g})")
     by_file = dict(data.get("by_file") or {})
     if len(by_file) > 1:
         for name in [*done.files, *sorted(set(by_file) - set(done.files))]:

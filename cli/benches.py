@@ -49,7 +49,11 @@ def list_benches() -> list[tuple[str, str]]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    if args.list or not args.name:
+    own_list = False  # a bench that lists its own items with --list (`bench coq --source F --list`)
+    if args.list and args.name and (BENCH_ROOT / args.name.replace("-", "_") / "bench.py").exists():
+        own_list = bool(getattr(importlib.import_module(f"benches.{args.name.replace('-', '_')}.bench"),
+                                "LISTS_THEOREMS", False))
+    if (args.list and not own_list) or not args.name:
         table = Table("bench", "what it is")
         for name, desc in list_benches():
             table.add_row(plain(name), plain(desc))

@@ -64,10 +64,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from oracle.proof_common import Prover, TheoremTask, Verdict, select_theorems, theorem_views
+from oracle.proof_common import (
+    DEFAULT_SETTING,
+    SETTINGS,
+    Prover,
+    TheoremTask,
+    Verdict,
+    select_theorems,
+    theorem_keys,
+    theorem_views,
+)
 from oracle.strip_coq import (
     CoqSyntaxError,
     Sentence,
+    hidden_contexts,
     line_of,
     open_scopes,
     proof_term,
@@ -194,6 +204,82 @@ class CoqSandbox:
         return Policy(read_only=(*coq_installation(), *load_path_dirs(self.coq_args), scratch),
                       writable=(scratch,), hidden=self.hidden,
                       required=self.required, network=False)
+
+
+# ----------------------------------------------------------------------------- the target's own module
+
+# Why: a stripped theorem's original lives on in its file's compiled module (``Coq.Init.Peano`` holds
+# ``plus_n_Sm``). A session that has that module loaded can reach the original by any name (short,
+# qualified, through a module alias or a notation), so the checker judges a theorem only in a session
+# where the module is *not* loaded: Coq's prelude is left out for a file the prelude loads (its
+# context's own ``Require``s load what it needs, as when the file was compiled), a preload that reaches
+# the module is dropped for that file, and ``Print Libraries`` is read after the context and again
+# after the proof. A module that is not loaded has no constant in the environment, whatever its name.
+
+_LOADED = re.compile(r"Loaded library files:(?P<body>.*?)(?:\n\s*\n|<prompt>|\Z)", re.S)
+
+
+def loaded_libraries(text: str) -> list[str]:
+    """The module names a ``Print Libraries.`` reply lists (empty when it lists none)."""
+    match = _LOADED.search(text)
+    if match is None:
+        return []
+    return [line.strip() for line in match.group("body").splitlines() if re.fullmatch(r"\s*[\w'.]+\s*", line)]
+
+
+def logical_module(source: Path | str, coq_args: Sequence[str] = ()) -> str:
+    """The logical name a ``Require`` loads ``source`` by: ``Coq.X.Y`` under the standard library,
+    ``A.B`` under ``user-contrib``, ``LP.X`` under a ``-Q``/``-R DIR LP`` folder; "" when none
+    (a file outside every load path cannot be loaded, so its original cannot be reached)."""
+    path = Path(source).resolve()
+    roots: list[tuple[Path, str]] = []
+    args = list(coq_args)
+    for i, arg in enumerate(args):
+        if arg in ("-Q", "-R") and i + 2 < len(args):
+            roots.append((Path(args[i + 1]).resolve(), args[i + 2]))
+    where = next((p for p in coq_installation() if (p / "theories").is_dir()), None)
+    if where is not None:
+        roots += [(where / "theories", "Coq"), (where / "user-contrib", "")]
+    for root, prefix in roots:
+        if root == path.parent or root in path.parents:
+            parts = [*(prefix.split(".") if prefix else []), *path.relative_to(root).with_suffix("").parts]
+            return ".".join(parts)
+    return ""
+
+
+@functools.cache
+def libraries_loaded_by(preamble: str, noinit: bool = False, coq_args: tuple[str, ...] = ()) -> frozenset[str]:
+    """The modules a fresh ``coqtop`` has loaded after ``preamble`` (the prelude: ``preamble=""``);
+    empty when Coq cannot tell (then nothing is assumed unreachable)."""
+    try:
+        coqtop = find_coq_binary("coqtop")
+        out = subprocess.run([coqtop, "-q", *(["-noinit"] if noinit else []), *coq_args],
+                             input=preamble + "\nPrint Libraries.\n", capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired, CoqNotFound):
+        return frozenset()
+    return frozenset(loaded_libraries(out.stdout))
+
+
+def attach_modules(tasks: Sequence[TheoremTask], coq_args: Sequence[str] = ()) -> list[TheoremTask]:
+    """``tasks`` with ``module`` (the source file's logical name) and ``noinit`` (check without the
+    prelude, which loads that module) filled in."""
+    prelude = libraries_loaded_by("", False, tuple(coq_args))
+    out = []
+    modules: dict[str, str] = {}
+    for task in tasks:
+        if task.source_file not in modules:
+            modules[task.source_file] = logical_module(task.source_file, coq_args) if task.source_file else ""
+        module = modules[task.source_file]
+        out.append(replace(task, module=module, noinit=bool(module) and module in prelude))
+    return out
+
+
+def module_refusal(task: TheoremTask, loaded: Iterable[str]) -> str:
+    """Why the checker will not judge ``task`` in a session that has ``loaded`` ("" when it may)."""
+    if task.module and task.module in set(loaded):
+        return (f"the checker's session has {task.module} loaded, which holds the original of {task.name}: "
+                "refused (the target's own module must not be loaded)")
+    return ""
 
 
 # ----------------------------------------------------------------------------- the lexical screen
@@ -516,6 +602,7 @@ class CoqChecker:
         guard_line = text.count("\n") + 2
         text += f"Locate rrma_guard_{token}.\n" + guard_command(task.name, reference)
         text += f"Locate rrma_assumptions_{token}.\nPrint Assumptions {task.name}.\n"
+        text += f"Locate rrma_libraries_{token}.\nPrint Libraries.\n"
         for scope in reversed(open_scopes(task.context)):
             text += f"End {scope}.\n"
         return text, body_line, qed_line, guard_line
@@ -535,7 +622,7 @@ class CoqChecker:
         with tempfile.TemporaryDirectory(prefix="rrma-coq-") as tmp:
             Path(tmp, "Check.v").write_text(text, encoding="utf-8")
             result = spawn(
-                [self.coqc, "-q", *self.coq_args, "Check.v"],
+                [self.coqc, "-q", *(["-noinit"] if task.noinit else []), *self.coq_args, "Check.v"],
                 cwd=tmp,
                 budget=Budget(seconds=timeout_s, memory_mb=self.memory_mb, max_output_bytes=4 * 2**20),
                 guard=self.sandbox.policy(tmp),
@@ -592,7 +679,13 @@ class CoqChecker:
         marker = out.find(f"basename rrma_assumptions_{token}")
         if marker < 0:
             return Verdict(False, "checker output has no Print Assumptions section", seconds=seconds)
-        tail = out[out.find("\n", marker) :].split('\nFile "', 1)[0]
+        libraries_at = out.find(f"basename rrma_libraries_{token}")
+        if libraries_at < 0:
+            return Verdict(False, "checker output has no Print Libraries section", seconds=seconds)
+        tail = out[out.find("\n", marker) : out.rfind("\n", 0, libraries_at) + 1].split('\nFile "', 1)[0]
+        refusal = module_refusal(task, loaded_libraries(out[libraries_at:]))
+        if refusal:
+            return Verdict(False, refusal, seconds=seconds, cheat=True)
         closed, axioms, problem = parse_assumptions(tail)
         ok, reason = _axiom_verdict(closed, axioms, problem, self.allowed_axioms)
         return Verdict(ok, reason, seconds=seconds, cheat=not ok, axioms=axioms)
@@ -689,6 +782,8 @@ class CoqSession:
             )
         except SandboxRequired as exc:
             raise CoqSessionError(f"the Coq checker's {exc}") from exc
+        self.args = tuple(args)
+        self.libraries: list[str] | None = None  # Print Libraries after the context (cached per context)
         self.buf = bytearray()
         self.cond = threading.Condition()
         self.eof = False
@@ -807,6 +902,7 @@ class CoqSession:
             if reply.state >= 0:  # a chunk of comments only executes nothing and prints no prompt
                 state = reply.state
         self.context, self.context_state = context, state
+        self.libraries = None
         return state
 
 
@@ -833,6 +929,12 @@ class WarmCoqPool:
     Same rules and verdicts as :class:`CoqChecker`; much faster per check because the context
     (imports, earlier lemmas) is loaded once per session and each check returns to it with
     ``BackTo``. Thread-safe: ``check`` may be called from several threads (one session each).
+
+    A check's ``timeout_s`` is the proof's: it starts once the session is ready (coqtop started, the
+    context and its ``Require``s loaded), so the wait for a free session, a session's start-up and the
+    loading of the libraries never count against it. Those are bounded apart, by ``setup_seconds``
+    together, so that on a loaded machine a short proof budget still checks proofs (before, a start-up
+    slower than the budget timed out every check, and each timeout's restart paid the start-up again).
     """
 
     size: int = 1
@@ -842,6 +944,9 @@ class WarmCoqPool:
     max_checks: int = 200  # restart a session after this many checks (bounded memory growth)
     coq_args: tuple[str, ...] = ()  # load paths for the user's libraries (as for coqc)
     sandbox: CoqSandbox = field(default_factory=CoqSandbox)  # what each coqtop process sees
+    # a session's start-up plus its context's loading, bounded apart from the proof's seconds; within
+    # the local executor's 30 s grace over the trial budget (rrma.exec.local.ORACLE_GRACE_S)
+    setup_seconds: float = 20.0
     prover: Prover = field(default="coq", init=False, repr=False)
     restarts: int = 0
     _idle: queue.LifoQueue[CoqSession | None] = field(default_factory=queue.LifoQueue, repr=False)
@@ -872,13 +977,19 @@ class WarmCoqPool:
                 session.kill()
         files.remove_tree(self.scratch)  # any depth, never follows a link, never raises
 
-    def _fresh(self) -> CoqSession:
+    def _fresh(self, setup_deadline: float, args: tuple[str, ...] | None = None) -> CoqSession:
         with self._lock:
             self.restarts += 1
         if self.scratch.is_symlink() or not self.scratch.is_dir():  # removed by close(): a new one
             self.scratch = Path(tempfile.mkdtemp(prefix="rrma-coqtop-"))
-        return CoqSession(self.coqtop, memory_mb=self.memory_mb, args=self.coq_args, cwd=self.scratch,
-                          sandbox=self.sandbox)
+        return CoqSession(self.coqtop, memory_mb=self.memory_mb, args=self.coq_args if args is None else args,
+                          cwd=self.scratch, sandbox=self.sandbox,
+                          start_timeout_s=max(0.0, setup_deadline - time.monotonic()))
+
+    def session_args(self, task: TheoremTask) -> tuple[str, ...]:
+        """The coqtop arguments ``task`` is checked with: without the prelude when the prelude loads
+        the target's own module (:func:`attach_modules`)."""
+        return (*(("-noinit",) if task.noinit else ()), *self.coq_args)
 
     def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict:
         started = time.monotonic()
@@ -887,12 +998,14 @@ class WarmCoqPool:
         except ProofRejected as exc:
             return rejected(exc, started)
         session = self._acquire()
+        setup_deadline = time.monotonic() + self.setup_seconds  # start-up and context: not the proof's seconds
         try:
-            if session is None or not session.alive or session.checks >= self.max_checks:
+            args = self.session_args(task)
+            if session is None or not session.alive or session.checks >= self.max_checks or session.args != args:
                 if session is not None:
                     session.kill()
-                session = self._fresh()
-            verdict = self._run(session, task, script, started, timeout_s)
+                session = self._fresh(setup_deadline, args)
+            verdict = self._run(session, task, script, started, timeout_s, setup_deadline)
             if verdict.reason.startswith(("timeout", "session")) or any(
                 marker in verdict.reason for marker in ("Out of memory", "Stack overflow")
             ):
@@ -910,8 +1023,7 @@ class WarmCoqPool:
     # ------------------------------------------------------------------ one check
 
     def _run(self, session: CoqSession, task: TheoremTask, script: ProofScript, started: float,
-             timeout_s: float) -> Verdict:
-        deadline = started + timeout_s
+             timeout_s: float, setup_deadline: float) -> Verdict:
         session.checks += 1
         messages: list[dict[str, Any]] = []
         goals: list[str] = []
@@ -921,8 +1033,17 @@ class WarmCoqPool:
                            cheat=cheat, axioms=axioms or [])
 
         clean = True
+        loading = True
         try:
-            session.load_context(task.context, deadline)
+            session.load_context(task.context, setup_deadline)
+            if task.module:
+                if session.libraries is None:
+                    session.libraries = loaded_libraries(session.send("Print Libraries.", setup_deadline).text)
+                refusal = module_refusal(task, session.libraries)
+                if refusal:
+                    return done(False, refusal)
+            loading = False
+            deadline = time.monotonic() + timeout_s  # the proof's own seconds start here
             reference = f"rrma_ref_{secrets.token_hex(8)}"
             declaration = reference_declaration(task, reference)
             if not declaration:
@@ -971,10 +1092,16 @@ class WarmCoqPool:
                             "injected around the proof", cheat=True)
             reply = session.send(f"Print Assumptions {task.name}.", deadline)
             closed, axioms, problem = parse_assumptions(reply.text)
+            refusal = module_refusal(task, loaded_libraries(session.send("Print Libraries.", deadline).text))
+            if refusal:
+                return done(False, refusal, cheat=True)
             ok, reason = _axiom_verdict(closed, axioms, problem, self.allowed_axioms)
             return done(ok, reason, cheat=not ok, axioms=axioms)
         except TimeoutError:
             clean = False
+            if loading:
+                return done(False, f"timeout: the context did not load within {self.setup_seconds:g} s "
+                            "(session restarted)")
             return done(False, f"timeout: no verdict after {timeout_s:g} s (session restarted)")
         except OracleError as exc:
             return done(False, str(exc))
@@ -1023,6 +1150,9 @@ class CoqOracle(Oracle):
         self.skipped: list[str] = []  # theorems of the files the stripper cannot read (a note each)
         self.checker: CoqChecker | WarmCoqPool | None = None
         self.answers: tuple[Path, ...] = ()
+        self.setting = DEFAULT_SETTING
+        self.preload_dropped: list[TheoremTask] = []
+        self._public: dict[int, str] = {}
 
     def source_files(self, workspace: Path) -> list[Path]:
         """The ``.v`` files of ``params.sources`` / ``params.source``, folders expanded, in the order given."""
@@ -1054,15 +1184,13 @@ class CoqOracle(Oracle):
                 self.skipped += [str(n) for n in notes]
         except CoqSyntaxError as exc:
             raise OracleError(f"coq oracle: {exc}") from exc
-        preload = str(self.params.get("preload") or "")
-        if preload:  # the theorem is rebuilt from its context: the checker loads what the context says
-            preload = preload if preload.endswith("\n") else preload + "\n"
-            found = [replace(t, context=preload + t.context) for t in found]
-        counts: dict[str, int] = {}
-        for task in found:
-            counts[task.name] = counts.get(task.name, 0) + 1
-        named = {(t.name if counts[t.name] == 1 else f"{t.name} ({Path(t.source_file).name}:{t.line})"): t
-                 for t in found}
+        coq_args = tuple(str(a) for a in self.params.get("coq_args", ()))
+        self.setting = str(self.params.get("setting") or DEFAULT_SETTING)
+        if self.setting not in SETTINGS:
+            raise OracleError(f"coq oracle: params.setting must be one of {', '.join(SETTINGS)}, not {self.setting!r}")
+        found = attach_modules(found, coq_args)
+        found, self.preload_dropped = with_preload(found, str(self.params.get("preload") or ""), coq_args)
+        named = dict(zip(theorem_keys(found), found, strict=True))
         try:
             named = select_theorems(named, self.params.get("theorems"), "coq oracle")
         except ValueError as exc:
@@ -1071,7 +1199,10 @@ class CoqOracle(Oracle):
             raise OracleError("coq oracle: the files hold no theorem the stripper can read"
                               + (f" ({len(self.skipped)} skipped; the first: {self.skipped[0]})" if self.skipped else ""))
         self.tasks = named
-        coq_args = tuple(str(a) for a in self.params.get("coq_args", ()))
+        try:
+            self._public = public_contexts(list(named.values())) if self.setting == "rediscover" else {}
+        except CoqSyntaxError as exc:
+            raise OracleError(f"coq oracle: {exc}") from exc
         self.answers = answer_paths(files)
         self.checker = make_coq_checker(
             warm=bool(self.params.get("warm", True)),
@@ -1081,16 +1212,32 @@ class CoqOracle(Oracle):
             sandbox=CoqSandbox(hidden=checker_hidden(files, coq_args), coq_args=coq_args,
                                required=sandbox.mode() == "require"),
         )
-        return {"coq": coq_version(), "theorems": len(named), "skipped": len(self.skipped)}
+        return {"coq": coq_version(), "theorems": len(named), "skipped": len(self.skipped), "setting": self.setting,
+                "preload_dropped": sorted({Path(t.source_file).name for t in self.preload_dropped})}
 
     def theorems(self) -> list[dict[str, Any]]:
         """The theorems to prove, in order: each one's public view (never its proof nor its file's
         path), its name as proposals give it, and its file's basename (for per-file counts)."""
-        return theorem_views(self.tasks)
+        views = theorem_views(self.tasks, (lambda task: self._public[id(task)]) if self.setting == "rediscover"
+                              else None)
+        return [{**view, "setting": self.setting} for view in views]
 
     def held_out(self) -> tuple[Path, ...]:
         """The stripped files (every original proof) and their compiled forms."""
         return self.answers
+
+    def held_out_for(self, theorem: str) -> tuple[Path, ...]:
+        """What an agent's processes must not read while proving ``theorem``: its own file and every
+        compiled form of it, and the sources (``.v``, ``.glob``, ``.aux``) of the run's other files; the
+        other files' compiled modules stay loadable (the theorem's context may ``Require`` one: they
+        are its library, and none of them can hold this theorem's original, which only its own
+        module does)."""
+        task = self.tasks.get(theorem)
+        if task is None or not task.source_file:
+            return self.answers
+        own = Path(task.source_file).resolve()
+        own_forms = {own, *(p.resolve() for p in compiled_forms(own))}
+        return tuple(p for p in self.answers if p.resolve() in own_forms or p.suffix not in OBJECT_SUFFIXES)
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         started = time.monotonic()
@@ -1111,6 +1258,43 @@ class CoqOracle(Oracle):
     def close(self) -> None:
         if self.checker is not None:
             self.checker.close()
+
+
+def with_preload(tasks: Sequence[TheoremTask], preload: str,
+                 coq_args: Sequence[str] = ()) -> tuple[list[TheoremTask], list[TheoremTask]]:
+    """(``tasks`` with ``preload`` put before each context, the tasks left without it): a preload
+    that loads a theorem's own module (CoqHammer's ``Tactics`` loads List, Arith, ZArith, Bool) would
+    make the original reachable, so that theorem's context stays as its file has it."""
+    if not preload:
+        return list(tasks), []
+    preload = preload if preload.endswith("\n") else preload + "\n"
+    out: list[TheoremTask] = []
+    dropped: list[TheoremTask] = []
+    for task in tasks:
+        reached = libraries_loaded_by(preload, task.noinit, tuple(coq_args)) if task.module else frozenset()
+        if task.module and (task.module in reached or not reached):
+            dropped.append(task)
+            out.append(task)
+        else:
+            out.append(replace(task, context=preload + task.context))
+    return out, dropped
+
+
+def public_contexts(tasks: Sequence[TheoremTask]) -> dict[int, str]:
+    """What an agent sees of each task's context in the ``rediscover`` setting (keyed by ``id(task)``):
+    the context with every earlier theorem's proof replaced by ``Admitted.``
+    (:func:`oracle.strip_coq.hidden_contexts`, one pass per file)."""
+    by_file: dict[str, list[TheoremTask]] = {}
+    for task in tasks:
+        by_file.setdefault(task.source_file, []).append(task)
+    out: dict[int, str] = {}
+    for group in by_file.values():
+        last = max(group, key=lambda t: len(t.context))
+        text = last.context + last.statement
+        heads = [len(t.context) for t in group]
+        for task, hidden in zip(group, hidden_contexts(text, heads), strict=True):
+            out[id(task)] = hidden
+    return out
 
 
 def verdict_outcome(verdict: Verdict, seconds: float) -> Outcome:

@@ -14,7 +14,12 @@ from typing import Any, Literal, Protocol
 
 Prover = Literal["lean", "coq"]
 # fields of a TheoremTask an agent never sees: the answer, and the file that holds every answer
-PRIVATE_FIELDS = ("original_proof", "source_file")
+PRIVATE_FIELDS = ("original_proof", "source_file", "module")
+# the two declared settings of a strip-and-rediscover run (docs/proofs.md): in ``rediscover`` an agent
+# sees the earlier theorems' statements only (their proofs read ``Admitted.``); in ``library``
+# (Tactician's setting) it sees the file before the theorem as written, earlier human proofs included
+SETTINGS = ("rediscover", "library")
+DEFAULT_SETTING = "rediscover"
 
 
 @dataclass
@@ -27,6 +32,10 @@ class TheoremTask:
     prover: Prover = "lean"
     source_file: str = ""  # the stripped file (it holds every original proof): never shown to agents
     line: int = 0  # 1-based line of the declaration in the source file
+    # the logical name of the source file's compiled module (``Coq.Init.Peano``; "" when it has none):
+    # the checker refuses to judge in a session where that module is loaded (it holds the original)
+    module: str = ""
+    noinit: bool = False  # check without Coq's prelude (the prelude loads the target's own module)
 
     def public(self) -> dict[str, Any]:
         """What an agent may see: the theorem, never its original proof nor where that proof lives.
@@ -98,9 +107,30 @@ def select_theorems(tasks: dict[str, TheoremTask], wanted: Any, what: str) -> di
     return {str(n): tasks[str(n)] for n in wanted}
 
 
-def theorem_views(tasks: dict[str, TheoremTask]) -> list[dict[str, Any]]:
-    """What a proof oracle tells the per-theorem policy (rrma/run/theorems.py) about its theorems, in
-    order: each one's public view under the name proposals give it, and its file's basename."""
+def theorem_keys(tasks: list[TheoremTask]) -> list[str]:
+    """The name each theorem is known by in a run, in order: its own name, or ``name (file.v:line)``
+    when another theorem of the selection (in another file, or in another Module of the same file)
+    has the same name. The checker still uses the theorem's own name inside Coq."""
     from pathlib import Path
 
-    return [{**task.public(), "name": name, "file": Path(task.source_file).name} for name, task in tasks.items()]
+    counts: dict[str, int] = {}
+    for task in tasks:
+        counts[task.name] = counts.get(task.name, 0) + 1
+    return [task.name if counts[task.name] == 1 else f"{task.name} ({Path(task.source_file).name}:{task.line})"
+            for task in tasks]
+
+
+def theorem_views(tasks: dict[str, TheoremTask], public_context: Any = None) -> list[dict[str, Any]]:
+    """What a proof oracle tells the per-theorem policy (rrma/run/theorems.py) about its theorems, in
+    order: each one's public view under the name proposals give it, and its file's basename.
+    ``public_context`` (task -> text), when given, replaces the context an agent sees (the
+    ``rediscover`` setting: earlier proofs hidden)."""
+    from pathlib import Path
+
+    views = []
+    for name, task in tasks.items():
+        view = {**task.public(), "name": name, "file": Path(task.source_file).name}
+        if public_context is not None:
+            view["context"] = public_context(task)
+        views.append(view)
+    return views

@@ -187,13 +187,14 @@ class CoqProofStates:
 
     # ------------------------------------------------------------------ session
 
-    def _session(self) -> CoqSession:
-        if self.session is None or not self.session.alive:
+    def _session(self, noinit: bool = False) -> CoqSession:
+        args = (*(("-noinit",) if noinit else ()), *self.coq_args)  # as the checker runs the theorem
+        if self.session is None or not self.session.alive or self.session.args != args:
             if self.session is not None:
                 self.session.kill()
             if self.scratch is None or not self.scratch.is_dir() or self.scratch.is_symlink():
                 self.scratch = Path(tempfile.mkdtemp(prefix="rrma-proof-states-"))
-            self.session = CoqSession(self.coqtop, memory_mb=self.memory_mb, args=self.coq_args, cwd=self.scratch,
+            self.session = CoqSession(self.coqtop, memory_mb=self.memory_mb, args=args, cwd=self.scratch,
                                       sandbox=self.sandbox)
             self.restarts += 1
         return self.session
@@ -216,7 +217,7 @@ class CoqProofStates:
         deadline = time.monotonic() + timeout_s
         self.task, self.doc = task, None
         try:
-            session = self._session()
+            session = self._session(task.noinit)
             base = session.load_context(self.preload + task.context, deadline)
             back = session.send(f"BackTo {base}.", deadline)  # the same context is kept, not re-run:
             if back.errors:  # leave whatever the last search left open

@@ -351,6 +351,42 @@ def stripped_source(text: str) -> str:
     return "".join(out)
 
 
+HIDDEN_PROOF = "Admitted."
+
+
+def hide_proofs(text: str) -> str:
+    """``text`` (a file, or a theorem's context) with the proof of every theorem the stripper reads
+    replaced by ``Admitted.``: what an agent sees of the earlier theorems in the ``rediscover``
+    setting (their statements, usable as lemmas; no human proof). A declaration the stripper skips
+    (its proof cannot be read exactly) keeps its text; a text that cannot be cut into sentences
+    raises CoqSyntaxError (nothing is shown rather than a proof)."""
+    return hidden_contexts(text, [len(text)])[0]
+
+
+def hidden_contexts(text: str, ends: list[int]) -> list[str]:
+    """``hide_proofs(text[:end])`` for each offset of ``ends`` that falls between declarations (each
+    theorem's context length), computed with one pass over ``text``."""
+    tasks, _ = strip_coq_text_with_notes(text)
+    pieces: list[tuple[int, int, str]] = []  # (start, end) of each replaced proof in text, replacement
+    for task in tasks:
+        decl_end = len(task.context) + len(task.statement)
+        proof_start = text.index(task.original_proof, decl_end)
+        pieces.append((decl_end, proof_start + len(task.original_proof), "\n" + HIDDEN_PROOF))
+    out: list[str] = []
+    for end in ends:
+        parts: list[str] = []
+        pos = 0
+        for start, stop, repl in pieces:
+            if stop > end:
+                break
+            parts.append(text[pos:start])
+            parts.append(repl)
+            pos = stop
+        parts.append(text[pos:end])
+        out.append("".join(parts))
+    return out
+
+
 def open_scopes(context: str) -> list[str]:
     """Names of the Sections and Modules left open at the end of ``context``, outermost first.
 

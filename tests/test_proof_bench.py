@@ -211,9 +211,17 @@ def test_bad_input_exit_code(tmp_path: Path) -> None:
     assert _bench(_args(tmp_path, only=["missing"]), checker, tasks) == 2
     assert _bench(_args(tmp_path), checker, []) == 2
     assert _bench(_args(tmp_path, difficulty="hard"), checker, tasks) == 2
-    twice = [tasks[0], TheoremTask(**{**tasks[0].__dict__, "source_file": "other.v"})]
-    assert _bench(_args(tmp_path), checker, twice) == 2  # a name two files share: said, not guessed
     assert not tmp_path.exists() or not any(tmp_path.iterdir())  # nothing was made
+
+
+def test_a_name_two_files_share_runs_named_apart(tmp_path: Path) -> None:
+    """Issue 33: a theorem name in two files (or two Modules of one file) no longer refuses the
+    files whole: each theorem is known as ``name (file.v:line)``."""
+    tasks = [_task("t", "Theorem t : True.")]
+    twice = [tasks[0], TheoremTask(**{**tasks[0].__dict__, "source_file": "other.v"})]
+    assert _bench(_args(tmp_path), ScriptedChecker({}), twice) == 0
+    state = _state(_only_run(tmp_path))
+    assert {t.theorem for t in state.agent_trials()} == {f"t ({Path(twice[0].source_file).name}:0)", "t (other.v:0)"}
 
 
 def test_a_checker_crash_is_a_crash_outcome_and_the_bench_goes_on(tmp_path: Path) -> None:
@@ -239,7 +247,8 @@ def test_isolated_agents_see_no_blackboard_and_no_other_trials(tmp_path: Path, i
     seen = _spied(_only_run(tmp_path))
     later = [s for s in seen if s["theorem"]["name"] == "t2"]
     assert later and all(s["theorem"] == {"name": "t2", "statement": "Theorem t2 : False.", "context": "",
-                                          "difficulty": "easy", "prover": "coq", "line": 0} for s in later)
+                                          "difficulty": "easy", "prover": "coq", "line": 0, "noinit": False}
+                         for s in later)
     others = [s for s in seen if any(a != s["agent"] for a in s["recent"])]
     if isolated:
         assert all(s["blackboard"] == [] and s["tried"] == [] for s in seen)
@@ -472,13 +481,20 @@ def test_bench_coq_runs_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 @needs_coq
-@pytest.mark.slow  # the whole Coq suite: about a minute on 2 cores
+@pytest.mark.slow  # two of the suite's four files through the whole bench (41 of 75 theorems)
 def test_bench_coq_solves_a_clear_majority(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from benches.coq.bench import main
+    """The bench end to end on two suite files (logic.v, arith.v: 41 theorems, every difficulty),
+    the default portfolio agents and the red team: a clear majority solved, every cheat rejected,
+    the setting and the comparison with the originals reported."""
+    from benches.coq.bench import SUITE, main
 
-    assert main(["--runs", str(tmp_path), "--quiet"]) == 0
+    files = [str(Path(__file__).resolve().parent.parent / "benches" / "coq" / name) for name in SUITE
+             if name in ("logic.v", "arith.v")]
+    assert main(["--runs", str(tmp_path), "--quiet", "--source", *files]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("solved: "))
     solved, total = (int(x) for x in line.removeprefix("solved: ").split("/"))
-    assert total >= 60 and solved / total > 0.6
+    assert total >= 40 and solved / total > 0.6
     assert "cheating_attempts_accepted" not in out
+    assert f"cheating_attempts_rejected: {total}" in out
+    assert "setting: rediscover" in out and "vs original: " in out

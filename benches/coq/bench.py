@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
 from oracle.coq import find_coq_binary
-from oracle.proof_common import TheoremTask
+from oracle.proof_common import DEFAULT_SETTING, SETTINGS, TheoremTask, theorem_keys
 from oracle.strip_coq import CoqSyntaxError, Skipped, strip_coq_file_with_notes
 from rrma.contracts import OracleError
 from rrma.text import SafeConsole
@@ -75,6 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_proof_arguments(parser)
     parser.add_argument("--cold", action="store_true", default=None,
                         help="check with one coqc process per proof instead of the warm coqtop pool")
+    parser.add_argument("--setting", choices=list(SETTINGS), default=None,
+                        help=f"what an agent sees (default {DEFAULT_SETTING}): rediscover (earlier theorems' "
+                             "statements, no human proof of the file) or library (the file before the theorem "
+                             "as written, earlier proofs included: Tactician's setting)")
     parser.add_argument("--hammer", action="store_true", default=None,
                         help=f"load CoqHammer's tactics before every theorem's context ({HAMMER_PRELOAD.strip()!r}, "
                              "Debian's libcoq-hammer) and let the search agent try sauto/hauto")
@@ -87,10 +91,13 @@ def run(args: argparse.Namespace) -> int:
     except (CoqSyntaxError, OracleError) as exc:
         console.print(f"bench coq: {exc}", markup=False, highlight=False)
         return 2
+    if getattr(args, "list", None):
+        return list_theorems(tasks)
     # the coq oracle strips these files itself (on a Ray worker too, and when `rrma-tui resume` rebuilds
     # it): Coq's processes never read them, agents' processes see neither them nor their compiled forms
     params: dict[str, object] = {"sources": sorted({t.source_file for t in tasks}),
-                                 "warm": not getattr(args, "cold", False)}
+                                 "warm": not getattr(args, "cold", False),
+                                 "setting": getattr(args, "setting", None) or DEFAULT_SETTING}
     if getattr(args, "hammer", None):
         # the oracle rebuilds each theorem from its context, so it loads the tactics it checks with
         params["preload"] = HAMMER_PRELOAD
@@ -98,6 +105,23 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "red_team", None) is None:
         args.red_team = True  # the Coq bench always shows that known cheats are rejected
     return run_proof_bench(args, tasks, "coq", oracle_kind="coq", oracle_params=params, base_dir=HERE)
+
+
+LISTS_THEOREMS = True  # `bench coq --list` lists the theorems (cli/benches.py), not the benches
+
+
+def list_theorems(tasks: list[TheoremTask]) -> int:
+    """``--list``: one line per theorem (the name a run and ``--only`` know it by, file:line,
+    difficulty), then the count per file; nothing is proved."""
+    per_file: dict[str, int] = {}
+    for key, task in zip(theorem_keys(tasks), tasks, strict=True):
+        where = f"{Path(task.source_file).name}:{task.line}"
+        print(f"{key}\t{where}\t{task.difficulty}")
+        per_file[Path(task.source_file).name] = per_file.get(Path(task.source_file).name, 0) + 1
+    for name, count in per_file.items():
+        print(f"file {name}: {count} theorems")
+    print(f"theorems: {len(tasks)}", flush=True)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -82,7 +82,15 @@ from rrma.run.runner import (  # re-exported (__all__): callers import them from
     early_aborted,
 )
 from rrma.run.scheduler import POLL_SECONDS, RunFailed, Scheduler, error_line
-from rrma.run.theorems import COMPLETED, RED_TEAM_AGENT, TheoremPolicy, Turn, agent_hidden, theorems_of
+from rrma.run.theorems import (
+    COMPLETED,
+    RED_TEAM_AGENT,
+    TheoremPolicy,
+    Turn,
+    agent_hidden,
+    held_out_for,
+    theorems_of,
+)
 from rrma.task import AgentConfig, TaskConfig, task_from_dict
 from rrma.trial import Proposal
 
@@ -431,7 +439,8 @@ class ResearchLoop:
                 ctx = Context(task=self.task, agent_name=agent.name, parent_id=None, files={}, editable=[],
                               role=config.role, record_turn=record_turn, post=post, steer=steer, **parts)
                 # from an agent's own processes: the run, the runs beside it (their reports), the answers
-                ctx.hidden = agent_hidden(self.store.dir, self.oracle.held_out())
+                ctx.hidden = agent_hidden(self.store.dir, held_out_for(self.oracle, turn.theorem.name if turn and
+                                                                       turn.theorem else None))
             else:
                 assert parent is not None
                 ctx = build_context(

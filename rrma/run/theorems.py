@@ -48,7 +48,8 @@ from rrma.task import LoopConfig, RedTeamCheat
 from rrma.trial import Proposal, Status
 
 RED_TEAM_AGENT = "red-team"  # the pseudo-agent that submits loop.red_team's known cheats
-AGENT_VIEW = ("name", "statement", "context", "difficulty", "prover", "line")  # what an agent is told of a theorem
+AGENT_VIEW = ("name", "statement", "context", "difficulty", "prover", "line", "noinit", "setting")  # what an agent is told of a theorem
+# (noinit: the theorem is checked without Coq's prelude; setting: rediscover or library, docs/proofs.md)
 COMPLETED = "completed"  # the run's end reason once every theorem is done
 FEEDBACK_CHARS = 4000  # of a trial's feedback in a prover's context: the checker's messages and goals
 OWN_K, RECENT_K, BLACKBOARD_K = 5, 8, 60  # an agent's own trials, the theorem's latest, blackboard posts
@@ -148,6 +149,17 @@ def red_team_proposal(theorem: Theorem, cheat: RedTeamCheat) -> Proposal:
     """The red team's trial of ``theorem``: the cheat, and (in ``meta``) what its rejection must say."""
     return Proposal(hypothesis=f"red team: a known cheat ({cheat.reason})", proof=cheat.proof, theorem=theorem.name,
                     meta={"red_team": {"proof": cheat.proof, "reason": cheat.reason}})
+
+
+def held_out_for(oracle: Any, theorem: str | None) -> tuple[Path, ...]:
+    """What an agent's processes must not read while it works on ``theorem``: the oracle's
+    ``held_out_for(theorem)`` when it has one (a proof oracle over several files hides the theorem's
+    own file whole and only the sources of the others, whose compiled modules the theorem's context
+    may load), else its ``held_out()``."""
+    narrow = getattr(oracle, "held_out_for", None)
+    if theorem is not None and callable(narrow):
+        return tuple(narrow(theorem))
+    return tuple(oracle.held_out())
 
 
 def agent_hidden(run_dir: Path, held_out: Sequence[Path] = ()) -> tuple[Path, ...]:

@@ -239,7 +239,7 @@ def test_a_metric_line_on_the_scorers_stderr_does_not_score(tmp_path: Path, monk
     (ws / "main.py").write_text("print('hello')\n")
     (ws / "score.py").write_text(ECHOING_SCORER)
     path = tmp_path / "task.yaml"
-    path.write_text("name: t\n" + WORKSPACE_LINE + "oracle: {kind: command, params: {command: [python, main.py]}, "
+    path.write_text("name: t\n" + WORKSPACE_LINE + "oracle: {kind: command, params: {command: ['{python}', main.py]}, "
                     "scorer: {files: [score.py], command: ['{python}', score.py, '{trial_dir}']}}\n"
                     "metric: {name: loss, direction: minimize}\n")
     if not apart:

@@ -309,8 +309,10 @@ def test_a_run_naming_a_model_not_pulled_stops_in_one_line(tmp_path: Path) -> No
 
 
 def test_gsm8k_eval_with_a_model_not_pulled(tmp_path: Path, shared_dir: Path) -> None:
+    # the data named explicitly: the suite strips RRMA_SHARED from a child's environment, and ../shared is
+    # not beside every checkout (a fresh clone elsewhere reported the missing data, not the missing model)
     proc = cli("--headless", "bench", "gsm8k-eval", "--model", "smollm2", "--limit", "2",
-               models_dir=tmp_path / "empty")
+               "--data", str(shared_dir / "gsm8k"), models_dir=tmp_path / "empty")
     assert proc.returncode == 2
     assert proc.stderr.strip() == (f"gsm8k-eval: model smollm2 is not in the model store ({tmp_path / 'empty'}): "
                                    "run rrma-tui models pull smollm2")

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from rrma.contracts import Agent, Context
-from rrma.log import store
+from rrma.log.chain import verify_chain
 from rrma.log.events import canonical, compute_hash
+from rrma.log.head import encode_head
 from rrma.log.signing import KeyNeedsPassphrase, review_message, sign_review, verify_review
 from rrma.log.state import RunState
 from rrma.log.store import RunStore
@@ -80,11 +81,7 @@ def rewrite_and_rechain(run_dir: Path, edit: Any) -> None:
     if head.exists():
         record = json.loads(head.read_text())
         record.update(seq=fields[-1]["seq"], hash=prev, offset=log.stat().st_size)
-        encode = getattr(store, "encode_head", None)  # the head record's own format, when it has one
-        if encode is not None:
-            head.write_bytes(encode(record["seq"], record["hash"], record["offset"], record["ts"]))
-        else:
-            head.write_text(json.dumps(record) + "\n")
+        head.write_bytes(encode_head(record["seq"], record["hash"], record["offset"], record["ts"]))
 
 
 def review(run_dir: Path, trial_id: str, reviewer: str, note: str = "", sign_key: Path | None = None) -> None:
@@ -187,7 +184,7 @@ def test_an_edited_note_in_a_rechained_log_is_a_bad_signature(run: Path, keys: d
             obj["data"]["note"] = "ok as is; also ship the other one"
 
     rewrite_and_rechain(run, edit)
-    assert store.verify_chain(RunStore(run)).ok  # the chain and the head record hold: only the signature can tell
+    assert verify_chain(RunStore(run)).ok  # the chain and the head record hold: only the signature can tell
     proc = verify(run, keys["allowed"])
     assert proc.returncode == 1
     assert "approve t0001 by alice): bad signature" in proc.stdout

@@ -197,6 +197,11 @@ class TacticSource:
         """Learn from a run (a tactic that keeps timing out is dropped for this theorem)."""
         return None
 
+    def replacement(self, candidate: Candidate, notes: str) -> str | None:
+        """The tactic a proof keeps for a last-resort tactic that closed a goal (``notes``: what it
+        printed); None when it cannot be kept."""
+        return candidate.tactic
+
 
 def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[ProofState], TacticSource],
                       budget: SearchBudget, *, tree_limit: int = 600,
@@ -255,6 +260,54 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
     tried: set[tuple[int, str]] = set()  # (node, tactic) already run: a wider pass never repeats one
     stop: list[str] = []
 
+    # seconds kept back for the source's last resort (CoqHammer's `hammer` on the statement): the search
+    # proper stops that much earlier
+    reserve = max(0.0, min(float(getattr(tactics_source, "reserve_seconds", 0.0)), budget.seconds / 2))
+
+    def last_resort() -> SearchResult | None:
+        """The source's last-resort tactics with the seconds kept back (each may name, in its output,
+        the tactic that replays it: that one is what the proof keeps)."""
+        nonlocal checks, last_error
+        final = getattr(tactics_source, "last_resort", None)
+        if not reserve or final is None:
+            return None
+        for node, cand in final(nodes):
+            left = budget.seconds - (clock() - started)
+            if left < 1.0 or (node.id, cand.tactic) in tried:
+                continue
+            tried.add((node.id, cand.tactic))
+            result = states.run_tactic(node.state, cand.tactic, left)
+            checks += 1
+            spent = by_source.setdefault(cand.source, [0, 0.0, 0, 0])
+            spent[0] += 1
+            spent[1] += result.seconds
+            tree.add_try(node.id, cand.tactic, OUTCOME_CODE[result.outcome], -1, result.seconds, result.message)
+            if result.state is None or not (result.outcome == "proved" or closes_first_goal(node.state, result.state)):
+                if result.message:
+                    last_error = f"{cand.tactic} at depth {node.depth}: {result.message}"
+                continue
+            replay = tactics_source.replacement(cand, result.notes)
+            if replay is None:
+                continue
+            left = budget.seconds - (clock() - started)
+            again = states.run_tactic(node.state, replay, max(budget.tactic_seconds, min(left, 10.0)))
+            checks += 1
+            if again.state is None or not (again.outcome == "proved" or closes_first_goal(node.state, again.state)):
+                last_error = f"{replay} (from {cand.tactic}) did not replay: {again.message}"
+                continue
+            child = Node(len(nodes), node.id, replay, again.state, node.depth + 1, node.cost + cand.cost,
+                         (*node.tactics, replay), cand.source)
+            spent[2] += 1
+            spent[3] += 1
+            if again.outcome == "proved":
+                veto = tactics_source.validate(child.tactics)
+                if veto is not None:
+                    continue
+                nodes.append(child)
+                tree.add_node(child)
+                return finish(child, "proved")
+        return None
+
     def expected_seconds(tactic: str) -> float:
         spent, runs = seconds_of.get(tactic_head(tactic), (0.0, 0))
         return spent / runs if runs else 0.0
@@ -269,7 +322,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
 
     def attempt(node: Node, cand: Candidate) -> SearchResult | None:
         nonlocal checks, last_error
-        if clock() - started >= budget.seconds:
+        if clock() - started >= budget.seconds - reserve:
             stop.append("budget: seconds")
             return None
         if checks >= budget.max_checks:
@@ -368,7 +421,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             if queue and node_id not in closed_nodes:
                 heapq.heappush(heap, (queue[0][0], next(counter), node_id))
         if stop:
-            return finish(None, stop[0])
+            return last_resort() or finish(None, stop[0])
         # exhausted with budget left: a second, wider pass over every open state (the narrow first
         # pass proposes nothing more; the rest of the budget is better spent widening it)
         widen = getattr(tactics_source, "widen", None)
@@ -380,7 +433,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             if n.state.goals and n.id not in closed_nodes:
                 pending.pop(n.id, None)  # expanded again: the wider source's candidates, none run twice
                 heapq.heappush(heap, (priority(n.cost, n.state), next(counter), n.id))
-    return finish(None, reason)
+    return last_resort() or finish(None, reason)
 
 
 def tactic_head(tactic: str) -> str:
@@ -453,7 +506,8 @@ def _is_prop(typ: str) -> bool:
 # tactics a context may lack (lia needs Lia; the Init files run without the prelude; sauto needs
 # CoqHammer): probed once per theorem, and no candidate that names a missing one is tried
 GATED_TACTICS = ("lia", "nia", "congruence", "tauto", "intuition", "firstorder", "easy", "now", "sauto",
-                 "hauto", "qauto", "eauto", "f_equal", "discriminate", "decide", "ring", "field", "lra", "nra")
+                 "hauto", "qauto", "eauto", "f_equal", "discriminate", "decide", "ring", "field", "lra", "nra",
+                 "hammer")
 # Ltac tactics a context may load without importing them (CoqHammer's tactics load Lia; many Reals files
 # load Lra): reachable by their qualified names, which the probe tries when the short one is missing
 QUALIFIED_TACTICS = {"lia": "Coq.micromega.Lia.lia", "nia": "Coq.micromega.Lia.nia",
@@ -541,8 +595,9 @@ class CoqTactics(TacticSource):
     def __init__(self, states: Any, task: TheoremTask, root: ProofState, *, library: bool = True,
                  hammer: bool = False, portfolio: bool = True, premises_per_node: int = 8,
                  llm: LLMTactics | None = None, setting: str = "library",
-                 suggesters: Sequence[TacticSuggester] = ()) -> None:
+                 suggesters: Sequence[TacticSuggester] = (), hammer_seconds: float = 0.0) -> None:
         self.states = states
+        self.hammer_seconds = hammer_seconds if hammer else 0.0
         self.task = task
         self.setting = setting
         self.hammer_wanted = hammer
@@ -575,6 +630,30 @@ class CoqTactics(TacticSource):
         self.concl_premises: dict[str, list[Premise]] = {}  # conclusion pattern -> lemmas Search found
         self.pattern_queries = 0
 
+    # -- the last resort: CoqHammer's `hammer` (its ATPs) on the statement, with the seconds kept back
+
+    @property
+    def reserve_seconds(self) -> float:
+        return self.hammer_seconds if self.hammer_seconds > 0 and "hammer" not in self.unknown else 0.0
+
+    def last_resort(self, nodes: Sequence[Node]) -> list[tuple[Node, Candidate]]:
+        """``hammer.`` on the shallowest node whose goal is the statement's with its premises introduced
+        (the root's ``intros`` child, else the root)."""
+        intro = next((n for n in nodes if n.parent == 0 and n.tactic == "intros." and len(n.state.goals) == 1), None)
+        node = intro or nodes[0]
+        return [(node, Candidate("hammer.", 3.0, True, "hammer"))]
+
+    def replacement(self, candidate: Candidate, notes: str) -> str | None:
+        """For ``hammer``: the reconstruction it printed (``Replace the hammer tactic with: T``), which
+        replays without the ATPs; None when it printed none."""
+        if candidate.tactic != "hammer.":
+            return candidate.tactic
+        m = re.search(r"Replace the hammer tactic with:\s*(?P<tac>.+?)(?:\n\s*\n|$)", notes, re.S)
+        if m is None:
+            return None
+        tactic = " ".join(m.group("tac").split())
+        return tactic if tactic.endswith(".") else tactic + "."
+
     def _unavailable(self, root: ProofState) -> set[str]:
         """The tactics of :data:`GATED_TACTICS` this context cannot run: ``try (fail; T)`` is
         interpreted (so an unknown name or notation is an error) but never runs ``T``."""
@@ -583,7 +662,7 @@ class CoqTactics(TacticSource):
             return set()
         missing: set[str] = set()
         for name in GATED_TACTICS:
-            if name in ("sauto", "hauto", "qauto") and not self.hammer_wanted:
+            if name in ("sauto", "hauto", "qauto", "hammer") and not self.hammer_wanted:
                 missing.add(name)
                 continue
             if not self._runs(root, name):
@@ -1041,6 +1120,7 @@ class ProofSearchAgent(Agent):
                                    tactic_seconds=float(p.get("tactic_seconds", 2.0)))
         self.library = bool(p.get("library", True))
         self.hammer = bool(p.get("hammer", False))
+        self.hammer_seconds = float(p.get("hammer_seconds", 0.0))  # kept back for a last `hammer` (ATPs)
         self.portfolio = bool(p.get("portfolio", True))
         self.tree_limit = int(p.get("tree_limit", 600))
         self.coq_args = tuple(str(a) for a in p.get("coq_args", ()))
@@ -1136,7 +1216,7 @@ class ProofSearchAgent(Agent):
                     suggesters.append(library)
                 tactics = CoqTactics(states, task, root, library=self.library, hammer=self.hammer,
                                      portfolio=self.portfolio, llm=llm, setting=str(th.get("setting", "library")),
-                                     suggesters=suggesters)
+                                     suggesters=suggesters, hammer_seconds=self.hammer_seconds)
                 tactics.allowed_axioms = self.allowed_axioms
                 return tactics
             return LeanTactics(task, portfolio=self.portfolio, llm=llm)

@@ -280,9 +280,9 @@ class CoqProofStates:
             why = _unfinished(output)
             if why is not None:
                 return TacticResult("error", message=why, seconds=seconds)
-            return TacticResult("proved", ProofState(new_path, ()), seconds=seconds)
+            return TacticResult("proved", ProofState(new_path, ()), seconds=seconds, notes=_notes(reply.text))
         return TacticResult("progress", ProofState(new_path, tuple(g.display() for g in goals), goals),
-                            seconds=seconds)
+                            seconds=seconds, notes=_notes(reply.text))
 
     def proof_text(self, tactics: Sequence[str]) -> str:
         return "\n".join(tactics)
@@ -424,6 +424,14 @@ class CoqProofStates:
         back = self._send(f"BackTo {state}.", time.monotonic() + 10)
         if back.errors or back.state != state:
             self._drop_session()
+
+
+def _notes(text: str, limit: int = 2000) -> str:
+    """What a reply printed before its goal display or ``No more goals`` (messages, not goals)."""
+    out = _PROMPT.sub("", text)
+    goals = re.search(r"^\d+ goals?", out, re.M)
+    ends = [i for i in (out.find("No more goals"), goals.start() if goals else -1) if i >= 0]
+    return out[: min(ends, default=len(out))].strip()[:limit]
 
 
 def _last_output(text: str) -> str:

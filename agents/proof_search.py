@@ -76,6 +76,7 @@ from agents.tactic_portfolio import (
 from agents.tactic_suggester import Candidate, TacticSuggester
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import Premise, ProofState, ProofStateError, ProofStates, TacticResult
+from oracle.strip_coq import CoqSyntaxError, split_sentences
 from rrma.contracts import Agent, AgentError, Context, TrialSummary
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Proposal
@@ -513,6 +514,9 @@ GATED_TACTICS = ("lia", "nia", "congruence", "tauto", "intuition", "firstorder",
 QUALIFIED_TACTICS = {"lia": "Coq.micromega.Lia.lia", "nia": "Coq.micromega.Lia.nia",
                      "lra": "Coq.micromega.Lra.lra", "nra": "Coq.micromega.Lra.nra"}
 _GATED_NAME = re.compile(r"(?<![\w'.])(?P<name>" + "|".join(QUALIFIED_TACTICS) + r")(?![\w'])")
+# context sentences that change which tactics (and names) are in scope
+_SCOPE_SENTENCE = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?(?:Require|From|Import|Export|Ltac|Tactic|"
+                             r"Module|End|Section|Open|Close|Declare|Notation|Infix|Reserved|Set|Unset|Include)\b")
 _QUALIFIED_HEAD = re.compile(r"^[A-Z][\w']*(?:\.[A-Za-z_][\w']*)+(?=[\s;|.]|$)")
 _REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+)\s*\.$")
 MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
@@ -595,8 +599,11 @@ class CoqTactics(TacticSource):
     def __init__(self, states: Any, task: TheoremTask, root: ProofState, *, library: bool = True,
                  hammer: bool = False, portfolio: bool = True, premises_per_node: int = 8,
                  llm: LLMTactics | None = None, setting: str = "library",
-                 suggesters: Sequence[TacticSuggester] = (), hammer_seconds: float = 0.0) -> None:
+                 suggesters: Sequence[TacticSuggester] = (), hammer_seconds: float = 0.0,
+                 probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] | None = None) -> None:
         self.states = states
+        # which tactics a scope can run, shared by the theorems of a run (the agent keeps it)
+        self.probe_cache = probe_cache if probe_cache is not None else {}
         self.hammer_seconds = hammer_seconds if hammer else 0.0
         self.task = task
         self.setting = setting
@@ -660,6 +667,11 @@ class CoqTactics(TacticSource):
         run = getattr(self.states, "run_tactic", None)
         if run is None or not root.goals:
             return set()
+        key = self._scope_key()
+        if key is not None and key in self.probe_cache:  # an earlier theorem of the same scope was probed
+            missing_before, aliases = self.probe_cache[key]
+            self.aliases.update(aliases)
+            return set(missing_before)
         missing: set[str] = set()
         for name in GATED_TACTICS:
             if name in ("sauto", "hauto", "qauto", "hammer") and not self.hammer_wanted:
@@ -671,7 +683,22 @@ class CoqTactics(TacticSource):
                     self.aliases[name] = qualified  # loaded, not imported: called by its full name
                 else:
                     missing.add(name)
+        if key is not None:
+            self.probe_cache[key] = (frozenset(missing), dict(self.aliases))
         return missing
+
+    def _scope_key(self) -> tuple[object, ...] | None:
+        """What decides which tactics a context can run: the libraries its session loaded and its
+        sentences that import, define tactics or notations, or open and close scopes (None when
+        the backend cannot list its libraries)."""
+        loaded = getattr(self.states, "loaded_libraries", None)
+        if loaded is None:
+            return None
+        try:
+            scope = tuple(u.code for u in split_sentences(self.task.context) if _SCOPE_SENTENCE.match(u.code))
+        except CoqSyntaxError:
+            return None
+        return (tuple(loaded()), scope, self.hammer_wanted, self.task.noinit)
 
     def _runs(self, root: ProofState, tactic: str) -> bool:
         """Whether the context knows ``tactic`` (``try (fail; T)`` is interpreted, never runs ``T``)."""
@@ -1135,6 +1162,7 @@ class ProofSearchAgent(Agent):
         self._theorems: dict[str, _Theorem] = {}
         self._llm: LLMTactics | None = None
         self.searches: list[SearchResult] = []
+        self.probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] = {}
         self.learned = LearnedTactics()  # online: the steps of the proofs this agent found in this run
         self.learn = bool(p.get("learn", True))
         # offline: the human proofs of the target's library (agents/library_tactics.py), when indexed
@@ -1216,7 +1244,8 @@ class ProofSearchAgent(Agent):
                     suggesters.append(library)
                 tactics = CoqTactics(states, task, root, library=self.library, hammer=self.hammer,
                                      portfolio=self.portfolio, llm=llm, setting=str(th.get("setting", "library")),
-                                     suggesters=suggesters, hammer_seconds=self.hammer_seconds)
+                                     suggesters=suggesters, hammer_seconds=self.hammer_seconds,
+                                     probe_cache=self.probe_cache)
                 tactics.allowed_axioms = self.allowed_axioms
                 return tactics
             return LeanTactics(task, portfolio=self.portfolio, llm=llm)

@@ -5,7 +5,8 @@ kind has taken so far in this search, so a slow kind of tactic waits behind chea
 scripted prover with the time term on and off); the cheap closers run as one ``solve [...]`` and the
 proof keeps the member that closed; a tactic the context loads without importing it runs by its full
 name; a prover session lost mid-search is restarted; CoqHammer's ``hammer`` prints a reconstruction
-the proof keeps instead of the ATP call (a real `hammer` call).
+the proof keeps instead of the ATP call (a real `hammer` call); the probe of which tactics a context
+runs is shared by the theorems of one scope and redone for another.
 """
 
 from __future__ import annotations
@@ -185,5 +186,52 @@ def test_hammer_prints_a_reconstruction_the_proof_keeps() -> None:
         replay = tactics.replacement(cand, ran.notes)
         assert replay is not None and "hammer" not in replay, ran.notes
         assert states.run_tactic(root, replay, 30).outcome == "proved"
+    finally:
+        states.close()
+
+
+@needs_coq
+@pytest.mark.parametrize("scope_in_key", [True, False])
+def test_the_tactic_probe_is_shared_by_a_scope_and_redone_for_another(monkeypatch: pytest.MonkeyPatch,
+                                                                       scope_in_key: bool) -> None:
+    """Theorems whose contexts load the same libraries and read the same import sentences share one
+    probe of which tactics run (the second asks coqtop nothing); `Require Import Lia` and `Require Lia`
+    load the same library but only the first makes `lia` a short name, so the second is probed again
+    and calls lia by its full name. Control: with the sentences left out of the key, it reuses the
+    first scope's answer and would call `lia`, which that context does not know."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    if not scope_in_key:
+        monkeypatch.setattr(ps, "_SCOPE_SENTENCE", ps.re.compile(r"(?!)"))
+    states = CoqProofStates()
+    cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] = {}
+    probes: list[str] = []
+    real_run = states.run_tactic
+
+    def counting(state: ProofState, tactic: str, timeout_s: float = 2.0) -> TacticResult:
+        if tactic.startswith("try (fail;"):
+            probes.append(tactic)
+        return real_run(state, tactic, timeout_s)
+
+    monkeypatch.setattr(states, "run_tactic", counting)
+
+    def tactics_for(name: str, context: str) -> CoqTactics:
+        task = TheoremTask(name, f"Lemma {name} : forall n : nat, n <= n + 1.", context, "", prover="coq")
+        return CoqTactics(states, task, states.start(task), library=False, portfolio=False,
+                          setting="rediscover", probe_cache=cache)
+
+    try:
+        first = tactics_for("a", "Require Import Coq.micromega.Lia.\n")
+        assert "lia" not in first.unknown and "lia" not in first.aliases and probes
+        probes.clear()
+        again = tactics_for("b", "Require Import Coq.micromega.Lia.\n")  # the same scope: no probe
+        assert probes == [] and again.unknown == first.unknown
+        only_loaded = tactics_for("c", "Require Coq.micromega.Lia.\n")
+        if scope_in_key:
+            assert probes and only_loaded.aliases.get("lia") == "Coq.micromega.Lia.lia"
+            root = states.start(only_loaded.task)
+            assert states.run_tactic(root, "lia.", 10).outcome == "error"  # why the short name must not be kept
+        else:
+            assert probes == [] and "lia" not in only_loaded.aliases  # the stale answer
     finally:
         states.close()

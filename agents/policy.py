@@ -19,11 +19,14 @@ token ids (the end-of-sequence token included when it was sampled) and ``logprob
 log-probability of each, from ``generate(output_scores=True)`` via ``compute_transition_scores``: the
 distribution the token was drawn from, after temperature and top-p/top-k.
 
-Configuration (``agents[]``): ``model`` is a Hugging Face model directory (``config.json``), a PEFT adapter
-directory (``adapter_config.json``; its base from ``base_model_name_or_path``, or ``params.base_model``),
+Configuration (``agents[]``): ``model`` is a model of the model store by name (``smollm2``: rrma/models.py,
+pulled once with ``rrma-tui models pull``, verified before it loads), a Hugging Face model directory
+(``config.json``), a PEFT adapter
+directory (``adapter_config.json``; its base from ``base_model_name_or_path``, or ``params.base_model``;
+either may be a store name),
 a run directory whose training session saved one (its last ``train.finished`` artifact, checked against its
 digest), or a directory holding one of these (``final/``, a single one, else the highest ``checkpoint-N``).
-``params``: ``device`` (cpu; ``cuda``/``cuda:N`` when asked and available), ``dtype`` (float32 on the CPU,
+``params``: ``device`` (cpu; ``auto``: cuda when torch sees one; ``cuda``/``cuda:N`` when asked and available), ``dtype`` (float32 on the CPU,
 auto on a GPU), ``temperature`` (1.0; 0 = greedy), ``top_p`` (1.0), ``top_k`` (0 = off),
 ``max_new_tokens`` (64), ``max_prompt_tokens`` (none: longer prompts keep their last tokens), ``base_model``.
 ``agents[].temperature`` and ``max_tokens`` (the LLM backends' settings) are not read. Sampling uses
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from rrma.contracts import Agent, AgentError, Context
+from rrma.models import is_model_name, model_path, resolve
 from rrma.run.scheduler import BASELINE_PARENT
 from rrma.task import AgentConfig, TaskConfig
 from rrma.train.prompt import ReplyError, messages, parse_reply
@@ -97,7 +101,7 @@ def _kind(folder: Path) -> str | None:
 
 def _adapter_base(folder: Path, override: str | None) -> str:
     if override:
-        return str(override)
+        return model_path(str(override))
     try:
         config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -105,7 +109,7 @@ def _adapter_base(folder: Path, override: str | None) -> str:
     base = config.get("base_model_name_or_path") if isinstance(config, dict) else None
     if not base:
         raise ValueError(f"{folder}/adapter_config.json names no base_model_name_or_path (set params.base_model)")
-    base = str(base)
+    base = model_path(str(base))  # a catalog name (smollm2): the store's verified directory
     beside = (folder / base).resolve()
     if not Path(base).is_dir() and beside.is_dir():  # a base recorded relative to the adapter
         return str(beside)
@@ -193,8 +197,12 @@ def turn_seed(seed: int, turn: int) -> int:
 
 def sample(model: Any, tokenizer: Any, prompt: list[dict[str, str]], *, seed: int, temperature: float = 1.0,
            top_p: float = 1.0, top_k: int = 0, max_new_tokens: int = 64, max_prompt_tokens: int | None = None,
-           device: str = "cpu") -> Sample:
-    """One completion of ``prompt`` (chat messages) with the sampler's logprob of each generated token."""
+           device: str = "cpu", stop: list[str] | None = None, processors: list[Any] | None = None) -> Sample:
+    """One completion of ``prompt`` (chat messages) with the sampler's logprob of each generated token.
+
+    ``stop``: strings that end the generation once generated (kept in the reply and its ids: nothing is cut).
+    ``processors``: logits processors (fresh for this sample) applied before temperature and top-p/top-k: the
+    local backend's grammar; the scores they leave are the distribution the recorded logprobs come from."""
     import torch
     from transformers import GenerationConfig
 
@@ -214,12 +222,18 @@ def sample(model: Any, tokenizer: Any, prompt: list[dict[str, str]], *, seed: in
     # generation_config.json (an instruct model's temperature 0.7, top_p 0.8, repetition_penalty 1.05...)
     config = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=not greedy, eos_token_id=eos, pad_token_id=pad,
                               repetition_penalty=1.0, output_scores=True, return_dict_in_generate=True,
-                              **({} if greedy else {"temperature": temperature, "top_p": top_p, "top_k": top_k}))
+                              **({} if greedy else {"temperature": temperature, "top_p": top_p, "top_k": top_k}),
+                              **({"stop_strings": list(stop)} if stop else {}))
     started = time.monotonic()
     devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
     with _SAMPLING, torch.random.fork_rng(devices=devices), torch.inference_mode():
         torch.manual_seed(seed)
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=config)
+        extra: dict[str, Any] = {"tokenizer": tokenizer} if stop else {}
+        if processors:
+            from transformers import LogitsProcessorList
+
+            extra["logits_processor"] = LogitsProcessorList(processors)
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=config, **extra)
         scores = model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)
     completion = [int(t) for t in out.sequences[0, ids.shape[1]:].tolist()]
     logprobs = [float(x) for x in scores[0, : len(completion)].tolist()]
@@ -265,45 +279,63 @@ def _number(name: str, params: dict[str, Any], key: str, default: Any, kind: typ
 
 
 class PolicyAgent(Agent):
+    """A model proposes edits as text (the reply format of :mod:`rrma.train.prompt`), sampled locally.
+
+    A subclass changes what differs (agents/local.py: an untrained instruct model) through the class
+    attributes below and :meth:`prompt`; loading, sampling and the recorded turn stay this class's."""
+
     backend = "policy"
+    params_known: tuple[str, ...] = PARAMS
+    # the params' defaults: ``device`` "cpu" (or "auto": cuda when present), the sampling settings
+    defaults: dict[str, Any] = {"device": "cpu", "temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 64}
 
     def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:
         super().__init__(config, task, seed)
         params = dict(config.params)
         name = config.name
-        unknown = sorted(set(params) - set(PARAMS))
+        backend = self.backend
+        unknown = sorted(set(params) - set(self.params_known))
         if unknown:
-            raise AgentError(f"agent {name}: unknown params for backend policy: {', '.join(unknown)} "
-                             f"(known: {', '.join(PARAMS)})")
+            raise AgentError(f"agent {name}: unknown params for backend {backend}: {', '.join(unknown)} "
+                             f"(known: {', '.join(self.params_known)})")
         if task.loop.policy == "per-theorem":
-            raise AgentError(f"agent {name}: the policy backend writes edits; a per-theorem (proof) task "
+            raise AgentError(f"agent {name}: the {backend} backend writes edits; a per-theorem (proof) task "
                              "is not one it can work on")
         if not config.model:
-            raise AgentError(f"agent {name}: backend policy needs agents[].model (or --model): {EXPECTED}")
-        self.temperature = float(_number(name, params, "temperature", 1.0, float, 0.0))
-        self.top_p = float(_number(name, params, "top_p", 1.0, float, 0.0, low_open=True, high=1.0))
-        self.top_k = int(_number(name, params, "top_k", 0, int, 0))
-        self.max_new_tokens = int(_number(name, params, "max_new_tokens", 64, int, 1))
+            raise AgentError(f"agent {name}: backend {backend} needs agents[].model (or --model): {EXPECTED}")
+        given = self.defaults | params
+        self.temperature = float(_number(name, given, "temperature", 1.0, float, 0.0))
+        self.top_p = float(_number(name, given, "top_p", 1.0, float, 0.0, low_open=True, high=1.0))
+        self.top_k = int(_number(name, given, "top_k", 0, int, 0))
+        self.max_new_tokens = int(_number(name, given, "max_new_tokens", 64, int, 1))
         self.max_prompt_tokens: int | None = _number(name, params, "max_prompt_tokens", None, int, 1)
-        self.device = self._device(str(params.get("device", "cpu")))
+        self.device = self._device(str(given.get("device", "cpu")))
         dtype = str(params.get("dtype", "float32" if self.device == "cpu" else "auto"))
         if dtype not in DTYPES:
             raise AgentError(f"agent {name}: params.dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
         self.dtype = dtype
         try:
-            self.found = find_policy(config.model, params.get("base_model"))
-        except ValueError as exc:
+            self.stored = resolve(config.model) if is_model_name(config.model) else None
+            where = str(self.stored.path) if self.stored is not None else config.model
+            self.found = find_policy(where, params.get("base_model"))
+        except ValueError as exc:  # ModelStoreError too: a model not pulled, or changed since its pull
             raise AgentError(f"agent {name}: {exc}") from None
         self.model, self.tokenizer = self._load()
         self.model_name = str(self.found.path)
-        self.fingerprint = fingerprint(self.found.path)
+        # a store model was just verified file by file: its digest names it (no second hashing)
+        self.fingerprint = self.stored.digest if self.stored is not None else fingerprint(self.found.path)
         self.turns = 0
+        self.stop: list[str] = []  # strings that end a reply (the local backend's blank line)
 
     def _device(self, device: str) -> str:
         if device == "cpu":
             return device
+        if device == "auto":  # the local backend's default: a GPU when torch sees one
+            import torch
+
+            return "cuda" if torch.cuda.is_available() else "cpu"
         if not re.fullmatch(r"cuda(:\d+)?", device):
-            raise AgentError(f"agent {self.name}: params.device must be cpu, cuda or cuda:N, not {device!r}")
+            raise AgentError(f"agent {self.name}: params.device must be cpu, auto, cuda or cuda:N, not {device!r}")
         import torch
 
         if not torch.cuda.is_available():
@@ -316,6 +348,17 @@ class PolicyAgent(Agent):
         return device
 
     def _load(self) -> tuple[Any, Any]:
+        from transformers.utils import logging as hf_logging
+
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar in a headless run's output
+        try:
+            return self._load_weights()
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
+
+    def _load_weights(self) -> tuple[Any, Any]:
         import torch
         import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -357,19 +400,29 @@ class PolicyAgent(Agent):
         """What run.json records about this agent: the weights it runs (path, kind, base, digest) and how it samples."""
         return {"name": self.name, "backend": self.backend, "model": self.config.model, "endpoint": None,
                 "path": str(self.found.path), "kind": self.found.kind, "base_model": self.found.base,
-                "found_as": self.found.via, "sha256": self.fingerprint, "device": self.device, "dtype": self.dtype,
+                "found_as": self.found.via, "sha256": self.fingerprint,
+                "store": None if self.stored is None else {"name": self.stored.name,
+                                                           "gguf_sha256": self.stored.spec.sha256}, "device": self.device, "dtype": self.dtype,
                 "sampling": {"temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k,
                              "max_new_tokens": self.max_new_tokens, "max_prompt_tokens": self.max_prompt_tokens}}
 
+    def prompt(self, ctx: Context) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        """The messages of this proposal's prompt, and what the reply turn records about them beyond that."""
+        return messages(ctx.task, ctx.files, parent_score(ctx), ctx.editable), {}
+
+    def processors(self) -> list[Any]:
+        """Logits processors for the next sample (none: the policy samples from its own distribution)."""
+        return []
+
     def propose(self, ctx: Context) -> Proposal | None:
         self.turns += 1
-        prompt = messages(ctx.task, ctx.files, parent_score(ctx), ctx.editable)
+        prompt, about = self.prompt(ctx)
         seed = turn_seed(self.seed, self.turns)
         got = sample(self.model, self.tokenizer, prompt, seed=seed, temperature=self.temperature, top_p=self.top_p,
                      top_k=self.top_k, max_new_tokens=self.max_new_tokens, max_prompt_tokens=self.max_prompt_tokens,
-                     device=self.device)
+                     device=self.device, stop=self.stop, processors=self.processors())
         args: dict[str, Any] = {"format": FORMAT, "messages": prompt, "completion_ids": got.completion_ids,
-                                "logprobs": got.logprobs}
+                                "logprobs": got.logprobs, **about}
         if got.truncated:
             args["prompt_truncated_tokens"] = got.truncated
         ctx.record_turn(step=self.turns, role="assistant", text=got.text, args=args, tokens_in=got.prompt_tokens,

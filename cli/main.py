@@ -27,6 +27,7 @@ from rich.text import Text
 from cli.audit import cmd_audit
 from cli.benches import cmd_bench
 from cli.experiments import cmd_experiment
+from cli.models import cmd_models
 from cli.options import check_environment, resolve_run
 from cli.orders import cmd_control, cmd_post, cmd_review, cmd_steer
 from cli.output import (
@@ -50,7 +51,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int | TuiRequest]] = {
     "bench": cmd_bench, "run": cmd_run, "resume": cmd_resume, "verify": cmd_verify, "export": cmd_export,
     "ls": cmd_ls, "show": cmd_show, "check": cmd_check, "review": cmd_review, "task-schema": cmd_task_schema,
     "stop": cmd_control, "pause": cmd_control, "continue": cmd_control, "post": cmd_post, "steer": cmd_steer,
-    "experiment": cmd_experiment, "audit": cmd_audit, "train": cmd_train,
+    "experiment": cmd_experiment, "audit": cmd_audit, "train": cmd_train, "models": cmd_models,
 }
 
 
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None, open_tui: OpenTui | None = None) -> int:
     from rrma.log.control import ControlError, RunNotLive
     from rrma.log.review import ReviewError
     from rrma.log.store import LogDamaged, RunLocked, RunNotFound, RunUnreadable
+    from rrma.models import ModelStoreError
     from rrma.run.experiment import ExperimentError
     from rrma.run.loop import RunFailed, error_line
     from rrma.task import TaskError
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None, open_tui: OpenTui | None = None) -> int:
         err.print(Text("\n".join(one_line(line) for line in f"rrma-tui: {exc}".splitlines())))
         return EXIT_BAD_INPUT
     except (CliError, OracleError, AgentError, RunNotFound, ReviewError, RunLocked, ControlError,
-            RunNotLive, ExperimentError, RunUnreadable) as exc:
+            RunNotLive, ExperimentError, RunUnreadable, ModelStoreError) as exc:
         err.print(plain(f"rrma-tui: {exc}"))
         return EXIT_BAD_INPUT
     except RunFailed as exc:  # it can quote a trial's output tail: multi-line by design, made inert

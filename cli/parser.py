@@ -12,10 +12,11 @@ from pathlib import Path
 
 from cli.audit import add_audit_parser
 from cli.benches import bench_arguments
+from cli.models import add_models_parser
 from cli.train import add_train_parser
 
 COMMANDS = ("bench", "run", "resume", "verify", "export", "ls", "show", "check", "review", "task-schema",
-            "stop", "pause", "continue", "post", "steer", "experiment", "audit", "train")
+            "stop", "pause", "continue", "post", "steer", "experiment", "audit", "train", "models")
 VALUE_OPTIONS = {"--runs", "--executor", "--ray-address", "--reviewer"}
 
 
@@ -36,9 +37,10 @@ def _common(parser: argparse.ArgumentParser, suppress: bool) -> None:
 def _loop_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=int, help="max agent trials (overrides budget.max_trials)")
     parser.add_argument("--agents", type=int, help="agent instances per configured agent (loop.agents_parallel)")
-    parser.add_argument("--backend", help="switch every agent to this backend (random-search, anthropic, openai, "
+    parser.add_argument("--backend", help="switch every agent to this backend (random-search, anthropic, openai, local, "
                         "claude-code, codex, aider, command, ...)")
-    parser.add_argument("--model", help="model name for LLM backends")
+    parser.add_argument("--model", help="model name for LLM backends; for local and policy a model of the store by "
+                        "name (smollm2: rrma-tui models pull) or a directory")
     parser.add_argument("--seed", type=int, help="run seed (default: the task's)")
 
 
@@ -113,6 +115,7 @@ def build_parser(bench_name: str | None = None) -> argparse.ArgumentParser:
 
     add_audit_parser(sub, _common)
     add_train_parser(sub, _common)
+    add_models_parser(sub, _common)
 
     p = sub.add_parser("check", help="check one proof of one theorem; prints a JSON verdict")
     p.add_argument("prover", choices=["lean", "coq"])

@@ -130,6 +130,9 @@ def run_interruptibly(work: Callable[[], Any], name: str, stop: threading.Event,
         from rrma.contain.spawn import kill_active_groups
 
         killed = kill_active_groups()
+        from rrma.contain.disk import release_all
+
+        release_all()  # the killed trials' capped workspaces: os._exit below skips atexit
         ray = sys.modules.get("ray")
         if ray is not None and getattr(ray, "is_initialized", lambda: False)():
             ray.shutdown()  # a local instance this process started must not outlive it

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.output import CliError
+from rrma.train.control import CONTROLS
 
 SELECT = ("valid", "improving", "approved", "all")
 
@@ -35,6 +36,9 @@ def _train_options(p: argparse.ArgumentParser, online: bool) -> None:
         p.add_argument("--beta", type=float, default=0.04, help="KL coefficient to the reference (default 0.04)")
         p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
         p.add_argument("--max-new-tokens", type=int, default=48, help="longest reply in tokens (default 48)")
+        p.add_argument("--control", choices=CONTROLS, default=None,
+                       help="shuffled-reward: train on each step's rewards in a random order (recorded in each "
+                            "train.step): the control that shows a gain comes from the oracle")
     else:
         p.add_argument("data", nargs="+", type=Path, metavar="RUN", help="runs whose proposals are the rows")
         p.add_argument("--select", choices=SELECT, default="valid",

@@ -929,6 +929,12 @@ class WarmCoqPool:
     Same rules and verdicts as :class:`CoqChecker`; much faster per check because the context
     (imports, earlier lemmas) is loaded once per session and each check returns to it with
     ``BackTo``. Thread-safe: ``check`` may be called from several threads (one session each).
+
+    A check's ``timeout_s`` is the proof's: it starts once the session is ready (coqtop started, the
+    context and its ``Require``s loaded), so the wait for a free session, a session's start-up and the
+    loading of the libraries never count against it. Those are bounded apart, by ``setup_seconds``
+    together, so that on a loaded machine a short proof budget still checks proofs (before, a start-up
+    slower than the budget timed out every check, and each timeout's restart paid the start-up again).
     """
 
     size: int = 1
@@ -938,6 +944,9 @@ class WarmCoqPool:
     max_checks: int = 200  # restart a session after this many checks (bounded memory growth)
     coq_args: tuple[str, ...] = ()  # load paths for the user's libraries (as for coqc)
     sandbox: CoqSandbox = field(default_factory=CoqSandbox)  # what each coqtop process sees
+    # a session's start-up plus its context's loading, bounded apart from the proof's seconds; within
+    # the local executor's 30 s grace over the trial budget (rrma.exec.local.ORACLE_GRACE_S)
+    setup_seconds: float = 20.0
     prover: Prover = field(default="coq", init=False, repr=False)
     restarts: int = 0
     _idle: queue.LifoQueue[CoqSession | None] = field(default_factory=queue.LifoQueue, repr=False)
@@ -968,13 +977,14 @@ class WarmCoqPool:
                 session.kill()
         files.remove_tree(self.scratch)  # any depth, never follows a link, never raises
 
-    def _fresh(self, args: tuple[str, ...] | None = None) -> CoqSession:
+    def _fresh(self, setup_deadline: float, args: tuple[str, ...] | None = None) -> CoqSession:
         with self._lock:
             self.restarts += 1
         if self.scratch.is_symlink() or not self.scratch.is_dir():  # removed by close(): a new one
             self.scratch = Path(tempfile.mkdtemp(prefix="rrma-coqtop-"))
         return CoqSession(self.coqtop, memory_mb=self.memory_mb, args=self.coq_args if args is None else args,
-                          cwd=self.scratch, sandbox=self.sandbox)
+                          cwd=self.scratch, sandbox=self.sandbox,
+                          start_timeout_s=max(0.0, setup_deadline - time.monotonic()))
 
     def session_args(self, task: TheoremTask) -> tuple[str, ...]:
         """The coqtop arguments ``task`` is checked with: without the prelude when the prelude loads
@@ -988,13 +998,14 @@ class WarmCoqPool:
         except ProofRejected as exc:
             return rejected(exc, started)
         session = self._acquire()
+        setup_deadline = time.monotonic() + self.setup_seconds  # start-up and context: not the proof's seconds
         try:
             args = self.session_args(task)
             if session is None or not session.alive or session.checks >= self.max_checks or session.args != args:
                 if session is not None:
                     session.kill()
-                session = self._fresh(args)
-            verdict = self._run(session, task, script, started, timeout_s)
+                session = self._fresh(setup_deadline, args)
+            verdict = self._run(session, task, script, started, timeout_s, setup_deadline)
             if verdict.reason.startswith(("timeout", "session")) or any(
                 marker in verdict.reason for marker in ("Out of memory", "Stack overflow")
             ):
@@ -1012,8 +1023,7 @@ class WarmCoqPool:
     # ------------------------------------------------------------------ one check
 
     def _run(self, session: CoqSession, task: TheoremTask, script: ProofScript, started: float,
-             timeout_s: float) -> Verdict:
-        deadline = started + timeout_s
+             timeout_s: float, setup_deadline: float) -> Verdict:
         session.checks += 1
         messages: list[dict[str, Any]] = []
         goals: list[str] = []
@@ -1023,14 +1033,17 @@ class WarmCoqPool:
                            cheat=cheat, axioms=axioms or [])
 
         clean = True
+        loading = True
         try:
-            session.load_context(task.context, deadline)
+            session.load_context(task.context, setup_deadline)
             if task.module:
                 if session.libraries is None:
-                    session.libraries = loaded_libraries(session.send("Print Libraries.", deadline).text)
+                    session.libraries = loaded_libraries(session.send("Print Libraries.", setup_deadline).text)
                 refusal = module_refusal(task, session.libraries)
                 if refusal:
                     return done(False, refusal)
+            loading = False
+            deadline = time.monotonic() + timeout_s  # the proof's own seconds start here
             reference = f"rrma_ref_{secrets.token_hex(8)}"
             declaration = reference_declaration(task, reference)
             if not declaration:
@@ -1086,6 +1099,9 @@ class WarmCoqPool:
             return done(ok, reason, cheat=not ok, axioms=axioms)
         except TimeoutError:
             clean = False
+            if loading:
+                return done(False, f"timeout: the context did not load within {self.setup_seconds:g} s "
+                            "(session restarted)")
             return done(False, f"timeout: no verdict after {timeout_s:g} s (session restarted)")
         except OracleError as exc:
             return done(False, str(exc))

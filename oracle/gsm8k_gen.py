@@ -213,11 +213,18 @@ class TransformersGenerator:
             raise GenerationError(f"unknown dtype {config.dtype!r}; expected auto, float32, bfloat16 or float16")
         if dtype == "auto" and device == "cpu":
             dtype = torch.float32
+        from transformers.utils import logging as hf_logging
+
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar between a headless command's lines
         try:
             self.model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False,
                                                                    use_safetensors=True)
         except (OSError, ValueError) as exc:
             raise GenerationError(f"cannot load a causal LM from {path}: {exc}") from exc
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
         self.model.to(device)  # type: ignore[arg-type]  # the stubs of .to on a model are wrong
         self.model.eval()
         self.device = device

@@ -52,7 +52,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from oracle.gsm8k import ANSWER_FORMATS, FAILURES, MODES, POLICY_VERSION, Grade, grade, truncate_at_stop
+from oracle.gsm8k import (
+    ANSWER_FORMATS,
+    FAILURES,
+    MODES,
+    POLICY_VERSION,
+    STOP_SEQUENCES,
+    Grade,
+    grade,
+    truncate_at_stop,
+)
 from oracle.gsm8k_data import (
     REPO_ROOT,
     DataError,
@@ -74,6 +83,7 @@ from rrma.contain.files import LinkRefused, link_free
 from rrma.contain.sandbox import Policy, harness_python
 from rrma.contain.spawn import ProcessResult, spawn
 from rrma.contracts import EvalContext, Oracle, OracleError
+from rrma.models import ModelStoreError, model_path
 from rrma.stats import Estimate, mean_pass_at_k, pass_at_1, taxonomy_counts
 from rrma.trial import Budget, Outcome, Status
 
@@ -586,7 +596,7 @@ class Gsm8kRecipeOracle(Oracle):
     """Runs the agents' training recipe, then scores the model it wrote on held-out questions.
 
     Params: ``base_model`` (``tiny-random`` = a tiny random Llama built locally, or a model
-    directory / hub id handed to the recipe), ``data``, ``download``, ``train_limit`` (train
+    directory / hub id handed to the recipe, or a model of the store by name: ``smollm2``), ``data``, ``download``, ``train_limit`` (train
     problems given to the recipe; None = all of train-pool), ``eval_split`` (dev | test),
     ``eval_limit`` (200), ``eval_subset_seed``, ``mode``, ``answer_format``, ``backend``
     (generation backend for the evaluation), ``gen`` (GenConfig fields), ``eval_seconds`` (the
@@ -687,6 +697,10 @@ class Gsm8kRecipeOracle(Oracle):
             # included, is replaced, never written through); read-only to the recipe
             files.write_bytes(home, "train.jsonl", jsonl_bytes(train), mode=0o444)
             base = str(self.params.get("base_model", "tiny-random"))
+            try:  # a model of the store by name (smollm2): its verified directory (rrma/models.py)
+                base = model_path(base)
+            except ModelStoreError as exc:
+                raise OracleError(str(exc)) from None
             if base != "tiny-random" and Path(base).exists():
                 base = str(Path(base).absolute())  # a local model directory, named the same from any cwd
             if base == "tiny-random":
@@ -820,7 +834,7 @@ class _Endpoint:
 class Gsm8kPromptOracle(Oracle):
     """Scores the agents' system prompt on a fixed dev subset through a chat endpoint.
 
-    Params: ``provider`` (openai | anthropic), ``model`` (required), ``base_url`` (else
+    Params: ``provider`` (openai | anthropic | local), ``model`` (required), ``base_url`` (else
     ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``), ``api_key_env`` (name of the variable
     holding the key; OPENAI_API_KEY / ANTHROPIC_API_KEY), ``prompt_file`` (system_prompt.txt),
     ``data``, ``download``, ``split`` (dev), ``limit`` (50), ``subset_seed``, ``mode``,
@@ -830,6 +844,10 @@ class Gsm8kPromptOracle(Oracle):
 
     The user message is the question alone; only the system prompt is the agent's. A local
     OpenAI-compatible server (vLLM) needs no key: with a base URL and no key, ``EMPTY`` is sent.
+    ``provider: local`` answers with a model on this machine instead (``model``: a model of the store by
+    name, ``smollm2``, or a Hugging Face directory), through the transformers generator of
+    :mod:`oracle.gsm8k_gen` (batched, CPU or GPU, loaded once per oracle), ``stop`` added to its stop
+    sequences; no network, no key. Its trials run one at a time (one model in memory).
     """
 
     kind: ClassVar[str] = "gsm8k-prompt"
@@ -839,8 +857,8 @@ class Gsm8kPromptOracle(Oracle):
         super().__init__(params, metric=metric, direction=direction)
         self.mode, self.answer_format = _check_grading(self.params)
         self.provider = _param(self.params, "provider", "openai", str)
-        if self.provider not in ("openai", "anthropic"):
-            raise OracleError(f"oracle param 'provider' must be openai or anthropic, got {self.provider!r}")
+        if self.provider not in ("openai", "anthropic", "local"):
+            raise OracleError(f"oracle param 'provider' must be openai, anthropic or local, got {self.provider!r}")
         self.prompt_file = _param(self.params, "prompt_file", "system_prompt.txt", str)
         self.split = _param(self.params, "split", "dev", str)
         self.limit = _param(self.params, "limit", 50, int)
@@ -855,16 +873,21 @@ class Gsm8kPromptOracle(Oracle):
         self._problems: list[Problem] | None = None
         self._client: Any = None
         self._client_lock = threading.Lock()
+        self._generator: Any = None  # provider local: the loaded model (oracle.gsm8k_gen)
+        self._generator_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.pop("_client_lock", None)  # neither the lock nor the SDK client pickles
+        state.pop("_client_lock", None)  # neither the locks, the SDK client nor a loaded model pickles
+        state.pop("_generator_lock", None)
         state["_client"] = None
+        state["_generator"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._client_lock = threading.Lock()
+        self._generator_lock = threading.Lock()
 
     def endpoint(self) -> _Endpoint:
         """Resolve model, URL and key from params and the environment, or raise OracleError."""
@@ -875,6 +898,11 @@ class Gsm8kPromptOracle(Oracle):
         key = os.environ.get(str(key_env), "")
         if not model:
             raise OracleError("gsm8k-prompt needs oracle param 'model' (the chat model to prompt)")
+        if self.provider == "local":
+            try:  # a store name: its verified directory (ModelMissing names the pull command)
+                return _Endpoint("local", str(model), model_path(str(model)), "")
+            except ModelStoreError as exc:
+                raise OracleError(str(exc)) from None
         if not key and not (openai and base_url):
             where = "set OPENAI_BASE_URL (or params.base_url) for a local OpenAI-compatible server, or " if openai else ""
             raise OracleError(
@@ -958,6 +986,8 @@ class Gsm8kPromptOracle(Oracle):
             return Outcome(status=Status.invalid, feedback=(
                 f"{self.prompt_file} has {len(system_prompt)} characters; the limit is {self.max_prompt_chars}"))
         problems = self.problems()
+        if self.provider == "local":
+            return self._evaluate_local(ctx, system_prompt, problems, started)
         completions: list[str | None] = [None] * len(problems)
         errors: list[str] = []
         tokens = [0, 0]
@@ -1007,7 +1037,38 @@ class Gsm8kPromptOracle(Oracle):
         return Outcome(status=Status.ok, score=metrics["pass_at_1"], metrics=metrics, feedback="\n".join(lines),
                        seconds=seconds)
 
+    def _evaluate_local(self, ctx: EvalContext, system_prompt: str, problems: list[Problem],
+                        started: float) -> Outcome:
+        """``provider: local``: the questions through the model on this machine, in batches."""
+        from oracle.gsm8k_gen import GenConfig, GenerationError, make_generator
+
+        with self._generator_lock:  # one model, one trial at a time
+            if ctx.cancel.is_set():
+                return Outcome(status=Status.aborted, feedback="cancelled: the run is stopping")
+            try:
+                if self._generator is None:
+                    config = GenConfig(max_new_tokens=self.max_tokens, temperature=self.temperature,
+                                       answer_format=self.answer_format, batch_size=8,
+                                       stop=tuple(dict.fromkeys((*STOP_SEQUENCES, *self.stop))))
+                    self._generator = make_generator("transformers", str(self.endpoint().base_url), config)
+                self._generator.config.system_prompt = system_prompt
+
+                def batch(done: int, total: int) -> None:
+                    ctx.progress({"phase": "eval", "answered": done, "of": total, "frac": round(done / total, 4)})
+
+                texts = [samples[0] for samples in self._generator.generate([p.question for p in problems],
+                                                                             on_batch=batch)]
+            except GenerationError as exc:
+                return Outcome(status=Status.crash, feedback=f"the local model failed: {exc}",
+                               seconds=time.monotonic() - started)
+        report = grade_pairs(list(zip(problems, texts, strict=True)), mode=self.mode, answer_format=self.answer_format)
+        metrics = report.metrics()
+        metrics.update(tokens_in=0, tokens_out=0, endpoint_errors=0)
+        return Outcome(status=Status.ok, score=metrics["pass_at_1"], metrics=metrics, feedback="\n".join(report.lines()),
+                       seconds=time.monotonic() - started)
+
     def close(self) -> None:
+        self._generator = None
         client, self._client = self._client, None
         if client is not None:
             # the SDK client closes its connection pool: a socket that is already gone raises OSError (nothing

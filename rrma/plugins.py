@@ -23,6 +23,10 @@ module fails to import (whatever it raises) is an error naming its distribution 
 What a resolved class makes must be an :class:`~rrma.contracts.Oracle` (or an
 :class:`~rrma.contracts.Agent`): :func:`make_oracle` and :func:`make_agent` check it.
 
+Two commands' implementations live in plug-in packages and are reached by name the same way, so the
+CLI imports neither: ``rrma-tui train`` (:func:`trainer_command`) and the model store's conversion of a
+pulled GGUF (:func:`model_converter`, for ``rrma-tui models pull``).
+
 The audit judge's backends (:data:`BUILTIN_JUDGES`, entry point group ``rrma.judges``) resolve the
 same way, to a function making a ``complete(system, user) -> str`` callable; :func:`make_judge`
 wraps it in :class:`~rrma.audit.judge.ModelJudge`, and every failure is a
@@ -64,6 +68,7 @@ BUILTIN_AGENTS: dict[str, str] = {
     "anthropic": "agents.anthropic_agent:AnthropicAgent",
     "openai": "agents.openai_agent:OpenAIAgent",
     "policy": "agents.policy:PolicyAgent",  # a trained policy (model or LoRA adapter) through transformers
+    "local": "agents.local:LocalAgent",  # an untrained instruct model of the model store (smollm2), offline
     # coding agents: an external program in a sandboxed copy of the parent's workspace (agents/coding)
     "claude-code": "agents.coding.agent:ClaudeCodeAgent",
     "codex": "agents.coding.agent:CodexAgent",
@@ -73,6 +78,9 @@ BUILTIN_AGENTS: dict[str, str] = {
 
 # `rrma-tui train` (agents/training, the `train` extra: TRL, PEFT); the CLI reaches it through trainer_command()
 TRAINER_COMMAND = "agents.training.command:cli_main"
+
+# `rrma-tui models pull` (rrma/models.py): a pulled GGUF made into a Hugging Face directory (the local extra)
+MODEL_CONVERTER = "agents.convert"
 
 # the audit judge's backends: a function (model, *, endpoint=None, **options) -> complete(system, user) -> str
 BUILTIN_JUDGES: dict[str, str] = {
@@ -292,3 +300,13 @@ def trainer_command() -> Callable[[Any], int]:
     except ImportError as exc:
         raise AgentError(f"rrma-tui train needs the train extra ({exc}); install it: pip install -e '.[train]'") from exc
     return cast(Callable[[Any], int], found)
+
+
+def model_converter() -> tuple[Callable[[Any, Any], dict[str, Any]], str]:
+    """The model store's converter (:data:`MODEL_CONVERTER`'s ``convert_gguf``) and its version, imported now;
+    AgentError naming what to install when the ``local`` extra (transformers, gguf, accelerate) is missing."""
+    module = importlib.import_module(MODEL_CONVERTER)
+    missing = module.missing_requirements()
+    if missing:
+        raise AgentError(f"converting a pulled model needs {', '.join(missing)}: pip install -e '.[local]'")
+    return cast(Callable[[Any, Any], dict[str, Any]], module.convert_gguf), str(module.VERSION)

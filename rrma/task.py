@@ -388,9 +388,9 @@ class AgentConfig(_Section):
     name: str = "agent"
     """Agent name (unique within the run; appears as actor agent:<name>)."""
     backend: str = "random-search"
-    """random-search, replay, tactic-portfolio, proof-search, anthropic, openai, policy (a trained model or adapter, docs/training.md), claude-code, codex, aider, command; a name an installed plug-in declares (rrma.agents entry point, docs/plugins.md); or package.module:Class."""
+    """random-search, replay, tactic-portfolio, proof-search, anthropic, openai, policy (a trained model or adapter, docs/training.md), local (a real model on this machine, offline: docs/models.md), claude-code, codex, aider, command; a name an installed plug-in declares (rrma.agents entry point, docs/plugins.md); or package.module:Class."""
     model: str | None = None
-    """Model name for LLM backends."""
+    """Model name for LLM backends; for local and policy a model of the model store by name (smollm2) or a directory."""
     base_url: str | None = None
     """Endpoint for OpenAI-compatible servers (vLLM) or an Anthropic-compatible proxy."""
     max_tokens: int = Field(4096, gt=0, le=1_000_000)

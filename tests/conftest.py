@@ -1,7 +1,8 @@
-"""Shared test helpers (paths to the repo and ../shared, small run builders) and two session rules.
+"""Shared test helpers (paths to the repo and ../shared, the pulled real model, small run builders) and two
+session rules.
 
 * The harness's own settings never leak in from the shell. Every ``RRMA_*`` variable except the
-  suite's own inputs (``RRMA_SHARED``, ``RRMA_LIVE_*``, ``RRMA_VLLM_*``) is removed from the
+  suite's own inputs (``RRMA_SHARED``, ``RRMA_MODELS``, ``RRMA_LIVE_*``, ``RRMA_VLLM_*``) is removed from the
   environment when this file is imported, before any test module reads it: a developer's
   ``RRMA_FS_GUARD=off`` would otherwise turn every containment test into a silent skip. A test that
   needs a setting sets it itself (``monkeypatch.setenv``). The header of the run names what was removed.
@@ -24,7 +25,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SUITE_INPUTS = ("RRMA_SHARED", "RRMA_LIVE_", "RRMA_VLLM_")  # where the test data is; opt-in live tests
+# where the test data and the pulled models are (rrma/models.py); opt-in live tests
+SUITE_INPUTS = ("RRMA_SHARED", "RRMA_MODELS", "RRMA_LIVE_", "RRMA_VLLM_")
 SCRUBBED = sorted(k for k in os.environ if k.startswith("RRMA_") and not k.startswith(SUITE_INPUTS))
 for _name in SCRUBBED:
     del os.environ[_name]
@@ -100,6 +102,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def in_ci() -> bool:
     """True under CI, where what the dev extra and .ci/run install must be present: a test fails without it."""
     return IN_CI
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """The model store's verified SmolLM2-135M-Instruct directory (rrma/models.py; docs/models.md).
+
+    Without it a test skips, naming the command that pulls it; under CI (``.ci/run`` pulls it before the
+    suite) a missing model is a failure. A model that changed since its pull is an error everywhere."""
+    from rrma.models import ModelMissing, resolve
+
+    try:
+        return resolve("smollm2").path
+    except ModelMissing as exc:
+        if IN_CI:
+            pytest.fail(f"CI needs the real model (.ci/run pulls it before the suite): {exc}")
+        pytest.skip(str(exc))
 
 
 @pytest.fixture

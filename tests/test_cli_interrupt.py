@@ -167,3 +167,12 @@ def test_two_ctrl_c_quit_at_once_with_130_and_kill_the_running_trial(tmp_path: P
     while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not processes_with(marker), f"trial processes left running: {processes_with(marker)}"
+    # the killed trial's capped workspace (where mounting works) is detached, not left mounted in the run
+    assert _mounts_under(runs) == [], "a workspace of the quit run is still mounted"
+
+
+def _mounts_under(root: Path) -> list[str]:
+    """The mount points under ``root`` (this process's mount namespace is the harness's)."""
+    inside = str(root.resolve()) + "/"
+    points = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    return [p for p in points if p.startswith(inside)]

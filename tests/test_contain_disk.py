@@ -4,11 +4,15 @@ control, without it (``off``: the watch that walks directory entries, which is w
 Issue 31: with ``trial_disk_mb: 16`` a trial opened a workspace file, unlinked it and fallocated
 2 GiB; the host lost 2 GiB and the trial ended ``ok``. Here that trial, a flood of empty files
 (inodes), a flood of ``/tmp``, and the workspace's own life (kept, left mounted by a killed harness,
-four at once) each go through the executor's own path (:func:`rrma.exec.local.evaluate_job`).
+four at once) each go through the executor's own path (:func:`rrma.exec.local.evaluate_job`). A
+capped trial here takes its file system from the pool made ahead (the pool is warmed first), as the
+executor's trials after the first do; the pool's own rules (each file system handed out once, never
+reused, nothing left after an exit or a kill) are tested at the end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -16,7 +20,8 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +77,41 @@ print('score: 1')
 
 @pytest.fixture(autouse=True)
 def _no_mount_left(tmp_path: Path) -> Iterator[None]:
-    """Every test here leaves nothing mounted under its directory."""
+    """Every test here leaves nothing mounted under its directory (its pools' file systems let go)."""
     yield
+    disk.close_pools()
     left = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
             if line.split()[4].startswith(str(tmp_path))]
     assert not left, left
+
+
+def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def warm_pool(trials: Path, disk_mb: int, ready: int = 1) -> Any:
+    """The pool of the trials directory ``trials`` with ``ready`` file systems made ahead."""
+    trials.mkdir(parents=True, exist_ok=True)
+    pool = disk._pool_for(trials.absolute(), disk_mb << 20)
+    with pool.cond:
+        pool.want, pool.asked = max(pool.want, ready), True
+        pool.cond.notify_all()
+    wait_for(lambda: len(pool.ready) >= ready or pool.closed, 120, f"{ready} pooled file system(s) in {trials}")
+    assert not pool.closed, "the pool stopped (its warning says why)"
+    return pool
+
+
+def loops_backed_in(directory: Path) -> list[str]:
+    """The loop devices whose image was made in ``directory``."""
+    found = []
+    for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
+        with contextlib.suppress(OSError):
+            if Path(backing.read_text().strip().removesuffix(" (deleted)")).parent == directory:
+                found.append(backing.parent.parent.name)
+    return found
 
 
 def trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, program: str, mode: str, *, disk_mb: int = 16,
@@ -88,8 +123,24 @@ def trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, program: str, mode: s
     job = TrialJob(trial_id=trial_id, files={"prog.py": program}, proposal=Proposal(hypothesis="h"),
                    budget=Budget(seconds=120, disk_mb=disk_mb), disk_cap=mode, keep_workspace=keep)
     work = tmp_path / "run" / "trials" / trial_id / "work"
-    return evaluate_job(oracle, job, work, on_progress or (lambda _: None), cancel or threading.Event(),
-                        protect=(tmp_path / "run",))
+    pooled = mode == "auto" and disk._probe() is None
+    handed: list[Any] = []
+    if pooled:  # the file system comes from the pool, made ahead, as for the executor's trials after the first
+        warm_pool(work.parent.parent, disk_mb)
+        take = disk._Pool.take
+
+        def recorded_take(pool: Any) -> Any:
+            handed.append(take(pool))
+            return handed[-1]
+
+        monkeypatch.setattr(disk._Pool, "take", recorded_take)
+    outcome = evaluate_job(oracle, job, work, on_progress or (lambda _: None), cancel or threading.Event(),
+                           protect=(tmp_path / "run",))
+    if pooled:
+        monkeypatch.setattr(disk._Pool, "take", take)
+        if not outcome.feedback.startswith("not run"):  # (a foreign mount on the workspace: it never got one)
+            assert handed and handed[0] is not None, "the trial's file system was not the pooled one"
+    return outcome
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -271,3 +322,141 @@ def test_a_required_cap_that_cannot_be_had_is_a_crash_with_the_reason(tmp_path: 
     outcome = trial(tmp_path, monkeypatch, "print('score: 1')\n", "auto", trial_id="t2")  # auto: the watch
     assert outcome.status == Status.ok
     assert disk.describe().startswith("watched (not kernel-enforced: no loop devices (test))")
+
+
+# ----------------------------------------------------------------------------- the pool made ahead
+
+
+@needs_cap
+def test_a_pool_hands_each_file_system_out_once_and_never_one_a_trial_used(tmp_path: Path) -> None:
+    """Six workspaces opened at once from a pool holding four: six file systems, each empty; and the
+    workspaces after a trial wrote into its own never show what it wrote."""
+    trials = (tmp_path / "trials").absolute()
+    pool = warm_pool(trials, 16, ready=4)
+    works = [trials / f"t{i}" / "work" for i in range(6)]
+    opened: dict[Path, disk.Workspace | None] = {}
+    start = threading.Barrier(len(works))
+
+    def open_one(work: Path) -> None:
+        start.wait()
+        opened[work] = disk.open_workspace(work, 16, "auto")
+
+    threads = [threading.Thread(target=open_one, args=(work,)) for work in works]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    try:
+        spaces = [opened.get(work) for work in works]
+        assert all(ws is not None for ws in spaces)
+        assert len({ws.device for ws in spaces if ws}) == 6 and len({ws.st_dev for ws in spaces if ws}) == 6
+        assert len(pool.ready) < 4  # the pooled ones were taken
+        for work in works:
+            assert os.path.ismount(work) and os.listdir(work) == []
+            (work / "planted").write_text(str(work))
+        for work in works:  # each sees its own file only
+            assert os.listdir(work) == ["planted"] and (work / "planted").read_text() == str(work)
+    finally:
+        for work in works:
+            disk.release(work)
+    for i in range(6):  # the next trials, from the same pool, in the same directories and new ones
+        work = trials / (f"t{i}" if i % 2 else f"u{i}") / "work"
+        if work.exists():
+            work.rmdir()
+        assert disk.open_workspace(work, 16, "auto") is not None
+        try:
+            assert os.path.ismount(work) and os.listdir(work) == []
+        finally:
+            disk.release(work)
+
+
+@needs_cap
+@pytest.mark.parametrize("end", ["exit", "kill"])
+def test_a_pools_file_systems_go_with_its_process(tmp_path: Path, end: str) -> None:
+    """A harness process with three file systems ready exits (or is killed with SIGKILL): nothing of
+    them stays, no mount, no loop device, no image (they were held by descriptors only)."""
+    trials = (tmp_path / "run" / "trials").absolute()
+    child = (f"import os, sys, time\nfrom pathlib import Path\nfrom rrma.contain import disk\n"
+             f"trials = Path({str(trials)!r})\n"
+             f"disk.open_workspace(trials / 't1' / 'work', 16, 'auto'); disk.release(trials / 't1' / 'work')\n"
+             "pool = disk._pool_for(trials, 16 << 20)\n"
+             "with pool.cond:\n    pool.want, pool.asked = 3, True\n    pool.cond.notify_all()\n"
+             "deadline = time.monotonic() + 120\n"
+             "while len(pool.ready) < 3 and time.monotonic() < deadline:\n    time.sleep(0.05)\n"
+             "loops = [p for p in Path('/sys/block').glob('loop*/loop/backing_file')\n"
+             "         if Path(p.read_text().strip().removesuffix(' (deleted)')).parent == trials]\n"
+             "print(len(pool.ready), len(loops), flush=True)\n"
+             + ("os.kill(os.getpid(), 9)\n" if end == "kill" else "sys.exit(0)\n"))
+    proc = subprocess.run([sys.executable, "-c", child], env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == (-9 if end == "kill" else 0), proc.stderr
+    ready, loops = map(int, proc.stdout.split())
+    assert ready == 3 and loops >= 3, proc.stdout  # while it lived: three made ahead, each on a loop device
+    wait_for(lambda: not loops_backed_in(trials), 60, f"the loop devices of {trials} to go")
+    assert not [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(tmp_path) in line]
+    assert sorted(p.name for p in trials.iterdir()) == ["t1"]  # no image file left
+
+
+@needs_cap
+@pytest.mark.parametrize("defence", [True, False], ids=["swept", "control"])
+def test_an_image_a_kill_left_is_removed_when_a_pool_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            defence: bool) -> None:
+    """A harness killed between making an image and unlinking it (its loop device not yet holding it)
+    leaves the file; the next pool for that directory removes it. Without the sweep (the control) it stays."""
+    trials = tmp_path / "run" / "trials"
+    trials.mkdir(parents=True)
+    left = trials / f"{disk.IMAGE_PREFIX}0123456789ab{disk.IMAGE_SUFFIX}"
+    with open(left, "wb") as fh:
+        fh.truncate(16 << 20)
+    if not defence:
+        monkeypatch.setattr(disk._Pool, "_sweep", lambda pool: None)
+    outcome = trial(tmp_path, monkeypatch, "print('score: 1')\n", "auto")
+    assert outcome.status == Status.ok, outcome.feedback
+    assert left.exists() != defence
+
+
+@needs_cap
+@pytest.mark.parametrize("defence", [True, False], ids=["left-alone", "control"])
+def test_a_file_system_mounted_over_a_workspace_is_not_unmounted_by_its_release(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                                defence: bool) -> None:
+    """The release detaches what is at the workspace's path only if it is the workspace's own file
+    system; without that check (the control) it detaches whatever was mounted over it."""
+    work = tmp_path / "trials" / "t1" / "work"
+    assert disk.open_workspace(work, 16, "auto") is not None
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "someone-elses", str(work)], check=True)
+    if not defence:
+        monkeypatch.setattr(disk, "_still_ours", lambda workspace: True)
+    try:
+        disk.release(work)
+        assert ("someone-elses" in disk._mounts_at(work.resolve())) == defence
+    finally:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if "someone-elses" in disk._mounts_at(work.resolve()):
+            assert libc.umount2(str(work).encode(), 0) == 0
+        assert disk.unmount_leftover(work) == 1  # the capped one, left under it (or, control, alone)
+
+
+@needs_cap
+def test_a_forked_child_gets_no_pooled_file_system(tmp_path: Path) -> None:
+    """A child forked while a pool holds file systems starts with none (it closes its copies), so that
+    parent and child never hand out the same one; the parent's stay usable."""
+    trials = (tmp_path / "trials").absolute()
+    script = (f"import os\nfrom pathlib import Path\nfrom rrma.contain import disk\n"
+              f"trials = Path({str(trials)!r})\n"
+              "disk.open_workspace(trials / 't1' / 'work', 16, 'auto'); disk.release(trials / 't1' / 'work')\n"
+              "pool = disk._pool_for(trials, 16 << 20)\n"
+              "import time\n"
+              "while not pool.ready:\n    time.sleep(0.05)\n"
+              "made = pool.ready[0]\n"
+              "pid = os.fork()\n"
+              "if pid == 0:\n"
+              "    os._exit(10 + len(disk._POOLS) + (0 if fd_closed(made.mount_fd) else 5))\n"
+              "_, status = os.waitpid(pid, 0)\n"
+              "print(os.waitstatus_to_exitcode(status), fd_closed(made.mount_fd))\n")
+    script = script.replace("pid = os.fork()", "def fd_closed(fd):\n    try:\n        os.fstat(fd)\n"
+                            "    except OSError:\n        return True\n    return False\n\npid = os.fork()")
+    proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["10", "False"], proc.stdout  # the child: no pool, its copy closed; the parent's open

@@ -279,6 +279,49 @@ def test_warm_timeout_restarts_the_session(tasks: dict[str, TheoremTask]) -> Non
         pool.close()
 
 
+LOAD_DELAY_S = 3.0  # a context that takes this long to load: a big library, or a loaded machine
+
+
+@pytest.fixture
+def slow_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every context load takes LOAD_DELAY_S more before the real one (the delay stands for Coq's own work)."""
+    load = coq_module.CoqSession.load_context
+
+    def slow(self: coq_module.CoqSession, context: str, deadline: float) -> int:
+        time.sleep(LOAD_DELAY_S)
+        return load(self, context, deadline)
+
+    monkeypatch.setattr(coq_module.CoqSession, "load_context", slow)
+
+
+@needs_coq
+def test_warm_timeout_is_the_proofs_not_the_start_up(tasks: dict[str, TheoremTask], slow_context: None) -> None:
+    """A check's timeout starts once the context is loaded: a context slower to load than the proof's
+    budget (3 s against 2 s) still gets its proof checked (before, every such check timed out, and each
+    timeout's restart paid the loading again), and a looping proof still times out on its own seconds."""
+    pool = WarmCoqPool()
+    try:
+        verdict = pool.check(tasks["double_two"], "reflexivity.", timeout_s=2.0)
+        assert verdict.accepted, verdict.reason
+        looping = pool.check(tasks["double_two"], "let rec f := idtac; f in f.", timeout_s=2.0)
+        assert looping.reason == "timeout: no verdict after 2 s (session restarted)", looping.reason
+    finally:
+        pool.close()
+
+
+@needs_coq
+def test_warm_start_up_is_bounded_apart(tasks: dict[str, TheoremTask], slow_context: None) -> None:
+    """Start-up and loading have a bound of their own (``setup_seconds``): a context that does not load
+    within it is a timeout that says so, however long the proof's budget."""
+    pool = WarmCoqPool(setup_seconds=1.0)
+    try:
+        verdict = pool.check(tasks["double_two"], "reflexivity.", timeout_s=60.0)
+        assert verdict.reason == "timeout: the context did not load within 1 s (session restarted)", verdict
+        assert verdict.seconds < 30
+    finally:
+        pool.close()
+
+
 @needs_coq
 def test_warm_session_passes_lines_longer_than_a_pty_allows(warm: WarmCoqPool) -> None:
     """A pty cuts input lines at 4,096 bytes (why the session uses plain pipes): a 5,000-character

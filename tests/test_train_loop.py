@@ -42,6 +42,7 @@ pytest.importorskip("peft")
 pytest.importorskip("trl")
 pytest.importorskip("datasets")
 
+from agents.training import trainers  # noqa: E402
 from agents.training.command import Request, run_online  # noqa: E402
 from agents.training.tiny import build_tiny  # noqa: E402
 from agents.training.trainers import Settings, last_checkpoint, load_policy  # noqa: E402
@@ -53,6 +54,7 @@ from rrma.log.verify import verify_run  # noqa: E402
 from rrma.run.loop import start_run  # noqa: E402
 from rrma.task import TaskConfig, load_task  # noqa: E402
 from rrma.train.artifacts import ArtifactError  # noqa: E402
+from rrma.train.control import SHUFFLED_REWARD, check_steps, shuffle_order  # noqa: E402
 from rrma.train.prompt import ReplyError, messages, parse_reply  # noqa: E402
 from rrma.train.reward import RewardInputs, reward  # noqa: E402
 
@@ -324,6 +326,44 @@ def test_sdpo_steps_distil_the_oracles_feedback(policy: Path, tmp_path: Path) ->
         assert math.isfinite(extra["self_distillation/distillation_loss"])
 
 
+# ----------------------------------------------------------------------------- the shuffled-reward control
+
+
+def test_the_shuffled_reward_control_trains_on_each_steps_rewards_permuted(
+        policy: Path, grpo_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``control: shuffled-reward``: the trainer is handed each step's oracle rewards in the order drawn from the
+    seed and the step (what the reward function returns to TRL, seen by a spy), and the log records it."""
+    given: list[list[float]] = []
+    honest = trainers.Scorer.__call__
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> list[float]:
+        values = honest(self, *args, **kwargs)
+        given.append(list(values))
+        return values
+
+    monkeypatch.setattr(trainers.Scorer, "__call__", spy)
+    settings = Settings(method="grpo", **{**ONLINE, "save_every": 10}, seed=3, control=SHUFFLED_REWARD)
+    run_dir = run_online(Request(method="grpo", runs_dir=tmp_path / "runs", model=str(policy), settings=settings,
+                                 task=rl_task()), lambda _: None)
+    assert verify_run(run_dir).ok
+    state = read_state(run_dir)
+    assert state.train_sessions[0]["config"]["settings"]["control"] == SHUFFLED_REWARD
+    steps = state.train_steps
+    assert [s["step"] for s in steps] == [1, 2] and len(given) == 2
+    assert check_steps(steps, SHUFFLED_REWARD, 3) == []
+    for step, trained in zip(steps, given, strict=True):
+        order = shuffle_order(len(step["rewards"]), 3, step["step"])
+        assert order != sorted(order)  # seed 3 shuffles both steps
+        assert step["control"]["order"] == order
+        assert trained == pytest.approx([step["rewards"][j] for j in order], abs=1e-6)
+        assert trained == pytest.approx(step["control"]["rewards_trained"], abs=1e-6)
+    # the rewards of a rollout and the one it was trained on differ somewhere (or the control would be no control)
+    assert any(t != pytest.approx(s["rewards"], abs=1e-6) for s, t in zip(steps, given, strict=True))
+    # a session without the control trains on the rewards in the rollouts' order, and records no control
+    plain = read_state(grpo_run).train_steps
+    assert check_steps(plain, None, 0) == [] and all("control" not in s for s in plain)
+
+
 # ----------------------------------------------------------------------------- 4. the adapter in the next run
 
 
@@ -443,6 +483,23 @@ def test_train_sft_on_a_demo_run_and_bad_input(adapter_run: Path, grpo_run: Path
         for word in words:
             assert word in out, (args, out)
     assert sorted(p.name for p in runs.iterdir()) == ["sft"]  # nothing made by the bad commands
+
+
+def test_bench_rl_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RRMA_MODELS", str(tmp_path / "empty-store"))  # a store with nothing pulled
+    runs = tmp_path / "runs"
+    for args, words in [
+        (["--model", str(tmp_path / "nowhere")], ["--model", "nowhere", "neither tiny", "smollm2"]),
+        (["--model", "smollm2"], ["smollm2 is not in the model store", "models pull smollm2"]),
+        (["--steps", "1"], ["--steps 1", "two steps"]),
+        (["--group", "1"], ["--group 1", "at least 2"]),
+    ]:
+        code, out = cli(capsys, "--runs", str(runs), "bench", "rl", *args)
+        assert code == 2 and "\n" not in out and out.startswith("bench rl: "), (args, code, out)
+        for word in words:
+            assert word in out, (args, out)
+    assert not runs.exists()  # nothing started
 
 
 # ----------------------------------------------------------------------------- 3. kill -9, then resume

@@ -31,6 +31,7 @@ from rrma.log.events import TRAIN_ACTOR
 from rrma.log.reader import read_state
 from rrma.log.state import RunState, write_views
 from rrma.log.store import DriverLock, RunStore
+from rrma.models import ModelStoreError, model_path
 from rrma.run.loop import new_run_id, versions
 from rrma.task import TaskConfig, task_from_dict
 from rrma.train.artifacts import store_dir
@@ -312,6 +313,10 @@ def cli_main(args: Any) -> int:
             resume(args.run, runs, say)
             return 0
         method = args.train_method
+        try:  # a store model by name (smollm2) trains from its verified directory (rrma/models.py)
+            args.model = model_path(args.model)
+        except ModelStoreError as exc:
+            raise TrainingError(str(exc)) from None
         settings = Settings(method=method, steps=args.steps, lora=not args.no_lora, lora_r=args.lora_r,
                             lora_alpha=2 * args.lora_r, save_every=args.save_every, device=args.device, seed=args.seed)
         if method == "sft":
@@ -326,6 +331,7 @@ def cli_main(args: Any) -> int:
         settings.lr = args.lr if args.lr is not None else 5e-4
         settings.group, settings.prompts, settings.beta = args.group, args.prompts, args.beta
         settings.temperature, settings.max_new_tokens = args.temperature, args.max_new_tokens
+        settings.control = args.control
         if method == "sdpo":
             settings.teacher, settings.success = args.teacher, args.success
         if settings.group < 2:

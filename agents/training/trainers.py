@@ -20,6 +20,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,8 @@ from agents.training.rollouts import LoopBridge, PromptState, Rollout
 from rrma.log.events import TRAIN_ACTOR
 from rrma.train import prompt as policy_prompt
 from rrma.train.artifacts import check_dir, store_dir
+from rrma.train.control import CONTROLS
+from rrma.train.control import record as control_record
 from rrma.train.reward import diff_text, trial_reward
 from rrma.trial import Proposal
 
@@ -61,6 +64,8 @@ def need_trl() -> None:
 
     datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()
+    # transformers 5 renamed gradient checkpointing; TRL and PEFT still use the old name, once per step
+    warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
 
 
 @dataclass
@@ -86,6 +91,7 @@ class Settings:
     teacher: str = "ema"  # sdpo: ema | base
     teacher_rate: float = 0.05  # sdpo: EMA rate
     success: float = 0.5  # sdpo: a rollout with at least this reward is a demonstration for its group
+    control: str | None = None  # grpo/sdpo: "shuffled-reward" trains on each step's rewards permuted (rrma/train/control.py)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -113,6 +119,7 @@ class Session:
     emit: Callable[[str, dict[str, Any]], None]
     method: str
     pending: list[dict[str, Any]] = field(default_factory=list)  # the online step's rollouts, for its train.step
+    pending_control: dict[str, Any] | None = None  # the step's control record (the order its rewards were given in)
     group: int = 0  # rollouts per prompt (online): a step's zero-variance groups when the trainer logs none
 
     def checkpoint(self, step: int, src: Path, kind: str) -> tuple[str, str]:
@@ -165,7 +172,9 @@ def step_callback(session: Session) -> Any:
                     data["zero_variance_frac"] = sum(1 for g in groups if max(g) == min(g)) / len(groups)
                 if data.get("tokens") is None:
                     data["tokens"] = sum(int(r.get("tokens", 0)) for r in done)
-                session.pending = []
+                if session.pending_control is not None:
+                    data["control"] = session.pending_control
+                session.pending, session.pending_control = [], None
             data["extra"], data["nonfinite"] = extra, nonfinite
             session.emit("train.step", data)
 
@@ -234,6 +243,35 @@ def common_args(settings: Settings, out: Path) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- sft
 
 
+def assistant_marks(tokenizer: Any) -> bool:
+    """Whether TRL can mask the assistant's tokens of a whole conversation with this tokenizer's chat template:
+    it has ``{% generation %}`` markers, or TRL knows a marked version of it. SmolLM2's template has neither."""
+    from trl.chat_template_utils import get_training_chat_template, has_generation_markers
+
+    template = getattr(tokenizer, "chat_template", None)
+    if not template:
+        return False
+    if has_generation_markers(template):
+        return True
+    try:
+        get_training_chat_template(tokenizer)
+    except ValueError:
+        return False
+    return True
+
+
+def sft_example(messages: list[dict[str, Any]], marked: bool) -> dict[str, Any]:
+    """One sft example: the whole conversation (loss on every assistant turn) where the template marks the
+    assistant's tokens, else TRL's prompt-completion form (loss on the last turn, the proposal, and its end
+    of turn): every message before the last is the prompt."""
+    if marked:
+        return {"messages": messages}
+    if len(messages) < 2 or messages[-1].get("role") != "assistant":
+        raise TrainingError("sft: a row that does not end with the assistant's reply, and a chat template that "
+                            "cannot mark the assistant's tokens (no {% generation %} markers)")
+    return {"prompt": messages[:-1], "completion": messages[-1:]}
+
+
 def train_sft(rows: list[dict[str, Any]], model_path: Path, settings: Settings, session: Session,
               work: Path, resume: Path | None = None) -> Path:
     """Supervised fine-tuning on conversational rows; the trained model (or adapter) directory."""
@@ -244,9 +282,10 @@ def train_sft(rows: list[dict[str, Any]], model_path: Path, settings: Settings, 
     if not rows:
         raise TrainingError("sft: no rows to train on (see --select, and whether the runs have proposals)")
     model, tokenizer = load_policy(model_path, settings.device)
-    data = Dataset.from_list([{"messages": r["messages"]} for r in rows])
+    marked = assistant_marks(tokenizer)
+    data = Dataset.from_list([sft_example(r["messages"], marked) for r in rows])
     args = SFTConfig(**common_args(settings, work), num_train_epochs=settings.epochs, max_steps=settings.steps or -1,
-                     per_device_train_batch_size=settings.batch, assistant_only_loss=True, max_length=1024)
+                     per_device_train_batch_size=settings.batch, assistant_only_loss=marked, max_length=1024)
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
                          peft_config=lora_config(settings) if settings.lora else None,
                          callbacks=[step_callback(session)])
@@ -266,10 +305,15 @@ class Scorer:
 
     __name__ = "oracle"  # TRL names the reward column after its function
 
-    def __init__(self, bridge: LoopBridge, session: Session, model_name: str) -> None:
+    def __init__(self, bridge: LoopBridge, session: Session, model_name: str, *, control: str | None = None,
+                 seed: int = 0) -> None:
+        if control not in (None, *CONTROLS):
+            raise TrainingError(f"unknown control {control!r} (known: {', '.join(CONTROLS)})")
         self.bridge = bridge
         self.session = session
         self.model_name = model_name
+        self.control, self.seed = control, seed
+        self.trainer: Any = None  # the trainer whose steps these rewards are for (its global_step names the step)
         self.state: PromptState | None = None
         self.diffs: list[str] = []
         self.feedback: list[str | None] = []  # the last batch's oracle feedback (SDPO's privileged context)
@@ -316,6 +360,10 @@ class Scorer:
                          "tokens": job.turn.get("tokens_out", 0)})
         self.session.pending = done
         self.state = None
+        if self.control is not None:  # the trainer gets the step's oracle rewards in a recorded random order
+            step = int(self.trainer.state.global_step) + 1 if self.trainer is not None else 1
+            entry, values = control_record([r["reward"] for r in done], self.seed, step)
+            self.session.pending_control = entry
         return values
 
 
@@ -345,7 +393,7 @@ def train_online(method: str, bridge: LoopBridge, model_path: Path, settings: Se
 
     model, tokenizer = load_policy(model_path, settings.device)
     session.group = settings.group
-    scorer = Scorer(bridge, session, str(model_path))
+    scorer = Scorer(bridge, session, str(model_path), control=settings.control, seed=settings.seed)
     first = bridge.prompt()
     per_step = settings.group * settings.prompts
     data = Dataset.from_list([{"prompt": first.messages}] * max(per_step, settings.steps * settings.prompts))
@@ -371,6 +419,7 @@ def train_online(method: str, bridge: LoopBridge, model_path: Path, settings: Se
     trainer = cls(model=model, reward_funcs=[scorer], args=args, train_dataset=data, processing_class=tokenizer,
                   peft_config=peft, callbacks=[step_callback(session)])
     trainer.rrma_scorer = scorer
+    scorer.trainer = trainer
     quiet(trainer)
     if method == "sdpo":  # the teacher's privileged context: each rollout's oracle feedback, known once scored
         builder = trainer.teacher_context_builder

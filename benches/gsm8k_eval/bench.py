@@ -29,6 +29,7 @@ from oracle.gsm8k import ANSWER_FORMATS, MODES
 from oracle.gsm8k_data import SPLITS, DataError, Problem, load_split, subset
 from oracle.gsm8k_gen import GenerationError
 from oracle.gsm8k_tasks import CompletionsError, EvalReport, grade_pairs, match_completions, read_completions
+from rrma.models import model_path
 from rrma.text import SafeConsole
 
 
@@ -40,7 +41,8 @@ def _add(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add(parser, "--completions", type=Path, default=None, help="jsonl: completion + idx or question")
-    _add(parser, "--model", default=None, help="model directory to generate completions with")
+    _add(parser, "--model", default=None, help="model to generate completions with: a directory, or a model of the "
+         "store by name (smollm2; rrma-tui models pull)")
     _add(parser, "--data", type=Path, default=None, help="GSM8K jsonl file or directory (default: shared copy)")
     _add(parser, "--split", default="test", choices=SPLITS, help="split to score against (default: test)")
     _add(parser, "--limit", type=int, default=None, help="score only this many questions (deterministic subset)")
@@ -71,7 +73,7 @@ def _report_from_model(model: str, problems: list[Problem], args: argparse.Names
 
     config = GenConfig(max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
                        answer_format=args.answer_format, seed=args.seed or 0)
-    gen = make_generator(args.backend_gen, model, config)
+    gen = make_generator(args.backend_gen, model_path(model), config)  # smollm2: the store's verified copy
     completions = gen.generate([p.question for p in problems])
     gen.close()
     return grade_pairs([(p, c) for p, samples in zip(problems, completions, strict=True) for c in samples],

@@ -7,12 +7,15 @@ with the code of this checkout and with the code at ``--against`` (default: the 
 work), in the same run: each side is a worker process of its own (``rrma`` imported from its own
 tree; the old one is ``git archive``'d into a temporary folder), and the two are interleaved block
 by block so that drift in the machine's speed hits both alike. It prints the median milliseconds per
-trial process of each, the ratio new/old, and a raw ``subprocess.run`` for reference.
+trial process of each, the ratio new/old, and, per side, a raw ``subprocess.run`` made right after
+each trial for reference (work a side leaves running in the background after a trial shows there).
 
-With ``--workspace`` each trial of a side whose code has :mod:`rrma.contain.disk` also makes and
-unmounts its workspace's capped file system (issue 31), as the executor does per trial.
+With ``--workspace`` each trial of a side whose code has :mod:`rrma.contain.disk` also opens and
+releases its workspace's capped file system (issue 31), as the executor does per trial: from the
+pool made ahead where the code has one (each trial's file system is made while the one before runs),
+or, with ``--no-pool``, made on the spot.
 
-    python benches/perf/bench_sandbox.py [--against REV] [--blocks 8] [--per-block 10] [--workspace]
+    python benches/perf/bench_sandbox.py [--against REV] [--blocks 8] [--per-block 10] [--workspace [--no-pool]]
 """
 
 from __future__ import annotations
@@ -32,12 +35,14 @@ BEFORE_ISSUE_20 = "797823b"
 WORKER = r"""
 import json, sys, time, subprocess
 from pathlib import Path
-root, runs, with_workspace = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+root, runs, with_workspace, pooled = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1"
 work = root / "run" / "trials" / "t1" / "work"
 work.mkdir(parents=True, exist_ok=True)
-try:  # issue 31: the workspace is a capped file system of its own, made and unmounted per trial
+try:  # issue 31: the workspace is a capped file system of its own, opened and released per trial
     from rrma.contain import disk
     capped = with_workspace and disk.unavailable_reason() is None
+    if not pooled and hasattr(disk, "POOL_MAX"):
+        disk.POOL_MAX = 0
 except ImportError:
     capped = False
 try:  # the old layout first: an editable install would find the new room's modules from the old tree too
@@ -82,8 +87,9 @@ def extract(rev: str, dest: Path) -> Path:
     return dest / "tree"
 
 
-def block(tree: Path, scratch: Path, runs: int, with_workspace: bool) -> dict[str, list[float]]:
-    proc = subprocess.run([sys.executable, "-c", WORKER, str(scratch), str(runs), "1" if with_workspace else "0"],
+def block(tree: Path, scratch: Path, runs: int, with_workspace: bool, pooled: bool) -> dict[str, list[float]]:
+    proc = subprocess.run([sys.executable, "-c", WORKER, str(scratch), str(runs), "1" if with_workspace else "0",
+                           "1" if pooled else "0"],
                           cwd=tree,
                           env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
                           timeout=600)
@@ -100,22 +106,28 @@ def main() -> None:
     parser.add_argument("--workspace", action="store_true",
                         help="per trial, also make and unmount the workspace's capped file system (issue 31) "
                              "where the code has one and mounting works here")
+    parser.add_argument("--no-pool", action="store_true",
+                        help="with --workspace: make each file system on the spot, not ahead in the pool")
     args = parser.parse_args()
-    samples: dict[str, list[float]] = {"now": [], "before": [], "raw": []}
+    samples: dict[str, list[float]] = {"now": [], "before": [], "raw now": [], "raw before": []}
     with tempfile.TemporaryDirectory(prefix="rrma-bench-sandbox-") as tmp:
         root = Path(tmp)
         old_tree = extract(args.against, root)
         for i in range(args.blocks):
             for label, tree in (("now", ROOT), ("before", old_tree))[:: 1 if i % 2 == 0 else -1]:
-                got = block(tree, root / f"{label}-{i}", args.per_block, args.workspace)
+                got = block(tree, root / f"{label}-{i}", args.per_block, args.workspace, not args.no_pool)
                 samples[label] += got["sandbox"]
-                samples["raw"] += got["raw"]
-    now, before, raw = (statistics.median(samples[k]) for k in ("now", "before", "raw"))
+                samples[f"raw {label}"] += got["raw"]
+    now, before, raw_now, raw_before = (statistics.median(samples[k]) for k in ("now", "before", "raw now", "raw before"))
     if args.workspace:
-        print("(with the workspace's capped file system made and unmounted per trial, where the code has one)")
+        how = "made on the spot" if args.no_pool else "from the pool made ahead, where the code has one"
+        print(f"(with the workspace's capped file system opened and released per trial, where the code has one: {how})")
     print(f"trial process, bubblewrap + cgroup, this checkout: {now:7.1f} ms (median of {len(samples['now'])})")
     print(f"trial process, bubblewrap + cgroup, at {args.against}:  {before:7.1f} ms (median of {len(samples['before'])})")
-    print(f"raw subprocess.run (reference):                  {raw:7.1f} ms")
+    # the raw run follows each trial in the same worker: what a side leaves to do in the background after
+    # a trial (the pool making the next file system, the last one let go) slows this one, not the trial
+    print(f"raw subprocess.run right after each trial (reference): this checkout {raw_now:.1f} ms, "
+          f"at {args.against} {raw_before:.1f} ms")
     print(f"sandbox cost ratio now / {args.against}: {now / before:.2f}x")
 
 

@@ -30,7 +30,7 @@ FORMAT_CONSTANTS = "Reply with the constants to change, one per line, as NAME = 
 FORMAT_FILES = "Reply with each file you change in full: a line ```path, the file's new text, then a line ```."
 _LINE = re.compile(r"^\s*(?:(?P<path>[\w./-]+):)?(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>[^#\n]*?)\s*(?:#.*)?$")
 _FENCE = re.compile(r"^```(?P<path>[^\s`]+)[ \t]*\n(?P<body>.*?)(?:\n)?^```[ \t]*$", re.MULTILINE | re.DOTALL)
-_NUMBER = re.compile(r"^[+-]?(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+NUMBER = re.compile(r"^[+-]?(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")  # a number a reply may give (agents/local.py's grammar too)
 _STRING = re.compile(r"""^(?:'[^'\\\n]*'|"[^"\\\n]*")$""")
 
 
@@ -131,7 +131,7 @@ def _parse_constants(task: TaskConfig, text: str, files: dict[str, str]) -> tupl
             raise ReplyError(f"{const.label} is given twice")
         seen.add(const.key)
         value = match.group("value").strip()
-        if not (_NUMBER.match(value) or _STRING.match(value)):
+        if not (NUMBER.match(value) or _STRING.match(value)):
             raise ReplyError(f"{const.label} = {value[:40]!r} is not a number or a quoted string")
         text_now = new_files.get(const.path, files.get(const.path))
         if text_now is None or read_constant(text_now, const.name) is None:

@@ -6,7 +6,7 @@
 * 400 sparse files of 4 MiB (no blocks on disk) and 50 hard links to one real 4 MiB file, all new and
   outside ``workspace.editable``: the scan read every regular file into the unsandboxed harness (peak
   RSS 1.7 GB). Now such files are listed by name and size, never read; the harness's peak RSS, measured
-  in a subprocess with ``resource.getrusage``, stays under :data:`RSS_BOUND_MB`, which the old scan
+  in a subprocess (its VmHWM), stays under :data:`RSS_BOUND_MB`, which the old scan
   (tests/legacy_trees.py, the control) clearly exceeds.
 """
 
@@ -92,7 +92,7 @@ def test_a_deep_chain_in_the_working_copy(tmp_path: Path, monkeypatch: pytest.Mo
 # Runs the attack in a process of its own and reports that process's peak RSS: the harness's memory is the
 # measure (an agent's own memory is its sandbox's, limited there).
 MEASURE = """
-import json, resource, sys
+import json, sys
 repo, tests, out, program, mode = sys.argv[1:6]
 sys.path[:0] = [repo, tests, tests + "/agents"]
 from coding_fixtures import coding_agent, demo_task
@@ -105,8 +105,14 @@ if mode == "control":
 agent = coding_agent("command", coding={"command": [program, "{prompt_file}"], "attempts": 1, "require_key": False})
 result = start_run(demo_task([agent], **{"budget.max_trials": 1}), __import__("pathlib").Path(out), run_id="sparse")
 events = RunStore(result.run_dir).events()
+def peak_rss_mb():
+    # VmHWM: the peak of this process's own memory since its exec. Not getrusage's ru_maxrss, which Linux
+    # carries over an exec from the memory the process had before it (a child vforked from a pytest
+    # worker that had loaded a model reported that worker's 600 MB)
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
 print(json.dumps({
-    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "peak_rss_mb": peak_rss_mb(),
     "proposed": [e.data.trial_id for e in events if e.kind == "trial.proposed" and e.data.agent == "coder"],
     "turns": [e.data.text for e in events if e.kind == "agent.turn" and e.data.role in ("system", "error")],
 }))

@@ -249,7 +249,7 @@ def test_bad_paths_and_params_are_one_line_agent_errors(tiny: Path, tmp_path: Pa
         (tiny, {"temprature": 0.5}, ["unknown params for backend policy: temprature"]),
         (tiny, {"temperature": "hot"}, ["params.temperature must be a number"]),
         (tiny, {"top_p": 0}, ["params.top_p must be > 0.0"]),
-        (tiny, {"device": "tpu"}, ["params.device must be cpu, cuda or cuda:N"]),
+        (tiny, {"device": "tpu"}, ["params.device must be cpu, auto, cuda or cuda:N"]),
     ]
     if not torch.cuda.is_available():
         cases.append((tiny, {"device": "cuda"}, ["no CUDA device here", "use device: cpu"]))

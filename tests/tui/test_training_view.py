@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,36 @@ def test_training_keys_mean_one_thing_and_are_documented() -> None:
     assert meaning["space"] <= {"toggle_node", "toggle_select"}, meaning["space"]  # test_tui_keys' rule for space
     assert documented("Training") == {key for key, _ in bindings(TrainingScreen)}
     assert ("T", "training") in bindings(DashboardScreen) and "T" in documented("Dashboard")
+
+
+SMOLLM2_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "smollm2_grpo_control"
+
+
+@pytest.mark.asyncio
+async def test_training_view_opens_on_a_recorded_smollm2_run(tmp_path: Path) -> None:
+    """A real run's log (tests/fixtures/logs/smollm2_grpo_control: `bench rl` of SmolLM2's sft adapter, three
+    GRPO steps of four rollouts under the shuffled-reward control; its artifacts are left out): the view
+    shows its steps, the rewards the oracle gave and the session's settings, the control among them."""
+    runs = tmp_path / "runs"
+    run_dir = runs / SMOLLM2_RUN.name
+    shutil.copytree(SMOLLM2_RUN, run_dir)
+    steps = logged_steps(run_dir)
+    assert [s["step"] for s in steps] == [1, 2, 3] and all(s["control"]["kind"] == "shuffled-reward" for s in steps)
+    app = RRMAApp(runs, run_dir, reviewer="carol", clock=fixed_clock, poll_interval=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_training(pilot)
+        table = screen.query_one("#train-steps", LineTable)
+        await wait_until(pilot, lambda: table.rows == ["1", "2", "3"])
+        plots = {p.curve: p for p in screen.query(TrainPlot)}
+        await wait_until(pilot, lambda: len(plots["reward"].drawn.get("mean", ([], []))[0]) == 3)
+        # the curve is the oracle's rewards of each step's rollouts (not the order they were trained in)
+        assert plots["reward"].drawn["mean"] == ([1.0, 2.0, 3.0], [s["reward_mean"] for s in steps])
+        assert [round(sum(s["rewards"]) / 4, 5) for s in steps] == [round(s["reward_mean"], 5) for s in steps]
+        assert plots["entropy"].drawn["entropy"][1] == [s["entropy"] for s in steps]
+        session = panel(screen, "#train-session")
+        assert "grpo" in session and "finished: done after 3 steps" in session
+        assert "steps 3, lr 0.001, group 4, prompts 1, beta 0.0, lora_r 16, control shuffled-reward" in session
+        assert f"{num(steps[-1]['reward_mean'])} ± {num(steps[-1]['reward_std'])}" in panel(screen, "#train-latest")
 
 
 def app_for(tmp_path: Path) -> RRMAApp:

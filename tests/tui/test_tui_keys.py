@@ -39,7 +39,7 @@ DISPLAY = {"escape": "Esc", "enter": "Enter", "slash": "/", "question_mark": "?"
            "left_square_bracket": "[", "right_square_bracket": "]", "left_curly_bracket": "{",
            "right_curly_bracket": "}", "down": "↓", "up": "↑",
            "left": "←", "right": "→", "home": "Home", "end": "End",
-           "equals_sign": "="}
+           "equals_sign": "=", "number_sign": "#"}
 LOG_WRITES = {"decide", "stop_run", "pause_run", "post", "steer", "resume_run",
               "dismiss_finding"}  # actions that append to the log
 

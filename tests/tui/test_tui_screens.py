@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from make_run import make_run
+from textual.css.query import NoMatches
 from tui_helpers import MessageLog, fixed_clock, plain, wait_until
 
 from rrma.log.store import DriverLock, RunStore
@@ -208,6 +209,27 @@ async def test_run_change_before_a_pushed_screen_mounts_does_not_crash(runs_dir:
         trace = app.screen
         assert isinstance(trace, TraceScreen)
         assert len(trace.query_one("#turns", LineTable).rows) == 48
+
+
+async def test_run_change_while_a_screen_is_pruned_does_not_crash(runs_dir: Path) -> None:
+    """The app shutting down prunes the top screen first (its widgets go) while the dashboard's redraw
+    timer is still due: that redraw reached a trial view with no widgets (seen in CI as NoMatches on
+    #trial-title after a review). A screen being pruned, or any screen once the app stops, draws nothing."""
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        dash = await open_dashboard(pilot, app)
+        dash.query_one("#trials", LineTable).move_to("t0012")
+        await pilot.press("enter")
+        trial = app.screen
+        assert isinstance(trial, TrialScreen)
+        await trial.query("*").remove()  # what pruning does to its widgets, the screen still on the stack
+        trial._pruning = True
+        dash._broadcast([])
+        await pilot.pause()
+        assert app.return_code is None  # the app did not die of NoMatches
+        trial._pruning = False
+        with pytest.raises(NoMatches):  # the same call on a screen not being pruned does reach the view
+            trial.run_changed([])
 
 
 async def test_review_approve_appends_event_and_promotes_claim(runs_dir: Path, run_dir: Path) -> None:

@@ -48,14 +48,18 @@ from tui.screens.base import RunScreen, RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.turn_view import (
+    clip,
     clock,
     collapse,
     duration,
     highlighted,
+    logprob_table,
     matches_in,
     more_line,
     pair_of,
     previous_of_agent,
+    sampled,
+    sampled_summary,
     search_pattern,
     seconds_between,
     usage,
@@ -89,6 +93,7 @@ class TraceScreen(RunScreen):
         Binding("space", "toggle_node", "Fold"),  # space folds/unfolds what is under the cursor (as in the lineage)
         Binding("e", "expand_all", "Expand all"),
         Binding("z", "collapse_all", "Collapse all"),
+        Binding("number_sign", "logprobs", "Logprobs", key_display="#"),  # a sampled model's per-token logprobs
         Binding("escape", "back", "Back"),
     ]
 
@@ -125,6 +130,7 @@ class TraceScreen(RunScreen):
         self._proposals: dict[str, list[tuple[int, str]]] = {}
         self._palette: Palette | None = None
         self._shown_key: str | None = None  # the step in the detail pane
+        self.show_logprobs = False  # `#`: a sampled reply's per-token logprobs under it
 
     def compose(self) -> ComposeResult:
         yield Static("", id="trace-title")
@@ -349,22 +355,24 @@ class TraceScreen(RunScreen):
         """A labelled text, collapsed unless its step is expanded, matches highlighted (prose as markdown)."""
         palette = self.palette
         pat = search_pattern(self.query_text)
-        shown, hidden = collapse(body, self._is_expanded(anchor))
+        expanded = self._is_expanded(anchor)
+        lines, hidden = collapse(body, expanded)
+        shown, hidden_chars = clip(lines, expanded)
         parts: list[RenderableType] = [Rule(label, align="left", style=palette.muted)]
         if markdown and not matches_in(shown, pat):
             parts.append(Markdown(shown, code_theme="ansi_dark" if palette.dark else "ansi_light", hyperlinks=False))
         else:
             parts.append(highlighted(shown, pat, self._match_style(), style))
-        if hidden:
-            rest = body.splitlines()[-hidden:]
-            parts.append(more_line(hidden, sum(matches_in(line, pat) for line in rest), palette.muted))
+        if hidden or hidden_chars:
+            rest = lines[len(shown):].splitlines() + (body.splitlines()[-hidden:] if hidden else [])
+            parts.append(more_line(hidden, sum(matches_in(line, pat) for line in rest), palette.muted, hidden_chars))
         return parts
 
     def _json_block(self, label: str, value: object, anchor: int) -> list[RenderableType]:
         text = json.dumps(value, indent=2, ensure_ascii=False)
         pat = search_pattern(self.query_text)
         shown, hidden = collapse(text, self._is_expanded(anchor))
-        if matches_in(shown, pat) or hidden:
+        if matches_in(shown, pat) or hidden or clip(shown, self._is_expanded(anchor))[1]:
             return self._text_block(label, text, anchor)
         return [Rule(label, align="left", style=self.palette.muted),
                 Syntax(shown, "json", theme=self.palette.syntax_theme(), word_wrap=True)]
@@ -434,6 +442,8 @@ class TraceScreen(RunScreen):
             else:
                 parts.append(Rule("result", align="left", style=palette.muted))
                 parts.append(Text("(no result recorded yet)", palette.muted))
+        elif (tokens := sampled(data.get("args"))) is not None:
+            parts += self._sampled_blocks(data, tokens, anchor)
         else:
             if data.get("text"):
                 label = {"assistant": "said", "user": "prompt", "system": "system prompt", "error": "error"}.get(role, "text")
@@ -445,6 +455,30 @@ class TraceScreen(RunScreen):
                 parts += self._json_block("details", data["args"], anchor)
         target.update(Group(*parts))
         self.post_message(self.StepShown(index))
+
+    def _sampled_blocks(self, data: dict[str, object], tokens: tuple[list[int], list[float]],
+                        anchor: int) -> list[RenderableType]:
+        """A sampled model's reply (policy, local): the reply as text (collapsed), a line on its tokens, the
+        per-token logprobs when ``#`` asks for them, the prompt it was given (collapsed), the other details."""
+        ids, logprobs = tokens
+        args = data.get("args")
+        assert isinstance(args, dict)
+        muted = self.palette.muted
+        parts = self._text_block("said", str(data.get("text") or ""), anchor)
+        parts.append(Text.assemble((sampled_summary(ids, logprobs, args), muted),
+                                   ("  (# hides the logprobs)" if self.show_logprobs else "  (# shows each token's logprob)",
+                                    muted + Style(italic=True))))
+        if self.show_logprobs:
+            parts += [Rule("logprobs (token id: log-probability)", align="left", style=muted),
+                      Text(logprob_table(ids, logprobs))]
+        prompt = args.get("messages")
+        if isinstance(prompt, list) and prompt:
+            body = "\n\n".join(f"[{m.get('role', '?')}]\n{m.get('content', '')}" for m in prompt if isinstance(m, dict))
+            parts += self._text_block(f"prompt ({len(prompt)} messages)", body, anchor)
+        rest = {k: v for k, v in args.items() if k not in ("completion_ids", "logprobs", "messages")}
+        if rest:
+            parts += self._json_block("details", rest, anchor)
+        return parts
 
     def _when(self, index: int) -> Text:
         """The step's time, the time since the agent's previous turn, and the model's latency if recorded."""
@@ -647,6 +681,11 @@ class TraceScreen(RunScreen):
 
     def action_collapse_all(self) -> None:
         self.all_expanded, self.collapsed, self.expanded = False, set(), set()
+        self._show(self.query_one("#turns", LineTable).cursor_key)
+
+    def action_logprobs(self) -> None:
+        """Show or hide the per-token logprobs of a sampled model's reply (every such step alike)."""
+        self.show_logprobs = not self.show_logprobs
         self._show(self.query_one("#turns", LineTable).cursor_key)
 
     def action_back(self) -> None:

@@ -37,8 +37,9 @@ from tui.widgets.trial_text import Part
 CURVES = ("reward", "entropy", "kl", "loss")  # the plots, in the grid's order
 LABELS = {"reward": "reward mean ± std", "entropy": "entropy", "kl": "KL to the reference", "loss": "loss"}
 # train.started's config["settings"] (agents/training: rrma-tui train) the session panel shows, by method
-SETTINGS = {"sft": ("lr", "epochs", "batch", "lora_r"), "grpo": ("steps", "lr", "group", "prompts", "beta", "lora_r"),
-            "sdpo": ("steps", "lr", "group", "prompts", "beta", "lora_r", "teacher")}
+SETTINGS = {"sft": ("lr", "epochs", "batch", "lora_r"),
+            "grpo": ("steps", "lr", "group", "prompts", "beta", "lora_r", "control"),
+            "sdpo": ("steps", "lr", "group", "prompts", "beta", "lora_r", "teacher", "control")}
 ROLE = {"reward": "best", "entropy": "trial", "kl": "baseline", "loss": "trial"}  # theme colour of each line
 
 

@@ -4,8 +4,11 @@ A step is one agent turn, except that a tool call and its result are one block (
 viewer does the same): the call's tool and arguments, then the result, whichever of the two the
 cursor is on. :func:`pair_of` finds the other half by the agent's order of turns (the first
 result after a call that no earlier open call of the same agent takes, as rrma.audit.rules
-pairs them). Long texts are collapsed to their first :data:`COLLAPSED_LINES` lines with a
-``… N more lines`` line; search matches are highlighted in whatever is drawn.
+pairs them). Long texts are collapsed to their first :data:`COLLAPSED_LINES` lines (and at most
+:data:`COLLAPSED_CHARS` characters: a model's rambling reply may be one long line) with a ``… N more
+lines`` line; search matches are highlighted in whatever is drawn. A sampled model's reply (the
+``policy`` and ``local`` backends record the sampled token ids and their logprobs) gets a one-line
+summary of its tokens (:func:`sampled_summary`) and its per-token logprobs on demand (:func:`logprob_table`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from rich.text import Text
 from rrma.log.reader import TurnRef
 
 COLLAPSED_LINES = 12  # lines of a long text shown while its step is collapsed
+COLLAPSED_CHARS = 1200  # characters of a long text shown while its step is collapsed (about 12 wrapped lines)
+LOGPROBS_PER_LINE = 6  # tokens per line of the logprob table
 PAIR_WINDOW = 400  # turns looked through for a call's result (or a result's call)
 
 
@@ -119,8 +124,23 @@ def collapse(text: str, expanded: bool, limit: int = COLLAPSED_LINES) -> tuple[s
     return "\n".join(lines[:limit]), len(lines) - limit
 
 
-def more_line(hidden: int, hidden_matches: int, muted: Style) -> Text:
-    words = f"… {hidden} more line{'s' if hidden != 1 else ''}"
+def clip(shown: str, expanded: bool, limit: int = COLLAPSED_CHARS) -> tuple[str, int]:
+    """(what to show, characters hidden): at most ``limit`` characters of what :func:`collapse` left, cut
+    at a line end or a space near the limit, unless ``expanded``."""
+    if expanded or len(shown) <= limit + limit // 10:  # hiding a little saves nothing
+        return shown, 0
+    cut = max(shown.rfind("\n", limit // 2, limit), shown.rfind(" ", limit // 2, limit))
+    cut = cut if cut > 0 else limit
+    return shown[:cut], len(shown) - cut
+
+
+def more_line(hidden: int, hidden_matches: int, muted: Style, hidden_chars: int = 0) -> Text:
+    said = []
+    if hidden_chars:
+        said.append(f"{count(hidden_chars)} more character{'s' if hidden_chars != 1 else ''}")
+    if hidden:
+        said.append(f"{hidden} more line{'s' if hidden != 1 else ''}")
+    words = "… " + " and ".join(said)
     if hidden_matches:
         words += f" ({hidden_matches} match{'es' if hidden_matches != 1 else ''} in them)"
     return Text(words + "  (space expands)", muted + Style(italic=True))
@@ -132,3 +152,35 @@ def highlighted(text: str, pattern: re.Pattern[str] | None, style: Style, base: 
         for m in pattern.finditer(text):
             out.stylize(style, m.start(), m.end())
     return out
+
+
+def sampled(args: object) -> tuple[list[int], list[float]] | None:
+    """The sampled token ids and their logprobs a model reply recorded (``policy``/``local``), else None."""
+    if not isinstance(args, dict):
+        return None
+    ids, logprobs = args.get("completion_ids"), args.get("logprobs")
+    if not (isinstance(ids, list) and isinstance(logprobs, list) and ids and len(ids) == len(logprobs)):
+        return None
+    try:
+        return [int(i) for i in ids], [float(x) for x in logprobs]
+    except (TypeError, ValueError):
+        return None
+
+
+def sampled_summary(ids: Sequence[int], logprobs: Sequence[float], args: dict[str, object]) -> str:
+    """One line: how many tokens were sampled, their mean and lowest logprob, the prompt's length and cut."""
+    finite = [(x, i) for i, x in enumerate(logprobs) if x == x and x not in (float("inf"), float("-inf"))]
+    words = [f"sampled {len(ids)} token{'s' if len(ids) != 1 else ''}"]
+    if finite:
+        low, at = min(finite)
+        words.append(f"logprob mean {sum(x for x, _ in finite) / len(finite):.2f}, lowest {low:.2f} (token {at + 1})")
+    cut = args.get("prompt_truncated_tokens")
+    if isinstance(cut, int) and cut:
+        words.append(f"prompt cut by {cut} tokens")
+    return " · ".join(words)
+
+
+def logprob_table(ids: Sequence[int], logprobs: Sequence[float], per_line: int = LOGPROBS_PER_LINE) -> str:
+    """Each sampled token as ``#n id:logprob``, ``per_line`` to a line (the ids are the model's vocabulary)."""
+    cells = [f"#{n + 1:<3} {i:>6}:{x:7.3f}" for n, (i, x) in enumerate(zip(ids, logprobs, strict=True))]
+    return "\n".join("   ".join(cells[k:k + per_line]) for k in range(0, len(cells), per_line))

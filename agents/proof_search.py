@@ -23,8 +23,10 @@ Candidates for a state, cheap and decisive ones first (:class:`CoqTactics`, :cla
 * optionally a chat model (``params.llm``: ``anthropic``, ``openai`` or ``module:Class``) asked for
   tactics for the goal (:class:`LLMTactics`), screened like every other tactic.
 
-Priority of a state: the cost of its path (each tactic has a cost) plus ``2 x goals`` plus a
-size term, so states with fewer goals come first. A state whose goals were seen before is not
+Priority of a (state, tactic): the cost of the state's path (each tactic has a cost) plus ``2 x
+goals`` plus a size term, plus the tactic's cost and the seconds its kind has taken so far in this
+search; one frontier holds them all, so a cheap tactic deep in the tree runs before a slow one near
+the root. A state whose goals were seen before is not
 kept; a tactic that closes a state's first goal ends that state's expansion (the other ways of
 closing the same goal cannot do better).
 

@@ -23,8 +23,10 @@ Candidates for a state, cheap and decisive ones first (:class:`CoqTactics`, :cla
 * optionally a chat model (``params.llm``: ``anthropic``, ``openai`` or ``module:Class``) asked for
   tactics for the goal (:class:`LLMTactics`), screened like every other tactic.
 
-Priority of a state: the cost of its path (each tactic has a cost) plus ``2 x goals`` plus a
-size term, so states with fewer goals come first. A state whose goals were seen before is not
+Priority of a (state, tactic): the cost of the state's path (each tactic has a cost) plus ``2 x
+goals`` plus a size term, plus the tactic's cost and the seconds its kind has taken so far in this
+search; one frontier holds them all, so a cheap tactic deep in the tree runs before a slow one near
+the root. A state whose goals were seen before is not
 kept; a tactic that closes a state's first goal ends that state's expansion (the other ways of
 closing the same goal cannot do better).
 
@@ -51,10 +53,11 @@ import itertools
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from agents.library_tactics import LibraryTactics, library_modules
 from agents.premises import (
     PremiseIndex,
     coq_file_premises,
@@ -72,28 +75,24 @@ from agents.tactic_portfolio import (
     lemmas_of,
     variables_of,
 )
+from agents.tactic_suggester import Candidate, TacticSuggester
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import Premise, ProofState, ProofStateError, ProofStates, TacticResult
+from oracle.strip_coq import CoqSyntaxError, split_sentences
 from rrma.contracts import Agent, AgentError, Context, TrialSummary
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Proposal
 
+RESTART_MIN_S = 6.0  # a search whose prover session died restarts it only with this many seconds left
+_SESSION_LOST = re.compile(r"session (?:restarted|is not running)|no proof started")
 GOAL_WEIGHT = 2.0  # priority units per open goal
+LOCALITY_SLACK = 0.5  # priority units a tactic at the current node may trail the best elsewhere and still run next
+TIME_WEIGHT = 1.0  # priority units per second a tactic of that head has taken on average in this search
 WIDEN_BEFORE = 0.8  # a search exhausted before this share of its seconds makes a second, wider pass
 SIZE_WEIGHT = 0.004  # per character of the first goal
 TREE_GOAL_CHARS = 400  # a goal's text kept in the trace
 TREE_MESSAGE_CHARS = 300  # a failed tactic's error (or veto) kept in the trace
 OUTCOME_CODE = {"progress": "p", "proved": "P", "error": "e", "timeout": "t", "rejected": "r"}
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A tactic to try on a state's first goal; ``closer``: kept only if it closes that goal."""
-
-    tactic: str
-    cost: float = 1.0
-    closer: bool = False
-    source: str = "rule"  # rule | premise | portfolio | hammer | llm
 
 
 @dataclass
@@ -112,6 +111,7 @@ class Node:
     depth: int
     cost: float
     tactics: tuple[str, ...]
+    source: str = ""  # the candidate source of the tactic that made this node
 
 
 @dataclass
@@ -126,6 +126,10 @@ class SearchResult:
     steps: list[tuple[str, str]] = field(default_factory=list)  # (first goal, tactic) along the proof
     deepest: int = 0  # the depth of the deepest state reached
     last_error: str = ""  # the last tactic error seen (why the search stopped where it did)
+    # where the time went: candidate source -> [tactic runs, seconds in them, new states, first goals closed]
+    by_source: dict[str, list[float]] = field(default_factory=dict)
+    start_seconds: float = 0.0  # bringing the prover to the statement (the context, the probe, premises)
+    proof_sources: tuple[str, ...] = ()  # the source of each tactic of the proof found
 
 
 def conclusion(goal: str) -> str:
@@ -196,6 +200,11 @@ class TacticSource:
         """Learn from a run (a tactic that keeps timing out is dropped for this theorem)."""
         return None
 
+    def replacement(self, candidate: Candidate, notes: str) -> str | None:
+        """The tactic a proof keeps for a last-resort tactic that closed a goal (``notes``: what it
+        printed); None when it cannot be kept."""
+        return candidate.tactic
+
 
 def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[ProofState], TacticSource],
                       budget: SearchBudget, *, tree_limit: int = 600,
@@ -210,11 +219,21 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                             tree.to_json(result="error", proof_nodes=[], budget=budget, checks=0,
                                          seconds=clock() - started), f"cannot start: {exc}")
     tactics_source = source(root_state)
+    start_seconds = clock() - started
+    by_source: dict[str, list[float]] = {}
     nodes = [Node(0, -1, "", root_state, 0, 0.0, ())]
     tree.add_node(nodes[0])
     seen = {root_state.key}
     counter = itertools.count()
+    # the frontier: one entry per node, keyed by the priority of its best untried tactic (its own priority
+    # before it is expanded); a node's tactics wait in `pending`, cheapest first. So a cheap tactic deep in
+    # the tree runs before a costly one near the root, and a slow tactic waits until the cheap ones of its
+    # node and its peers ran. A node keeps the prover while its next tactic is nearly as good as the best
+    # elsewhere (LOCALITY_SLACK): the prover's document is linear, moving to another node replays its path.
     heap: list[tuple[float, int, int]] = [(priority(0.0, root_state), next(counter), 0)]
+    pending: dict[int, list[tuple[float, int, Candidate]]] = {}  # node -> (priority, order, candidate), sorted
+    closed_nodes: set[int] = set()  # nodes whose first goal some tactic closed: their other tactics are moot
+    seconds_of: dict[str, tuple[float, int]] = {}  # tactic key -> (seconds, runs): what it costs here
     checks = expanded = 0
     reason = "exhausted"
     last_error = ""
@@ -231,76 +250,181 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         data = tree.to_json(result="proved" if proof_node is not None else "open", proof_nodes=path, budget=budget,
                             checks=checks, seconds=seconds)
         deepest = max((n.depth for n in nodes), default=0)
+        stats = {k: [int(v[0]), round(v[1], 2), int(v[2]), int(v[3])] for k, v in by_source.items()}
         if proof_node is None:
             return SearchResult(None, None, checks, seconds, expanded, data, why, deepest=deepest,
-                                last_error=last_error)
+                                last_error=last_error, by_source=stats, start_seconds=start_seconds)
         steps = [(nodes[path[k]].state.goals[0] if nodes[path[k]].state.goals else "", nodes[path[k + 1]].tactic)
                  for k in range(len(path) - 1)]
         return SearchResult(states.proof_text(proof_node.tactics), proof_node.tactics, checks, seconds, expanded,
-                            data, "proved", steps=steps, deepest=deepest)
+                            data, "proved", steps=steps, deepest=deepest, by_source=stats,
+                            start_seconds=start_seconds, proof_sources=tuple(nodes[k].source for k in path[1:]))
 
     tried: set[tuple[int, str]] = set()  # (node, tactic) already run: a wider pass never repeats one
     stop: list[str] = []
 
-    def expand(node: Node) -> SearchResult | None:
+    # seconds kept back for the source's last resort (CoqHammer's `hammer` on the statement): the search
+    # proper stops that much earlier
+    reserve = max(0.0, min(float(getattr(tactics_source, "reserve_seconds", 0.0)), budget.seconds / 2))
+
+    def last_resort() -> SearchResult | None:
+        """The source's last-resort tactics with the seconds kept back (each may name, in its output,
+        the tactic that replays it: that one is what the proof keeps)."""
         nonlocal checks, last_error
-        for cand in tactics_source.candidates(node):
-            if (node.id, cand.tactic) in tried:
-                continue
-            if clock() - started >= budget.seconds:
-                stop.append("budget: seconds")
-                return None
-            if checks >= budget.max_checks:
-                stop.append("budget: checks")
-                return None
-            tried.add((node.id, cand.tactic))
+        final = getattr(tactics_source, "last_resort", None)
+        if not reserve or final is None:
+            return None
+        for node, cand in final(nodes):
             left = budget.seconds - (clock() - started)
-            result = states.run_tactic(node.state, cand.tactic, min(budget.tactic_seconds, max(0.5, left)))
+            if left < 1.0 or (node.id, cand.tactic) in tried:
+                continue
+            tried.add((node.id, cand.tactic))
+            result = states.run_tactic(node.state, cand.tactic, left)
             checks += 1
-            tactics_source.observe(cand, result)
-            code = OUTCOME_CODE[result.outcome]
-            if result.state is None or result.outcome not in ("progress", "proved"):
-                tree.add_try(node.id, cand.tactic, code, -1, result.seconds, result.message)
-                if result.message and result.outcome == "error" and (
-                        not result.message.startswith("no progress") or not last_error):
+            spent = by_source.setdefault(cand.source, [0, 0.0, 0, 0])
+            spent[0] += 1
+            spent[1] += result.seconds
+            tree.add_try(node.id, cand.tactic, OUTCOME_CODE[result.outcome], -1, result.seconds, result.message)
+            if result.state is None or not (result.outcome == "proved" or closes_first_goal(node.state, result.state)):
+                if result.message:
                     last_error = f"{cand.tactic} at depth {node.depth}: {result.message}"
                 continue
-            child_state = result.state
-            closed = result.outcome == "proved" or closes_first_goal(node.state, child_state)
-            if cand.closer and not closed:
-                tree.add_try(node.id, cand.tactic, "n", -1, result.seconds)  # a closer that did not close
+            replay = tactics_source.replacement(cand, result.notes)
+            if replay is None:
                 continue
-            if result.outcome != "proved" and child_state.key in seen:
-                tree.add_try(node.id, cand.tactic, "d", -1, result.seconds)
+            left = budget.seconds - (clock() - started)
+            again = states.run_tactic(node.state, replay, max(budget.tactic_seconds, min(left, 10.0)))
+            checks += 1
+            if again.state is None or not (again.outcome == "proved" or closes_first_goal(node.state, again.state)):
+                last_error = f"{replay} (from {cand.tactic}) did not replay: {again.message}"
                 continue
-            seen.add(child_state.key)
-            child = Node(len(nodes), node.id, cand.tactic, child_state, node.depth + 1, node.cost + cand.cost,
-                         (*node.tactics, cand.tactic))
-            if result.outcome == "proved":
+            child = Node(len(nodes), node.id, replay, again.state, node.depth + 1, node.cost + cand.cost,
+                         (*node.tactics, replay), cand.source)
+            spent[2] += 1
+            spent[3] += 1
+            if again.outcome == "proved":
                 veto = tactics_source.validate(child.tactics)
                 if veto is not None:
-                    tree.add_try(node.id, cand.tactic, "v", -1, result.seconds, veto)
                     continue
-            nodes.append(child)
-            tree.add_node(child)
-            tree.add_try(node.id, cand.tactic, code, child.id, result.seconds)
-            if result.outcome == "proved":
+                nodes.append(child)
+                tree.add_node(child)
                 return finish(child, "proved")
-            heapq.heappush(heap, (priority(child.cost, child_state), next(counter), child.id))
-            if closed:
-                break  # the first goal is closed: other ways of closing it cannot do better
+        return None
+
+    def expected_seconds(tactic: str) -> float:
+        spent, runs = seconds_of.get(tactic_head(tactic), (0.0, 0))
+        return spent / runs if runs else 0.0
+
+    def expand(node: Node) -> None:
+        """Ask the source for the node's candidates and queue them, cheapest first."""
+        base = priority(node.cost, node.state)
+        queue = [(base + cand.cost + TIME_WEIGHT * expected_seconds(cand.tactic), k, cand)
+                 for k, cand in enumerate(tactics_source.candidates(node)) if (node.id, cand.tactic) not in tried]
+        queue.sort(key=lambda item: (item[0], item[1]))
+        pending[node.id] = queue
+
+    def attempt(node: Node, cand: Candidate) -> SearchResult | None:
+        nonlocal checks, last_error
+        if clock() - started >= budget.seconds - reserve:
+            stop.append("budget: seconds")
+            return None
+        if checks >= budget.max_checks:
+            stop.append("budget: checks")
+            return None
+        tried.add((node.id, cand.tactic))
+        left = budget.seconds - (clock() - started)
+        result = states.run_tactic(node.state, cand.tactic, min(budget.tactic_seconds, max(0.5, left)))
+        checks += 1
+        if cand.members and result.state is not None and (
+                result.outcome == "proved" or closes_first_goal(node.state, result.state)):
+            # the bundle closed the goal: keep the member that did (what `solve` ran first), not the bundle
+            for member in cand.members:
+                left = budget.seconds - (clock() - started)
+                alone = states.run_tactic(node.state, member, min(budget.tactic_seconds, max(0.5, left)))
+                checks += 1
+                if alone.state is not None and (alone.outcome == "proved"
+                                                or closes_first_goal(node.state, alone.state)):
+                    tried.add((node.id, member))
+                    cand, result = replace(cand, tactic=member, members=()), alone
+                    break
+        head = tactic_head(cand.tactic)
+        spent_head = seconds_of.get(head, (0.0, 0))
+        seconds_of[head] = (spent_head[0] + result.seconds, spent_head[1] + 1)
+        if result.outcome in ("error", "timeout") and _SESSION_LOST.search(result.message or ""):
+            # the prover's session was restarted (a tactic ignored its timeout): the states are tactic
+            # paths, so a fresh start at the statement makes every node reachable again
+            left = budget.seconds - (clock() - started)
+            try:
+                if left < RESTART_MIN_S:
+                    raise ProofStateError("too little time left to restart")
+                states.start(task, timeout_s=left)
+            except ProofStateError as exc:
+                last_error = f"the prover's session was lost and not restarted: {exc}"
+                stop.append("session lost")
+                return None
+        tactics_source.observe(cand, result)
+        code = OUTCOME_CODE[result.outcome]
+        spent = by_source.setdefault(cand.source, [0, 0.0, 0, 0])
+        spent[0] += 1
+        spent[1] += result.seconds
+        if result.state is None or result.outcome not in ("progress", "proved"):
+            tree.add_try(node.id, cand.tactic, code, -1, result.seconds, result.message)
+            if result.message and result.outcome == "error" and (
+                    not result.message.startswith("no progress") or not last_error):
+                last_error = f"{cand.tactic} at depth {node.depth}: {result.message}"
+            return None
+        child_state = result.state
+        closed = result.outcome == "proved" or closes_first_goal(node.state, child_state)
+        if cand.closer and not closed:
+            tree.add_try(node.id, cand.tactic, "n", -1, result.seconds)  # a closer that did not close
+            return None
+        if result.outcome != "proved" and child_state.key in seen:
+            tree.add_try(node.id, cand.tactic, "d", -1, result.seconds)
+            return None
+        seen.add(child_state.key)
+        child = Node(len(nodes), node.id, cand.tactic, child_state, node.depth + 1, node.cost + cand.cost,
+                     (*node.tactics, cand.tactic), cand.source)
+        spent[2] += 1
+        spent[3] += int(closed)
+        if result.outcome == "proved":
+            veto = tactics_source.validate(child.tactics)
+            if veto is not None:
+                tree.add_try(node.id, cand.tactic, "v", -1, result.seconds, veto)
+                return None
+        nodes.append(child)
+        tree.add_node(child)
+        tree.add_try(node.id, cand.tactic, code, child.id, result.seconds)
+        if result.outcome == "proved":
+            return finish(child, "proved")
+        heapq.heappush(heap, (priority(child.cost, child_state), next(counter), child.id))
+        if closed:
+            closed_nodes.add(node.id)  # the first goal is closed: other ways of closing it cannot do better
         return None
 
     widened = False
     while True:
         while heap and not stop:
             _, _, node_id = heapq.heappop(heap)
-            expanded += 1
-            proof = expand(nodes[node_id])
-            if proof is not None:
-                return proof
+            if node_id in closed_nodes:
+                continue
+            node = nodes[node_id]
+            if node_id not in pending:
+                expanded += 1
+                expand(node)
+            queue = pending[node_id]
+            while queue and not stop and node_id not in closed_nodes:
+                if heap and queue[0][0] > heap[0][0] + LOCALITY_SLACK:
+                    break  # a better tactic waits at another node
+                _, _, cand = queue.pop(0)
+                if (node_id, cand.tactic) in tried:
+                    continue
+                proof = attempt(node, cand)
+                if proof is not None:
+                    return proof
+            if queue and node_id not in closed_nodes:
+                heapq.heappush(heap, (queue[0][0], next(counter), node_id))
         if stop:
-            return finish(None, stop[0])
+            return last_resort() or finish(None, stop[0])
         # exhausted with budget left: a second, wider pass over every open state (the narrow first
         # pass proposes nothing more; the rest of the budget is better spent widening it)
         widen = getattr(tactics_source, "widen", None)
@@ -309,9 +433,15 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         widened = True
         reason = "exhausted after a wider pass"
         for n in nodes:
-            if n.state.goals:
+            if n.state.goals and n.id not in closed_nodes:
+                pending.pop(n.id, None)  # expanded again: the wider source's candidates, none run twice
                 heapq.heappush(heap, (priority(n.cost, n.state), next(counter), n.id))
-    return finish(None, reason)
+    return last_resort() or finish(None, reason)
+
+
+def tactic_head(tactic: str) -> str:
+    """A tactic's first word (``induction`` for ``induction n; simpl.``): what its cost is learnt by."""
+    return tactic.split(maxsplit=1)[0].rstrip(".;") if tactic.strip() else ""
 
 
 # ----------------------------------------------------------------------------- Coq candidates
@@ -325,12 +455,37 @@ COQ_CLOSERS: list[tuple[str, float]] = [
     ("simpl in *; lia.", 0.5), ("simpl in *; congruence.", 0.5), ("simpl in *; intuition.", 0.6),
     ("ring.", 0.3), ("field.", 0.4), ("lra.", 0.3), ("nra.", 0.6),
 ]
+BUNDLE_MAX_COST = 0.35  # rule closers this cheap are tried together, in one `solve [...]`
 HAMMER_CLOSERS: list[tuple[str, float]] = [("sauto.", 0.5), ("hauto.", 0.5), ("qauto.", 0.5)]
 _PROP_HINT = re.compile(r"(?<![<>=:!])=(?![>=])|<>|->|<->|/\\|\\/|~|\bTrue\b|\bFalse\b|<=|<|>|\bIn\b|\bForall\b|"
                         r"\bExists\b|\ble\b|\blt\b|\bNoDup\b|\bEven\b|\bOdd\b|\bPermutation\b|\bincl\b|\bsig\b")
 _MATCH = re.compile(r"\bmatch\s+(?P<scrut>[A-Za-z_][\w'.]*(?:\s+[A-Za-z_][\w'.]*)*|\([^()]*\))\s+with\b")
 _IDENT = re.compile(r"[A-Za-z_][\w']*")
 _BINDERS = re.compile(r"^(?:forall|∀)\s+(?P<binders>.*?),", re.S)
+
+
+def if_scrutinees(concl: str) -> list[str]:
+    """The conditions of the ``if C then`` expressions of a conclusion, outermost first (a condition
+    with its own ``if``, ``match`` or binder is left out: it cannot be destructed as it is printed)."""
+    out: list[str] = []
+    for m in re.finditer(r"(?<![\w'])if\s+", concl):
+        depth, i = 0, m.end()
+        while i < len(concl):
+            ch = concl[i]
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0 and concl.startswith(" then", i):
+                cond = concl[m.end():i].strip()
+                if cond and not re.search(r"(?<![\w'])(?:if|match|fun|forall|exists|let)(?![\w'])", cond) \
+                        and cond not in out:
+                    out.append(cond)
+                break
+            i += 1
+    return out
 
 
 def leading_binders(concl: str) -> list[str]:
@@ -354,7 +509,17 @@ def _is_prop(typ: str) -> bool:
 # tactics a context may lack (lia needs Lia; the Init files run without the prelude; sauto needs
 # CoqHammer): probed once per theorem, and no candidate that names a missing one is tried
 GATED_TACTICS = ("lia", "nia", "congruence", "tauto", "intuition", "firstorder", "easy", "now", "sauto",
-                 "hauto", "qauto", "eauto", "f_equal", "discriminate", "decide", "ring", "field", "lra", "nra")
+                 "hauto", "qauto", "eauto", "f_equal", "discriminate", "decide", "ring", "field", "lra", "nra",
+                 "hammer")
+# Ltac tactics a context may load without importing them (CoqHammer's tactics load Lia; many Reals files
+# load Lra): reachable by their qualified names, which the probe tries when the short one is missing
+QUALIFIED_TACTICS = {"lia": "Coq.micromega.Lia.lia", "nia": "Coq.micromega.Lia.nia",
+                     "lra": "Coq.micromega.Lra.lra", "nra": "Coq.micromega.Lra.nra"}
+_GATED_NAME = re.compile(r"(?<![\w'.])(?P<name>" + "|".join(QUALIFIED_TACTICS) + r")(?![\w'])")
+# context sentences that change which tactics (and names) are in scope
+_SCOPE_SENTENCE = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?(?:Require|From|Import|Export|Ltac|Tactic|"
+                             r"Module|End|Section|Open|Close|Declare|Notation|Infix|Reserved|Set|Unset|Include)\b")
+_QUALIFIED_HEAD = re.compile(r"^[A-Z][\w']*(?:\.[A-Za-z_][\w']*)+(?=[\s;|.]|$)")
 _REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+)\s*\.$")
 MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
 
@@ -372,17 +537,6 @@ def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
     if not re.search(r"[^\s_()=]", out):  # holes only (`_ = _`): every equation would match
         return ""
     return out
-
-
-class TacticSuggester(Protocol):
-    """A source of ranked tactics for a goal, beside the rules (the hook for learned or model-ranked
-    tactics: :class:`LearnedTactics` here, :class:`LLMTactics` for a chat model; a local model's
-    ranked candidates plug in the same way). ``candidates`` returns tactics for ``state``'s first goal
-    with their costs; ``learn`` is told each proof found in the run (its (goal, tactic) steps)."""
-
-    def candidates(self, task: TheoremTask, state: ProofState) -> list[Candidate]: ...
-
-    def learn(self, task: TheoremTask, steps: Sequence[tuple[str, str]]) -> None: ...
 
 
 class LearnedTactics:
@@ -447,8 +601,12 @@ class CoqTactics(TacticSource):
     def __init__(self, states: Any, task: TheoremTask, root: ProofState, *, library: bool = True,
                  hammer: bool = False, portfolio: bool = True, premises_per_node: int = 8,
                  llm: LLMTactics | None = None, setting: str = "library",
-                 suggesters: Sequence[TacticSuggester] = ()) -> None:
+                 suggesters: Sequence[TacticSuggester] = (), hammer_seconds: float = 0.0,
+                 probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] | None = None) -> None:
         self.states = states
+        # which tactics a scope can run, shared by the theorems of a run (the agent keeps it)
+        self.probe_cache = probe_cache if probe_cache is not None else {}
+        self.hammer_seconds = hammer_seconds if hammer else 0.0
         self.task = task
         self.setting = setting
         self.hammer_wanted = hammer
@@ -474,11 +632,36 @@ class CoqTactics(TacticSource):
         self.premises_per_node = premises_per_node
         self.llm = llm
         self.slow: dict[str, int] = {}  # tactic head -> timeouts in this theorem
+        self.aliases: dict[str, str] = {}  # a gated tactic the context loads but does not import -> full name
         self.unknown: set[str] = self._unavailable(root)  # tactics this context cannot run (lia without Lia)
         self.allowed_axioms: tuple[str, ...] = ()
         self.suggesters = [*suggesters, *([llm] if llm is not None else [])]
         self.concl_premises: dict[str, list[Premise]] = {}  # conclusion pattern -> lemmas Search found
         self.pattern_queries = 0
+
+    # -- the last resort: CoqHammer's `hammer` (its ATPs) on the statement, with the seconds kept back
+
+    @property
+    def reserve_seconds(self) -> float:
+        return self.hammer_seconds if self.hammer_seconds > 0 and "hammer" not in self.unknown else 0.0
+
+    def last_resort(self, nodes: Sequence[Node]) -> list[tuple[Node, Candidate]]:
+        """``hammer.`` on the shallowest node whose goal is the statement's with its premises introduced
+        (the root's ``intros`` child, else the root)."""
+        intro = next((n for n in nodes if n.parent == 0 and n.tactic == "intros." and len(n.state.goals) == 1), None)
+        node = intro or nodes[0]
+        return [(node, Candidate("hammer.", 3.0, True, "hammer"))]
+
+    def replacement(self, candidate: Candidate, notes: str) -> str | None:
+        """For ``hammer``: the reconstruction it printed (``Replace the hammer tactic with: T``), which
+        replays without the ATPs; None when it printed none."""
+        if candidate.tactic != "hammer.":
+            return candidate.tactic
+        m = re.search(r"Replace the hammer tactic with:\s*(?P<tac>.+?)(?:\n\s*\n|$)", notes, re.S)
+        if m is None:
+            return None
+        tactic = " ".join(m.group("tac").split())
+        return tactic if tactic.endswith(".") else tactic + "."
 
     def _unavailable(self, root: ProofState) -> set[str]:
         """The tactics of :data:`GATED_TACTICS` this context cannot run: ``try (fail; T)`` is
@@ -486,16 +669,44 @@ class CoqTactics(TacticSource):
         run = getattr(self.states, "run_tactic", None)
         if run is None or not root.goals:
             return set()
+        key = self._scope_key()
+        if key is not None and key in self.probe_cache:  # an earlier theorem of the same scope was probed
+            missing_before, aliases = self.probe_cache[key]
+            self.aliases.update(aliases)
+            return set(missing_before)
         missing: set[str] = set()
         for name in GATED_TACTICS:
-            if name in ("sauto", "hauto", "qauto") and not self.hammer_wanted:
+            if name in ("sauto", "hauto", "qauto", "hammer") and not self.hammer_wanted:
                 missing.add(name)
                 continue
-            result = run(root, f"try (fail; {name}).", 2.0)
-            if result.outcome in ("error", "rejected") and re.search(
-                    r"not found|Unknown|Syntax error|Illegal|unknown|No such", result.message or ""):
-                missing.add(name)
+            if not self._runs(root, name):
+                qualified = QUALIFIED_TACTICS.get(name)
+                if qualified is not None and self._runs(root, qualified):
+                    self.aliases[name] = qualified  # loaded, not imported: called by its full name
+                else:
+                    missing.add(name)
+        if key is not None:
+            self.probe_cache[key] = (frozenset(missing), dict(self.aliases))
         return missing
+
+    def _scope_key(self) -> tuple[object, ...] | None:
+        """What decides which tactics a context can run: the libraries its session loaded and its
+        sentences that import, define tactics or notations, or open and close scopes (None when
+        the backend cannot list its libraries)."""
+        loaded = getattr(self.states, "loaded_libraries", None)
+        if loaded is None:
+            return None
+        try:
+            scope = tuple(u.code for u in split_sentences(self.task.context) if _SCOPE_SENTENCE.match(u.code))
+        except CoqSyntaxError:
+            return None
+        return (tuple(loaded()), scope, self.hammer_wanted, self.task.noinit)
+
+    def _runs(self, root: ProofState, tactic: str) -> bool:
+        """Whether the context knows ``tactic`` (``try (fail; T)`` is interpreted, never runs ``T``)."""
+        result = self.states.run_tactic(root, f"try (fail; {tactic}).", 2.0)
+        return not (result.outcome in ("error", "rejected") and re.search(
+            r"not found|Unknown|Syntax error|Illegal|unknown|No such", result.message or ""))
     # -- premises from the imported libraries
 
     def widen(self) -> bool:
@@ -602,11 +813,14 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"apply {premise.name}.", 0.7 + 0.1 * k, source="premise"))
             for suggester in self.suggesters:
                 out.extend(suggester.candidates(self.task, state))
-            return [c for c in self._filter(out) if not self.loops(node, c.tactic)]
+            return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
         for m in _MATCH.finditer(concl):
             scrut = m.group("scrut")
             out.append(Candidate(f"destruct {scrut}.", 0.4))
             out.append(Candidate(f"destruct {scrut} eqn:?.", 0.6))
+        for scrut in if_scrutinees(concl)[:2]:
+            out.append(Candidate(f"destruct ({scrut}).", 0.4))
+            out.append(Candidate(f"destruct ({scrut}) eqn:?.", 0.6))
         out.append(Candidate("simpl.", 0.5))
         out.append(Candidate("simpl in *.", 0.7))
         if any(re.fullmatch(r"[A-Za-z_][\w']* = .*|.* = [A-Za-z_][\w']*", t) for _, t in hyps):
@@ -669,7 +883,21 @@ class CoqTactics(TacticSource):
         out.extend(self._concl_candidates(state, concl, hyps))
         for suggester in self.suggesters:
             out.extend(suggester.candidates(self.task, state))
-        return [c for c in self._filter(out) if not self.loops(node, c.tactic)]
+        return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
+
+    @staticmethod
+    def _bundled(candidates: list[Candidate]) -> list[Candidate]:
+        """The cheap one-sentence closers of the rules as one ``solve [...]`` candidate (one prover
+        round trip instead of a dozen: most fail, and a failing run costs its round trip)."""
+        cheap = [c for c in candidates if c.closer and c.source == "rule" and c.cost <= BUNDLE_MAX_COST
+                 and c.tactic.endswith(".") and ". " not in c.tactic and "\n" not in c.tactic and "[" not in c.tactic]
+        if len(cheap) < 2:
+            return candidates
+        body = " | ".join(c.tactic[:-1].removeprefix("idtac; ") for c in cheap)
+        bundle = Candidate(f"solve [{body}].", min(c.cost for c in cheap), True, "rule",
+                           members=tuple(c.tactic for c in cheap))
+        members = set(bundle.members)
+        return [bundle, *(c for c in candidates if c.tactic not in members)]
 
     def _concl_candidates(self, state: ProofState, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """``apply``/``rewrite`` with the lemmas whose conclusion has the goal's shape: Coq's
@@ -711,6 +939,13 @@ class CoqTactics(TacticSource):
         out: list[Candidate] = []
         seen: set[str] = set()
         for cand in candidates:
+            if self.aliases and _GATED_NAME.search(cand.tactic):
+                cand = replace(cand, tactic=_GATED_NAME.sub(lambda m: self.aliases.get(m.group("name"),
+                                                                                      m.group("name")), cand.tactic))
+            if _QUALIFIED_HEAD.match(cand.tactic):
+                # `Nat.order.`: the oracle's screen reads a sentence that starts with a capitalised word as a
+                # command (Coq lexes `Check.x` as the command `Check`), so the call goes after an `idtac;`
+                cand = replace(cand, tactic=f"idtac; {cand.tactic}")
             if cand.tactic in seen:
                 continue
             seen.add(cand.tactic)
@@ -914,6 +1149,7 @@ class ProofSearchAgent(Agent):
                                    tactic_seconds=float(p.get("tactic_seconds", 2.0)))
         self.library = bool(p.get("library", True))
         self.hammer = bool(p.get("hammer", False))
+        self.hammer_seconds = float(p.get("hammer_seconds", 0.0))  # kept back for a last `hammer` (ATPs)
         self.portfolio = bool(p.get("portfolio", True))
         self.tree_limit = int(p.get("tree_limit", 600))
         self.coq_args = tuple(str(a) for a in p.get("coq_args", ()))
@@ -928,8 +1164,16 @@ class ProofSearchAgent(Agent):
         self._theorems: dict[str, _Theorem] = {}
         self._llm: LLMTactics | None = None
         self.searches: list[SearchResult] = []
+        self.probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] = {}
         self.learned = LearnedTactics()  # online: the steps of the proofs this agent found in this run
         self.learn = bool(p.get("learn", True))
+        # offline: the human proofs of the target's library (agents/library_tactics.py), when indexed
+        self.library_tactics: LibraryTactics | None = None
+        if bool(p.get("library_tactics", True)):
+            index = p.get("library_index")
+            lib = LibraryTactics(Path(str(index)) if index else None)
+            if lib.available():  # read once, here: an offline model, loaded before any theorem's clock runs
+                self.library_tactics = lib.load()
 
     def _backend(self, prover: str, hidden: tuple[Path, ...] = ()) -> ProofStates:
         """The prover session of this agent; its processes never see ``hidden`` (``Context.hidden``)."""
@@ -953,6 +1197,16 @@ class ProofSearchAgent(Agent):
             states = LeanReplProofStates(self.lean_project, hidden=hidden)
         self._states[key] = states
         return states
+
+    def _library_for(self, states: Any, task: TheoremTask) -> LibraryTactics | None:
+        """The library k-NN for this theorem, restricted to the modules its session has loaded (the
+        rule of :func:`agents.library_tactics.library_modules`); None without an index."""
+        lib = self.library_tactics
+        loaded = getattr(states, "loaded_libraries", None)
+        if lib is None or loaded is None or lib.index is None:
+            return None
+        lib.use(library_modules(loaded()), task)
+        return lib if lib.modules else None
 
     def _llm_for(self, ctx: Context) -> LLMTactics | None:
         if not self.llm_backend:
@@ -986,9 +1240,14 @@ class ProofSearchAgent(Agent):
 
         def source(root: ProofState) -> TacticSource:
             if prover == "coq":
+                suggesters: list[TacticSuggester] = [self.learned] if self.learn else []
+                library = self._library_for(states, task)
+                if library is not None:
+                    suggesters.append(library)
                 tactics = CoqTactics(states, task, root, library=self.library, hammer=self.hammer,
                                      portfolio=self.portfolio, llm=llm, setting=str(th.get("setting", "library")),
-                                     suggesters=[self.learned] if self.learn else [])
+                                     suggesters=suggesters, hammer_seconds=self.hammer_seconds,
+                                     probe_cache=self.probe_cache)
                 tactics.allowed_axioms = self.allowed_axioms
                 return tactics
             return LeanTactics(task, portfolio=self.portfolio, llm=llm)
@@ -1003,7 +1262,8 @@ class ProofSearchAgent(Agent):
                         args={"theorem": name, "result": result.reason, "checks": result.checks,
                               "expanded": result.expanded, "seconds": round(result.seconds, 3),
                               "deepest": result.deepest, "last_error": result.last_error[:300],
-                              "tactics": list(result.tactics or [])})
+                              "tactics": list(result.tactics or []), "sources": list(result.proof_sources),
+                              "by_source": result.by_source, "start_seconds": round(result.start_seconds, 3)})
         if result.proof is None or result.proof in record.proposed or result.proof in ctx.tried:
             return None
         record.proposed.add(result.proof)
@@ -1037,6 +1297,7 @@ __all__ = [
     "closes_first_goal",
     "conclusion",
     "conclusion_pattern",
+    "if_scrutinees",
     "leading_binders",
     "parse_tactic_lines",
 ]

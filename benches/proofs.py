@@ -476,7 +476,8 @@ def write_report(done: BenchRun, selected: dict[str, TheoremTask], state: RunSta
     report = {**done.summary, "setting": done.setting, "reason": done.reason,
               "wall_seconds": round(done.wall_seconds, 3),
               "originals": {key: t.original_proof for key, t in selected.items()}, "proofs": proofs,
-              "comparison": comparison, "comparison_counts": relation_counts(comparison), "open": open_why}
+              "comparison": comparison, "comparison_counts": relation_counts(comparison), "open": open_why,
+              "search": {name: row for name, row in (why or {}).items() if name in selected}}
     (done.run_dir / "bench_report.json").write_text(json.dumps(report, indent=2) + "\n")
 
 

@@ -73,6 +73,7 @@ class TacticResult:
     state: ProofState | None = None  # set for progress and proved
     message: str = ""  # the prover's error (first line), or the screen's reason
     seconds: float = 0.0
+    notes: str = ""  # what the prover printed besides the goals on success (e.g. CoqHammer's advice), clipped
 
 
 @dataclass

@@ -44,6 +44,9 @@ from oracle.strip_coq import split_sentences
 from rrma.contain import files, sandbox
 from rrma.contracts import OracleError
 
+# seconds past a tactic's own `Timeout N` that the session waits before it gives coqtop up for lost
+# (a tactic that ignores the timer, such as a long-running ML loop): then the session is restarted
+TIMEOUT_GRACE_S = 5.0
 _PROMPT = re.compile(r"<prompt>.*?</prompt>", re.S)
 _GOALS_HEAD = re.compile(r"^(\d+) goals?(?: \(ID \d+\))?\s*$")
 _OTHER_GOAL = re.compile(r"^goal (\d+)(?: \(ID \d+\))? is:\s*$")
@@ -277,9 +280,9 @@ class CoqProofStates:
             why = _unfinished(output)
             if why is not None:
                 return TacticResult("error", message=why, seconds=seconds)
-            return TacticResult("proved", ProofState(new_path, ()), seconds=seconds)
+            return TacticResult("proved", ProofState(new_path, ()), seconds=seconds, notes=_notes(reply.text))
         return TacticResult("progress", ProofState(new_path, tuple(g.display() for g in goals), goals),
-                            seconds=seconds)
+                            seconds=seconds, notes=_notes(reply.text))
 
     def proof_text(self, tactics: Sequence[str]) -> str:
         return "\n".join(tactics)
@@ -301,6 +304,21 @@ class CoqProofStates:
         if reply.errors:
             return []
         return parse_search(reply.text)[:limit]
+
+    def loaded_libraries(self, timeout_s: float = 20.0) -> list[str]:
+        """The modules loaded in the session now (``Print Libraries``: the context's imports and
+        the preload), cached per context; empty when Coq does not say."""
+        from oracle.coq import loaded_libraries
+
+        session = self.session
+        if session is None or not session.alive:
+            return []
+        if session.libraries is None:
+            try:
+                session.libraries = loaded_libraries(self._send("Print Libraries.", time.monotonic() + timeout_s).text)
+            except ProofStateError:
+                return []
+        return list(session.libraries)
 
     def assumptions_of_proof(self, tactics: Sequence[str], timeout_s: float = 30.0) -> list[str] | None:
         """Run ``tactics`` from the statement, ``Qed`` and ``Print Assumptions``: the axioms the proof
@@ -387,7 +405,7 @@ class CoqProofStates:
         units = [u.code for u in split_sentences(step)]
         chunk = "\n".join(u if u in ("{", "}") or re.fullmatch(r"[-+*]+", u) else f"Timeout {seconds} {u}"
                           for u in units)
-        reply = self._send(chunk, time.monotonic() + seconds * len(units) + 15)
+        reply = self._send(chunk, time.monotonic() + seconds * len(units) + TIMEOUT_GRACE_S)
         if reply.errors:
             if len(units) > 1:  # coqtop goes on after an error inside a chunk: undo what ran
                 self._back_to(tip)
@@ -406,6 +424,14 @@ class CoqProofStates:
         back = self._send(f"BackTo {state}.", time.monotonic() + 10)
         if back.errors or back.state != state:
             self._drop_session()
+
+
+def _notes(text: str, limit: int = 2000) -> str:
+    """What a reply printed before its goal display or ``No more goals`` (messages, not goals)."""
+    out = _PROMPT.sub("", text)
+    goals = re.search(r"^\d+ goals?", out, re.M)
+    ends = [i for i in (out.find("No more goals"), goals.start() if goals else -1) if i >= 0]
+    return out[: min(ends, default=len(out))].strip()[:limit]
 
 
 def _last_output(text: str) -> str:

@@ -30,6 +30,9 @@ SUITE_INPUTS = ("RRMA_SHARED", "RRMA_MODELS", "RRMA_LIVE_", "RRMA_VLLM_")
 SCRUBBED = sorted(k for k in os.environ if k.startswith("RRMA_") and not k.startswith(SUITE_INPUTS))
 for _name in SCRUBBED:
     del os.environ[_name]
+# the proof search's library index (agents/library_tactics.py) defaults to the user's cache: the suite never
+# reads one a developer built (a test that needs an index builds a small one and names it)
+os.environ["RRMA_TACTIC_INDEX"] = str(Path(tempfile.gettempdir()) / "rrma-test-no-tactic-index")
 SHARED = Path(os.environ.get("RRMA_SHARED", REPO.parent / "shared")).resolve()
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))

@@ -444,15 +444,26 @@ def test_search_with_hammer_tries_sauto_and_the_oracle_accepts(tmp_path: Path,
     code = main(["--source", str(src), "--agent", "search", "--hammer", "--runs", str(runs), "--quiet",
                  "--theorem-seconds", "25"])
     assert code == 0 and "solved: 1/1" in capsys.readouterr().out
-    run = next(runs.iterdir())
-    proposals = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()
-                 if '"trial.proposed"' in line]
-    assert proposals
-    from rrma.log.store import RunStore
+    # the hammer's tactics are candidates at a state (the search found a cheaper proof above), and a
+    # proof made with one is the oracle's to accept in the same preloaded context
+    from agents.proof_search import CoqTactics, Node
+    from oracle.coq import CoqOracle
+    from oracle.proof_state_coq import CoqProofStates
+    from rrma.contracts import EvalContext
+    from rrma.trial import Budget, Proposal
 
-    store = RunStore(run)
-    trees = [store.get_json_blob(p["data"]["proposal_blob"])["meta"]["search_tree"] for p in proposals
-             if p["data"].get("proposal_blob") and p["data"].get("agent", "").startswith("proof-search")]
-    assert trees, "no search tree recorded with the proposal"
-    tried = [t[1] for tree in trees for t in tree["tries"]]
-    assert any("sauto" in tactic or "hauto" in tactic for tactic in tried), tried[:20]
+    oracle = CoqOracle({"sources": [str(src)], "preload": "From Hammer Require Import Tactics.\n"})
+    oracle.prepare(tmp_path / "run", tmp_path)
+    states = CoqProofStates()
+    try:
+        task = oracle.tasks["rev_len"]
+        root = states.start(task)
+        tactics = CoqTactics(states, task, root, library=False, portfolio=False, hammer=True, setting="rediscover")
+        offered = [c.tactic for c in tactics.candidates(Node(0, -1, "", root, 0, 0.0, ()))]
+        assert {"sauto.", "hauto.", "qauto."} <= set(offered), offered
+        ctx = EvalContext(trial_id="t", trial_dir=Path("."), budget=Budget(seconds=60),
+                          proposal=Proposal(hypothesis="h", proof="intros. sauto use: rev_length.", theorem="rev_len"))
+        assert oracle.evaluate(ctx).metrics["accepted"]
+    finally:
+        states.close()
+        oracle.close()

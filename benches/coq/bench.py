@@ -26,6 +26,8 @@ from rrma.text import SafeConsole
 HERE = Path(__file__).resolve().parent
 SUITE = ("arith.v", "lists.v", "logic.v", "induction.v")
 HAMMER_PRELOAD = "From Hammer Require Import Tactics.\n"
+# with --hammer-seconds: the plugin too (`hammer` calls the ATPs; the proof keeps its reconstruction)
+HAMMER_PLUGIN_PRELOAD = "From Hammer Require Import Hammer.\n"
 console = SafeConsole(stderr=True, emoji=False)  # checker messages print literally and inert
 
 
@@ -82,6 +84,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hammer", action="store_true", default=None,
                         help=f"load CoqHammer's tactics before every theorem's context ({HAMMER_PRELOAD.strip()!r}, "
                              "Debian's libcoq-hammer) and let the search agent try sauto/hauto")
+    parser.add_argument("--hammer-seconds", type=float, default=None,
+                        help="with --hammer: keep this many seconds of each search for one call of CoqHammer's "
+                             "`hammer` (the ATPs, eprover) on the statement; the proof keeps the reconstruction "
+                             "it prints (default 0: off)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,10 +104,15 @@ def run(args: argparse.Namespace) -> int:
     params: dict[str, object] = {"sources": sorted({t.source_file for t in tasks}),
                                  "warm": not getattr(args, "cold", False),
                                  "setting": getattr(args, "setting", None) or DEFAULT_SETTING}
+    hammer_seconds = float(getattr(args, "hammer_seconds", None) or 0.0)
+    if hammer_seconds < 0:
+        console.print("bench coq: --hammer-seconds must not be negative", markup=False, highlight=False)
+        return 2
     if getattr(args, "hammer", None):
         # the oracle rebuilds each theorem from its context, so it loads the tactics it checks with
-        params["preload"] = HAMMER_PRELOAD
-        args.agent_params = {**(getattr(args, "agent_params", None) or {}), "hammer": True}
+        params["preload"] = HAMMER_PLUGIN_PRELOAD if hammer_seconds else HAMMER_PRELOAD
+        args.agent_params = {**(getattr(args, "agent_params", None) or {}), "hammer": True,
+                             **({"hammer_seconds": hammer_seconds} if hammer_seconds else {})}
     if getattr(args, "red_team", None) is None:
         args.red_team = True  # the Coq bench always shows that known cheats are rejected
     return run_proof_bench(args, tasks, "coq", oracle_kind="coq", oracle_params=params, base_dir=HERE)

@@ -1,0 +1,76 @@
+"""The seeded split of the Coq standard library into the proof bench's tuning and out-of-sample sets.
+
+Why it exists: a prover tuned on the files it is measured on says nothing about files it has not
+seen. The sets of docs/proofs.md are fixed by one rule, written here so that anyone can redo it
+and so that a new set is drawn by the same rule *before* tuning starts, never picked by hand:
+
+the ``.v`` files under ``$(coqc -where)/theories`` outside ``Init/`` and other than the three
+files the search was first built on (``Lists/List.v``, ``Arith/PeanoNat.v``, ``Bool/Bool.v``),
+sorted, kept when the stripper reads 5 to 40 theorems in them, shuffled with
+``random.Random(33)``; then cut in order: files are added to a set until it holds at least its
+size in theorems (40 for the tuning set, 60 for each out-of-sample set and for the second tuning
+set, drawn after the third out-of-sample set).
+
+``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from oracle.strip_coq import CoqSyntaxError, strip_coq_file_with_notes
+
+SEED = 33
+EXCLUDED = ("Lists/List.v", "Arith/PeanoNat.v", "Bool/Bool.v")
+SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out-of-sample 3", 60),
+         ("tuning 2", 60))
+
+
+def theories() -> Path:
+    out = subprocess.run(["coqc", "-where"], capture_output=True, text=True, check=True, timeout=60).stdout
+    return Path(out.strip()) / "theories"
+
+
+def candidates(root: Path) -> list[tuple[str, int]]:
+    """(path relative to ``root``, readable theorems) of every file the rule keeps, sorted."""
+    kept: list[tuple[str, int]] = []
+    for path in sorted(root.rglob("*.v")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("Init/") or rel in EXCLUDED:
+            continue
+        try:
+            count = len(strip_coq_file_with_notes(path)[0])
+        except (CoqSyntaxError, OSError, UnicodeDecodeError):
+            continue
+        if 5 <= count <= 40:
+            kept.append((rel, count))
+    return kept
+
+
+def split(kept: list[tuple[str, int]]) -> list[tuple[str, list[tuple[str, int]]]]:
+    """The sets of :data:`SIZES`, in order, from the shuffled ``kept``."""
+    files = list(kept)
+    random.Random(SEED).shuffle(files)
+    out: list[tuple[str, list[tuple[str, int]]]] = []
+    at = 0
+    for name, size in SIZES:
+        chosen: list[tuple[str, int]] = []
+        while sum(n for _, n in chosen) < size and at < len(files):
+            chosen.append(files[at])
+            at += 1
+        out.append((name, chosen))
+    return out
+
+
+def main() -> int:
+    root = theories()
+    for name, chosen in split(candidates(root)):
+        print(f"{name}: {sum(n for _, n in chosen)} theorems: " + ", ".join(f"{f} ({n})" for f, n in chosen))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""The k-NN over the human proofs of a target's library (agents/library_tactics.py, issue 33).
+
+A small library is built here (no prebuilt index: ``Lib.v`` compiled with ``coqc``, indexed into a
+temporary folder), then a target file that requires it. The contract: a step is recorded with the
+goal before it and the file's own lemma names qualified; a suggestion is adapted to the current
+goal's hypotheses; and the target's own proofs are never proposed: neither when the target's module
+is in the index (the rule keeps only the modules the target's session has loaded) nor when the
+session wrongly claims to have it loaded (the second guard: a module holding the target's name and
+statement is left out). Each defence is shown off (the target's own tactic then comes back) and on.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import agents.library_tactics as lt
+from agents.library_tactics import (
+    KnnIndex,
+    LibraryTactics,
+    adapt,
+    goal_features,
+    holds_target,
+    library_modules,
+    qualify,
+)
+from oracle.proof_common import TheoremTask
+from oracle.proof_state import ProofState
+from oracle.proof_state_coq import CoqGoal
+
+needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
+                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
+
+LIB = """Require Import Arith.
+Module Twice.
+Lemma plus_zero_right : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [| k IH]. reflexivity. simpl. rewrite IH. reflexivity. Qed.
+End Twice.
+Lemma uses_it : forall m : nat, (m + 0) + 0 = m.
+Proof. intro m. rewrite Twice.plus_zero_right. apply Twice.plus_zero_right. Qed.
+"""
+# the target's own proof uses a tactic no rule or library step proposes: its return is the attack
+TARGET_SECRET = "exact (plus_n_O q)."
+TARGET = f"""Require Import Lib.Lib.
+Lemma target_own : forall q : nat, q = q + 0.
+Proof. intro q. {TARGET_SECRET} Qed.
+"""
+
+
+def _where() -> Path:
+    return Path(subprocess.run(["coqc", "-where"], capture_output=True, text=True, check=True).stdout.strip())
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """``Lib.v`` compiled and both ``Lib.v`` and ``Target.v`` indexed into a temporary folder."""
+    if shutil.which("coqc") is None:
+        pytest.skip("coqc not on PATH (Debian: apt-get install coq)")
+    src = tmp_path_factory.mktemp("lib")
+    (src / "Lib.v").write_text(LIB)
+    (src / "Target.v").write_text(TARGET)
+    args = ("-Q", str(src), "Lib")
+    subprocess.run(["coqc", *args, str(src / "Lib.v")], check=True, capture_output=True, timeout=120)
+    index = tmp_path_factory.mktemp("index")
+    written = lt.build([src / "Lib.v", src / "Target.v"], root=index, coq_args=args)
+    assert {p.name for p in written} == {"Lib.Lib.json", "Lib.Target.json"}
+    return {"src": src, "args": args, "index": index}
+
+
+@needs_coq
+def test_index_records_goal_before_each_tactic_and_qualifies_own_names(library: dict[str, object]) -> None:
+    entry = json.loads((Path(str(library["index"])) / "Lib.Lib.json").read_text())
+    steps = {(s["theorem"], s["tactic"]): s for s in entry["steps"]}
+    first = steps[("plus_zero_right", "intros n.")]
+    assert first["goal"] == "|- forall n : nat, n + 0 = n"
+    assert steps[("plus_zero_right", "rewrite IH.")]["goal"].startswith("k : nat; IH : k + 0 = k |- ")
+    # the file's own lemma, named from outside the file by its full path
+    assert ("uses_it", "rewrite Lib.Lib.Twice.plus_zero_right.") in steps
+    assert entry["proofs"][0]["theorem"] == "plus_zero_right" and entry["errors"] == 0
+    assert all(s["features"] for s in entry["steps"])
+
+
+def _target_task(library: dict[str, object]) -> TheoremTask:
+    return TheoremTask(name="target_own", statement="Lemma target_own : forall q : nat, q = q + 0.",
+                       context="Require Import Lib.Lib.\n", original_proof="", prover="coq")
+
+
+def _suggested(library: dict[str, object], monkeypatch: pytest.MonkeyPatch, rule: bool, guard: bool) -> list[str]:
+    """The library's suggestions at the target's goal after ``intro q``, from its real session."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    if not guard:
+        monkeypatch.setattr(lt, "holds_target", lambda entry, task: False)
+    states = CoqProofStates(coq_args=tuple(str(a) for a in library["args"]))  # type: ignore[union-attr]
+    try:
+        task = _target_task(library)
+        root = states.start(task)
+        loaded = states.loaded_libraries()
+        assert "Lib.Lib" in loaded and "Lib.Target" not in loaded
+        lib = LibraryTactics(Path(str(library["index"]))).load()
+        # the rule off: every module of the index counts as the target's library
+        lib.use(library_modules(loaded) if rule else lib.module_names, task)
+        after = states.run_tactic(root, "intro q.")
+        assert after.state is not None
+        return [c.tactic for c in lib.candidates(task, after.state)]
+    finally:
+        states.close()
+
+
+@needs_coq
+@pytest.mark.parametrize(("rule", "guard", "leaks"), [(True, True, False), (False, True, False),
+                                                      (True, False, False), (False, False, True)],
+                         ids=["both", "guard only", "rule only", "neither"])
+def test_the_targets_own_proof_is_never_suggested(library: dict[str, object], monkeypatch: pytest.MonkeyPatch,
+                                                  rule: bool, guard: bool, leaks: bool) -> None:
+    tactics = _suggested(library, monkeypatch, rule, guard)
+    assert tactics, "the library suggested nothing at all"
+    assert (TARGET_SECRET in tactics) is leaks, tactics
+
+
+def test_holds_target_matches_name_and_statement_only() -> None:
+    task = TheoremTask(name="foo", statement="Lemma foo : forall n : nat, n = n.", context="", original_proof="",
+                       prover="coq")
+    same = {"proofs": [{"theorem": "foo", "statement": "Theorem foo: forall n : nat,  n = n."}]}
+    other = {"proofs": [{"theorem": "foo", "statement": "Lemma foo : forall n : nat, n + 0 = n."}]}
+    assert holds_target(same, task) and not holds_target(other, task)
+    assert library_modules(["Coq.Init.Peano", "T.Target", ""], "T.Target") == ["Coq.Init.Peano"]
+
+
+def test_adapt_maps_local_names_by_hypothesis_type() -> None:
+    target = CoqGoal(hyps=((("m",), "nat"), (("Hm",), "m + 0 = m")), concl="S m + 0 = S m")
+    # kept when the target has the same names; mapped by type; refused when nothing fits
+    assert adapt("rewrite Hm.", ("m", "Hm"), "m : nat; Hm : m + 0 = m |- x", target) == "rewrite Hm."
+    assert adapt("rewrite IH.", ("k", "IH"), "k : nat; IH : k + 0 = k |- x", target) == "rewrite Hm."
+    assert adapt("apply H.", ("H",), "H : forall l : list nat, l = l |- x", target) is None
+    assert adapt("reflexivity.", (), "|- x", target) == "reflexivity."
+
+
+def test_qualify_leaves_binders_and_locals_alone() -> None:
+    names = {"add_zero": "M.add_zero"}
+    assert qualify("rewrite add_zero, <- (add_zero n).", names, ["n"]) == \
+        "rewrite M.add_zero, <- (M.add_zero n)."
+    assert qualify("destruct x as [add_zero y].", names, []) == "destruct x as [add_zero y]."
+    assert qualify("apply add_zero in H.", names, ["add_zero"]) == "apply add_zero in H."
+
+
+def test_knn_ranks_by_shared_rare_features_within_the_mask() -> None:
+    feats = [goal_features("n : nat |- n + 0 = n"), goal_features("l : list nat |- rev (rev l) = l"),
+             goal_features("l : list nat |- length (rev l) = length l")]
+    index = KnnIndex([sorted(f) for f in feats])
+    query = goal_features("xs : list nat |- rev (rev xs) = xs")
+    assert "rev>rev" in query and "xs" not in query  # pairs of global symbols; local names dropped
+    assert index.nearest(query, 2)[0][1] == 1
+    mask = np.array([True, False, True])
+    assert all(i != 1 for _, i in index.nearest(query, 3, mask))
+
+
+def test_an_empty_index_folder_suggests_nothing(tmp_path: Path) -> None:
+    lib = LibraryTactics(tmp_path / "none")
+    assert not lib.available()
+    lib.load()
+    task = TheoremTask(name="t", statement="Lemma t : True.", context="", original_proof="", prover="coq")
+    lib.use(["Coq.Init.Logic"], task)
+    assert lib.candidates(task, ProofState((), ("|- True",))) == []

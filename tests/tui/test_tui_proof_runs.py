@@ -140,9 +140,11 @@ async def test_a_failed_try_in_the_proof_tree_shows_the_provers_error(tmp_path: 
 async def test_a_real_search_keeps_the_provers_error_of_a_failed_tactic(tmp_path: Path) -> None:
     from benches.coq.bench import main
 
-    source = tmp_path / "zero.v"
-    source.write_text("Require Import Arith.\n\nTheorem add_zero_r : forall n : nat, n + 0 = n.\n"
-                      "Proof. intros n. induction n; simpl; auto. Qed.\n")
+    # a theorem the search proves only after a failed try: its first round trip (the cheap closers) fails at
+    # the root (`n + 0 = n`, used before, is now closed by the first closer, with no failure to keep)
+    source = tmp_path / "maplen.v"
+    source.write_text("Require Import List.\n\nTheorem map_len : forall (A B : Type) (f : A -> B) (l : list A),"
+                      " length (map f l) = length l.\nProof. intros. induction l; simpl; auto. Qed.\n")
     runs = tmp_path / "runs"
     assert main(["--source", str(source), "--agent", "search", "--runs", str(runs), "--quiet",
                  "--theorem-seconds", "20"]) == 0

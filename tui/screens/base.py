@@ -128,11 +128,7 @@ class RunScreen(WorkerScreen):
         return self.session.model
 
     def run_changed(self, events: list[LogEvent]) -> None:
-        # a screen just pushed is current before its widgets exist; its on_mount draws everything. One being
-        # pruned (popped, or the app shutting down with the dashboard's redraw timer still due) has lost its
-        # widgets while it is still on the stack: there is nothing left to draw
-        if not self.app.is_running or self._pruning:
-            return
+        # a screen just pushed is current before its widgets exist; its on_mount draws everything
         if shown(self) and self.is_mounted:
             self.refresh_view(events)
         else:

@@ -357,8 +357,12 @@ class DashboardScreen(RunScreen):
         return True
 
     def _broadcast(self, events: list[LogEvent]) -> None:
+        # a screen being pruned (popped, or the app shutting down with this redraw still due) has lost its
+        # widgets while it is still on the stack: it gets nothing, whatever its run_changed would draw
+        if not self.app.is_running:
+            return
         for screen in self.app.screen_stack:
-            if isinstance(screen, RunScreen) and screen.session is self.session:
+            if isinstance(screen, RunScreen) and screen.session is self.session and not screen._pruning:
                 screen.run_changed(events)
 
     # ------------------------------------------------------------------ drawing

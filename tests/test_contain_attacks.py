@@ -290,12 +290,24 @@ def test_a_long_lived_process_outlives_the_thread_that_started_it(tmp_path: Path
         else:
             box["proc"] = subprocess.Popen(Policy.for_trial(tmp_path).wrap(argv, tmp_path), cwd=tmp_path,
                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        time.sleep(1.0)  # bwrap has set its parent-death signal by now: the thread's end is what counts
+        # bwrap sets its parent-death signal before it starts the sandbox's first process: once bwrap has a
+        # child, the starting thread's end is what counts (a loaded machine can take seconds to get there)
+        children = Path(f"/proc/{box['proc'].pid}/task/{box['proc'].pid}/children")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and box["proc"].poll() is None and not children.read_text().strip():
+            time.sleep(0.02)
+        time.sleep(0.2)
 
     for contained in (False, True):
         thread = threading.Thread(target=begin, args=(contained,))
         thread.start()
         thread.join()
+        # join returns when the Python thread is done; the kernel thread (the one the parent-death signal
+        # follows) can live a moment longer: wait until it is gone before talking to the process
+        deadline = time.monotonic() + 30
+        while thread.native_id is not None and Path(f"/proc/self/task/{thread.native_id}").exists():
+            assert time.monotonic() < deadline, "the starting thread never left"
+            time.sleep(0.01)
         proc = box["proc"]
         try:
             out, _ = proc.communicate(b"hello\n", timeout=20)

@@ -252,7 +252,8 @@ def test_a_running_trials_output_is_followed_live_and_the_log_blob_is_the_record
                                                                                              edits=[edit])])],
                                                   run_id="live-run"))
     live = live_output_path(run / "trials", "t0001")
-    wait_for(lambda: "live line 1" in text_of(live), timeout=60)
+    # the view follows output as it arrives, so a line's text and its newline may land apart: wait for both
+    wait_for(lambda: "live line 1\n" in text_of(live), timeout=60)
     assert live == RunStore(run).live_output_path("t0001")  # one rule for the executor and the views
     first = read_live_output(live)
     assert first is not None and first.live and first.text == "live line 1\n"

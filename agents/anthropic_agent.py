@@ -1,7 +1,7 @@
 """The Anthropic backend: the Messages API with client-side tools, through the ``anthropic`` SDK.
 
 Why it exists: to let Claude models take part in a run with exactly the tools and trace of every
-other LLM agent (:mod:`agents.llm_common` owns the loop). This module only speaks the wire format:
+other LLM agent (:mod:`agents.llm.agent` owns the loop). This module only speaks the wire format:
 ``system`` blocks, ``tools`` and the parent's files (the static parts, marked with
 ``cache_control`` so repeated proposals read them from the prompt cache; the newest turn is
 marked too, so the calls within one proposal reuse the conversation so far), ``tool_use`` blocks out and ``tool_result`` blocks
@@ -9,7 +9,7 @@ back, streaming (``message_start`` / ``content_block_*`` with ``input_json_delta
 ``message_delta``) or not, and the usage fields (``input_tokens``, ``output_tokens``,
 ``cache_read_input_tokens``, ``cache_creation_input_tokens``).
 
-Invariant: the SDK's own retries are off (``max_retries=0``); :class:`~agents.llm_common.LLMAgent`
+Invariant: the SDK's own retries are off (``max_retries=0``); :class:`~agents.llm.agent.LLMAgent`
 retries rate limits (429), overload (529, or an ``overloaded_error`` event mid-stream), timeouts
 and 5xx itself, so every failed attempt is a visible ``agent.turn`` of role ``error``.
 
@@ -28,18 +28,10 @@ from typing import Any
 
 import anthropic
 
-from agents.llm_common import (
-    LLMAgent,
-    ModelReply,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-    Transient,
-    Usage,
-    parse_arguments,
-    parse_retry_after,
-    transient_status,
-)
+from agents.llm.agent import LLMAgent, ModelReply
+from agents.llm.costs import Usage
+from agents.llm.retries import Transient, parse_retry_after, transient_status
+from agents.llm.tools import ToolCall, ToolResult, ToolSpec, parse_arguments
 from rrma.contracts import AgentError
 from rrma.task import AgentConfig, TaskConfig
 

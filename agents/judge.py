@@ -3,7 +3,7 @@
 Why it exists: the judge (rrma/audit/judge.py, :class:`~rrma.audit.judge.ModelJudge`) is core code
 and imports no plug-in; it is handed a ``complete`` callable. This module makes that callable for
 the backends the agents already speak, with the agents' own key handling, endpoint resolution,
-retry policy and redaction (:mod:`agents.llm_common`, :mod:`agents.anthropic_agent`,
+retry policy and redaction (:mod:`agents.llm`, :mod:`agents.anthropic_agent`,
 :mod:`agents.openai_agent`): ``rrma.plugins.make_judge("anthropic" | "openai", model)`` resolves
 :func:`anthropic_completer` or :func:`openai_completer` by name.
 
@@ -15,9 +15,9 @@ than the public API needs no key (vLLM without ``--api-key``). The OpenAI reques
 ``temperature`` 0; the Anthropic one sends no sampling parameters (see agents/anthropic_agent.py).
 
 Invariants: the SDKs' own retries are off; a rate limit, overload, timeout, connection error or 5xx
-is retried here with the agents' backoff (:class:`~agents.llm_common.RetryPolicy`), anything else
+is retried here with the agents' backoff (:class:`~agents.llm.retries.RetryPolicy`), anything else
 raises at once. What is raised is an :class:`~rrma.contracts.AgentError` whose text went through
-the :class:`~agents.llm_common.Redactor`: no key reaches an error line or the run log.
+the :class:`~agents.llm.redaction.Redactor`: no key reaches an error line or the run log.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ import anthropic
 import openai
 
 from agents import anthropic_agent, openai_agent
-from agents.llm_common import Redactor, RetryPolicy, Transient
+from agents.llm.redaction import Redactor
+from agents.llm.retries import RetryPolicy, Transient
 from rrma.contracts import AgentError
 
 

@@ -2,14 +2,14 @@
 
 Why it exists: a vLLM server (``vllm serve MODEL --enable-auto-tool-choice --tool-call-parser
 ...``), or any endpoint speaking ``POST /v1/chat/completions``, can run the same agents as the
-Anthropic backend, with the same tools and trace (:mod:`agents.llm_common` owns the loop). This
+Anthropic backend, with the same tools and trace (:mod:`agents.llm.agent` owns the loop). This
 module only speaks the wire format: ``tools`` of type ``function``, assistant ``tool_calls``
 whose ``arguments`` are JSON text (invalid JSON goes back to the model as an error result), one
 ``role: tool`` message per result, streaming chunks with ``tool_calls`` deltas (with
 ``stream_options.include_usage`` so the last chunk carries the usage) or a whole completion.
 Cached prompt tokens (``usage.prompt_tokens_details.cached_tokens``) are counted as cache reads.
 
-Invariant: the SDK's retries are off; :class:`~agents.llm_common.LLMAgent` retries 429, 5xx,
+Invariant: the SDK's retries are off; :class:`~agents.llm.agent.LLMAgent` retries 429, 5xx,
 timeouts and connection errors itself and records each failed attempt as an ``agent.turn``.
 
 Configuration: ``model`` (required), ``base_url`` (else ``OPENAI_BASE_URL``, else the public
@@ -26,18 +26,10 @@ from typing import Any
 
 import openai
 
-from agents.llm_common import (
-    LLMAgent,
-    ModelReply,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-    Transient,
-    Usage,
-    parse_arguments,
-    parse_retry_after,
-    transient_status,
-)
+from agents.llm.agent import LLMAgent, ModelReply
+from agents.llm.costs import Usage
+from agents.llm.retries import Transient, parse_retry_after, transient_status
+from agents.llm.tools import ToolCall, ToolResult, ToolSpec, parse_arguments
 from rrma.contracts import AgentError
 from rrma.task import AgentConfig, TaskConfig
 

@@ -1085,7 +1085,7 @@ class LLMTactics:
 
     def __init__(self, backend: str, model: str | None, task: TaskConfig, name: str, *, max_calls: int = 4,
                  per_call: int = 6, record: Callable[..., None] | None = None) -> None:
-        from agents.llm_common import LLMAgent
+        from agents.llm.agent import LLMAgent
         from rrma.plugins import make_agent
 
         agent = make_agent(AgentConfig(name=f"{name}-tactics", backend=backend, model=model,

@@ -384,7 +384,7 @@ def test_the_tui_header_marks_a_self_reported_run(runs: dict[str, RunResult]) ->
 
 
 def test_the_prompt_says_where_the_metric_comes_from() -> None:
-    from agents.llm_common import system_text
+    from agents.llm.prompts import system_text
 
     for overrides, sentence in (({}, "You cannot change how the metric is computed."),
                                 (SELF_REPORTED, "The metric is self-reported: it is the `loss: <number>` line printed "

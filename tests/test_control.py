@@ -248,7 +248,7 @@ def test_a_steer_note_reaches_the_agent_it_names_and_no_other(tmp_path: Path) ->
 
 
 def test_a_note_to_every_agent_reaches_all_and_the_llm_prompt_shows_it(tmp_path: Path) -> None:
-    from agents.llm_common import context_text
+    from agents.llm.prompts import context_text
 
     x, y = RecordingAgent("x", 2), RecordingAgent("y", 2)
     sent: list[int] = []

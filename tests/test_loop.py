@@ -336,7 +336,7 @@ exec(src)
 def test_an_output_flood_keeps_its_reason_through_every_cut(tmp_path: Path) -> None:
     """A real flooding program: the feedback in the log and what the agent sees both still say why it
     was killed (the log keeps 8000 characters, the agent's view 1500, an LLM's history line 400)."""
-    from agents.llm_common import _fmt
+    from agents.llm.prompts import _fmt
 
     reason = "output flood: more than 300000 bytes written; killed"
     task = demo_task(**{"budget.max_trials": 2, "noise.baseline_repeats": 1, "budget.max_output_bytes": 300000,

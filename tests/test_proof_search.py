@@ -360,7 +360,8 @@ def test_bench_compares_portfolio_and_search_in_one_run(tmp_path: Path, capsys: 
 
 # ----------------------------------------------------------------------------- LLM proposals through a backend
 
-from agents.llm_common import LLMAgent, ModelReply, Usage  # noqa: E402
+from agents.llm.agent import LLMAgent, ModelReply  # noqa: E402
+from agents.llm.costs import Usage  # noqa: E402
 
 
 class FakeTacticModel(LLMAgent):

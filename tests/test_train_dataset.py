@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-from agents.llm_common import LLMAgent, ModelReply, ToolCall, Usage
+from agents.llm.agent import LLMAgent, ModelReply
+from agents.llm.costs import Usage
+from agents.llm.tools import ToolCall
 from cli.main import main
 from rrma.audit.auditor import dismiss_finding
 from rrma.audit.finding import Finding
@@ -64,7 +66,7 @@ class PolicyStandIn(Agent):
 
 
 class ScriptedLLM(LLMAgent):
-    """The LLM agents' own tool-use loop (agents/llm_common.py) with the model's replies scripted here: what it
+    """The LLM agents' own tool-use loop (agents/llm/agent.py) with the model's replies scripted here: what it
     records (its system turn with the tool schemas, each reply, call and result) is what any LLM agent records."""
 
     backend = "scripted-llm"

@@ -54,16 +54,9 @@ from agents.coding import tools as tools_module
 from agents.coding.presets import PRESETS, Command, LaunchSpec, Preset, PresetError
 from agents.coding.streams import StreamParser, clip, clip_value, make_parser
 from agents.coding.workspace import diff_tree
-from agents.llm_common import (
-    FREE,
-    ROLE_HINTS,
-    TASK_PROMPT,
-    Redactor,
-    UsageMeter,
-    context_text,
-    metric_note,
-    price_for,
-)
+from agents.llm.costs import FREE, UsageMeter, price_for
+from agents.llm.prompts import ROLE_HINTS, TASK_PROMPT, context_text, metric_note
+from agents.llm.redaction import Redactor
 from agents.memory import memory_note, remember_outcome
 from rrma.contain import files, sandbox
 from rrma.contain.sandbox import Policy

@@ -40,7 +40,7 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any
 
-from agents.llm_common import FREE, Price, Usage, price_for
+from agents.llm.costs import FREE, Price, Usage, price_for
 from rrma.run.context import clip_middle
 
 Turn = dict[str, Any]  # keyword arguments of rrma.log.events.AgentTurnData (without agent, step)

@@ -26,7 +26,7 @@ from agents.coding.streams import (
     clip_value,
     make_parser,
 )
-from agents.llm_common import Price, price_for
+from agents.llm.costs import Price, price_for
 
 VARS = {"cwd": "/work", "session": "s-1", "model": "claude-sonnet-4-5-20250929", "permission_mode": "bypassPermissions",
         "read_output": "     1\tX = 0.0", "run_output": "step: 2\nloss: 7.4", "path": "objective.py", "old": "X = 0.0",

@@ -9,21 +9,10 @@ import pytest
 from llm_fixtures import ANTHROPIC_KEY, demo_task
 
 from agents.anthropic_agent import AnthropicAgent
-from agents.llm_common import (
-    REDACTED,
-    Price,
-    Redactor,
-    RetryPolicy,
-    ToolCall,
-    ToolSession,
-    Usage,
-    UsageMeter,
-    compile_edit_lines,
-    parse_arguments,
-    parse_retry_after,
-    price_for,
-    proof_syntax_problems,
-)
+from agents.llm.costs import Price, Usage, UsageMeter, price_for
+from agents.llm.redaction import REDACTED, Redactor
+from agents.llm.retries import RetryPolicy, parse_retry_after
+from agents.llm.tools import ToolCall, ToolSession, compile_edit_lines, parse_arguments, proof_syntax_problems
 from rrma.contracts import AgentError, Context
 from rrma.trial import FileEdit
 

@@ -276,7 +276,7 @@ def test_cli_missing_key_is_a_clear_error(tmp_path: Path) -> None:
 def test_a_blind_control_arm_sees_no_other_trial_best_or_blackboard(tmp_path: Path) -> None:
     """Issue 14: with history and lineage off, nothing another trial, the best or the blackboard
     wrote reaches the prompt: only the task, the baseline, the parent's files and the agent's own result."""
-    from agents.llm_common import context_text
+    from agents.llm.prompts import context_text
     from rrma.run.context import build_context
 
     task = demo_task([{"name": "rs", "backend": "random-search"}], **{"budget.max_trials": 4})

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 import oracle.coq as coq_module
-from agents.proof_search import CoqTactics, LearnedTactics, Node, conclusion_pattern
+from agents.best_first import Node
+from agents.coq_tactics import CoqTactics, conclusion_pattern
+from agents.learned_tactics import LearnedTactics
 from benches.proofs import compare_proofs, why_open
 from oracle.coq import CoqOracle, loaded_libraries, logical_module
 from oracle.proof_common import TheoremTask, theorem_keys
@@ -223,7 +225,7 @@ def test_conclusion_pattern_and_rewrite_loops() -> None:
 @needs_coq
 def test_search_never_tries_a_tactic_the_context_lacks() -> None:
     """lia without Lia loaded: the probe finds it missing and no candidate naming it is tried."""
-    from agents.proof_search import SearchBudget, best_first_search
+    from agents.best_first import SearchBudget, best_first_search
     from oracle.proof_state_coq import CoqProofStates
 
     states = CoqProofStates()
@@ -249,7 +251,8 @@ def test_search_never_tries_a_tactic_the_context_lacks() -> None:
 def test_an_exhausted_search_makes_a_wider_second_pass(can_widen: bool) -> None:
     """The first pass proposes nothing that works; with budget left, a source that can widen gets a
     second pass over the open states (without ``widen`` the search stops exhausted)."""
-    from agents.proof_search import Candidate, SearchBudget, TacticSource, best_first_search
+    from agents.best_first import SearchBudget, TacticSource, best_first_search
+    from agents.tactic_suggester import Candidate
     from oracle.proof_state_coq import CoqProofStates
 
     class Narrow(TacticSource):

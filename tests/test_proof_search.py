@@ -17,12 +17,9 @@ from typing import Any
 
 import pytest
 
-from agents.proof_search import (
-    ProofSearchAgent,
-    SearchBudget,
-    best_first_search,
-    parse_tactic_lines,
-)
+from agents.best_first import SearchBudget, best_first_search
+from agents.llm_tactics import parse_tactic_lines
+from agents.proof_search import ProofSearchAgent
 from oracle.lean import RecordedTransport, read_transcript
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, goal_key
@@ -94,7 +91,7 @@ def test_coq_search_premises_finds_library_lemmas(coq_states) -> None:
 
 @needs_coq
 def test_search_finds_and_records_a_proof_the_oracle_accepts(coq_states) -> None:
-    from agents.proof_search import CoqTactics
+    from agents.coq_tactics import CoqTactics
     from oracle.coq import make_coq_checker
 
     task = coq_task("dbl_plus", "Theorem dbl_plus : forall n : nat, double n = n + n.")
@@ -225,7 +222,8 @@ def test_real_lean_repl_tactic_mode_on_the_project() -> None:
 
 
 def test_lean_search_over_recorded_states_finds_the_recorded_path() -> None:
-    from agents.proof_search import Candidate, TacticSource
+    from agents.best_first import TacticSource
+    from agents.tactic_suggester import Candidate
 
     class Scripted(TacticSource):
         def candidates(self, node: Any) -> list[Candidate]:  # the recorded tactics, the failing ones first
@@ -391,7 +389,7 @@ class FakeTacticModel(LLMAgent):
 
 
 def test_llm_tactics_come_from_a_chat_backend_and_are_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agents.proof_search import LLMTactics
+    from agents.llm_tactics import LLMTactics
     from rrma import plugins
 
     monkeypatch.setitem(plugins.BUILTIN_AGENTS, "fake-tactic-model", f"{__name__}:FakeTacticModel")
@@ -447,7 +445,8 @@ def test_search_with_hammer_tries_sauto_and_the_oracle_accepts(tmp_path: Path,
     assert code == 0 and "solved: 1/1" in capsys.readouterr().out
     # the hammer's tactics are candidates at a state (the search found a cheaper proof above), and a
     # proof made with one is the oracle's to accept in the same preloaded context
-    from agents.proof_search import CoqTactics, Node
+    from agents.best_first import Node
+    from agents.coq_tactics import CoqTactics
     from oracle.coq import CoqOracle
     from oracle.proof_state_coq import CoqProofStates
     from rrma.contracts import EvalContext

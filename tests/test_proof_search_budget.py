@@ -11,22 +11,18 @@ runs is shared by the theorems of one scope and redone for another.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-import agents.proof_search as ps
-from agents.proof_search import (
-    Candidate,
-    CoqTactics,
-    Node,
-    SearchBudget,
-    TacticSource,
-    best_first_search,
-    if_scrutinees,
-)
+import agents.best_first as search
+import agents.coq_tactics as coq_tactics
+from agents.best_first import Node, SearchBudget, TacticSource, best_first_search
+from agents.coq_tactics import CoqTactics, if_scrutinees
+from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, TacticResult
 
@@ -82,11 +78,11 @@ class Table(TacticSource):
 TASK = TheoremTask("t", "Lemma t : True.", "", "", prover="coq")
 
 
-@pytest.mark.parametrize("time_weight", [ps.TIME_WEIGHT, 0.0], ids=["timed", "time ignored"])
+@pytest.mark.parametrize("time_weight", [search.TIME_WEIGHT, 0.0], ids=["timed", "time ignored"])
 def test_a_slow_kind_of_tactic_waits_behind_cheap_ones(monkeypatch: pytest.MonkeyPatch, time_weight: float) -> None:
     """`slowtac` costs 5 s a run: once one run showed it, the next ones are put behind the cheap steps
     that lead to the proof (with the time term off they run first, at their lower cost)."""
-    monkeypatch.setattr(ps, "TIME_WEIGHT", time_weight)
+    monkeypatch.setattr(search, "TIME_WEIGHT", time_weight)
     states = ScriptedStates({"slowtac.": ("error", 5.0), "step.": ("progress", 0.1), "close.": ("error", 0.1)})
     cands = [Candidate("slowtac.", 0.3), Candidate("step.", 0.6), Candidate("close.", 0.9)]
     result = best_first_search(states, TASK, lambda root: Table(cands), SearchBudget(seconds=100, max_checks=40),
@@ -202,7 +198,7 @@ def test_the_tactic_probe_is_shared_by_a_scope_and_redone_for_another(monkeypatc
     from oracle.proof_state_coq import CoqProofStates
 
     if not scope_in_key:
-        monkeypatch.setattr(ps, "_SCOPE_SENTENCE", ps.re.compile(r"(?!)"))
+        monkeypatch.setattr(coq_tactics, "_SCOPE_SENTENCE", re.compile(r"(?!)"))
     states = CoqProofStates()
     cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] = {}
     probes: list[str] = []

@@ -1,0 +1,394 @@
+"""Best-first search over proof states: the frontier, the trace it keeps, the budget it spends.
+
+Why it exists: the proof-search agent (:mod:`agents.proof_search`) and its tactic sources
+(:mod:`agents.coq_tactics`, :mod:`agents.lean_tactics`) meet here. :func:`best_first_search`
+applies one tactic at a time through a proof-state backend (:mod:`oracle.proof_state`), keeps
+every new state, and runs the most promising (state, tactic) next, until a path of tactics closes
+every goal or the per-theorem budget (tactic runs and seconds) is spent. It knows no prover: the
+candidates come from a :class:`TacticSource`.
+
+Priority of a (state, tactic): the cost of the state's path (each tactic has a cost) plus ``2 x
+goals`` plus a size term, plus the tactic's cost and the seconds its kind has taken so far in this
+search; one frontier holds them all, so a cheap tactic deep in the tree runs before a slow one near
+the root. A state whose goals were seen before is not kept; a tactic that closes a state's first
+goal ends that state's expansion (the other ways of closing the same goal cannot do better).
+
+Invariant: the search tree is part of the trace. :class:`SearchTree` holds every tried tactic
+compactly (parent node, tactic, outcome, child node, and why a failed one failed: the prover's
+error, clipped), each node's goal hash and the goals of the nodes (clipped); the TUI's proof-tree
+screen replays exactly this layout (``meta["search_tree"]`` of the proposal).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agents.tactic_suggester import Candidate
+from oracle.proof_common import TheoremTask
+from oracle.proof_state import ProofState, ProofStateError, ProofStates, TacticResult
+
+RESTART_MIN_S = 6.0  # a search whose prover session died restarts it only with this many seconds left
+_SESSION_LOST = re.compile(r"session (?:restarted|is not running)|no proof started")
+GOAL_WEIGHT = 2.0  # priority units per open goal
+LOCALITY_SLACK = 0.5  # priority units a tactic at the current node may trail the best elsewhere and still run next
+TIME_WEIGHT = 1.0  # priority units per second a tactic of that head has taken on average in this search
+WIDEN_BEFORE = 0.8  # a search exhausted before this share of its seconds makes a second, wider pass
+SIZE_WEIGHT = 0.004  # per character of the first goal
+TREE_GOAL_CHARS = 400  # a goal's text kept in the trace
+TREE_MESSAGE_CHARS = 300  # a failed tactic's error (or veto) kept in the trace
+OUTCOME_CODE = {"progress": "p", "proved": "P", "error": "e", "timeout": "t", "rejected": "r"}
+
+
+@dataclass
+class SearchBudget:
+    seconds: float = 20.0
+    max_checks: int = 6000
+    tactic_seconds: float = 2.0
+
+
+@dataclass
+class Node:
+    id: int
+    parent: int
+    tactic: str
+    state: ProofState
+    depth: int
+    cost: float
+    tactics: tuple[str, ...]
+    source: str = ""  # the candidate source of the tactic that made this node
+
+
+@dataclass
+class SearchResult:
+    proof: str | None
+    tactics: tuple[str, ...] | None
+    checks: int
+    seconds: float
+    expanded: int
+    tree: dict[str, Any]
+    reason: str  # "proved", "budget: seconds", "budget: checks", "exhausted", or a start error
+    steps: list[tuple[str, str]] = field(default_factory=list)  # (first goal, tactic) along the proof
+    deepest: int = 0  # the depth of the deepest state reached
+    last_error: str = ""  # the last tactic error seen (why the search stopped where it did)
+    # where the time went: candidate source -> [tactic runs, seconds in them, new states, first goals closed]
+    by_source: dict[str, list[float]] = field(default_factory=dict)
+    start_seconds: float = 0.0  # bringing the prover to the statement (the context, the probe, premises)
+    proof_sources: tuple[str, ...] = ()  # the source of each tactic of the proof found
+
+
+def conclusion(goal: str) -> str:
+    """A goal's conclusion: the text after its turnstile (``|-`` for Coq, ``⊢`` for Lean)."""
+    for mark in ("|- ", "⊢ "):
+        if mark in goal:
+            return goal.rsplit(mark, 1)[1].strip()
+    return goal.strip()
+
+
+def closes_first_goal(parent: ProofState, child: ProofState) -> bool:
+    """Whether ``child`` is ``parent`` with its first goal closed (the others unchanged)."""
+    if len(child.goals) != len(parent.goals) - 1:
+        return False
+    return [conclusion(g) for g in child.goals] == [conclusion(g) for g in parent.goals[1:]]
+
+
+def priority(node_cost: float, state: ProofState) -> float:
+    size = len(state.goals[0]) if state.goals else 0
+    return node_cost + GOAL_WEIGHT * len(state.goals) + SIZE_WEIGHT * size
+
+
+class SearchTree:
+    """The trace of one search, kept compact (see the module docstring for the layout)."""
+
+    def __init__(self, prover: str, theorem: str, limit: int = 600) -> None:
+        self.prover, self.theorem, self.limit = prover, theorem, limit
+        self.nodes: list[list[Any]] = []  # [parent, tactic, depth, goal count, goal key]
+        # [node, tactic, outcome code, child node or -1, milliseconds(, why it failed: the prover's error, the veto)]
+        self.tries: list[list[Any]] = []
+        self.goals: dict[str, list[str]] = {}
+        self.dropped = 0
+
+    def add_node(self, node: Node) -> None:
+        self.nodes.append([node.parent, node.tactic, node.depth, len(node.state.goals), node.state.key])
+        if node.state.key not in self.goals and (len(self.goals) < 300 or node.depth <= 1):
+            self.goals[node.state.key] = [g[:TREE_GOAL_CHARS] for g in node.state.goals[:4]]
+
+    def add_try(self, node: int, tactic: str, code: str, child: int, seconds: float, message: str = "") -> None:
+        if len(self.tries) >= self.limit and code not in ("p", "P"):
+            self.dropped += 1
+            return
+        entry: list[Any] = [node, tactic, code, child, round(seconds * 1000, 1)]
+        if message:  # what the TUI's proof tree shows on the failed try's row
+            entry.append(" ".join(message.split())[:TREE_MESSAGE_CHARS])
+        self.tries.append(entry)
+
+    def to_json(self, *, result: str, proof_nodes: Sequence[int], budget: SearchBudget, checks: int,
+                seconds: float) -> dict[str, Any]:
+        return {"v": 1, "prover": self.prover, "theorem": self.theorem, "result": result,
+                "budget": {"seconds": budget.seconds, "checks": budget.max_checks},
+                "used": {"seconds": round(seconds, 3), "checks": checks},
+                "nodes": self.nodes, "tries": self.tries, "goals": self.goals,
+                "proof": list(proof_nodes), "dropped_tries": self.dropped}
+
+
+class TacticSource:
+    """Where candidates come from; :meth:`validate` may veto a found proof (e.g. axioms)."""
+
+    def candidates(self, node: Node) -> Iterable[Candidate]:
+        raise NotImplementedError
+
+    def validate(self, tactics: Sequence[str]) -> str | None:
+        """None when the proof may be proposed; otherwise why not."""
+        return None
+
+    def observe(self, candidate: Candidate, result: TacticResult) -> None:
+        """Learn from a run (a tactic that keeps timing out is dropped for this theorem)."""
+        return None
+
+    def replacement(self, candidate: Candidate, notes: str) -> str | None:
+        """The tactic a proof keeps for a last-resort tactic that closed a goal (``notes``: what it
+        printed); None when it cannot be kept."""
+        return candidate.tactic
+
+
+def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[ProofState], TacticSource],
+                      budget: SearchBudget, *, tree_limit: int = 600,
+                      clock: Callable[[], float] = time.monotonic) -> SearchResult:
+    """Search for a proof of ``task`` (see the module docstring); never raises on a failed start."""
+    started = clock()
+    tree = SearchTree(states.prover, task.name, tree_limit)
+    try:
+        root_state = states.start(task, timeout_s=max(60.0, budget.seconds))
+    except ProofStateError as exc:
+        return SearchResult(None, None, 0, clock() - started, 0,
+                            tree.to_json(result="error", proof_nodes=[], budget=budget, checks=0,
+                                         seconds=clock() - started), f"cannot start: {exc}")
+    tactics_source = source(root_state)
+    start_seconds = clock() - started
+    by_source: dict[str, list[float]] = {}
+    nodes = [Node(0, -1, "", root_state, 0, 0.0, ())]
+    tree.add_node(nodes[0])
+    seen = {root_state.key}
+    counter = itertools.count()
+    # the frontier: one entry per node, keyed by the priority of its best untried tactic (its own priority
+    # before it is expanded); a node's tactics wait in `pending`, cheapest first. So a cheap tactic deep in
+    # the tree runs before a costly one near the root, and a slow tactic waits until the cheap ones of its
+    # node and its peers ran. A node keeps the prover while its next tactic is nearly as good as the best
+    # elsewhere (LOCALITY_SLACK): the prover's document is linear, moving to another node replays its path.
+    heap: list[tuple[float, int, int]] = [(priority(0.0, root_state), next(counter), 0)]
+    pending: dict[int, list[tuple[float, int, Candidate]]] = {}  # node -> (priority, order, candidate), sorted
+    closed_nodes: set[int] = set()  # nodes whose first goal some tactic closed: their other tactics are moot
+    seconds_of: dict[str, tuple[float, int]] = {}  # tactic key -> (seconds, runs): what it costs here
+    checks = expanded = 0
+    reason = "exhausted"
+    last_error = ""
+
+    def finish(proof_node: Node | None, why: str) -> SearchResult:
+        seconds = clock() - started
+        path: list[int] = []
+        if proof_node is not None:
+            k = proof_node.id
+            while k >= 0:
+                path.append(k)
+                k = nodes[k].parent
+            path.reverse()
+        data = tree.to_json(result="proved" if proof_node is not None else "open", proof_nodes=path, budget=budget,
+                            checks=checks, seconds=seconds)
+        deepest = max((n.depth for n in nodes), default=0)
+        stats = {k: [int(v[0]), round(v[1], 2), int(v[2]), int(v[3])] for k, v in by_source.items()}
+        if proof_node is None:
+            return SearchResult(None, None, checks, seconds, expanded, data, why, deepest=deepest,
+                                last_error=last_error, by_source=stats, start_seconds=start_seconds)
+        steps = [(nodes[path[k]].state.goals[0] if nodes[path[k]].state.goals else "", nodes[path[k + 1]].tactic)
+                 for k in range(len(path) - 1)]
+        return SearchResult(states.proof_text(proof_node.tactics), proof_node.tactics, checks, seconds, expanded,
+                            data, "proved", steps=steps, deepest=deepest, by_source=stats,
+                            start_seconds=start_seconds, proof_sources=tuple(nodes[k].source for k in path[1:]))
+
+    tried: set[tuple[int, str]] = set()  # (node, tactic) already run: a wider pass never repeats one
+    stop: list[str] = []
+
+    # seconds kept back for the source's last resort (CoqHammer's `hammer` on the statement): the search
+    # proper stops that much earlier
+    reserve = max(0.0, min(float(getattr(tactics_source, "reserve_seconds", 0.0)), budget.seconds / 2))
+
+    def last_resort() -> SearchResult | None:
+        """The source's last-resort tactics with the seconds kept back (each may name, in its output,
+        the tactic that replays it: that one is what the proof keeps)."""
+        nonlocal checks, last_error
+        final = getattr(tactics_source, "last_resort", None)
+        if not reserve or final is None:
+            return None
+        for node, cand in final(nodes):
+            left = budget.seconds - (clock() - started)
+            if left < 1.0 or (node.id, cand.tactic) in tried:
+                continue
+            tried.add((node.id, cand.tactic))
+            result = states.run_tactic(node.state, cand.tactic, left)
+            checks += 1
+            spent = by_source.setdefault(cand.source, [0, 0.0, 0, 0])
+            spent[0] += 1
+            spent[1] += result.seconds
+            tree.add_try(node.id, cand.tactic, OUTCOME_CODE[result.outcome], -1, result.seconds, result.message)
+            if result.state is None or not (result.outcome == "proved" or closes_first_goal(node.state, result.state)):
+                if result.message:
+                    last_error = f"{cand.tactic} at depth {node.depth}: {result.message}"
+                continue
+            replay = tactics_source.replacement(cand, result.notes)
+            if replay is None:
+                continue
+            left = budget.seconds - (clock() - started)
+            again = states.run_tactic(node.state, replay, max(budget.tactic_seconds, min(left, 10.0)))
+            checks += 1
+            if again.state is None or not (again.outcome == "proved" or closes_first_goal(node.state, again.state)):
+                last_error = f"{replay} (from {cand.tactic}) did not replay: {again.message}"
+                continue
+            child = Node(len(nodes), node.id, replay, again.state, node.depth + 1, node.cost + cand.cost,
+                         (*node.tactics, replay), cand.source)
+            spent[2] += 1
+            spent[3] += 1
+            if again.outcome == "proved":
+                veto = tactics_source.validate(child.tactics)
+                if veto is not None:
+                    continue
+                nodes.append(child)
+                tree.add_node(child)
+                return finish(child, "proved")
+        return None
+
+    def expected_seconds(tactic: str) -> float:
+        spent, runs = seconds_of.get(tactic_head(tactic), (0.0, 0))
+        return spent / runs if runs else 0.0
+
+    def expand(node: Node) -> None:
+        """Ask the source for the node's candidates and queue them, cheapest first."""
+        base = priority(node.cost, node.state)
+        queue = [(base + cand.cost + TIME_WEIGHT * expected_seconds(cand.tactic), k, cand)
+                 for k, cand in enumerate(tactics_source.candidates(node)) if (node.id, cand.tactic) not in tried]
+        queue.sort(key=lambda item: (item[0], item[1]))
+        pending[node.id] = queue
+
+    def attempt(node: Node, cand: Candidate) -> SearchResult | None:
+        nonlocal checks, last_error
+        if clock() - started >= budget.seconds - reserve:
+            stop.append("budget: seconds")
+            return None
+        if checks >= budget.max_checks:
+            stop.append("budget: checks")
+            return None
+        tried.add((node.id, cand.tactic))
+        left = budget.seconds - (clock() - started)
+        result = states.run_tactic(node.state, cand.tactic, min(budget.tactic_seconds, max(0.5, left)))
+        checks += 1
+        if cand.members and result.state is not None and (
+                result.outcome == "proved" or closes_first_goal(node.state, result.state)):
+            # the bundle closed the goal: keep the member that did (what `solve` ran first), not the bundle
+            for member in cand.members:
+                left = budget.seconds - (clock() - started)
+                alone = states.run_tactic(node.state, member, min(budget.tactic_seconds, max(0.5, left)))
+                checks += 1
+                if alone.state is not None and (alone.outcome == "proved"
+                                                or closes_first_goal(node.state, alone.state)):
+                    tried.add((node.id, member))
+                    cand, result = replace(cand, tactic=member, members=()), alone
+                    break
+        head = tactic_head(cand.tactic)
+        spent_head = seconds_of.get(head, (0.0, 0))
+        seconds_of[head] = (spent_head[0] + result.seconds, spent_head[1] + 1)
+        if result.outcome in ("error", "timeout") and _SESSION_LOST.search(result.message or ""):
+            # the prover's session was restarted (a tactic ignored its timeout): the states are tactic
+            # paths, so a fresh start at the statement makes every node reachable again
+            left = budget.seconds - (clock() - started)
+            try:
+                if left < RESTART_MIN_S:
+                    raise ProofStateError("too little time left to restart")
+                states.start(task, timeout_s=left)
+            except ProofStateError as exc:
+                last_error = f"the prover's session was lost and not restarted: {exc}"
+                stop.append("session lost")
+                return None
+        tactics_source.observe(cand, result)
+        code = OUTCOME_CODE[result.outcome]
+        spent = by_source.setdefault(cand.source, [0, 0.0, 0, 0])
+        spent[0] += 1
+        spent[1] += result.seconds
+        if result.state is None or result.outcome not in ("progress", "proved"):
+            tree.add_try(node.id, cand.tactic, code, -1, result.seconds, result.message)
+            if result.message and result.outcome == "error" and (
+                    not result.message.startswith("no progress") or not last_error):
+                last_error = f"{cand.tactic} at depth {node.depth}: {result.message}"
+            return None
+        child_state = result.state
+        closed = result.outcome == "proved" or closes_first_goal(node.state, child_state)
+        if cand.closer and not closed:
+            tree.add_try(node.id, cand.tactic, "n", -1, result.seconds)  # a closer that did not close
+            return None
+        if result.outcome != "proved" and child_state.key in seen:
+            tree.add_try(node.id, cand.tactic, "d", -1, result.seconds)
+            return None
+        seen.add(child_state.key)
+        child = Node(len(nodes), node.id, cand.tactic, child_state, node.depth + 1, node.cost + cand.cost,
+                     (*node.tactics, cand.tactic), cand.source)
+        spent[2] += 1
+        spent[3] += int(closed)
+        if result.outcome == "proved":
+            veto = tactics_source.validate(child.tactics)
+            if veto is not None:
+                tree.add_try(node.id, cand.tactic, "v", -1, result.seconds, veto)
+                return None
+        nodes.append(child)
+        tree.add_node(child)
+        tree.add_try(node.id, cand.tactic, code, child.id, result.seconds)
+        if result.outcome == "proved":
+            return finish(child, "proved")
+        heapq.heappush(heap, (priority(child.cost, child_state), next(counter), child.id))
+        if closed:
+            closed_nodes.add(node.id)  # the first goal is closed: other ways of closing it cannot do better
+        return None
+
+    widened = False
+    while True:
+        while heap and not stop:
+            _, _, node_id = heapq.heappop(heap)
+            if node_id in closed_nodes:
+                continue
+            node = nodes[node_id]
+            if node_id not in pending:
+                expanded += 1
+                expand(node)
+            queue = pending[node_id]
+            while queue and not stop and node_id not in closed_nodes:
+                if heap and queue[0][0] > heap[0][0] + LOCALITY_SLACK:
+                    break  # a better tactic waits at another node
+                _, _, cand = queue.pop(0)
+                if (node_id, cand.tactic) in tried:
+                    continue
+                proof = attempt(node, cand)
+                if proof is not None:
+                    return proof
+            if queue and node_id not in closed_nodes:
+                heapq.heappush(heap, (queue[0][0], next(counter), node_id))
+        if stop:
+            return last_resort() or finish(None, stop[0])
+        # exhausted with budget left: a second, wider pass over every open state (the narrow first
+        # pass proposes nothing more; the rest of the budget is better spent widening it)
+        widen = getattr(tactics_source, "widen", None)
+        if widened or widen is None or clock() - started > WIDEN_BEFORE * budget.seconds or not widen():
+            break
+        widened = True
+        reason = "exhausted after a wider pass"
+        for n in nodes:
+            if n.state.goals and n.id not in closed_nodes:
+                pending.pop(n.id, None)  # expanded again: the wider source's candidates, none run twice
+                heapq.heappush(heap, (priority(n.cost, n.state), next(counter), n.id))
+    return last_resort() or finish(None, reason)
+
+
+def tactic_head(tactic: str) -> str:
+    """A tactic's first word (``induction`` for ``induction n; simpl.``): what its cost is learnt by."""
+    return tactic.split(maxsplit=1)[0].rstrip(".;") if tactic.strip() else ""

@@ -1,0 +1,546 @@
+"""Coq candidates for the best-first proof search: which tactics to try on a goal, cheapest first.
+
+Why it exists: :func:`agents.best_first.best_first_search` knows no prover; :class:`CoqTactics`
+reads a Coq goal and proposes, for each state:
+
+* closers that either close the first goal or are dropped (``reflexivity``, ``auto``, ``lia``,
+  ``congruence``, ``auto using`` the best premises, CoqHammer's ``sauto``/``hauto`` when the
+  oracle preloads ``Hammer.Tactics``...); the cheapest are bundled into one ``solve [...]``;
+* structural steps read off the goal: ``intros``, ``split``/``left``/``right``, ``destruct`` and
+  ``induction`` on each variable (and on each binder of a ``forall``, which generalizes the rest),
+  ``inversion``/``destruct`` of hypotheses, ``unfold`` of the file's definitions that occur, ``destruct``
+  of a ``match`` scrutinee, ``rewrite`` with hypotheses and induction hypotheses;
+* premises (:mod:`agents.premises`): lemmas of the file and of the imported libraries (Coq's
+  ``Search`` on the goal's constants), ranked by shared rare symbols: ``apply``, ``rewrite``
+  (both ways) and ``apply ... in`` a hypothesis;
+* the portfolio's closed scripts at the statement (so the search never does worse than it);
+* the suggesters' tactics (:mod:`agents.learned_tactics`, :mod:`agents.library_tactics`,
+  :mod:`agents.llm_tactics`), screened like every other tactic.
+
+Invariants: a context is probed once for the tactics it cannot run (``lia`` without ``Lia``), and no
+candidate naming a missing one is tried; the probe is shared by the theorems of one scope and redone
+for another. A found proof that leans on an axiom not allowed is vetoed (:meth:`CoqTactics.validate`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from agents.best_first import Node, TacticSource, conclusion
+from agents.llm_tactics import LLMTactics
+from agents.premises import (
+    PremiseIndex,
+    coq_file_premises,
+    coq_file_proofs,
+    is_rewrite_rule,
+    similar,
+    tokens,
+)
+from agents.tactic_portfolio import (
+    COQ_TEMPLATES,
+    induction_order,
+    instantiate,
+    lemmas_of,
+    variables_of,
+)
+from agents.tactic_suggester import Candidate, TacticSuggester
+from oracle.proof_common import TheoremTask
+from oracle.proof_state import Premise, ProofState, TacticResult
+from oracle.strip_coq import CoqSyntaxError, split_sentences
+
+COQ_CLOSERS: list[tuple[str, float]] = [
+    ("reflexivity.", 0.1), ("assumption.", 0.1), ("discriminate.", 0.1), ("contradiction.", 0.1),
+    ("trivial.", 0.15), ("easy.", 0.15), ("auto.", 0.2), ("congruence.", 0.25), ("tauto.", 0.3),
+    ("lia.", 0.3), ("auto with arith.", 0.3), ("auto with datatypes.", 0.3), ("intuition.", 0.4),
+    ("eauto.", 0.4), ("now simpl.", 0.3), ("simpl; lia.", 0.4), ("firstorder.", 0.6),
+    ("now (intros; subst; auto).", 0.5), ("intuition lia.", 0.6), ("simpl in *; auto.", 0.4),
+    ("simpl in *; lia.", 0.5), ("simpl in *; congruence.", 0.5), ("simpl in *; intuition.", 0.6),
+    ("ring.", 0.3), ("field.", 0.4), ("lra.", 0.3), ("nra.", 0.6),
+]
+BUNDLE_MAX_COST = 0.35  # rule closers this cheap are tried together, in one `solve [...]`
+HAMMER_CLOSERS: list[tuple[str, float]] = [("sauto.", 0.5), ("hauto.", 0.5), ("qauto.", 0.5)]
+_PROP_HINT = re.compile(r"(?<![<>=:!])=(?![>=])|<>|->|<->|/\\|\\/|~|\bTrue\b|\bFalse\b|<=|<|>|\bIn\b|\bForall\b|"
+                        r"\bExists\b|\ble\b|\blt\b|\bNoDup\b|\bEven\b|\bOdd\b|\bPermutation\b|\bincl\b|\bsig\b")
+_MATCH = re.compile(r"\bmatch\s+(?P<scrut>[A-Za-z_][\w'.]*(?:\s+[A-Za-z_][\w'.]*)*|\([^()]*\))\s+with\b")
+_IDENT = re.compile(r"[A-Za-z_][\w']*")
+_BINDERS = re.compile(r"^(?:forall|∀)\s+(?P<binders>.*?),", re.S)
+
+
+def if_scrutinees(concl: str) -> list[str]:
+    """The conditions of the ``if C then`` expressions of a conclusion, outermost first (a condition
+    with its own ``if``, ``match`` or binder is left out: it cannot be destructed as it is printed)."""
+    out: list[str] = []
+    for m in re.finditer(r"(?<![\w'])if\s+", concl):
+        depth, i = 0, m.end()
+        while i < len(concl):
+            ch = concl[i]
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0 and concl.startswith(" then", i):
+                cond = concl[m.end():i].strip()
+                if cond and not re.search(r"(?<![\w'])(?:if|match|fun|forall|exists|let)(?![\w'])", cond) \
+                        and cond not in out:
+                    out.append(cond)
+                break
+            i += 1
+    return out
+
+
+def leading_binders(concl: str) -> list[str]:
+    """The names bound by a goal's leading ``forall`` (``forall (n : nat) (l : list A) d,``)."""
+    m = _BINDERS.match(concl.strip())
+    if m is None:
+        return []
+    text = m.group("binders")
+    names: list[str] = []
+    for group in re.findall(r"\(([^()]*)\)|([^()]+)", text):
+        part = group[0] or group[1]
+        head = part.split(":")[0]
+        names.extend(n for n in head.split() if _IDENT.fullmatch(n))
+    return names
+
+
+def _is_prop(typ: str) -> bool:
+    return bool(_PROP_HINT.search(typ)) or typ.startswith(("forall", "exists", "~"))
+
+
+# tactics a context may lack (lia needs Lia; the Init files run without the prelude; sauto needs
+# CoqHammer): probed once per theorem, and no candidate that names a missing one is tried
+GATED_TACTICS = ("lia", "nia", "congruence", "tauto", "intuition", "firstorder", "easy", "now", "sauto",
+                 "hauto", "qauto", "eauto", "f_equal", "discriminate", "decide", "ring", "field", "lra", "nra",
+                 "hammer")
+# Ltac tactics a context may load without importing them (CoqHammer's tactics load Lia; many Reals files
+# load Lra): reachable by their qualified names, which the probe tries when the short one is missing
+QUALIFIED_TACTICS = {"lia": "Coq.micromega.Lia.lia", "nia": "Coq.micromega.Lia.nia",
+                     "lra": "Coq.micromega.Lra.lra", "nra": "Coq.micromega.Lra.nra"}
+_GATED_NAME = re.compile(r"(?<![\w'.])(?P<name>" + "|".join(QUALIFIED_TACTICS) + r")(?![\w'])")
+# context sentences that change which tactics (and names) are in scope
+_SCOPE_SENTENCE = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?(?:Require|From|Import|Export|Ltac|Tactic|"
+                             r"Module|End|Section|Open|Close|Declare|Notation|Infix|Reserved|Set|Unset|Include)\b")
+_QUALIFIED_HEAD = re.compile(r"^[A-Z][\w']*(?:\.[A-Za-z_][\w']*)+(?=[\s;|.]|$)")
+_REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+)\s*\.$")
+MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
+
+
+def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
+    """The goal's conclusion with its local variables as holes (``_``), for ``Search``: "" when it
+    is a product, has no constant left, or holds characters a query must not carry."""
+    text = " ".join(concl.split())
+    if not text or text.startswith(("forall", "exists", "fun", "match", "let")) or "->" in text or len(text) > 160:
+        return ""
+    if not re.fullmatch(r"[\w'. ()+*:<>=@\[\]^/\\~-]+", text) or "Qed" in text:
+        return ""
+    local = set(local_names)
+    out = _IDENT.sub(lambda m: "_" if m.group(0) in local else m.group(0), text)
+    if not re.search(r"[^\s_()=]", out):  # holes only (`_ = _`): every equation would match
+        return ""
+    return out
+
+
+class CoqTactics(TacticSource):
+    """Coq candidates for one theorem (see the module docstring)."""
+
+    def __init__(self, states: Any, task: TheoremTask, root: ProofState, *, library: bool = True,
+                 hammer: bool = False, portfolio: bool = True, premises_per_node: int = 8,
+                 llm: LLMTactics | None = None, setting: str = "library",
+                 suggesters: Sequence[TacticSuggester] = (), hammer_seconds: float = 0.0,
+                 probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] | None = None) -> None:
+        self.states = states
+        # which tactics a scope can run, shared by the theorems of a run (the agent keeps it)
+        self.probe_cache = probe_cache if probe_cache is not None else {}
+        self.hammer_seconds = hammer_seconds if hammer else 0.0
+        self.task = task
+        self.setting = setting
+        self.hammer_wanted = hammer
+        # rediscover: the earlier theorems read `Admitted.` in the view (the checker has their proofs)
+        file_premises, self.definitions = coq_file_premises(task.context, admitted=setting == "rediscover")
+        self.file_index = PremiseIndex(file_premises)
+        self.file_lemmas = {p.name.split(".")[-1] for p in file_premises}
+        # library setting only: earlier human proofs of the file, most similar statements first (whole
+        # scripts to retry at the statement, their sentences as candidates everywhere); the rediscover
+        # view has none, and the search never reads them there
+        proofs = coq_file_proofs(task.context) if setting == "library" else []
+        self.similar_proofs = similar(task.statement, proofs, self.file_index, limit=8)
+        sentences: list[str] = []
+        for _, _, body in self.similar_proofs:
+            for sentence in body.split("\n"):
+                if not re.fullmatch(r"[-+*]+|[{}]", sentence) and sentence not in sentences and len(sentence) < 200:
+                    sentences.append(sentence)
+        self.retrieved = sentences[:16]
+        self.root, self.library, self.wide = root, library, False
+        self.library_index = PremiseIndex(self._library(root) if library else [])
+        self.hammer = hammer
+        self.portfolio = portfolio
+        self.premises_per_node = premises_per_node
+        self.llm = llm
+        self.slow: dict[str, int] = {}  # tactic head -> timeouts in this theorem
+        self.aliases: dict[str, str] = {}  # a gated tactic the context loads but does not import -> full name
+        self.unknown: set[str] = self._unavailable(root)  # tactics this context cannot run (lia without Lia)
+        self.allowed_axioms: tuple[str, ...] = ()
+        self.suggesters = [*suggesters, *([llm] if llm is not None else [])]
+        self.concl_premises: dict[str, list[Premise]] = {}  # conclusion pattern -> lemmas Search found
+        self.pattern_queries = 0
+
+    # -- the last resort: CoqHammer's `hammer` (its ATPs) on the statement, with the seconds kept back
+
+    @property
+    def reserve_seconds(self) -> float:
+        return self.hammer_seconds if self.hammer_seconds > 0 and "hammer" not in self.unknown else 0.0
+
+    def last_resort(self, nodes: Sequence[Node]) -> list[tuple[Node, Candidate]]:
+        """``hammer.`` on the shallowest node whose goal is the statement's with its premises introduced
+        (the root's ``intros`` child, else the root)."""
+        intro = next((n for n in nodes if n.parent == 0 and n.tactic == "intros." and len(n.state.goals) == 1), None)
+        node = intro or nodes[0]
+        return [(node, Candidate("hammer.", 3.0, True, "hammer"))]
+
+    def replacement(self, candidate: Candidate, notes: str) -> str | None:
+        """For ``hammer``: the reconstruction it printed (``Replace the hammer tactic with: T``), which
+        replays without the ATPs; None when it printed none."""
+        if candidate.tactic != "hammer.":
+            return candidate.tactic
+        m = re.search(r"Replace the hammer tactic with:\s*(?P<tac>.+?)(?:\n\s*\n|$)", notes, re.S)
+        if m is None:
+            return None
+        tactic = " ".join(m.group("tac").split())
+        return tactic if tactic.endswith(".") else tactic + "."
+
+    def _unavailable(self, root: ProofState) -> set[str]:
+        """The tactics of :data:`GATED_TACTICS` this context cannot run: ``try (fail; T)`` is
+        interpreted (so an unknown name or notation is an error) but never runs ``T``."""
+        run = getattr(self.states, "run_tactic", None)
+        if run is None or not root.goals:
+            return set()
+        key = self._scope_key()
+        if key is not None and key in self.probe_cache:  # an earlier theorem of the same scope was probed
+            missing_before, aliases = self.probe_cache[key]
+            self.aliases.update(aliases)
+            return set(missing_before)
+        missing: set[str] = set()
+        for name in GATED_TACTICS:
+            if name in ("sauto", "hauto", "qauto", "hammer") and not self.hammer_wanted:
+                missing.add(name)
+                continue
+            if not self._runs(root, name):
+                qualified = QUALIFIED_TACTICS.get(name)
+                if qualified is not None and self._runs(root, qualified):
+                    self.aliases[name] = qualified  # loaded, not imported: called by its full name
+                else:
+                    missing.add(name)
+        if key is not None:
+            self.probe_cache[key] = (frozenset(missing), dict(self.aliases))
+        return missing
+
+    def _scope_key(self) -> tuple[object, ...] | None:
+        """What decides which tactics a context can run: the libraries its session loaded and its
+        sentences that import, define tactics or notations, or open and close scopes (None when
+        the backend cannot list its libraries)."""
+        loaded = getattr(self.states, "loaded_libraries", None)
+        if loaded is None:
+            return None
+        try:
+            scope = tuple(u.code for u in split_sentences(self.task.context) if _SCOPE_SENTENCE.match(u.code))
+        except CoqSyntaxError:
+            return None
+        return (tuple(loaded()), scope, self.hammer_wanted, self.task.noinit)
+
+    def _runs(self, root: ProofState, tactic: str) -> bool:
+        """Whether the context knows ``tactic`` (``try (fail; T)`` is interpreted, never runs ``T``)."""
+        result = self.states.run_tactic(root, f"try (fail; {tactic}).", 2.0)
+        return not (result.outcome in ("error", "rejected") and re.search(
+            r"not found|Unknown|Syntax error|Illegal|unknown|No such", result.message or ""))
+    # -- premises from the imported libraries
+
+    def widen(self) -> bool:
+        """The second pass of an exhausted search: twice the premises per state, library lemmas
+        found with more symbol pairs of the statement, ``eapply L; eauto`` closers, ``auto using``
+        with more lemmas. False when it is already wide."""
+        if self.wide:
+            return False
+        self.wide = True
+        self.premises_per_node = 2 * self.premises_per_node
+        if self.library:
+            self.library_index = PremiseIndex([*self.library_index.premises, *self._library(self.root, wide=True)])
+        return True
+
+    def _library(self, root: ProofState, *, wide: bool = False) -> list[Premise]:
+        goal = root.goals[0] if root.goals else ""
+        syms = [t for t in dict.fromkeys(tokens(conclusion(goal))) if self._searchable(t, root)]
+        queries: list[str] = []
+        for a, b in itertools.combinations(syms[:8] if wide else syms[:5], 2):
+            queries.append(f"{self._term(a)} {self._term(b)}")
+        queries.extend(self._term(s) for s in (syms[:6] if wide else syms[:3]))
+        if wide:
+            queries = [q for q in queries if q not in self._library_queries(root)]
+        found: list[Premise] = []
+        search = getattr(self.states, "search_premises", None)
+        if search is None:
+            return []
+        for query in queries[:12]:
+            found.extend(p for p in search(query, limit=80) if not p.name.startswith("rrma_"))
+        return found
+
+    def _library_queries(self, root: ProofState) -> list[str]:
+        """The queries the first pass ran (the wider pass runs the others)."""
+        goal = root.goals[0] if root.goals else ""
+        syms = [t for t in dict.fromkeys(tokens(conclusion(goal))) if self._searchable(t, root)]
+        out = [f"{self._term(a)} {self._term(b)}" for a, b in itertools.combinations(syms[:5], 2)]
+        return (out + [self._term(x) for x in syms[:3]])[:12]
+
+    @staticmethod
+    def _term(sym: str) -> str:
+        return sym if _IDENT.fullmatch(sym.split(".")[-1] or "") else f'"{sym}"'
+
+    @staticmethod
+    def _searchable(sym: str, root: ProofState) -> bool:
+        if sym in ("=", "->", "<->", "/\\", "\\/", "~", "<>", "S", "O", "0", "1", "true", "false", "nat", "list",
+                   "bool", "A", "B", "Type"):
+            return False
+        names = set(root.detail[0].hyp_names()) if root.detail else set()
+        if sym in names or sym in leading_binders(conclusion(root.goals[0] if root.goals else "")):
+            return False
+        return not (len(sym) == 1 and sym.isalpha())
+
+    # -- candidates
+
+    def candidates(self, node: Node) -> Iterable[Candidate]:
+        state = node.state
+        detail = state.detail[0] if state.detail else None
+        concl = detail.concl if detail is not None else conclusion(state.goals[0])
+        hyps: list[tuple[str, str]] = ([(n, t) for names, t in detail.hyps for n in names] if detail is not None
+                                       else [])
+        goal_text = state.goals[0]
+        out: list[Candidate] = []
+        if node.depth == 0:
+            out.extend(Candidate(body, 0.4 + 0.02 * k, True, "retrieved")
+                       for k, (_, _, body) in enumerate(self.similar_proofs[:6]))
+            if self.portfolio:
+                out.extend(self._portfolio())
+        closers = COQ_CLOSERS + (HAMMER_CLOSERS if self.hammer else [])
+        if concl.strip() == "True":
+            out.append(Candidate("exact I.", 0.1, True))
+        if re.match(r"^\{.*\}\s*\+\s*\{.*\}$", concl):
+            out.append(Candidate("decide equality.", 0.3, True))
+        file_top = self.file_index.rank(goal_text, self.premises_per_node, exclude=[self.task.name])
+        # a library lemma may share the theorem's short name (`Peano.max_r` for `Nat.max_r`): it is
+        # another constant, so it is not excluded
+        lib_top = self.library_index.rank(goal_text, self.premises_per_node // 2 + 1,
+                                          exclude=[p.name for p in file_top])
+        using = ", ".join(p.name for p in ((file_top[:8] + lib_top[:4]) if self.wide else (file_top[:4] + lib_top[:2])))
+        for tactic, cost in closers:
+            out.append(Candidate(tactic, cost, True, "hammer" if (tactic, cost) in HAMMER_CLOSERS else "rule"))
+        if using:
+            out.append(Candidate(f"auto using {using}.", 0.3, True, "premise"))
+            out.append(Candidate(f"eauto using {using}.", 0.5, True, "premise"))
+        premises = file_top + lib_top
+        if self.wide:
+            out.extend(Candidate(f"eapply {p.name}; eauto.", 0.5 + 0.05 * k, True, "premise")
+                       for k, p in enumerate(premises[:8]))
+        out.extend(Candidate(sentence, 0.7 + 0.02 * k, source="retrieved") for k, sentence in enumerate(self.retrieved))
+        if self.hammer and premises:
+            names = ", ".join(p.name for p in premises[:5])
+            out.append(Candidate(f"sauto use: {names}.", 0.5, True, "hammer"))
+        if concl.startswith(("forall", "~")) or re.search(r"(?<![<-])->", concl):
+            # a product: introduce it, or induct on one of its binders (which generalizes the rest)
+            out.append(Candidate("intros.", 0.1))
+            if concl.startswith("~"):
+                out.append(Candidate("intro.", 0.1))  # `intros` does not unfold `not`
+            for name in leading_binders(concl)[:4]:
+                if self.hammer:
+                    out.append(Candidate(f"induction {name}; sauto.", 0.5, True, "hammer"))
+                out.append(Candidate(f"induction {name}.", 0.8))
+                out.append(Candidate(f"induction {name}; simpl; auto.", 0.6))
+                out.append(Candidate(f"destruct {name}.", 1.0))
+            for k, premise in enumerate(premises[:4]):
+                out.append(Candidate(f"apply {premise.name}.", 0.7 + 0.1 * k, source="premise"))
+            for suggester in self.suggesters:
+                out.extend(suggester.candidates(self.task, state))
+            return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
+        for m in _MATCH.finditer(concl):
+            scrut = m.group("scrut")
+            out.append(Candidate(f"destruct {scrut}.", 0.4))
+            out.append(Candidate(f"destruct {scrut} eqn:?.", 0.6))
+        for scrut in if_scrutinees(concl)[:2]:
+            out.append(Candidate(f"destruct ({scrut}).", 0.4))
+            out.append(Candidate(f"destruct ({scrut}) eqn:?.", 0.6))
+        out.append(Candidate("simpl.", 0.5))
+        out.append(Candidate("simpl in *.", 0.7))
+        if any(re.fullmatch(r"[A-Za-z_][\w']* = .*|.* = [A-Za-z_][\w']*", t) for _, t in hyps):
+            out.append(Candidate("subst.", 0.5))
+        if "/\\" in concl or "<->" in concl:
+            out.append(Candidate("split.", 0.3))
+        if "\\/" in concl or re.match(r"^\{.*\}\s*\+", concl):
+            out.append(Candidate("left.", 0.7))
+            out.append(Candidate("right.", 0.7))
+        if concl.startswith(("exists", "{")):
+            out.append(Candidate("eexists.", 0.8))
+        if re.match(r"^[^=]*\S \S[^=]* = [^=]*\S \S", concl):
+            out.append(Candidate("f_equal.", 0.9))
+        head = re.match(r"^(?:~\s*)?\(?\s*(?P<head>[A-Za-z_][\w'.]*)", concl)
+        if head is not None and head.group("head") not in {n for n, _ in hyps} | {"exists", "fun", "match", "let"} \
+                and not re.search(r" (?:=|<>|<=|<|>=|>|<->|->|/\\|\\/) ", concl):
+            # the conclusion is an applied constant (`Un_growing u`, `continuity f`): unfold it
+            out.append(Candidate("red.", 0.6))
+            out.append(Candidate(f"unfold {head.group('head')}.", 0.7))
+        used = set(tokens(goal_text))
+        for name in self.definitions:
+            if name in used or name.split(".")[-1] in used:
+                out.append(Candidate(f"unfold {name}.", 0.8))
+                out.append(Candidate(f"unfold {name} in *.", 1.0))
+        for name, typ in reversed(hyps):
+            if _is_prop(typ):
+                out.append(Candidate(f"apply {name}.", 0.6))
+                if re.search(r"(?<![<>=])=(?![>=])|<->", typ):
+                    out.append(Candidate(f"rewrite {name}.", 0.7))
+                    out.append(Candidate(f"rewrite <- {name}.", 0.9))
+                if re.search(r"/\\|\\/|^exists|<->", typ):
+                    out.append(Candidate(f"destruct {name}.", 0.5))
+                if not name.startswith("IH"):
+                    out.append(Candidate(f"inversion {name}; subst.", 1.0))
+            elif typ not in ("Type", "Set", "Prop") and not typ.startswith("Type"):
+                later = [n for n, t in hyps[hyps.index((name, typ)) + 1:] if not _is_prop(t)
+                         and t not in ("Type", "Set", "Prop")]
+                if later:  # induction with the later variables generalized (a stronger hypothesis)
+                    out.append(Candidate(f"revert {' '.join(later)}; induction {name}.", 0.8))
+                if self.hammer:
+                    out.append(Candidate(f"induction {name}; sauto.", 0.6, True, "hammer"))
+                    out.append(Candidate(f"destruct {name}; sauto.", 0.6, True, "hammer"))
+                out.append(Candidate(f"destruct {name}.", 0.9))
+                out.append(Candidate(f"induction {name}.", 1.0))
+                # one step per case with the routine closers (a datatype of many constructors makes the
+                # plain split too wide to search case by case)
+                out.append(Candidate(f"destruct {name}; simpl; auto.", 0.7))
+                out.append(Candidate(f"induction {name}; simpl; auto.", 0.75))
+        prop_hyps = [n for n, t in hyps if _is_prop(t) and not n.startswith("IH")][-2:]
+        for k, premise in enumerate(premises):
+            weight = 0.6 + 0.08 * k
+            out.append(Candidate(f"apply {premise.name}.", weight, source="premise"))
+            if is_rewrite_rule(premise.statement):
+                out.append(Candidate(f"rewrite {premise.name}.", weight, source="premise"))
+                out.append(Candidate(f"rewrite <- {premise.name}.", weight + 0.2, source="premise"))
+            if k < 3:
+                out.append(Candidate(f"eapply {premise.name}.", weight + 0.3, source="premise"))
+                for h in prop_hyps:
+                    out.append(Candidate(f"apply {premise.name} in {h}.", weight + 0.3, source="premise"))
+        out.extend(self._concl_candidates(state, concl, hyps))
+        for suggester in self.suggesters:
+            out.extend(suggester.candidates(self.task, state))
+        return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
+
+    @staticmethod
+    def _bundled(candidates: list[Candidate]) -> list[Candidate]:
+        """The cheap one-sentence closers of the rules as one ``solve [...]`` candidate (one prover
+        round trip instead of a dozen: most fail, and a failing run costs its round trip)."""
+        cheap = [c for c in candidates if c.closer and c.source == "rule" and c.cost <= BUNDLE_MAX_COST
+                 and c.tactic.endswith(".") and ". " not in c.tactic and "\n" not in c.tactic and "[" not in c.tactic]
+        if len(cheap) < 2:
+            return candidates
+        body = " | ".join(c.tactic[:-1].removeprefix("idtac; ") for c in cheap)
+        bundle = Candidate(f"solve [{body}].", min(c.cost for c in cheap), True, "rule",
+                           members=tuple(c.tactic for c in cheap))
+        members = set(bundle.members)
+        return [bundle, *(c for c in candidates if c.tactic not in members)]
+
+    def _concl_candidates(self, state: ProofState, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
+        """``apply``/``rewrite`` with the lemmas whose conclusion has the goal's shape: Coq's
+        ``Search`` on the conclusion with its variables as holes (``1 < _ ^ _`` for ``1 < a ^ b``),
+        over everything in scope (the file's earlier statements included), best ranked first."""
+        pattern = conclusion_pattern(concl, [n for n, _ in hyps])
+        if not pattern:
+            return []
+        found = self.concl_premises.get(pattern)
+        if found is None:
+            search = getattr(self.states, "search_premises", None)
+            if search is None or self.pattern_queries >= MAX_PATTERN_QUERIES:
+                return []
+            self.pattern_queries += 1
+            found = [p for p in search(f"({pattern})", limit=200) if not p.name.startswith("rrma_")
+                     and p.name.split(".")[-1] != self.task.name]
+            found = PremiseIndex(found).rank(state.goals[0], 6) if found else []
+            self.concl_premises[pattern] = found
+        out: list[Candidate] = []
+        for k, premise in enumerate(found):
+            weight = 0.35 + 0.05 * k
+            out.append(Candidate(f"apply {premise.name}.", weight, source="premise"))
+            out.append(Candidate(f"apply {premise.name}; auto.", weight + 0.05, True, "premise"))
+            if is_rewrite_rule(premise.statement):
+                out.append(Candidate(f"rewrite {premise.name}.", weight + 0.1, source="premise"))
+        return out
+
+    def _portfolio(self) -> list[Candidate]:
+        statement = self.task.statement
+        vars_ = induction_order(variables_of(statement))
+        lemmas = lemmas_of(self.task.context, statement)
+        out: list[Candidate] = []
+        for index, template in enumerate(COQ_TEMPLATES):
+            for proof in instantiate(template, vars_=vars_, lemmas=lemmas, ihs=[])[:2]:
+                out.append(Candidate(proof, 0.5 + 0.01 * index, True, "portfolio"))
+        return out
+
+    def _filter(self, candidates: list[Candidate]) -> list[Candidate]:
+        out: list[Candidate] = []
+        seen: set[str] = set()
+        for cand in candidates:
+            if self.aliases and _GATED_NAME.search(cand.tactic):
+                cand = replace(cand, tactic=_GATED_NAME.sub(lambda m: self.aliases.get(m.group("name"),
+                                                                                      m.group("name")), cand.tactic))
+            if _QUALIFIED_HEAD.match(cand.tactic):
+                # `Nat.order.`: the oracle's screen reads a sentence that starts with a capitalised word as a
+                # command (Coq lexes `Check.x` as the command `Check`), so the call goes after an `idtac;`
+                cand = replace(cand, tactic=f"idtac; {cand.tactic}")
+            if cand.tactic in seen:
+                continue
+            seen.add(cand.tactic)
+            head = cand.tactic.split()[0].rstrip(".;")
+            if head in self.unknown or self.slow.get(head, 0) >= 3 or self.slow.get(cand.tactic, 0) >= 1:
+                continue
+            if self.unknown and set(_IDENT.findall(cand.tactic)) & self.unknown:
+                continue  # names a tactic this context cannot run
+            out.append(cand)
+        return out
+
+    @staticmethod
+    def loops(node: Node, tactic: str) -> bool:
+        """Whether ``tactic`` would undo the step before it or repeat a rewrite for the third time:
+        ``rewrite <- L`` right after ``rewrite L`` (or the reverse), the same lemma rewritten in
+        the same direction more than twice on one path."""
+        m = _REWRITE.match(tactic)
+        if m is None:
+            return False
+        lemma, back = m.group("lemma"), bool(m.group("back"))
+        if node.tactics:
+            last = _REWRITE.match(node.tactics[-1])
+            if last is not None and last.group("lemma") == lemma and bool(last.group("back")) != back:
+                return True
+        same = sum(1 for t in node.tactics if (r := _REWRITE.match(t)) is not None and r.group("lemma") == lemma
+                   and bool(r.group("back")) == back)
+        return same >= 2
+
+    def observe(self, candidate: Candidate, result: TacticResult) -> None:
+        head = candidate.tactic.split()[0].rstrip(".;")
+        if result.outcome == "timeout":
+            self.slow[head] = self.slow.get(head, 0) + 1
+            self.slow[candidate.tactic] = self.slow.get(candidate.tactic, 0) + 1
+        elif result.outcome == "error" and re.search(r"(?:was not found|Unknown (?:tactic|command))", result.message) \
+                and head in result.message:
+            self.unknown.add(head)
+
+    def validate(self, tactics: Sequence[str]) -> str | None:
+        check = getattr(self.states, "assumptions_of_proof", None)
+        if check is None:
+            return None
+        axioms = check(list(tactics))
+        if axioms is None:
+            return "the proof does not close at Qed"
+        # rediscover: the view's earlier theorems are `Admitted` here (the checker has their proofs)
+        allowed = (*self.allowed_axioms, *(self.file_lemmas if self.setting == "rediscover" else ()))
+        bad = [a for a in axioms if a not in allowed and a.split(".")[-1] not in allowed]
+        return f"relies on {', '.join(bad)}" if bad else None

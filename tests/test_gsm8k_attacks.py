@@ -363,7 +363,7 @@ open(out + "/pytorch_model.bin", "wb").write({pickle.dumps(_Payload(marker))!r})
 
 def test_a_completions_link_to_the_answers_is_refused(tmp_path: Path) -> None:
     """A completions file that is a link to a file of gold solutions: the old read followed it."""
-    from oracle.gsm8k_tasks import read_completions
+    from oracle.gsm8k_scoring import read_completions
 
     gold = tmp_path / "gold.jsonl"
     gold.write_text("".join(json.dumps({"idx": p.idx, "completion": p.answer}) + "\n"

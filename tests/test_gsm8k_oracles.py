@@ -31,7 +31,7 @@ from oracle.gsm8k_data import (
     question_key,
     subset,
 )
-from oracle.gsm8k_tasks import CompletionsError, match_completions, read_completions
+from oracle.gsm8k_scoring import CompletionsError, match_completions, read_completions
 from rrma.contain import sandbox
 from rrma.contain.sandbox import Policy
 from rrma.contracts import EvalContext, OracleError

@@ -28,7 +28,13 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from oracle.gsm8k import ANSWER_FORMATS, MODES
 from oracle.gsm8k_data import SPLITS, DataError, Problem, load_split, subset
 from oracle.gsm8k_gen import GenerationError
-from oracle.gsm8k_tasks import CompletionsError, EvalReport, grade_pairs, match_completions, read_completions
+from oracle.gsm8k_scoring import (
+    CompletionsError,
+    EvalReport,
+    grade_pairs,
+    match_completions,
+    read_completions,
+)
 from rrma.models import model_path
 from rrma.text import SafeConsole
 

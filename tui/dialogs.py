@@ -28,7 +28,7 @@ from rrma.log.signing import default_signing_key
 from rrma.log.state import RunState
 from rrma.task import TaskError
 from tui.messages import FindingDismissed, ReviewDecided, ReviewsDecided
-from tui.screens.base import RunSession
+from tui.session import RunSession
 from tui.widgets.trial_text import proposal_of, trial_diff
 
 _TRAILING_NUMBER = re.compile(r"\d+$")

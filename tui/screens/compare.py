@@ -46,7 +46,8 @@ from rrma.log.codec import LogEvent
 from rrma.log.state import RunState, TrialRecord
 from rrma.log.store import RunStore
 from tui.dialogs import TrialNotFound, best_trial_id, resolve_trial_id
-from tui.screens.base import RunScreen, RunSession
+from tui.screens.base import RunScreen
+from tui.session import RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.side_diff import (
     ADD_WORD,

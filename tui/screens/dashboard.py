@@ -54,7 +54,8 @@ from tui.messages import (
     OpenTrial,
     ResumeRun,
 )
-from tui.screens.base import RunScreen, RunSession, shown
+from tui.screens.base import RunScreen, shown
+from tui.session import RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.run_header import header_text, run_now, unreadable_header

@@ -30,7 +30,7 @@ from rrma.log.reader import TrialTally
 from rrma.log.state import RunState
 from rrma.task import MAX_SECONDS, LoopConfig, is_self_reported
 from tui.durations import age, human_duration
-from tui.screens.base import RunSession
+from tui.session import RunSession
 from tui.widgets.training import train_parts
 from tui.widgets.trial_text import (
     BEST,

@@ -18,6 +18,7 @@ from typing import Any
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
+from rrma.errors import error_line
 from rrma.log.codec import LogEvent
 from rrma.log.reader import LiveFold
 from rrma.log.state import RunState
@@ -38,10 +39,6 @@ def failure_line(error: BaseException | None) -> str:
     if type(error).__module__.split(".")[0] in ("rrma", "agents", "oracle") or isinstance(error, OSError):
         text = str(error).strip()
         return text.splitlines()[0] if text else type(error).__name__
-    try:
-        from rrma.run.loop import error_line
-    except ImportError:  # pragma: no cover - the loop ships with the core
-        return f"{type(error).__name__}: {error}"
     return error_line(error)
 
 

@@ -118,9 +118,9 @@ def _adapter_base(folder: Path, override: str | None) -> str:
 
 def _from_run(folder: Path) -> tuple[Path, str] | None:
     """The last trained policy a run's training saved: (artifact dir, how), or None when it trained none."""
+    from rrma.log.artifacts import ArtifactError, check_dir
     from rrma.log.state import RunState
     from rrma.log.store import RunStore
-    from rrma.train.artifacts import ArtifactError, check_dir
 
     try:
         state = RunState.fold(RunStore(folder).scan().events)

@@ -75,13 +75,14 @@ def main(argv: list[str] | None = None, open_tui: OpenTui | None = None) -> int:
         open_run = Path(argv.pop(words[0]))
     args = parser.parse_args(argv)
     from rrma.contracts import AgentError, OracleError
+    from rrma.errors import error_line
     from rrma.log.control import ControlError, RunNotLive
     from rrma.log.driver_lock import RunLocked
     from rrma.log.review import ReviewError
     from rrma.log.store import LogDamaged, RunNotFound, RunUnreadable
     from rrma.models import ModelStoreError
     from rrma.run.experiment import ExperimentError
-    from rrma.run.loop import RunFailed, error_line
+    from rrma.run.loop import RunFailed
     from rrma.task import TaskError
 
     try:

@@ -373,8 +373,8 @@ def test_the_export_records_where_the_scores_came_from(runs: dict[str, RunResult
 
 def test_the_tui_header_marks_a_self_reported_run(runs: dict[str, RunResult]) -> None:
     from tui.durations import utcnow
-    from tui.screens.base import RunSession
     from tui.screens.dashboard import header_text
+    from tui.session import RunSession
 
     for name, marked in (("self-reported", True), ("scorer", False)):
         session = RunSession(runs[name].run_dir, reviewer="r", clock=utcnow)

@@ -47,13 +47,13 @@ from agents.training.command import Request, run_online  # noqa: E402
 from agents.training.tiny import build_tiny  # noqa: E402
 from agents.training.trainers import Settings, last_checkpoint, load_policy  # noqa: E402
 from cli.main import main  # noqa: E402
+from rrma.log.artifacts import ArtifactError  # noqa: E402
 from rrma.log.reader import read_state  # noqa: E402
 from rrma.log.state import RunState  # noqa: E402
 from rrma.log.store import RunStore  # noqa: E402
 from rrma.log.verify import verify_run  # noqa: E402
 from rrma.run.loop import start_run  # noqa: E402
 from rrma.task import TaskConfig, load_task  # noqa: E402
-from rrma.train.artifacts import ArtifactError  # noqa: E402
 from rrma.train.control import SHUFFLED_REWARD, check_steps, shuffle_order  # noqa: E402
 from rrma.train.prompt import ReplyError, messages, parse_reply  # noqa: E402
 from rrma.train.reward import RewardInputs, reward  # noqa: E402

@@ -222,8 +222,8 @@ def test_show_and_export_carry_the_head(run: Path, tmp_path: Path) -> None:
 
 def test_tui_header_shows_the_head(run: Path) -> None:
     from tui.durations import utcnow
-    from tui.screens.base import RunSession
     from tui.screens.dashboard import header_text
+    from tui.session import RunSession
 
     head = read_head(run)
     assert head is not None

@@ -55,7 +55,7 @@ from tui.messages import (
     ReviewsDecided,
     StartRun,
 )
-from tui.screens.base import FAILURE_TITLES, RunScreen, RunSession, failure_line
+from tui.screens.base import FAILURE_TITLES, RunScreen, failure_line
 from tui.screens.compare import compare_with_best, pick_and_compare
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.lineage import LineageScreen
@@ -64,6 +64,7 @@ from tui.screens.review import ReviewScreen, bulk_summary
 from tui.screens.runs import RunsScreen
 from tui.screens.trace import TraceScreen
 from tui.screens.trial import TrialScreen
+from tui.session import RunSession
 from tui.terminal import ControlCharFilter
 from tui.widgets.trial_text import is_proof_run
 

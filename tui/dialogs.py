@@ -28,7 +28,7 @@ from rrma.log.signing import default_signing_key
 from rrma.log.state import RunState
 from rrma.task import TaskError
 from tui.messages import FindingDismissed, ReviewDecided, ReviewsDecided
-from tui.screens.base import RunSession
+from tui.session import RunSession
 from tui.widgets.trial_text import proposal_of, trial_diff
 
 _TRAILING_NUMBER = re.compile(r"\d+$")
@@ -246,6 +246,46 @@ def resolve_trial_id(state: RunState, text: str) -> str:
         shown = ", ".join(matches[:6]) + (f", … {len(matches) - 6} more" if len(matches) > 6 else "")
         raise TrialNotFound(f"{wanted!r} could be {shown}: type more of the id")
     raise TrialNotFound(f"no trial {wanted!r} in this run")
+
+
+class ComparePickScreen(ModalScreen[str | None]):
+    """Ask for the trial to compare ``against`` with; dismisses with a trial id of this run, or None (Esc)."""
+
+    DEFAULT_CSS = """
+    ComparePickScreen { align: center middle; }
+    ComparePickScreen #compare-pick-box { width: 80; height: auto; border: thick $accent; background: $surface; padding: 0 1; }
+    ComparePickScreen #compare-pick-error { height: auto; color: $text-error; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, session: RunSession, against: str) -> None:
+        super().__init__()
+        self.session = session
+        self.against = against
+
+    def compose(self) -> ComposeResult:
+        best = best_trial_id(self.session.state)
+        with Vertical(id="compare-pick-box"):
+            yield Static(Text.assemble(("compare ", "bold"), (self.against, "bold"), (" with which trial?", "bold"),
+                                       " Type its id (t0012, or just 12) or best; Enter compares, Esc cancels."))
+            yield Input(placeholder=f"e.g. {best}" if best else "trial id", id="compare-pick-input")
+            yield Static("", id="compare-pick-error")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        error = self.query_one("#compare-pick-error", Static)
+        try:
+            trial_id = resolve_trial_id(self.session.state, event.value)
+        except TrialNotFound as exc:
+            error.update(str(exc))
+            return
+        if trial_id == self.against:
+            error.update(f"that is {self.against} itself: pick another trial")
+            return
+        self.dismiss(trial_id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 # ----------------------------------------------------------------------------- orders and quitting

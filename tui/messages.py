@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from textual.message import Message
 
-from tui.screens.base import RunSession
+from tui.session import RunSession
 
 
 @dataclass

@@ -26,13 +26,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from rrma.log.artifacts import ArtifactError, check_dir
 from rrma.log.chain import VerifyReport, verify_chain
 from rrma.log.codec import LogEvent
 from rrma.log.layout import RUN_JSON
 from rrma.log.review import check_review_signatures
 from rrma.log.state import RunState, render_blackboard, render_results
 from rrma.log.store import RunStore
-from rrma.train.artifacts import ArtifactError, check_dir
 
 MIN_HEAD_PREFIX = 8
 
@@ -101,7 +101,7 @@ def verify_run(run_dir: Path, expect_head: str | None = None, *, allowed_signers
         report.checked.append("derived views match")
     artifacts = sorted({mark["artifact"] for mark in state.train_checkpoints})
     artifact_errors = len(report.errors)
-    for digest in artifacts:  # checkpoints, adapters, models: content-addressed (rrma/train/artifacts.py)
+    for digest in artifacts:  # checkpoints, adapters, models: content-addressed (rrma/log/artifacts.py)
         try:
             check_dir(run_dir, digest)
         except ArtifactError as exc:

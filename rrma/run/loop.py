@@ -63,6 +63,7 @@ from rrma.audit.auditor import Auditor
 from rrma.contain import cgroups, disk, sandbox
 from rrma.contain.spawn import stale_processes
 from rrma.contracts import Agent, Context, Oracle, TrialSummary
+from rrma.errors import error_line
 from rrma.exec.local import Executor, LocalExecutor
 from rrma.log.driver_lock import DriverLock, RunLocked
 from rrma.log.state import RunState, write_views
@@ -81,7 +82,7 @@ from rrma.run.runner import (  # re-exported (__all__): callers import them from
     TrialRunner,
     early_aborted,
 )
-from rrma.run.scheduler import POLL_SECONDS, RunFailed, Scheduler, error_line
+from rrma.run.scheduler import POLL_SECONDS, RunFailed, Scheduler
 from rrma.run.theorems import (
     COMPLETED,
     RED_TEAM_AGENT,
@@ -96,7 +97,7 @@ from rrma.trial import Proposal
 
 __all__ = [
     "BASELINE_AGENT", "EARLY_ABORT_KEY", "FEEDBACK_LOG_CHARS", "POLL_SECONDS", "ResearchLoop", "RunFailed",
-    "RunResult", "agent_info", "early_aborted", "error_line", "make_agents", "new_run_id", "resume_run",
+    "RunResult", "agent_info", "early_aborted", "make_agents", "new_run_id", "resume_run",
     "run_summary", "start_run", "versions",
 ]
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
+from rrma.errors import error_line
 from rrma.run.ledger import RunLedger
 from rrma.task import TaskConfig
 from rrma.trial import Proposal, Status
@@ -31,18 +30,6 @@ BASELINE_PARENT = "base-0"
 
 class RunFailed(Exception):
     """The run cannot go on (its baseline failed, its oracle cannot start)."""
-
-
-def error_line(exc: BaseException) -> str:
-    """One line for an unexpected exception: its type, the first line of its message, where it was raised."""
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    msg = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-    frames = traceback.extract_tb(exc.__traceback__)
-    if frames:
-        last = frames[-1]
-        msg += f" (at {Path(last.filename).name}:{last.lineno} in {last.name})"
-    return msg
 
 
 class Scheduler:

@@ -19,7 +19,8 @@ Invariants:
   ``done`` when it is done, ``out_of_ideas`` when an agent proposes nothing for it. A theorem's
   seconds are the spans from each ``started`` to its ``done``, less the time the run was paused
   (``run.control``: a pause holds every proposal); a span a killed or stopped session left open ends
-  at the last trial event of that theorem in it.
+  at the last trial event of that theorem in it. The count is rrma/log/theorems.py's (the views read the
+  same one); this policy adds the budgets and the agents still taking turns.
 * Agents take turns (round robin from the first agent on each theorem, one proposal in flight): each
   proposal sees the outcome of the one before, as the bench's own loop did. With ``loop.red_team`` a ``red-team`` pseudo-agent
   first submits one known cheat per theorem (the cheats in turn); its trial is not an attempt.
@@ -37,17 +38,16 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from rrma.contracts import TrialSummary
 from rrma.log.state import RunState, TrialRecord
+from rrma.log.theorems import RED_TEAM_AGENT, TheoremIndex, TheoremStatus
 from rrma.run.context import clip_middle, summarize
 from rrma.task import LoopConfig, RedTeamCheat
 from rrma.trial import Proposal, Status
 
-RED_TEAM_AGENT = "red-team"  # the pseudo-agent that submits loop.red_team's known cheats
 AGENT_VIEW = ("name", "statement", "context", "difficulty", "prover", "line", "noinit", "setting")  # what an agent is told of a theorem
 # (noinit: the theorem is checked without Coq's prelude; setting: rediscover or library, docs/proofs.md)
 COMPLETED = "completed"  # the run's end reason once every theorem is done
@@ -83,22 +83,6 @@ class Theorem:
 
 
 @dataclass
-class TheoremStatus:
-    """What the log says of one theorem now."""
-
-    name: str
-    attempts: int = 0  # agent trials proposed for it (the red team's not counted)
-    seconds: float = 0.0
-    solved_by: str | None = None  # the first trial that proved it
-    out: set[str] = field(default_factory=set)  # agents out of ideas for it
-    done: str | None = None  # solved | attempts | seconds | out_of_ideas (None: not done)
-    marked_done: bool = False  # a `done` mark is in the log
-    started_seq: int | None = None  # seq of its latest `started` mark
-    open_span: bool = False  # its latest `started` mark has no `done` after it
-    red_team: str | None = None  # its red-team trial
-
-
-@dataclass
 class Turn:
     """One agent's turn: propose for ``theorem`` (or submit ``red_team``, the cheat, as the red team)."""
 
@@ -117,32 +101,6 @@ class LogView(Protocol):
     def state(self) -> RunState: ...
 
     def emit(self, kind: str, actor: str, data: dict[str, Any]) -> Any: ...
-
-
-def _epoch(ts: str) -> float:
-    return datetime.fromisoformat(ts).timestamp() if ts else 0.0
-
-
-def pause_intervals(state: RunState, now: float) -> list[tuple[float, float]]:
-    """(from, to) epoch seconds of each pause of the run (``run.control`` pause to continue). A pause still in
-    force runs to ``now``; one a later driver's start ended (a driver starts unpaused) runs to that start."""
-    out: list[tuple[float, float]] = []
-    opened: dict[str, Any] | None = None
-    for order in state.controls:
-        if order["action"] == "pause" and opened is None:
-            opened = order
-        elif order["action"] == "continue" and opened is not None:
-            out.append((_epoch(opened["ts"]), _epoch(order["ts"])))
-            opened = None
-    if opened is not None:
-        ended = state.driver_ts and state.driver_seq > opened["seq"]
-        out.append((_epoch(opened["ts"]), _epoch(state.driver_ts) if ended else now))
-    return out
-
-
-def overlap(a: float, b: float, intervals: Sequence[tuple[float, float]]) -> float:
-    """Seconds of [a, b] that fall in ``intervals`` (disjoint)."""
-    return sum(max(0.0, min(b, hi) - max(a, lo)) for lo, hi in intervals)
 
 
 def red_team_proposal(theorem: Theorem, cheat: RedTeamCheat) -> Proposal:
@@ -208,89 +166,20 @@ class TheoremPolicy:
         self._holder: str | None = None
         self._next = 0  # the rotation: index in self.agents of the agent whose turn comes next
         self._cursor = 0  # theorems before it are done (done is for good)
-        self._trials: dict[str, list[str]] = {}  # theorem -> its trial ids, in order
-        self._marks: dict[str, list[dict[str, Any]]] = {}
-        self._seen_trials = 0
-        self._seen_marks = 0
+        self.by_theorem = TheoremIndex()  # each theorem's trials and marks, indexed as the log grows
 
     # ------------------------------------------------------------------ reading the state
 
-    def _index(self, state: RunState) -> None:
-        """Index the trials and marks appended since the last call (both lists only grow)."""
-        for trial_id in state.order[self._seen_trials:]:
-            rec = state.trials[trial_id]
-            if rec.theorem is not None and not rec.baseline and rec.confirms is None:
-                self._trials.setdefault(rec.theorem, []).append(trial_id)
-        self._seen_trials = len(state.order)
-        for mark in state.theorem_marks[self._seen_marks:]:
-            self._marks.setdefault(mark["name"], []).append(mark)
-        self._seen_marks = len(state.theorem_marks)
-
     def trials_of(self, state: RunState, name: str) -> list[TrialRecord]:
         """Every trial of theorem ``name`` (the red team's included), in proposal order."""
-        self._index(state)
-        return [state.trials[t] for t in self._trials.get(name, [])]
+        return self.by_theorem.trials_of(state, name)
 
     def status(self, state: RunState, theorem: Theorem | str, now: float | None = None) -> TheoremStatus:
+        """What the log says of ``theorem`` now (rrma/log/theorems.py), under this run's budgets and agents."""
         name = theorem if isinstance(theorem, str) else theorem.name
-        now = self.clock() if now is None else now
-        trials = self.trials_of(state, name)
-        st = TheoremStatus(name)
-        agent_trials = []
-        for rec in trials:
-            if rec.agent == RED_TEAM_AGENT:
-                st.red_team = st.red_team or rec.trial_id
-                continue
-            agent_trials.append(rec)
-            if st.solved_by is None and rec.status == Status.ok.value:
-                st.solved_by = rec.trial_id
-        st.attempts = len(agent_trials)
-        spans: list[tuple[float, float]] = []  # (from, to) epoch seconds the theorem was current
-        start: dict[str, Any] | None = None
-        done_reason: str | None = None
-        for mark in self._marks.get(name, []):
-            if mark["mark"] == "out_of_ideas" and mark.get("agent"):
-                st.out.add(str(mark["agent"]))
-            elif mark["mark"] == "started":
-                if start is not None:  # a session that ended without a `done`: its span ends at its last trial event
-                    spans.append((_epoch(start["ts"]), self._span_end(agent_trials, start, mark["seq"])))
-                start = mark
-                st.started_seq = mark["seq"]
-            elif mark["mark"] == "done":
-                if start is not None:
-                    spans.append((_epoch(start["ts"]), _epoch(mark["ts"])))
-                start = None
-                st.marked_done = True
-                done_reason = done_reason or str(mark.get("reason") or "done")
-        if start is not None:
-            st.open_span = True
-            if start["seq"] > state.driver_seq and state.finish_reason is None:  # begun by this live driver: it runs now
-                spans.append((_epoch(start["ts"]), max(now, _epoch(start["ts"]))))
-            else:
-                spans.append((_epoch(start["ts"]), self._span_end(agent_trials, start, None)))
-        # a pause holds every proposal (run.control): its time is not the theorem's
-        pauses = pause_intervals(state, now) if state.controls else []
-        st.seconds = max(0.0, sum(b - a - overlap(a, b, pauses) for a, b in spans))
-        if done_reason is not None:
-            st.done = done_reason
-        elif st.solved_by is not None:
-            st.done = "solved"
-        elif st.attempts >= self.loop.attempts_per_theorem:
-            st.done = "attempts"
-        elif st.started_seq is not None and st.seconds >= self.loop.theorem_seconds:
-            st.done = "seconds"
-        elif self.active and self.active <= st.out:
-            st.done = "out_of_ideas"
-        return st
-
-    @staticmethod
-    def _span_end(trials: list[TrialRecord], start: dict[str, Any], before_seq: int | None) -> float:
-        """The last trial event of a span that no `done` closed (its session was killed or stopped)."""
-        end = _epoch(start["ts"])
-        for rec in trials:
-            if rec.proposed_seq > start["seq"] and (before_seq is None or rec.proposed_seq < before_seq):
-                end = max(end, _epoch(rec.proposed_ts), _epoch(rec.finished_ts))
-        return end
+        return self.by_theorem.status(state, name, attempts_per_theorem=self.loop.attempts_per_theorem,
+                                      theorem_seconds=self.loop.theorem_seconds,
+                                      now=self.clock() if now is None else now, active=self.active)
 
     def current(self, state: RunState, now: float | None = None) -> tuple[Theorem, TheoremStatus] | None:
         """The first theorem that is not done, with its status (None: every theorem is done)."""

@@ -2,40 +2,21 @@
 
 from __future__ import annotations
 
-import difflib
-import random
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from tui_helpers import fixed_clock, plain, wait_until
 
+from rrma.diff import ADD, DEL, FILE
 from rrma.log.state import RunState, TrialRecord
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
+from tui.dialogs import ComparePickScreen, TrialNotFound, best_trial_id, resolve_trial_id
 from tui.screens import compare
-from tui.screens.compare import (
-    ADD,
-    CTX,
-    DEL,
-    FILE,
-    HUNK,
-    NOTE,
-    ComparePickScreen,
-    CompareScreen,
-    DiffView,
-    TrialFiles,
-    TrialNotFound,
-    best_trial_id,
-    compare_trials,
-    compare_with_best,
-    diff_text,
-    pick_and_compare,
-    resolve_trial_id,
-    unified_lines,
-)
+from tui.screens.compare import CompareScreen, compare_with_best, pick_and_compare
 from tui.screens.dashboard import DashboardScreen
+from tui.widgets.diff_view import DiffView
 
 
 def make_app(runs_dir: Path) -> RRMAApp:
@@ -133,108 +114,6 @@ def test_best_trial_id_is_the_headers_best_approved_or_not(run_dir: Path) -> Non
     assert best_trial_id(RunState()) is None
     with pytest.raises(TrialNotFound, match="no best trial yet"):
         resolve_trial_id(state_with(["t0001"], best=None), "best")
-
-
-def test_compare_trials_diffs_proofs_and_notes_binary_files(run_dir: Path) -> None:
-    add_trials(run_dir, {"p1": {"a.txt": "same\n", "bin": "x\x00y"}, "p2": {"a.txt": "same\n", "bin": "x\x00z"}},
-               proofs={"p1": ("add_comm", "by simp"), "p2": ("add_comm", "by omega\n  done")})
-    from rrma.log.reader import RunReader
-
-    state = RunReader(run_dir).load().state
-    result = compare_trials(run_dir, TrialFiles.of(state.trials["p1"]), TrialFiles.of(state.trials["p2"]))
-    text = diff_text(result.lines)
-    assert "a.txt" not in text  # the same blob: skipped unread
-    assert "p1/bin vs p2/bin" in text and "binary file" in text
-    assert "--- p1/proof of add_comm" in text and "-by simp" in text and "+by omega" in text
-    assert result.files_changed == 2 and (result.added, result.removed) == (2, 1)
-
-
-def test_compare_trials_cuts_a_long_diff_and_says_so(run_dir: Path) -> None:
-    add_trials(run_dir, {"big-a": {"f.py": "".join(f"a{i}\n" for i in range(10_000))},
-                         "big-b": {"f.py": "".join(f"b{i}\n" for i in range(10_000))}})
-    from rrma.log.reader import RunReader
-
-    state = RunReader(run_dir).load().state
-    result = compare_trials(run_dir, TrialFiles.of(state.trials["big-a"]), TrialFiles.of(state.trials["big-b"]),
-                            max_lines=500)
-    assert result.truncated and len(result.lines) == 501
-    assert result.lines[-1][0] == NOTE and "cut here at 500 lines" in result.lines[-1][1]
-    assert result.summary().startswith("at least 1 file differs")
-
-
-def test_compare_trials_never_passes_terminal_escapes_through(run_dir: Path) -> None:
-    add_trials(run_dir, {"e1": {"x": "plain\n"}, "e2": {"x": "\x1b[2Jboom\tend\n"}})
-    from rrma.log.reader import RunReader
-
-    state = RunReader(run_dir).load().state
-    result = compare_trials(run_dir, TrialFiles.of(state.trials["e1"]), TrialFiles.of(state.trials["e2"]))
-    added = [text for kind, text in result.lines if kind == ADD]
-    assert added == ["+�[2Jboom   end"]  # ESC replaced, the tab expanded
-
-
-def apply_diff(a: list[str], lines: list[tuple[str, str]]) -> list[str]:
-    """Rebuild the right side from the left one and a unified diff (to check a diff is right)."""
-    b: list[str] = []
-    i = 0
-    for kind, text in lines:
-        if kind == HUNK:
-            start, _, length = text.split()[1][1:].partition(",")
-            first = int(start) - (0 if length == "0" else 1)  # "-0,0" and "-5,0" name the line before
-            b.extend(a[i:first])
-            i = first
-        elif kind == CTX:
-            b.append(text[1:])
-            i += 1
-        elif kind == DEL:
-            i += 1
-        elif kind == ADD:
-            b.append(text[1:])
-    return b + a[i:]
-
-
-def mutated(rng: random.Random, lines: list[str]) -> list[str]:
-    out = list(lines)
-    for _ in range(rng.randrange(0, 30)):
-        at, roll = rng.randrange(len(out) + 1), rng.random()
-        if roll < 0.3 and out:
-            del out[min(at, len(out) - 1)]
-        elif roll < 0.6:
-            out.insert(at, f"new {rng.random():.3f}")
-        elif out:
-            out[min(at, len(out) - 1)] = f"changed {rng.random():.3f}"
-    return out
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_unified_lines_is_difflib_for_small_files_and_right_for_big_ones(seed: int,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = random.Random(seed)
-    for _ in range(60):
-        a = [f"line {rng.randrange(40)}" for _ in range(rng.randrange(0, 80))]
-        b = mutated(rng, a)
-        ours = list(unified_lines(a, b, "x", "y"))
-        assert [text for _, text in ours] == list(difflib.unified_diff(a, b, "x", "y", lineterm=""))
-        monkeypatch.setattr(compare, "PATIENCE_ABOVE", 0)  # the anchored diff, on the same input
-        assert apply_diff(a, list(unified_lines(a, b, "x", "y"))) == b
-        monkeypatch.setattr(compare, "PATIENCE_ABOVE", 2_000)
-
-
-def test_a_10k_line_diff_with_thousands_of_changes_takes_well_under_a_second() -> None:
-    a = [f"row {i} = {i * 7 % 1000}" for i in range(10_000)]
-    b = [f"row {i} = {i * 7 % 1000 + (i % 3 == 0)}" for i in range(10_000)]  # every third line changed
-    started = time.perf_counter()
-    lines = list(unified_lines(a, b, "x", "y"))
-    assert time.perf_counter() - started < 1.0  # difflib alone takes seconds on this
-    assert sum(kind == ADD for kind, _ in lines) == 3334 and apply_diff(a, lines) == b
-
-
-def test_texts_that_differ_only_in_the_last_newline_say_so(run_dir: Path) -> None:
-    add_trials(run_dir, {"n1": {"f": "a\nb\n"}, "n2": {"f": "a\nb"}})
-    from rrma.log.reader import RunReader
-
-    state = RunReader(run_dir).load().state
-    result = compare_trials(run_dir, TrialFiles.of(state.trials["n1"]), TrialFiles.of(state.trials["n2"]))
-    assert result.files_changed == 1 and "only line endings or the final newline differ" in diff_text(result.lines)
 
 
 # ----------------------------------------------------------------------------- the screen
@@ -381,13 +260,3 @@ async def test_a_trial_not_yet_in_the_run_is_diffed_when_it_arrives(runs_dir: Pa
         await pilot.press("right_curly_bracket")  # next file
         await pilot.pause()
         assert view.scroll_offset.y == min(starts[1], view.max_scroll_y)
-
-
-def test_trials_with_the_same_workspace_say_so(run_dir: Path) -> None:
-    add_trials(run_dir, {"s1": {"f": "x\n"}, "s2": {"f": "x\n"}})
-    from rrma.log.reader import RunReader
-
-    state = RunReader(run_dir).load().state
-    result = compare_trials(run_dir, TrialFiles.of(state.trials["s1"]), TrialFiles.of(state.trials["s2"]))
-    assert result.files_changed == 0 and result.summary() == "no difference"
-    assert result.lines == [(NOTE, "the same workspace: every file has the same content")]

@@ -23,10 +23,11 @@ from tui_helpers import fixed_clock, wait_until
 
 from tui.app import RRMAApp
 from tui.dialogs import NewRunScreen, NoteScreen
-from tui.screens.compare import CompareScreen, DiffView
+from tui.screens.compare import CompareScreen
 from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.trial import TrialScreen
+from tui.widgets.diff_view import DiffView
 
 pytestmark = pytest.mark.asyncio
 

@@ -20,11 +20,13 @@ from screen_text import screen_lines
 from textual.widget import Widget
 from tui_helpers import fixed_clock, wait_until
 
+from rrma.diff import unified_lines
 from rrma.log.state import RunState, TrialRecord
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
-from tui.screens.compare import CompareScreen, DiffView, unified_lines
+from tui.screens.compare import CompareScreen
 from tui.screens.dashboard import DashboardScreen, pane_layout
+from tui.widgets.diff_view import DiffView
 from tui.widgets.line_table import LineTable
 from tui.widgets.score_chart import LiveSeries, ScoreChart, chart_series
 from tui.widgets.side_diff import (

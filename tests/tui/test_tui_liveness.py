@@ -36,7 +36,7 @@ from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
 from tui.durations import human_duration
-from tui.screens.base import RunSession
+from tui.session import RunSession
 from tui.widgets.line_table import LineTable
 from tui.widgets.run_header import header_text
 from tui.widgets.trial_text import fmt_age

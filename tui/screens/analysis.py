@@ -52,7 +52,8 @@ from rrma.log.reader import LiveFold
 from rrma.log.state import RunState, TrialRecord
 from rrma.workspace import read_constant
 from tui.messages import OpenTrial
-from tui.screens.base import RunScreen, RunSession
+from tui.screens.base import RunScreen
+from tui.session import RunSession
 from tui.terminal import without_controls
 from tui.widgets.footer import KeysFooter
 from tui.widgets.metric_chart import ChartData, MetricChart

@@ -1,4 +1,4 @@
-"""What every screen of one run shares: the session (model, reader, reviewer, clock).
+"""What every screen of one run shares: the base screen over a :class:`~tui.session.RunSession`, failure lines.
 
 The session's model is folded on the UI thread only (the dashboard's tail worker parses new
 lines and posts them; the dashboard applies them), so a screen may read ``session.state``
@@ -13,64 +13,16 @@ which hands their workers' failures to the app.
 
 from __future__ import annotations
 
-import asyncio
-import queue
-import time
-from collections.abc import Callable
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
+from rrma.errors import error_line
 from rrma.log.codec import LogEvent
-from rrma.log.control import live_driver
-from rrma.log.reader import LiveFold, ParsedChunk, RunReader
+from rrma.log.reader import LiveFold
 from rrma.log.state import RunState
-
-
-class RunSession:
-    """One open run: its reader, its model (once loaded) and who is looking at it."""
-
-    def __init__(self, run_dir: Path, *, reviewer: str, clock: Callable[[], datetime]) -> None:
-        self.run_dir = Path(run_dir)
-        self.reviewer = reviewer
-        self.clock = clock
-        self.reader = RunReader(self.run_dir)
-        self.model: LiveFold | None = None
-        self.pending: queue.SimpleQueue[ParsedChunk] = queue.SimpleQueue()
-        self.generation = 0  # bumped on every applied update
-        self.on_applied: Callable[[list[LogEvent]], None] | None = None  # benchmark hook
-        self.load_seconds: float | None = None
-        self.loaded_event = asyncio.Event()  # set on the UI thread once the model is in place
-        self._driver: str | None = None
-        self._driver_probed = -1e9
-
-    @property
-    def state(self) -> RunState:
-        return self.model.state if self.model is not None else RunState(run_id=self.run_dir.name)
-
-    @property
-    def loaded(self) -> bool:
-        return self.model is not None
-
-    def driver(self, max_age: float = 1.0) -> str | None:
-        """Who drives the run ("pid N on HOST since T"), or None; probed at most once per ``max_age`` seconds."""
-        now = time.monotonic()
-        if now - self._driver_probed >= max_age:
-            self._driver = live_driver(self.run_dir)
-            self._driver_probed = now
-        return self._driver
-
-    def status(self) -> str:
-        """The run's status for display: ``stopped`` for a run whose log says running but whose driver is gone
-        (a crash or a kill -9 left no ``run.finished``; `rrma-tui resume` continues it)."""
-        state = self.state
-        if state.status == "running" and self.driver() is None:
-            return "stopped"
-        return state.status
-
+from tui.session import RunSession
 
 FAILURE_TITLES = {  # worker group -> what a failure in it means to the user
     "driver": "the run's driver failed", "review": "review not recorded", "runs": "cannot list the runs",
@@ -87,10 +39,6 @@ def failure_line(error: BaseException | None) -> str:
     if type(error).__module__.split(".")[0] in ("rrma", "agents", "oracle") or isinstance(error, OSError):
         text = str(error).strip()
         return text.splitlines()[0] if text else type(error).__name__
-    try:
-        from rrma.run.loop import error_line
-    except ImportError:  # pragma: no cover - the loop ships with the core
-        return f"{type(error).__name__}: {error}"
     return error_line(error)
 
 

@@ -30,18 +30,11 @@ from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from rrma.log.codec import LogEvent, Torn
-from rrma.log.control import (
-    agent_names,
-    live_driver,
-    post_to_blackboard,
-    send_control,
-    send_steer,
-)
 from rrma.log.layout import EVENTS
 from rrma.log.reader import LiveFold, trials_touched
 from rrma.log.store import RunUnreadable, check_first_event, check_readable
 from rrma.log.turns import TurnIndex
-from tui.dialogs import ExportScreen, OrderInput, OrderScreen, TrialPickScreen
+from tui.dialogs import ExportScreen, TrialPickScreen
 from tui.messages import (
     OpenAnalysis,
     OpenCompare,
@@ -52,9 +45,10 @@ from tui.messages import (
     OpenTrace,
     OpenTraining,
     OpenTrial,
-    ResumeRun,
 )
-from tui.screens.base import RunScreen, RunSession, shown
+from tui.orders import OrderDone, ask_pause, ask_post, ask_resume, ask_steer, ask_stop
+from tui.screens.base import RunScreen, shown
+from tui.session import RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.run_header import header_text, run_now, unreadable_header
@@ -202,12 +196,6 @@ class DashboardScreen(RunScreen):
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, DashboardScreen.Appended)
-
-    @dataclass
-    class OrderDone(Message):
-        """An order, post or steer note was written (or found already in force): one line saying so."""
-
-        text: str
 
     @dataclass
     class TurnsIndexed(Message):
@@ -590,8 +578,8 @@ class DashboardScreen(RunScreen):
         started = time.perf_counter()
         [result] = export_runs([self.session.run_dir], out)
         what = "unchanged since the last export" if result.skipped else f"{result.events:,} events, {result.trials} trials"
-        self.post_message(self.OrderDone(f"exported {result.run_id} to {out}: {what} "
-                                         f"({time.perf_counter() - started:.1f} s; `datasette {out}` browses it)"))
+        self.post_message(OrderDone(f"exported {result.run_id} to {out}: {what} "
+                                    f"({time.perf_counter() - started:.1f} s; `datasette {out}` browses it)"))
 
     def action_review(self) -> None:
         self.post_message(OpenReview(self.session))
@@ -677,117 +665,22 @@ class DashboardScreen(RunScreen):
         self.text_filter = ""
         self._refilter()
 
-    # ------------------------------------------------------------------ driving the run (rrma.log.control)
-
-    def _at_rest(self) -> str:
-        """Why no driver takes orders, and whether R resumes the run (never suggested when there is nothing to
-        resume: its budget or goal is reached; RunState.nothing_to_resume)."""
-        state = self.state
-        done = state.nothing_to_resume()
-        if done is not None:
-            return f"the run has finished ({state.finish_reason}): {done}, so there is nothing to resume"
-        if state.finish_reason:
-            return f"the run has finished ({state.finish_reason}); R resumes it (`rrma-tui resume RUN`)"
-        return "no process is driving this run; R resumes it (`rrma-tui resume RUN`)"
-
-    def _live(self) -> bool:
-        """Whether a driver holds the run; says why not in a notification."""
-        if self.state.finish_reason or live_driver(self.session.run_dir) is None:
-            self.notify(self._at_rest(), severity="warning")
-            return False
-        return True
+    # ------------------------------------------------------------------ driving the run (tui/orders.py)
 
     def action_stop_run(self) -> None:
-        if not self._live():
-            return
-        if self.state.stop_request is not None:
-            self.notify(f"a stop is already in force (by {self.state.stop_request['by']})")
-            return
-
-        def confirmed(answer: OrderInput | None) -> None:
-            if answer is not None:
-                self.write_order("stop", answer)
-
-        self.app.push_screen(OrderScreen(
-            f"Stop run {self.session.run_dir.name}?",
-            "No new trials; running trials finish within their budget, then the run ends as stopped "
-            "(`rrma-tui resume` continues it later).", "reason (optional)"), confirmed)
+        ask_stop(self, self.session)
 
     def action_pause_run(self) -> None:
-        if not self._live():
-            return
-        action = "continue" if self.state.paused else "pause"
-        detail = ("Agents go on proposing." if action == "continue" else
-                  "Agents make no new proposal until you continue (w again); running trials finish; "
-                  "the wall clock keeps running.")
-
-        def confirmed(answer: OrderInput | None) -> None:
-            if answer is not None:
-                self.write_order(action, answer)
-
-        self.app.push_screen(OrderScreen(f"{action.capitalize()} run {self.session.run_dir.name}?", detail,
-                                         "reason (optional)"), confirmed)
+        ask_pause(self, self.session)
 
     def action_resume_run(self) -> None:
-        """Drive a run nobody drives (stopped, interrupted, crashed) from a headless child of this TUI."""
-        state = self.state
-        driver = live_driver(self.session.run_dir)
-        if driver is not None:
-            self.notify(f"the run is live: {driver} drives it" + ("; w continues a paused run" if state.paused else ""))
-            return
-        if state.nothing_to_resume() is not None:
-            self.notify(self._at_rest(), severity="warning")
-            return
-
-        def confirmed(answer: OrderInput | None) -> None:
-            if answer is not None:
-                self.post_message(ResumeRun(self.session.run_dir))
-
-        what = f"ended as {state.finish_reason}" if state.finish_reason else "has no live driver (its process is gone)"
-        self.app.push_screen(OrderScreen(
-            f"Resume run {self.session.run_dir.name}?",
-            f"The run {what}. A headless `rrma-tui resume` started by this TUI drives it from here: completed "
-            "trials are kept, interrupted ones run again. `q` asks whether to stop it or leave it running.",
-            "Enter resumes, Esc cancels"), confirmed)
+        ask_resume(self, self.session)
 
     def action_post(self) -> None:
-        def confirmed(answer: OrderInput | None) -> None:
-            if answer is not None:
-                self.write_order("post", answer)
-
-        live = not self.state.finish_reason and live_driver(self.session.run_dir) is not None
-        detail = ("Every agent with history sees blackboard posts in its context." if live else
-                  f"The post is kept in the run's log; {self._at_rest()}.")
-        self.app.push_screen(OrderScreen(f"Post to the blackboard as human:{self.session.reviewer}", detail,
-                                         "what to post", required=True), confirmed)
+        ask_post(self, self.session)
 
     def action_steer(self) -> None:
-        if self.state.nothing_to_resume() is not None:  # no agent will ever read it
-            self.notify(f"no steer note: {self._at_rest()}", severity="warning")
-            return
-
-        def confirmed(answer: OrderInput | None) -> None:
-            if answer is not None:
-                self.write_order("steer", answer)
-
-        self.app.push_screen(OrderScreen(
-            f"Steer note from human:{self.session.reviewer}",
-            "The agents it is for see it in their context from their next proposal on; it shows in their trace.",
-            "the note", required=True, agents=sorted(agent_names(self.state)), to=self.agent_filter or ""),
-            confirmed)
-
-    @work(thread=True, group="control", exit_on_error=False)
-    def write_order(self, what: str, answer: OrderInput) -> None:
-        """Append the order or note; a refusal (RunNotLive: the driver ended meanwhile, ControlError, an
-        unwritable log) fails the worker, and the app's one failure handler shows it ("order not sent")."""
-        run_dir, who = self.session.run_dir, self.session.reviewer
-        if what == "post":
-            sent = post_to_blackboard(run_dir, answer.text, who)
-        elif what == "steer":
-            sent = send_steer(run_dir, answer.text, who, answer.to)
-        else:
-            sent = send_control(run_dir, what, who, answer.text)
-        self.post_message(self.OrderDone(sent.message))
+        ask_steer(self, self.session, self.agent_filter or "")
 
     @on(OrderDone)
     def _order_done(self, message: OrderDone) -> None:

@@ -26,7 +26,8 @@ from textual.widgets.tree import TreeNode
 from rrma.log.codec import LogEvent
 from rrma.log.state import RunState
 from tui.messages import OpenTrial
-from tui.screens.base import RunScreen, RunSession
+from tui.screens.base import RunScreen
+from tui.session import RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.trial_text import SIGMA_LEGEND, best_marker, fit_line, fmt_score, fmt_sigma, glyph
 

@@ -30,7 +30,8 @@ from textual.widgets import Static
 from rrma.log.codec import LogEvent
 from tui.dialogs import ask_bulk_review, ask_copy, ask_review
 from tui.messages import OpenTrial, ReviewDecided, ReviewsDecided
-from tui.screens.base import RunScreen, RunSession
+from tui.screens.base import RunScreen
+from tui.session import RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.trial_text import (

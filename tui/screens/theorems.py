@@ -44,7 +44,8 @@ from rrma.proofs_summary import (
     solved_curve,
 )
 from tui.messages import OpenTrial
-from tui.screens.base import RunScreen, RunSession, shown
+from tui.screens.base import RunScreen, shown
+from tui.session import RunSession
 from tui.terminal import without_controls
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable

@@ -36,7 +36,8 @@ from textual.worker import get_current_worker
 from rrma.log.codec import LogEvent
 from rrma.log.head import log_stamp
 from tui.messages import OpenTrial
-from tui.screens.base import RunScreen, RunSession, shown
+from tui.screens.base import RunScreen, shown
+from tui.session import RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable, column_layout
 from tui.widgets.timeline import GROUPS, Badge, Entry, check_log, entry_of, scan_entries

@@ -45,7 +45,8 @@ from rrma.log.codec import LogEvent
 from rrma.log.turns import TurnRef
 from tui.messages import OpenTrial
 from tui.palette import Palette, Tone, palette_of
-from tui.screens.base import RunScreen, RunSession
+from tui.screens.base import RunScreen
+from tui.session import RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.turn_view import (

@@ -25,7 +25,8 @@ from textual.widgets import Static
 
 from rrma.log.codec import LogEvent
 from tui.messages import OpenTrial
-from tui.screens.base import RunScreen, RunSession
+from tui.screens.base import RunScreen
+from tui.session import RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
 from tui.widgets.training import (

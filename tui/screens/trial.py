@@ -35,7 +35,8 @@ from rrma.log.codec import LogEvent
 from rrma.log.layout import TRIALS, live_output_path
 from tui.dialogs import ask_copy, ask_dismissal, ask_review
 from tui.messages import OpenCompare, OpenProofTree, OpenTrace
-from tui.screens.base import RunScreen, RunSession, shown
+from tui.screens.base import RunScreen, shown
+from tui.session import RunSession
 from tui.terminal import without_controls
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable

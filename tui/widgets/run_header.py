@@ -11,7 +11,7 @@ clock of ``budget.max_wall_seconds`` (which each driver counts from its own star
 resume) and the agents' model cost of their summed ``agents[].budget_usd`` caps (each agent's meter, too, starts
 again with each driver). A proof run's budgets are per theorem (``loop.attempts_per_theorem``,
 ``loop.theorem_seconds``; rrma/run/theorems.py): its header shows the current theorem's attempts and seconds
-of those, as the policy counts them, not a run-wide "of max" the bench derived from them.
+of those, counted as the policy counts them (rrma/log/theorems.py), not a run-wide "of max" the bench derived from them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import textwrap
 import weakref
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 
@@ -28,9 +28,10 @@ from rrma.log.head import read_head
 from rrma.log.layout import EVENTS
 from rrma.log.reader import TrialTally
 from rrma.log.state import RunState
+from rrma.log.theorems import TheoremIndex, TheoremStatus
 from rrma.task import MAX_SECONDS, LoopConfig, is_self_reported
 from tui.durations import age, human_duration
-from tui.screens.base import RunSession
+from tui.session import RunSession
 from tui.widgets.training import train_parts
 from tui.widgets.trial_text import (
     BEST,
@@ -161,17 +162,15 @@ def cost_parts(state: RunState) -> list[Part]:
     return parts
 
 
-if TYPE_CHECKING:  # imported when a proof run is shown (the rest of the TUI never needs the loop's policy)
-    from rrma.run.theorems import TheoremPolicy, TheoremStatus
-
-_POLICIES: weakref.WeakKeyDictionary[RunSession, tuple[RunState, TheoremPolicy]] = weakref.WeakKeyDictionary()
+# per session: the model indexed, each theorem's trials and marks in it, the task's loop settings
+_THEOREMS: weakref.WeakKeyDictionary[RunSession, tuple[RunState, TheoremIndex, LoopConfig]] = weakref.WeakKeyDictionary()
 
 
 def current_theorem(session: RunSession, now: datetime) -> tuple[TheoremStatus, LoopConfig] | None:
     """The theorem a live proof run works on (its latest ``started`` mark with no ``done`` after it) and its
-    status as the per-theorem policy counts it (rrma/run/theorems.py: attempts, seconds, to ``now``); None in
-    a finished run, or before the first theorem starts. The policy's index of the trials is kept per session
-    and grows with the log (a pass over the new trials only)."""
+    status as the log counts it for the per-theorem policy (rrma/log/theorems.py: attempts, seconds, to
+    ``now``); None in a finished run, or before the first theorem starts. The index of the trials is kept per
+    session and grows with the log (a pass over the new trials only)."""
     state = session.state
     if state.finish_reason or not state.theorem_marks:
         return None
@@ -185,18 +184,17 @@ def current_theorem(session: RunSession, now: datetime) -> tuple[TheoremStatus, 
             break
     if name is None:
         return None
-    from rrma.run.theorems import Theorem, TheoremPolicy
-
-    cached = _POLICIES.get(session)
+    cached = _THEOREMS.get(session)
     if cached is None or cached[0] is not state:  # a new model (a reload): index its trials afresh
         try:
             loop = LoopConfig.model_validate(state.task.get("loop") or {})
         except ValueError:
             return None
-        # a policy that only counts (its status() reads any theorem's trials and marks from the state)
-        cached = _POLICIES[session] = (state, TheoremPolicy([Theorem("")], loop, []))
-    policy = cached[1]
-    return policy.status(state, name, now.timestamp()), policy.loop
+        cached = _THEOREMS[session] = (state, TheoremIndex(), loop)
+    _, index, loop = cached
+    status = index.status(state, name, attempts_per_theorem=loop.attempts_per_theorem,
+                          theorem_seconds=loop.theorem_seconds, now=now.timestamp())
+    return status, loop
 
 
 def theorem_budget_parts(session: RunSession, now: datetime) -> list[Part]:

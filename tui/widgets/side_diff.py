@@ -1,11 +1,11 @@
 """A side-by-side diff: the left trial's lines in the left column, the right trial's in the right, hunks aligned.
 
 Pure functions, no widget: :func:`rows_from_opcodes` (two texts' lines and difflib's opcodes) and
-:func:`rows_from_unified` (the compare screen's unified diff lines, which it computed already) give the same
+:func:`rows_from_unified` (rrma/diff.py's unified diff lines, which the compare screen computed already) give the same
 :class:`SideRow` list; :func:`row_lines` lays one row out at a width (each side wraps: a long line goes on under
 itself after a ``↪`` in the line-number gutter, so nothing is cut, and a narrow side never hides text);
 :class:`SideBySide` is the Rich renderable of a list of rows (and :func:`side_by_side` the one from two texts).
-The compare screen draws the same rows through its Line API view, one laid-out line at a time.
+The compare screen draws the same rows through tui/widgets/diff_view.py, one laid-out line at a time.
 
 A changed line is drawn in the removed/added style on its side; a line with no partner (more lines removed than
 added, or the other way) faces a blank filler. File and hunk headers and notes run across both columns.
@@ -23,12 +23,12 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 from rich.style import Style
 
-# the unified diff's line kinds (tui/screens/compare.py writes them), and BLANK: no line on this side
-FILE, HUNK, ADD, DEL, CTX, NOTE, BLANK = "file", "hunk", "add", "del", "ctx", "note", "blank"
+from rrma.diff import ADD, CTX, DEL, FILE, HUNK, NOTE, DiffLine
+
+BLANK = "blank"  # no line on this side (the other kinds are the unified diff's, rrma/diff.py)
 GUTTER = "gutter"  # the line numbers' style
 ADD_WORD, DEL_WORD = "add-word", "del-word"  # the characters that differ in a changed line facing its edit
 CHANGED_CHARS_UP_TO = 500  # characters: a longer pair of lines is not compared character by character
-DiffLine = tuple[str, str]  # (kind, text), as compare.py's
 Opcode = tuple[str, int, int, int, int]
 WRAP_MARK = "↪"  # in the gutter of a line that goes on from the one above
 SEPARATOR = "│"

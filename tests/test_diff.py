@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import random
-import time
 from pathlib import Path
 
 import pytest
@@ -124,12 +123,11 @@ def test_unified_lines_is_difflib_for_small_files_and_right_for_big_ones(seed: i
         monkeypatch.setattr(diff, "PATIENCE_ABOVE", 2_000)
 
 
-def test_a_10k_line_diff_with_thousands_of_changes_takes_well_under_a_second() -> None:
+def test_a_10k_line_diff_with_thousands_of_changes_is_exact() -> None:
+    """How fast it is, against difflib, is benches/perf/bench_diff.py's figure, not a timed test."""
     a = [f"row {i} = {i * 7 % 1000}" for i in range(10_000)]
     b = [f"row {i} = {i * 7 % 1000 + (i % 3 == 0)}" for i in range(10_000)]  # every third line changed
-    started = time.perf_counter()
     lines = list(unified_lines(a, b, "x", "y"))
-    assert time.perf_counter() - started < 1.0  # difflib alone takes seconds on this
     assert sum(kind == ADD for kind, _ in lines) == 3334 and apply_diff(a, lines) == b
 
 

@@ -160,7 +160,8 @@ def index_file(path: Path, *, module: str, coq_args: Sequence[str] = (), noinit:
     ``error``: why the run stopped early, if it did). The session is not sandboxed: this is an
     offline step over the installation's own sources, run by the user.
     """
-    from oracle.coq import CoqSession, find_coq_binary
+    from oracle.coq.sandboxing import find_coq_binary
+    from oracle.coq.session import CoqSession
 
     text = path.read_text(encoding="utf-8")
     names = _qualifier(text, module)
@@ -268,7 +269,7 @@ def _binders(concl: str) -> list[str]:
 def build(paths: Sequence[Path], *, root: Path | None = None, coq_args: Sequence[str] = (),
           force: bool = False, say: Any = None) -> list[Path]:
     """Index each file whose entry is missing or stale (another source hash); the entries written."""
-    from oracle.coq import attach_modules, logical_module
+    from oracle.coq.modules import attach_modules, logical_module
 
     root = root or cache_dir()
     root.mkdir(parents=True, exist_ok=True)
@@ -590,7 +591,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def dependency_files(targets: Sequence[Path], preload: str = "") -> list[Path]:
     """The stdlib sources of the modules each target's header (after ``preload``) loads, never the
     targets themselves."""
-    from oracle.coq import libraries_loaded_by, logical_module
+    from oracle.coq.modules import libraries_loaded_by, logical_module
 
     where = Path(subprocess.run(["coqc", "-where"], capture_output=True, text=True, check=True).stdout.strip())
     out: list[Path] = []

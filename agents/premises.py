@@ -135,7 +135,7 @@ def coq_file_premises(context: str, *, admitted: bool = False) -> tuple[list[Pre
 def coq_file_proofs(context: str) -> list[tuple[str, str, str]]:
     """(name, statement, proof body) of every lemma ``context`` proves with ``Qed``/``Defined``:
     scripts a search may retry on a similar statement (the body without ``Proof.``/``Qed.``)."""
-    from oracle.coq import ProofRejected, screen_proof
+    from oracle.coq.screen import ProofRejected, screen_proof
     from oracle.strip_coq import strip_coq_text
 
     try:

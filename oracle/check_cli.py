@@ -51,11 +51,13 @@ def _strip(prover: str, path: Path) -> list[TheoremTask]:
 def _checker(prover: str, file: Path, contexts: list[str]) -> Any:
     """The prover's checker, its processes sandboxed with ``file`` (every original proof) hidden."""
     if prover == "coq":
-        from oracle.coq import CoqChecker, CoqSandbox, checker_hidden
+        from oracle.coq.cold import CoqChecker
+        from oracle.coq.sandboxing import CoqSandbox, checker_hidden
 
         return CoqChecker(sandbox=CoqSandbox(hidden=checker_hidden([file])))
     try:
-        from oracle.lean import DEFAULT_PROJECT, LeanChecker
+        from oracle.lean.checker import LeanChecker
+        from oracle.lean.project import DEFAULT_PROJECT
         from oracle.lean_audit import hidden_source_paths
     except ImportError as exc:
         raise CheckInputError(f"the Lean checker is not available: {exc}") from exc

@@ -28,16 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oracle.coq import (
-    CoqSandbox,
-    CoqSession,
-    CoqSessionError,
-    ProofRejected,
-    Reply,
-    find_coq_binary,
-    screen_proof,
-    screen_tactic,
-)
+from oracle.coq.sandboxing import CoqSandbox, find_coq_binary
+from oracle.coq.screen import ProofRejected, screen_proof, screen_tactic
+from oracle.coq.session import CoqSession, CoqSessionError, Reply
 from oracle.proof_common import Prover, TheoremTask
 from oracle.proof_state import Premise, ProofState, ProofStateError, TacticResult
 from oracle.strip_coq import split_sentences
@@ -308,7 +301,7 @@ class CoqProofStates:
     def loaded_libraries(self, timeout_s: float = 20.0) -> list[str]:
         """The modules loaded in the session now (``Print Libraries``: the context's imports and
         the preload), cached per context; empty when Coq does not say."""
-        from oracle.coq import loaded_libraries
+        from oracle.coq.modules import loaded_libraries
 
         session = self.session
         if session is None or not session.alive:
@@ -323,7 +316,7 @@ class CoqProofStates:
     def assumptions_of_proof(self, tactics: Sequence[str], timeout_s: float = 30.0) -> list[str] | None:
         """Run ``tactics`` from the statement, ``Qed`` and ``Print Assumptions``: the axioms the proof
         relies on (None when it does not close). The session is put back before the proof."""
-        from oracle.coq import parse_assumptions
+        from oracle.coq.replies import parse_assumptions
 
         deadline = time.monotonic() + timeout_s
         assert self.task is not None and self.doc is not None

@@ -30,18 +30,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from oracle.lean import (
-    DEFAULT_PROJECT,
-    ContextError,
-    PipeReplTransport,
-    ReplError,
-    ReplProtocolError,
-    ReplResponse,
-    ReplSession,
-    ReplTransport,
-    parse_repl_response,
-    proof_violation,
-)
+from oracle.lean.project import DEFAULT_PROJECT
+from oracle.lean.protocol import ReplProtocolError, ReplResponse, parse_repl_response
+from oracle.lean.screen import proof_violation
+from oracle.lean.session import ContextError, ReplSession
+from oracle.lean.transport import PipeReplTransport, ReplError, ReplTransport
 from oracle.lean_audit import lean_guard
 from oracle.proof_common import Prover, TheoremTask
 from oracle.proof_state import Outcome, ProofState, ProofStateError, TacticResult

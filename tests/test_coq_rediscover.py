@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-import oracle.coq as coq_module
+import oracle.coq.cold as cold_module
+import oracle.coq.oracle as oracle_module
+import oracle.coq.warm as warm_module
 from agents.best_first import Node
 from agents.coq_tactics import CoqTactics, conclusion_pattern
 from agents.learned_tactics import LearnedTactics
@@ -71,10 +73,11 @@ def test_peano_attack_works_with_the_defence_off(tmp_path: Path, monkeypatch: py
     """Each layer alone refuses the attack: without -noinit the Print Libraries check refuses the
     session; without that check -noinit leaves the original unreachable; with both off it passes."""
     if defence in ("off", "no -noinit"):  # the prelude is not known to load the module: no -noinit
-        monkeypatch.setattr(coq_module, "attach_modules",
+        monkeypatch.setattr(oracle_module, "attach_modules",
                             lambda tasks, coq_args=(): [replace(t, module="Coq.Init.Peano") for t in tasks])
     if defence in ("off", "no library check"):
-        monkeypatch.setattr(coq_module, "module_refusal", lambda task, loaded: "")
+        for module in (cold_module, warm_module):
+            monkeypatch.setattr(module, "module_refusal", lambda task, loaded: "")
     oracle = _oracle(tmp_path, [str(_where() / "theories" / "Init" / "Peano.v")], theorems=["plus_n_Sm"])
     try:
         verdicts = [_check(oracle, "plus_n_Sm", proof) for proof in PEANO_ATTACKS]
@@ -102,10 +105,11 @@ def test_hammer_preload_cannot_reach_the_stripped_list_lemma(tmp_path: Path, mon
     """``--hammer`` loads List: the preload is dropped for List.v's theorems. With the drop and the
     library check off, ``apply Coq.Lists.List.app_nil_r.`` is accepted."""
     if not defence:
-        monkeypatch.setattr(coq_module, "with_preload",
+        monkeypatch.setattr(oracle_module, "with_preload",
                             lambda tasks, preload, coq_args=(): ([replace(t, context=preload + t.context)
                                                                   for t in tasks], []))
-        monkeypatch.setattr(coq_module, "module_refusal", lambda task, loaded: "")
+        for module in (cold_module, warm_module):
+            monkeypatch.setattr(module, "module_refusal", lambda task, loaded: "")
     oracle = _oracle(tmp_path, [str(_where() / "theories" / "Lists" / "List.v")], theorems=["app_nil_r"],
                      preload=HAMMER)
     try:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
-from oracle.coq import find_coq_binary
+from oracle.coq.sandboxing import find_coq_binary
 from oracle.proof_common import DEFAULT_SETTING, SETTINGS, TheoremTask, theorem_keys
 from oracle.strip_coq import CoqSyntaxError, Skipped, strip_coq_file_with_notes
 from rrma.contracts import OracleError

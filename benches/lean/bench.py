@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
-from oracle.lean import DEFAULT_PROJECT, LeanChecker
+from oracle.lean.checker import LeanChecker
+from oracle.lean.project import DEFAULT_PROJECT
 from oracle.proof_common import TheoremTask
 from oracle.strip_lean import LeanSyntaxError, strip_lean_file, strip_project
 from rrma.contracts import OracleError

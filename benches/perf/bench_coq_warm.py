@@ -35,7 +35,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benches.coq.bench import load_tasks  # noqa: E402
-from oracle.coq import CoqChecker, WarmCoqPool, coq_version  # noqa: E402
+from oracle.coq.cold import CoqChecker  # noqa: E402
+from oracle.coq.sandboxing import coq_version  # noqa: E402
+from oracle.coq.warm import WarmCoqPool  # noqa: E402
 from oracle.proof_common import TheoremTask  # noqa: E402
 
 

@@ -1,0 +1,239 @@
+"""Oracle kind ``coq``: the plug-in the research loop calls, over the cold or warm checker.
+
+It strips the ``.v`` files (:mod:`oracle.strip_coq`), attaches each theorem's module and the preload,
+names the theorems for the per-theorem policy in the declared setting, declares the answers held out
+and turns a verdict into an outcome. Invariant: an agent never sees a theorem's original proof nor the
+file that holds it; in the ``rediscover`` setting it sees earlier proofs as ``Admitted.``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from oracle.coq.cold import CoqChecker
+from oracle.coq.modules import attach_modules, libraries_loaded_by
+from oracle.coq.sandboxing import (
+    OBJECT_SUFFIXES,
+    CoqSandbox,
+    answer_paths,
+    checker_hidden,
+    compiled_forms,
+    coq_version,
+    find_coq_binary,
+)
+from oracle.coq.warm import WarmCoqPool
+from oracle.proof_common import (
+    DEFAULT_SETTING,
+    SETTINGS,
+    TheoremTask,
+    Verdict,
+    select_theorems,
+    theorem_keys,
+    theorem_views,
+)
+from oracle.strip_coq import CoqSyntaxError, hidden_contexts, strip_coq_file_with_notes
+from rrma.contain import sandbox
+from rrma.contracts import EvalContext, Oracle, OracleError
+from rrma.trial import Outcome, Status
+
+
+class CoqOracle(Oracle):
+    """Proof oracle for Coq: scores a proposal's proof of ``proposal.theorem`` (1.0 when accepted).
+
+    params: ``sources`` (a list) or ``source``: ``.v`` files, or folders of them (every ``.v`` inside,
+    recursively), absolute or relative to the workspace; keep them outside the workspace (a
+    workspace file is copied into every trial). ``theorems``: only these, in this order (default:
+    every theorem the files hold that the stripper can read). ``preload``: Coq sentences put before
+    every theorem's context (e.g. CoqHammer's ``From Hammer Require Import Tactics.``). ``warm``
+    (default true: a pool of coqtop sessions; false: one coqc per check), ``pool_size`` (1),
+    ``allowed_axioms`` ([]), ``coq_args`` ([]), ``timeout_s`` (default: the trial budget).
+
+    :meth:`prepare` strips the files (on a Ray worker too: everything it needs is in the params) and
+    starts the checker; :meth:`theorems` names them for the per-theorem policy (rrma/run/theorems.py).
+    A name two files share is told apart as ``name (file.v:line)``.
+    """
+
+    kind: ClassVar[str] = "coq"
+    version: ClassVar[str] = "1"
+
+    def __init__(self, params: dict[str, Any], *, metric: str = "solved", direction: str = "maximize") -> None:
+        super().__init__(params, metric=metric, direction=direction)
+        self.tasks: dict[str, TheoremTask] = {}  # the name a proposal gives -> the theorem (in order)
+        self.skipped: list[str] = []  # theorems of the files the stripper cannot read (a note each)
+        self.checker: CoqChecker | WarmCoqPool | None = None
+        self.answers: tuple[Path, ...] = ()
+        self.setting = DEFAULT_SETTING
+        self.preload_dropped: list[TheoremTask] = []
+        self._public: dict[int, str] = {}
+
+    def source_files(self, workspace: Path) -> list[Path]:
+        """The ``.v`` files of ``params.sources`` / ``params.source``, folders expanded, in the order given."""
+        given = self.params.get("sources") or ([self.params["source"]] if self.params.get("source") else [])
+        if isinstance(given, str | Path):
+            given = [given]
+        if not given:
+            raise OracleError("coq oracle: params.sources (.v files or folders of them) is required")
+        files: list[Path] = []
+        for item in given:
+            path = Path(str(item)).expanduser()
+            path = path if path.is_absolute() else workspace / path
+            if path.is_dir():
+                files += sorted(path.rglob("*.v"))
+            elif path.is_file():
+                files.append(path)
+            else:
+                raise OracleError(f"coq oracle: params.sources: {path} does not exist")
+        return list(dict.fromkeys(files))
+
+    def prepare(self, run_dir: Path, workspace: Path) -> dict[str, Any]:
+        files = self.source_files(workspace)
+        found: list[TheoremTask] = []
+        self.skipped = []
+        try:
+            for path in files:
+                tasks, notes = strip_coq_file_with_notes(path)
+                found += tasks
+                self.skipped += [str(n) for n in notes]
+        except CoqSyntaxError as exc:
+            raise OracleError(f"coq oracle: {exc}") from exc
+        coq_args = tuple(str(a) for a in self.params.get("coq_args", ()))
+        self.setting = str(self.params.get("setting") or DEFAULT_SETTING)
+        if self.setting not in SETTINGS:
+            raise OracleError(f"coq oracle: params.setting must be one of {', '.join(SETTINGS)}, not {self.setting!r}")
+        found = attach_modules(found, coq_args)
+        found, self.preload_dropped = with_preload(found, str(self.params.get("preload") or ""), coq_args)
+        named = dict(zip(theorem_keys(found), found, strict=True))
+        try:
+            named = select_theorems(named, self.params.get("theorems"), "coq oracle")
+        except ValueError as exc:
+            raise OracleError(f"{exc} (or skipped)") from exc
+        if not named:
+            raise OracleError("coq oracle: the files hold no theorem the stripper can read"
+                              + (f" ({len(self.skipped)} skipped; the first: {self.skipped[0]})" if self.skipped else ""))
+        self.tasks = named
+        try:
+            self._public = public_contexts(list(named.values())) if self.setting == "rediscover" else {}
+        except CoqSyntaxError as exc:
+            raise OracleError(f"coq oracle: {exc}") from exc
+        self.answers = answer_paths(files)
+        self.checker = make_coq_checker(
+            warm=bool(self.params.get("warm", True)),
+            pool_size=int(self.params.get("pool_size", 1)),
+            allowed_axioms=tuple(self.params.get("allowed_axioms", ())),
+            coq_args=coq_args,
+            sandbox=CoqSandbox(hidden=checker_hidden(files, coq_args), coq_args=coq_args,
+                               required=sandbox.mode() == "require"),
+        )
+        return {"coq": coq_version(), "theorems": len(named), "skipped": len(self.skipped), "setting": self.setting,
+                "preload_dropped": sorted({Path(t.source_file).name for t in self.preload_dropped})}
+
+    def theorems(self) -> list[dict[str, Any]]:
+        """The theorems to prove, in order: each one's public view (never its proof nor its file's
+        path), its name as proposals give it, and its file's basename (for per-file counts)."""
+        views = theorem_views(self.tasks, (lambda task: self._public[id(task)]) if self.setting == "rediscover"
+                              else None)
+        return [{**view, "setting": self.setting} for view in views]
+
+    def held_out(self) -> tuple[Path, ...]:
+        """The stripped files (every original proof) and their compiled forms."""
+        return self.answers
+
+    def held_out_for(self, theorem: str) -> tuple[Path, ...]:
+        """What an agent's processes must not read while proving ``theorem``: its own file and every
+        compiled form of it, and the sources (``.v``, ``.glob``, ``.aux``) of the run's other files; the
+        other files' compiled modules stay loadable (the theorem's context may ``Require`` one: they
+        are its library, and none of them can hold this theorem's original, which only its own
+        module does)."""
+        task = self.tasks.get(theorem)
+        if task is None or not task.source_file:
+            return self.answers
+        own = Path(task.source_file).resolve()
+        own_forms = {own, *(p.resolve() for p in compiled_forms(own))}
+        return tuple(p for p in self.answers if p.resolve() in own_forms or p.suffix not in OBJECT_SUFFIXES)
+
+    def evaluate(self, ctx: EvalContext) -> Outcome:
+        started = time.monotonic()
+        if self.checker is None:
+            raise OracleError("coq oracle: prepare() was not called")
+        name, proof = ctx.proposal.theorem, ctx.proposal.proof
+        if not name or name not in self.tasks:
+            return Outcome(status=Status.invalid, feedback=f"unknown theorem {name!r}; known: {', '.join(self.tasks)[:500]}")
+        if proof is None or not proof.strip():
+            return Outcome(status=Status.invalid, feedback="the proposal has no proof",
+                           metrics={"accepted": False, "reason": "the proposal has no proof", "cheat": False})
+        task = self.tasks[name]
+        verdict = self.checker.check(task, proof, timeout_s=float(self.params.get("timeout_s", ctx.budget.seconds)))
+        outcome = verdict_outcome(verdict, time.monotonic() - started)
+        outcome.metrics["difficulty"] = task.difficulty
+        return outcome
+
+    def close(self) -> None:
+        if self.checker is not None:
+            self.checker.close()
+
+
+def with_preload(tasks: Sequence[TheoremTask], preload: str,
+                 coq_args: Sequence[str] = ()) -> tuple[list[TheoremTask], list[TheoremTask]]:
+    """(``tasks`` with ``preload`` put before each context, the tasks left without it): a preload
+    that loads a theorem's own module (CoqHammer's ``Tactics`` loads List, Arith, ZArith, Bool) would
+    make the original reachable, so that theorem's context stays as its file has it."""
+    if not preload:
+        return list(tasks), []
+    preload = preload if preload.endswith("\n") else preload + "\n"
+    out: list[TheoremTask] = []
+    dropped: list[TheoremTask] = []
+    for task in tasks:
+        reached = libraries_loaded_by(preload, task.noinit, tuple(coq_args)) if task.module else frozenset()
+        if task.module and (task.module in reached or not reached):
+            dropped.append(task)
+            out.append(task)
+        else:
+            out.append(replace(task, context=preload + task.context))
+    return out, dropped
+
+
+def public_contexts(tasks: Sequence[TheoremTask]) -> dict[int, str]:
+    """What an agent sees of each task's context in the ``rediscover`` setting (keyed by ``id(task)``):
+    the context with every earlier theorem's proof replaced by ``Admitted.``
+    (:func:`oracle.strip_coq.hidden_contexts`, one pass per file)."""
+    by_file: dict[str, list[TheoremTask]] = {}
+    for task in tasks:
+        by_file.setdefault(task.source_file, []).append(task)
+    out: dict[int, str] = {}
+    for group in by_file.values():
+        last = max(group, key=lambda t: len(t.context))
+        text = last.context + last.statement
+        heads = [len(t.context) for t in group]
+        for task, hidden in zip(group, hidden_contexts(text, heads), strict=True):
+            out[id(task)] = hidden
+    return out
+
+
+def verdict_outcome(verdict: Verdict, seconds: float) -> Outcome:
+    return Outcome(
+        status=Status(verdict.status),
+        score=1.0 if verdict.accepted else None,
+        metrics={"accepted": verdict.accepted, "reason": verdict.reason, "cheat": verdict.cheat,
+                 "goals": len(verdict.goals)},
+        feedback=verdict.feedback(),
+        log="\n".join(str(m.get("text", "")) for m in verdict.messages)[:8000],
+        seconds=seconds,
+    )
+
+
+def make_coq_checker(*, warm: bool = True, pool_size: int = 1, allowed_axioms: tuple[str, ...] = (),
+                     memory_mb: int = 2048, coq_args: tuple[str, ...] = (),
+                     sandbox: CoqSandbox | None = None) -> CoqChecker | WarmCoqPool:
+    """The checker a bench or oracle should use; raises CoqNotFound when Coq is missing.
+
+    ``sandbox``: what its Coq processes see (default: the installation, their scratch, no network)."""
+    find_coq_binary("coqc")
+    box = sandbox if sandbox is not None else CoqSandbox(coq_args=coq_args)
+    if warm:
+        return WarmCoqPool(size=pool_size, allowed_axioms=allowed_axioms, memory_mb=memory_mb, coq_args=coq_args,
+                           sandbox=box)
+    return CoqChecker(allowed_axioms=allowed_axioms, memory_mb=memory_mb, coq_args=coq_args, sandbox=box)

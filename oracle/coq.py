@@ -1142,6 +1142,7 @@ class CoqOracle(Oracle):
     """
 
     kind: ClassVar[str] = "coq"
+    needs_workspace = False  # its theorems come from the oracle (rrma/declare.py)
     version: ClassVar[str] = "1"
 
     def __init__(self, params: dict[str, Any], *, metric: str = "solved", direction: str = "maximize") -> None:

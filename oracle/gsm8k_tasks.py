@@ -479,6 +479,7 @@ class Gsm8kEvalOracle(Oracle):
     """
 
     kind: ClassVar[str] = "gsm8k-eval"
+    holds_answers = True  # its held-out data is the answers (rrma/declare.py)
     version: ClassVar[str] = f"1+{POLICY_VERSION}"
 
     def __init__(self, params: dict[str, Any], *, metric: str = "pass_at_1", direction: str = "maximize") -> None:
@@ -610,6 +611,7 @@ class Gsm8kRecipeOracle(Oracle):
     """
 
     kind: ClassVar[str] = "gsm8k-recipe"
+    holds_answers = True  # its held-out data is the answers (rrma/declare.py)
     version: ClassVar[str] = f"1+{POLICY_VERSION}"
 
     def __init__(self, params: dict[str, Any], *, metric: str = "pass_at_1", direction: str = "maximize") -> None:
@@ -851,6 +853,7 @@ class Gsm8kPromptOracle(Oracle):
     """
 
     kind: ClassVar[str] = "gsm8k-prompt"
+    holds_answers, needs_workspace = True, False  # answers held out; no workspace needed (rrma/declare.py)
     version: ClassVar[str] = f"1+{POLICY_VERSION}"
 
     def __init__(self, params: dict[str, Any], *, metric: str = "pass_at_1", direction: str = "maximize") -> None:

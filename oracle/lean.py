@@ -1193,6 +1193,7 @@ class LeanOracle(Oracle):
     """
 
     kind = "lean"
+    needs_workspace = False  # its theorems come from the oracle (rrma/declare.py)
     version = "1"
 
     def __init__(self, params: dict[str, Any], *, metric: str = "proved", direction: str = "maximize") -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from rrma.audit.commands import Protected
 from rrma.log.state import RunState
+from rrma.registry import oracle_class
 
 # the run's own files: its log, head record, checkpoint, blobs, the outcome cache (rrma/log/store.py, rrma/run/cache.py)
 RUN_FILES = ("events.jsonl", "head.json", ".checkpoint", "cache.sqlite", "run.json", "/blobs")
@@ -67,8 +68,13 @@ class AuditScope:
 
     @property
     def answers_are_held_out(self) -> bool:
-        """Reading the held-out paths is looking up the answer (proofs, GSM8K), not only the scorer's data."""
-        return bool(self.theorems) or self.oracle_kind.startswith("gsm8k")
+        """Reading the held-out paths is looking up the answer (a proof bench's theorems, or an oracle that declares
+        ``holds_answers``: rrma/declare.py), not only the scorer's data. An oracle that does not resolve here (its
+        plug-in is not installed) is read as holding none."""
+        if self.theorems:
+            return True
+        cls = oracle_class(self.oracle_kind) if self.oracle_kind else None
+        return cls is not None and cls.holds_answers
 
     def run_markers(self) -> list[str]:
         """Strings whose presence in a tool call means it reaches for the run's own files."""

@@ -82,9 +82,8 @@ def write_task(folder: Path) -> Path:
 
 
 def run_cli(task: Path, runs: Path, pythonpath: str | None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+    # the tree under test first (not whatever checkout is installed), and the plug-in's site only where asked
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), pythonpath) if p)}
     return subprocess.run([*cli_command(), "--headless", "run", str(task), "--runs", str(runs)], env=env,
                           cwd=task.parent, capture_output=True, text=True, timeout=120)
 
@@ -133,7 +132,7 @@ def test_a_plugin_declares_its_params_and_the_task_is_checked_against_them(insta
     assert line.startswith(f"rrma-tui: {task}: agents.0.params.proposals: Input should be greater than or equal to 1")
     assert line.endswith("(got 0); allowed: from 1 to 1,000")
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(installed), "COLUMNS": "400"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(REPO), str(installed))), "COLUMNS": "400"}
     schema = subprocess.run([*cli_command(), "task-schema"], env=env, capture_output=True, text=True, timeout=120)
     assert schema.returncode == 0, schema.stderr
     (row,) = [r for r in schema.stdout.splitlines() if "agents[].params.proposals" in r]

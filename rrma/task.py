@@ -11,6 +11,11 @@ error (``noise.baseline_repeats: ... (got 100000000); allowed: from 1 to 1,000``
 field is finite (``1e400`` reads as infinity: refused, not an overflow mid-run), and a YAML file whose
 aliases expand to more than :data:`MAX_YAML_NODES` values (an alias bomb) is refused before it is
 built (:func:`read_yaml`, also used for experiment files and ``--set`` values).
+
+The table holds the core's own fields only. What a plug-in takes (``oracle.params``, ``agents[].params``, and
+the sections it owns, like the command oracle's ``oracle.scorer``) is declared by the plug-in
+(rrma/declare.py) and checked here through the registry (:func:`check_plugins`), with the same one-line errors;
+nothing here is decided by a plug-in's name.
 """
 
 from __future__ import annotations
@@ -467,11 +472,10 @@ class TaskConfig(_Section):
         return (b - a) if self.metric.direction == "minimize" else (a - b)
 
 
-def self_reported_reason(task: TaskConfig) -> str | None:
-    """Why the task's metric is what a program agents edit prints, in the oracle's own words (its
+def self_reported_reason(task: TaskConfig, oracle: type[OracleDeclares] | None) -> str | None:
+    """Why the task's metric is what a program agents edit prints, in the words of its ``oracle`` class (its
     :meth:`~rrma.declare.OracleDeclares.self_reported`), or None when the oracle computes it."""
-    cls = oracle_class(task.oracle.kind)
-    return cls.self_reported(task.oracle, task.metric.name) if cls is not None else None
+    return oracle.self_reported(task.oracle, task.metric.name) if oracle is not None else None
 
 
 def is_self_reported(snapshot: dict[str, Any] | None) -> bool:
@@ -482,21 +486,24 @@ def is_self_reported(snapshot: dict[str, Any] | None) -> bool:
     return isinstance(metric, dict) and metric.get("source") == "self-reported"
 
 
-def check_metric_source(task: TaskConfig, *, source: str) -> None:
+def check_metric_source(task: TaskConfig, *, source: str, oracle: type[OracleDeclares] | None) -> None:
     """A metric that a program agents edit prints is never labelled ``oracle`` (TaskError naming the file and
     the field); what else the oracle's settings require of the task is its own rule (``check_task``)."""
-    reason = self_reported_reason(task)
+    reason = self_reported_reason(task, oracle)
     if reason is not None and task.metric.source != "self-reported":
         raise TaskError(f"{source}: metric.source: {reason}")
 
 
-def check_plugins(task: TaskConfig, *, source: str) -> None:
+def check_plugins(task: TaskConfig, *, source: str) -> type[OracleDeclares] | None:
     """Check the task's oracle and agents against what their plug-ins declare (rrma/declare.py): ``params``
     against the plug-in's params model, each further key against the section model it declares (the validated
     model replaces the raw value), then the plug-in's ``settle`` and ``check_task`` hooks. A TaskError names the
-    file and the field. A name that does not resolve here is left to the run's start, which reports it."""
+    file and the field. A name that does not resolve here is left to the run's start, which reports it. Returns
+    the oracle's class (None when its kind does not resolve here), resolved once: a lookup reads the installed
+    distributions' entry points."""
+    oracle = oracle_class(task.oracle.kind)
     entries: list[tuple[str, OracleConfig | AgentConfig, Family, type[Declares] | None]] = [
-        ("oracle", task.oracle, ORACLES, oracle_class(task.oracle.kind))]
+        ("oracle", task.oracle, ORACLES, oracle)]
     for index, agent in enumerate(task.agents):
         # an agent's module is imported only when there is something of its own to check (an SDK can be slow)
         cls = agent_class(agent.backend) if agent.params or agent.sections() else None
@@ -520,6 +527,7 @@ def check_plugins(task: TaskConfig, *, source: str) -> None:
                 cls.check_task(task)
             except SettingError as exc:
                 raise TaskError(f"{source}: {exc}") from None
+    return oracle
 
 
 def _validate(model: type[BaseModel], value: Any, source: str, loc: tuple[str, ...]) -> BaseModel:
@@ -628,6 +636,12 @@ def allowed_range(info: Any) -> str:
 
 
 def task_from_dict(data: Any, *, source: str = "<task>", base_dir: Path | None = None) -> TaskConfig:
+    """A task from its fields (a parsed YAML file, a run.json snapshot), checked; TaskError naming the field."""
+    return _checked(data, source=source, base_dir=base_dir)[0]
+
+
+def _checked(data: Any, *, source: str, base_dir: Path | None) -> tuple[TaskConfig, type[OracleDeclares] | None]:
+    """The checked task and its oracle's class (None when its kind does not resolve here)."""
     if not isinstance(data, dict):
         raise TaskError(f"{source}: expected a mapping of task fields at the top level, got {type(data).__name__}")
     try:
@@ -635,13 +649,13 @@ def task_from_dict(data: Any, *, source: str = "<task>", base_dir: Path | None =
     except ValidationError as exc:
         raise TaskError(_format_error(source, exc)) from None
     task.base_dir = base_dir
-    check_plugins(task, source=source)
+    oracle = check_plugins(task, source=source)
     # a metric a program agents edit prints is self-reported where the task does not say (a task file must say
     # so explicitly: load_task)
-    if "source" not in task.metric.model_fields_set and self_reported_reason(task) is not None:
+    if "source" not in task.metric.model_fields_set and self_reported_reason(task, oracle) is not None:
         task.metric.source = "self-reported"
-    check_metric_source(task, source=source)
-    return task
+    check_metric_source(task, source=source, oracle=oracle)
+    return task, oracle
 
 
 def load_task(path: Path | str, overrides: dict[str, Any] | None = None) -> TaskConfig:
@@ -670,9 +684,8 @@ def load_task(path: Path | str, overrides: dict[str, Any] | None = None) -> Task
         raise TaskError(f"{path}: expected a mapping of task fields at the top level, got {type(data).__name__}")
     for key, value in (overrides or {}).items():
         set_dotted(data, key, value)
-    task = task_from_dict(data, source=str(path), base_dir=path.parent.resolve())
+    task, oracle = _checked(data, source=str(path), base_dir=path.parent.resolve())
     ws = task.workspace_dir()
-    oracle = oracle_class(task.oracle.kind)
     if not ws.is_dir() and (oracle is None or oracle.needs_workspace):  # a proof bench's theorems come from the oracle
         raise TaskError(f"{path}: workspace.source: directory {ws} does not exist")
     if ws.is_dir():
@@ -683,7 +696,7 @@ def load_task(path: Path | str, overrides: dict[str, Any] | None = None) -> Task
         except SettingError as exc:
             raise TaskError(f"{path}: {exc}") from None
     metric = data.get("metric")
-    reason = self_reported_reason(task)
+    reason = self_reported_reason(task, oracle)
     if reason is not None and not (isinstance(metric, dict) and "source" in metric):
         raise TaskError(f"{path}: metric.source: missing; {reason}")
     signers = task.allowed_signers_path()

@@ -142,6 +142,13 @@ def test_an_agent_params_model_is_checked_only_where_the_task_gives_params(tmp_p
         load_task(path)
     path.write_text("name: t\noracle: {kind: noop}\n" + agent.replace("window: 0", "window: 8"))
     assert load_task(path).agents[0].params == {"window": 8}
+    # the built-in backends that declare theirs: random search's explore is a chance, replay takes two keys
+    path.write_text("name: t\noracle: {kind: noop}\nagents: [{name: a, params: {explore: 2}}]\n")
+    with pytest.raises(TaskError, match=r"agents\.0\.params\.explore: .*allowed: from 0 to 1$"):
+        load_task(path)
+    path.write_text("name: t\noracle: {kind: noop}\nagents: [{name: a, backend: replay, params: {sorce: r1}}]\n")
+    with pytest.raises(TaskError, match=r"agents\.0\.params\.sorce: unknown field"):
+        load_task(path)
 
 
 def test_a_section_is_checked_by_the_plugin_that_declares_it_and_held_as_its_model(tmp_path: Path) -> None:

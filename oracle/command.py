@@ -188,6 +188,12 @@ class CommandOracle(Oracle):
     # that tie them to the task (a scorer never editable, a metric the program prints is self-reported)
     params_model = CommandParams
     sections = {"scorer": ScorerConfig}
+    readable_params = ("command", "scorer")  # the program and the scorer: readable by design, never held out
+
+    @classmethod
+    def scoring_files(cls, recorded: Any) -> list[str]:
+        scorer = recorded.get("scorer") if isinstance(recorded, dict) else None
+        return [str(f) for f in (scorer or {}).get("files") or []] if isinstance(scorer, dict) else []
 
     @classmethod
     def settle(cls, config: Any) -> None:

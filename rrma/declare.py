@@ -13,7 +13,8 @@ checks the task against the plug-in the task names (found through :mod:`rrma.reg
   A key no plug-in of the task declares is an unknown field.
 * the oracle's capabilities: ``needs_workspace`` (False: the task needs no ``workspace.source`` folder, e.g.
   a proof bench whose theorems come from the oracle), ``holds_answers`` (its held-out data is the answers,
-  so the audit reads a look at it as looking up the answer).
+  so the audit reads a look at it as looking up the answer), and what the audit reads from a recorded task:
+  ``scoring_files`` (the workspace files it scores with) and ``readable_params`` (params agents may read).
 * hooks, run after the settings validate: :meth:`Declares.settle` (derived values: the command oracle folds
   its scorer into ``params``), :meth:`Declares.check_task` (rules across the task, e.g. a scorer never
   editable), :meth:`Declares.check_files` (what the files of the task's folder must hold), and
@@ -81,6 +82,15 @@ class OracleDeclares(Declares):
     """False: a task of this oracle needs no workspace.source folder (its work comes from the oracle)."""
     holds_answers: ClassVar[bool] = False
     """True: its held-out data is the answers (reading it is looking the answer up, not reading scorer data)."""
+    readable_params: ClassVar[tuple[str, ...]] = ()
+    """Keys of its params whose paths agents may read by design (its program, its scorer): never held out (what
+    the audit of a run recorded before runs listed their held-out paths leaves out of the path-like params)."""
+
+    @classmethod
+    def scoring_files(cls, recorded: Mapping[str, Any]) -> list[str]:
+        """The workspace files it scores with, read from the task's recorded oracle entry (``run.started``'s
+        ``task.oracle``): agents may read them, never edit them, and they are never held out (the audit)."""
+        return []
 
     @classmethod
     def self_reported(cls, config: Any, metric: str = "score") -> str | None:

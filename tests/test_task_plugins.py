@@ -78,6 +78,20 @@ class AnswersOracle(Oracle):
         return Outcome(status=Status.ok, score=0.0)
 
 
+class GraderOracle(Oracle):
+    """Declares what the audit reads from a recorded task: its program is readable, its grader's files score."""
+
+    kind = "grader"
+    readable_params = ("program",)
+
+    @classmethod
+    def scoring_files(cls, recorded: Any) -> list[str]:
+        return list(recorded.get("grader", {}).get("files", []))
+
+    def evaluate(self, ctx: EvalContext) -> Outcome:
+        return Outcome(status=Status.ok, score=0.0)
+
+
 class QuietAgent(Agent):
     """An agent declaring its params: checked only when the task gives any."""
 
@@ -239,6 +253,21 @@ def test_the_audit_reads_held_out_answers_from_the_declaration_not_the_name(tmp_
     assert scope("gsm8k-eval").answers_are_held_out and scope("gsm8k-prompt").answers_are_held_out
     assert not scope("command").answers_are_held_out
     assert not scope("gsm8k-not-installed").answers_are_held_out  # a name alone decides nothing
+
+
+def test_the_audit_reads_scorer_files_and_readable_params_from_the_declaration(tmp_path: Path) -> None:
+    """A run recorded before runs listed their held-out paths: the path-like params are held out, except those the
+    oracle declares readable; the scorer files are what the oracle says they are, under whatever key it keeps them."""
+    state = RunState()
+    state.task = {"oracle": {"kind": f"{HERE}:GraderOracle", "grader": {"files": ["grade.py"]},
+                             "params": {"program": "/srv/run.py", "answers": "/srv/answers.jsonl"}}}
+    scope = AuditScope.of(state, tmp_path)
+    assert scope.held_out == ["/srv/answers.jsonl"] and scope.scorer_files == ["grade.py"]
+    # the command oracle declares its program and scorer readable, and its scorer's files
+    state.task = {"oracle": {"kind": "command", "scorer": {"files": ["score.py"]},
+                             "params": {"command": "python ./train.py", "data": "/srv/valid.parquet"}}}
+    scope = AuditScope.of(state, tmp_path)
+    assert scope.held_out == ["/srv/valid.parquet"] and scope.scorer_files == ["score.py"]
 
 
 def test_task_schema_lists_each_plugins_settings_and_a_shared_model_once() -> None:

@@ -348,7 +348,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_task_schema(args: argparse.Namespace) -> int:
     """The task's fields, then what each plug-in declares (its params and sections) and each oracle's capabilities."""
-    from rrma.task import oracle_capabilities, plugin_schema_table, schema_table
+    from rrma.task_schema import oracle_capabilities, plugin_schema_table, schema_table
 
     table = Table("field", "type", "default", "meaning")
     for row in schema_table():

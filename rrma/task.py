@@ -1,7 +1,7 @@
 """Task configuration: one YAML file says everything about a task.
 
 :class:`TaskConfig` is the single typed settings table: every field has a type, a default and a
-one-line docstring (``rrma-tui task-schema`` prints the table from these). :func:`load_task`
+one-line docstring (``rrma-tui task-schema`` prints the table from these: rrma/task_schema.py). :func:`load_task`
 turns any problem into a :class:`TaskError` that names the file, the field path and what was
 expected, e.g. ``task.yaml: budget.trial_seconds: Input should be greater than 0 (got -5)``.
 
@@ -12,7 +12,7 @@ field is finite (``1e400`` reads as infinity: refused, not an overflow mid-run),
 aliases expand to more than :data:`MAX_YAML_NODES` values (an alias bomb) is refused before it is
 built (:func:`read_yaml`, also used for experiment files and ``--set`` values).
 
-The table holds the core's own fields only. What a plug-in takes (``oracle.params``, ``agents[].params``, and
+The table holds the core's own fields only (``rrma/task_schema.py`` prints it, with the plug-ins' own). What a plug-in takes (``oracle.params``, ``agents[].params``, and
 the sections it owns, like the command oracle's ``oracle.scorer``) is declared by the plug-in
 (rrma/declare.py) and checked here through the registry (:func:`check_plugins`), with the same one-line errors;
 nothing here is decided by a plug-in's name.
@@ -27,8 +27,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from rrma.declare import Declares, OracleDeclares, SettingError, capabilities
-from rrma.registry import AGENTS, ORACLES, Family, agent_class, declared, oracle_class, section_owners
+from rrma.declare import Declares, OracleDeclares, SettingError
+from rrma.registry import AGENTS, ORACLES, Family, agent_class, oracle_class, section_owners
 
 
 class TaskError(ValueError):
@@ -738,90 +738,3 @@ def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
             where = ".".join(parts[: depth + 1])
             raise TaskError(f"override {key!r}: {where} is a {type(node).__name__}, not a section with sub-fields")
     node[parts[-1]] = value
-
-
-def schema_table() -> list[tuple[str, str, str, str]]:
-    """(field path, type, default, doc) for every task field of the core: drives docs and `task-schema`."""
-    return _rows(TaskConfig, "")
-
-
-def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, str, str, str]]:
-    """(field path, type, default, doc) for every field of ``model``, sub-models walked, paths under ``prefix``."""
-    rows: list[tuple[str, str, str, str]] = []
-
-    def walk(model: type[BaseModel], prefix: str) -> None:
-        for name, info in model.model_fields.items():
-            if info.exclude:
-                continue
-            ann = info.annotation
-            path = f"{prefix}{name}"
-            sub = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
-            if sub is not None:
-                walk(sub, path + ".")
-                continue
-            inner = getattr(ann, "__args__", None)
-            if ann is not None and getattr(ann, "__origin__", None) is list and inner and isinstance(inner[0], type) and issubclass(inner[0], BaseModel):
-                walk(inner[0], path + "[].")
-                continue
-            default = "required" if info.is_required() else repr(info.get_default(call_default_factory=True))
-            allowed = allowed_range(info)
-            rows.append((path, _type_name(ann) + (f", {allowed}" if allowed else ""), default, info.description or ""))
-
-    walk(model, prefix)
-    return rows
-
-
-def plugin_schema_table() -> list[tuple[str, str, str, str, str]]:
-    """(plug-ins, field path, type, default, doc) for every setting a plug-in declares (its params model and its
-    sections: rrma/declare.py), through the registry; plug-ins sharing one model share its rows. Imports every
-    plug-in that resolves here."""
-    found: dict[tuple[str, str, type[BaseModel]], list[str]] = {}
-    for family, where in ((ORACLES, "oracle"), (AGENTS, "agents[]")):
-        noun = family.noun.split()[0]  # oracle, agent
-        for name, cls in declared(family):
-            models = ([("params", cls.params_model)] if cls.params_model is not None else []) + list(cls.sections.items())
-            for key, model in models:
-                found.setdefault((noun, f"{where}.{key}.", model), []).append(name)
-    return [(f"{noun} {', '.join(names)}", *row) for (noun, prefix, model), names in found.items()
-            for row in _rows(model, prefix)]
-
-
-def oracle_capabilities() -> list[tuple[str, dict[str, bool]]]:
-    """(oracle kind, its capabilities) for every oracle that resolves here (rrma/declare.py)."""
-    return [(name, capabilities(cls)) for name, cls in declared(ORACLES) if issubclass(cls, OracleDeclares)]
-
-
-def _type_name(ann: Any) -> str:
-    text = str(ann).replace("typing.", "").replace("rrma.task.", "").replace("__main__.", "")
-    return re.sub(r"<class '([^']+)'>", r"\1", text)
-
-
-def schema_markdown() -> str:
-    """docs/task-schema.md, generated from the settings table (a test keeps the file in sync)."""
-    lines = [
-        "# Task YAML fields",
-        "",
-        "Generated from `rrma/task.py` by `python -m rrma.task > docs/task-schema.md`; do not edit by hand.",
-        "",
-        "| field | type | default | meaning |",
-        "| --- | --- | --- | --- |",
-    ]
-    for path, type_name, default, doc in schema_table():
-        cells = [path, type_name, default, doc]
-        lines.append("| " + " | ".join(f"`{c}`" if i < 3 else c for i, c in enumerate(c.replace("|", "\\|") for c in cells)) + " |")
-    lines += ["", "## Plug-in settings", "",
-              "What each oracle and agent backend declares (rrma/declare.py, docs/plugins.md): its `params` model and",
-              "the sections it owns; a task is checked against the plug-in it names when it is loaded.", "",
-              "| plug-in | field | type | default | meaning |", "| --- | --- | --- | --- | --- |"]
-    for owner, path, type_name, default, doc in plugin_schema_table():
-        cells = [path, type_name, default, doc]
-        lines.append(f"| {owner} | " + " | ".join(f"`{c}`" if i < 3 else c
-                                                  for i, c in enumerate(c.replace("|", "\\|") for c in cells)) + " |")
-    lines += ["", "## Oracle capabilities", "", "| oracle kind | needs_workspace | holds_answers |", "| --- | --- | --- |"]
-    for kind, caps in oracle_capabilities():
-        lines.append(f"| {kind} | {caps['needs_workspace']} | {caps['holds_answers']} |")
-    return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    print(schema_markdown(), end="")

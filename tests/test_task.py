@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rrma.task import TaskError, load_task, plugin_schema_table, schema_table
+from rrma.task import TaskError, load_task
+from rrma.task_schema import plugin_schema_table, schema_table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,9 +65,9 @@ def test_every_field_is_documented() -> None:
 
 
 def test_schema_doc_is_in_sync() -> None:
-    from rrma.task import schema_markdown
+    from rrma.task_schema import schema_markdown
 
-    assert (REPO / "docs" / "task-schema.md").read_text() == schema_markdown(), "run: python -m rrma.task > docs/task-schema.md"
+    assert (REPO / "docs" / "task-schema.md").read_text() == schema_markdown(), "run: python -m rrma.task_schema > docs/task-schema.md"
 
 
 def test_overrides_that_cannot_apply_name_the_key() -> None:

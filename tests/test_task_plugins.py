@@ -30,7 +30,8 @@ from rrma.contracts import (
 )
 from rrma.log.state import RunState
 from rrma.registry import AGENTS, ORACLES, oracle_class, section_owners
-from rrma.task import TaskError, load_task, plugin_schema_table, task_from_dict
+from rrma.task import TaskError, load_task, task_from_dict
+from rrma.task_schema import plugin_schema_table
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "benches" / "demo" / "task.yaml"

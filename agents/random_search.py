@@ -15,7 +15,9 @@ import math
 import random
 from typing import Any
 
-from rrma.contracts import Agent, Context, TrialSummary
+from pydantic import Field
+
+from rrma.contracts import Agent, Context, PluginSettings, TrialSummary
 from rrma.task import AgentConfig, SearchDim, TaskConfig
 from rrma.trial import FileEdit, Proposal
 from rrma.workspace import read_constant, write_constant
@@ -43,8 +45,18 @@ def parse_number(literal: str | None) -> float | None:
         return None
 
 
+class RandomSearchParams(PluginSettings):
+    """``agents[].params`` of the random-search backend (checked when the task is loaded: rrma/declare.py)."""
+
+    explore: float = Field(0.5, ge=0, le=1)
+    """Chance of sampling a constant afresh from its distribution rather than nudging the current value."""
+    max_changes: int = Field(2, ge=1, le=10_000)
+    """At most this many constants changed per proposal."""
+
+
 class RandomSearchAgent(Agent):
     backend = "random-search"
+    params_model = RandomSearchParams
 
     def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:
         super().__init__(config, task, seed)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rrma.contracts import Agent, AgentError, Context
+from rrma.contracts import Agent, AgentError, Context, PluginSettings
 from rrma.log.store import RunNotFound, RunStore
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Proposal
@@ -29,8 +29,18 @@ def recorded_proposals(run_dir: Path, agent: str | None = None) -> list[Proposal
     return proposals
 
 
+class ReplayParams(PluginSettings):
+    """``agents[].params`` of the replay backend (checked when the task is loaded: rrma/declare.py)."""
+
+    source: str | None = None
+    """The recorded run directory whose proposals are replayed (required: the agent refuses to start without it)."""
+    agent: str | None = None
+    """Replay only this agent's proposals (default: every agent's, in log order)."""
+
+
 class ReplayAgent(Agent):
     backend = "replay"
+    params_model = ReplayParams
 
     def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:
         super().__init__(config, task, seed)

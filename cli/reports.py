@@ -7,7 +7,6 @@ Everything they print that a run wrote goes through :func:`cli.output.plain`: on
 from __future__ import annotations
 
 import argparse
-import importlib
 import time
 from pathlib import Path
 from typing import Any
@@ -337,18 +336,30 @@ def trial_checks(t: Any) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from rrma.contracts import AgentError
+    from rrma.plugins import proof_checker
+
     try:
-        module = importlib.import_module("oracle.check_cli")
-    except ImportError as exc:
-        raise CliError(f"proof checking is not available: {exc}") from exc
-    return int(module.run_check(args.prover, args.file, args.theorem, args.proof_file))
+        run_check = proof_checker()
+    except AgentError as exc:
+        raise CliError(str(exc)) from exc
+    return int(run_check(args.prover, args.file, args.theorem, args.proof_file))
 
 
 def cmd_task_schema(args: argparse.Namespace) -> int:
-    from rrma.task import schema_table
+    """The task's fields, then what each plug-in declares (its params and sections) and each oracle's capabilities."""
+    from rrma.task_schema import oracle_capabilities, plugin_schema_table, schema_table
 
     table = Table("field", "type", "default", "meaning")
     for row in schema_table():
         table.add_row(*row)
     print_table(table)
+    plugins = Table("plug-in", "field", "type", "default", "meaning", title="plug-in settings (docs/plugins.md)")
+    for plugin_row in plugin_schema_table():
+        plugins.add_row(*plugin_row)
+    print_table(plugins)
+    caps = Table("oracle kind", "needs_workspace", "holds_answers", title="oracle capabilities")
+    for kind, found in oracle_capabilities():
+        caps.add_row(kind, str(found["needs_workspace"]), str(found["holds_answers"]))
+    print_table(caps)
     return EXIT_OK

@@ -9,6 +9,8 @@ Parameters (``oracle.params`` in the task YAML):
 * ``env``: extra environment variables of the program. ``RRMA_SEED`` (the trial's seed) and
   ``RRMA_TRIAL_ID`` are always set.
 
+These and the scorer are declared in :mod:`oracle.command_settings` and checked when the task is loaded.
+
 Where the metric comes from (``metric.source``, rrma/task.py):
 
 * **With a scorer** (``oracle.scorer``, which reaches the oracle as ``params["scorer"]``): the
@@ -63,6 +65,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from oracle.command_settings import (
+    CommandParams,
+    NoopParams,
+    ScorerConfig,
+    check_scorer,
+    check_scorer_files,
+    fold_scorer,
+    program_reason,
+)
 from rrma.contain.files import LinkRefused, fresh_dir, read_bytes, write_bytes
 from rrma.contain.sandbox import Policy, harness_python
 from rrma.contain.spawn import ProcessResult, spawn
@@ -159,7 +170,8 @@ def command_argv(command: Any, *, what: str = "params.command", python: list[str
 
 
 class ScorerSpec(BaseModel):
-    """``params["scorer"]``: the task's ``oracle.scorer`` (rrma/task.py ScorerConfig, checked there)."""
+    """``params["scorer"]``: the task's ``oracle.scorer`` (:class:`~oracle.command_settings.ScorerConfig`, checked
+    when the task is loaded)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -172,6 +184,32 @@ class ScorerSpec(BaseModel):
 class CommandOracle(Oracle):
     kind = "command"
     version = "2"  # 2: the oracle.scorer
+    # what it takes (rrma/declare.py; oracle/command_settings.py): params, the oracle.scorer section, and the rules
+    # that tie them to the task (a scorer never editable, a metric the program prints is self-reported)
+    params_model = CommandParams
+    sections = {"scorer": ScorerConfig}
+    readable_params = ("command", "scorer")  # the program and the scorer: readable by design, never held out
+
+    @classmethod
+    def scoring_files(cls, recorded: Any) -> list[str]:
+        scorer = recorded.get("scorer") if isinstance(recorded, dict) else None
+        return [str(f) for f in (scorer or {}).get("files") or []] if isinstance(scorer, dict) else []
+
+    @classmethod
+    def settle(cls, config: Any) -> None:
+        fold_scorer(config)
+
+    @classmethod
+    def self_reported(cls, config: Any, metric: str = "score") -> str | None:
+        return program_reason(config, metric)
+
+    @classmethod
+    def check_task(cls, task: Any) -> None:
+        check_scorer(task)
+
+    @classmethod
+    def check_files(cls, task: Any, workspace: Path) -> None:
+        check_scorer_files(task, workspace)
 
     def __init__(self, params: dict[str, Any], *, metric: str = "score", direction: str = "minimize") -> None:
         super().__init__(params, metric=metric, direction=direction)
@@ -378,6 +416,7 @@ class NoopOracle(Oracle):
     harness overhead and executor scaling (a sleeping trial needs no core)."""
 
     kind = "noop"
+    params_model = NoopParams
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         pause = float(self.params.get("sleep", 0.0))

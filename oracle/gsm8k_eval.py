@@ -55,6 +55,7 @@ class Gsm8kEvalOracle(Oracle):
     ``backend`` (auto|transformers|vllm), ``gen`` (GenConfig fields), ``system_prompt``.
     """
 
+    holds_answers = True  # its held-out data is the answers (rrma/declare.py)
     kind: ClassVar[str] = "gsm8k-eval"
     version: ClassVar[str] = f"1+{POLICY_VERSION}"
 

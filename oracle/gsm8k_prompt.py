@@ -75,6 +75,7 @@ class Gsm8kPromptOracle(Oracle):
     sequences; no network, no key. Its trials run one at a time (one model in memory).
     """
 
+    holds_answers, needs_workspace = True, False  # answers held out; no workspace needed (rrma/declare.py)
     kind: ClassVar[str] = "gsm8k-prompt"
     version: ClassVar[str] = f"1+{POLICY_VERSION}"
 

@@ -82,6 +82,7 @@ class Gsm8kRecipeOracle(Oracle):
     prints become ``trial.progress`` samples.
     """
 
+    holds_answers = True  # its held-out data is the answers (rrma/declare.py)
     kind: ClassVar[str] = "gsm8k-recipe"
     version: ClassVar[str] = f"1+{POLICY_VERSION}"
 

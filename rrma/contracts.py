@@ -34,6 +34,10 @@ control arm) the history fields are empty; steer notes are not history and reach
 The data both sides speak (:class:`~rrma.trial.Proposal`, :class:`~rrma.trial.Outcome`,
 :class:`~rrma.trial.Budget`, :class:`~rrma.trial.Status`, :class:`~rrma.trial.FileEdit`) is
 defined in :mod:`rrma.trial` and named here, so a plug-in needs this one import.
+
+**Settings** (:mod:`rrma.declare`): a plug-in declares what it takes (``params_model``, ``sections``) and,
+for an oracle, what it can do (``needs_workspace``, ``holds_answers``); the task file is checked against
+the plug-in it names, with errors naming the field (:class:`SettingError`, :class:`PluginSettings`).
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rrma.contain.sandbox import Policy
+from rrma.declare import Declares, OracleDeclares, PluginSettings, SettingError
+from rrma.registry import AgentError, OracleError
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Budget, FileEdit, Outcome, Proposal, Status
 
@@ -90,12 +96,10 @@ class EvalContext:
     live_output: Path | None = None
 
 
-class OracleError(Exception):
-    """The oracle cannot run at all here (missing toolchain, bad params, unknown kind): a setup problem."""
-
-
-class Oracle(ABC):
-    """Base class of every oracle. Subclasses set ``kind`` and implement ``evaluate``."""
+class Oracle(OracleDeclares, ABC):
+    """Base class of every oracle. Subclasses set ``kind`` and implement ``evaluate``; they may declare their
+    settings and capabilities (:class:`~rrma.declare.OracleDeclares`: ``params_model``, ``sections``,
+    ``needs_workspace``, ``holds_answers``), which the task is checked against when it is loaded."""
 
     kind: ClassVar[str] = "base"
     version: ClassVar[str] = "1"  # bump when scoring changes, so cached outcomes are not reused
@@ -213,8 +217,10 @@ class Context:
     stopping: Callable[[], bool] = _not_stopping  # the run is stopping (Ctrl-C, a stop order): end own processes
 
 
-class Agent(ABC):
-    """Base class of every agent backend. Constructed as ``cls(config, task, seed)``."""
+class Agent(Declares, ABC):
+    """Base class of every agent backend. Constructed as ``cls(config, task, seed)``; it may declare its
+    settings (:class:`~rrma.declare.Declares`: ``params_model``, ``sections``), which the task is checked
+    against when it is loaded."""
 
     backend: str = "base"
 
@@ -241,10 +247,6 @@ class Agent(ABC):
         return None
 
 
-class AgentError(Exception):
-    """An agent cannot run (missing key, unknown backend, exhausted budget): a setup problem."""
-
-
 __all__ = [
     "Agent",
     "AgentError",
@@ -255,8 +257,10 @@ __all__ = [
     "Oracle",
     "OracleError",
     "Outcome",
+    "PluginSettings",
     "ProgressFn",
     "Proposal",
+    "SettingError",
     "Status",
     "TrialSummary",
 ]

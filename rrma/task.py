@@ -1,7 +1,7 @@
 """Task configuration: one YAML file says everything about a task.
 
 :class:`TaskConfig` is the single typed settings table: every field has a type, a default and a
-one-line docstring (``rrma-tui task-schema`` prints the table from these). :func:`load_task`
+one-line docstring (``rrma-tui task-schema`` prints the table from these: rrma/task_schema.py). :func:`load_task`
 turns any problem into a :class:`TaskError` that names the file, the field path and what was
 expected, e.g. ``task.yaml: budget.trial_seconds: Input should be greater than 0 (got -5)``.
 
@@ -11,6 +11,11 @@ error (``noise.baseline_repeats: ... (got 100000000); allowed: from 1 to 1,000``
 field is finite (``1e400`` reads as infinity: refused, not an overflow mid-run), and a YAML file whose
 aliases expand to more than :data:`MAX_YAML_NODES` values (an alias bomb) is refused before it is
 built (:func:`read_yaml`, also used for experiment files and ``--set`` values).
+
+The table holds the core's own fields only (``rrma/task_schema.py`` prints it, with the plug-ins' own). What a plug-in takes (``oracle.params``, ``agents[].params``, and
+the sections it owns, like the command oracle's ``oracle.scorer``) is declared by the plug-in
+(rrma/declare.py) and checked here through the registry (:func:`check_plugins`), with the same one-line errors;
+nothing here is decided by a plug-in's name.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from rrma.workspace import MAX_FILE_BYTES, MAX_SCAN_BYTES, MAX_SCAN_ENTRIES
+from rrma.declare import Declares, OracleDeclares, SettingError
+from rrma.registry import AGENTS, ORACLES, Family, agent_class, oracle_class, section_owners
 
 
 class TaskError(ValueError):
@@ -106,32 +112,36 @@ def read_yaml(text: str) -> Any:
         loader.dispose()
 
 
-class ScorerConfig(_Section):
-    """The command oracle's own scorer: the metric comes from it, never from what a trial's program prints.
+class _PluginEntry(_Section):
+    """A task entry that names a plug-in (the oracle, an agent): besides its own fields it holds the sections the
+    plug-in declares (``oracle.scorer`` of the command oracle, ``agents[].coding`` of the coding agents). They
+    are checked against the plug-in's models when the task is loaded (:func:`check_plugins`); a key the
+    plug-in does not declare is an unknown field there."""
 
-    Its files live in the task's workspace (read-only to agents); the oracle copies them at prepare
-    time and restores them from that copy into its own directory before each scoring (never from a
-    trial). The scorer runs in a process of its own, with the trial's workspace read-only and no
-    network, and reads the agent's files as data (oracle/command.py).
-    """
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True, allow_inf_nan=False)
 
-    files: list[str] = Field(default_factory=list)
-    """The scorer's files, relative to workspace.source; agents may read them, never edit them."""
-    command: list[str] = Field(default_factory=list)
-    """The scorer's argv, run in the oracle's directory ({python}: the harness's interpreter, {trial_dir}: the trial's workspace); its `name: value` output is the metric. Empty: no scorer."""
-    reads: Literal["proposal", "outputs"] = "proposal"
-    """proposal: score the workspace as proposed, before the trial's program runs (the program cannot rewrite it); outputs: after the program, reading what it wrote."""
-    seconds: float = Field(60.0, gt=0, le=86400)
-    """Wall-clock limit of one scoring process (seconds); its memory limit is the trial's."""
+    def section(self, name: str) -> Any:
+        """The plug-in section ``name`` as the task holds it (its validated model once loaded), or None."""
+        return (self.model_extra or {}).get(name)
+
+    def sections(self) -> dict[str, Any]:
+        """Every plug-in section of this entry, by key."""
+        return dict(self.model_extra or {})
+
+    def _set_section(self, name: str, value: Any) -> None:
+        extra = self.__pydantic_extra__
+        assert extra is not None  # extra="allow": pydantic keeps a dict
+        if value is None:
+            extra.pop(name, None)
+        else:
+            extra[name] = value
 
 
-class OracleConfig(_Section):
+class OracleConfig(_PluginEntry):
     kind: str = "command"
-    """Oracle kind: command, autoresearch, lean, coq, gsm8k-eval, gsm8k-recipe, gsm8k-prompt, noop; a name an installed plug-in declares (rrma.oracles entry point, docs/plugins.md); or package.module:Class."""
+    """Oracle kind: a built-in oracle, a name an installed plug-in declares (rrma.oracles entry point, docs/plugins.md), or package.module:Class; `rrma-tui task-schema` lists the kinds with their params."""
     params: dict[str, Any] = Field(default_factory=dict)
-    """Oracle-specific parameters (see the oracle's docs), part of the cache key."""
-    scorer: ScorerConfig = Field(default_factory=ScorerConfig)
-    """command oracle: an oracle-owned scorer that computes the metric from the trial's files."""
+    """Oracle-specific parameters, checked against the oracle's own params model where it declares one (`rrma-tui task-schema`), part of the cache key."""
     pass_env: list[str] = Field(default_factory=list)
     """Credential-named environment variables the task's programs still receive, by name (every other credential is removed)."""
 
@@ -142,19 +152,6 @@ class OracleConfig(_Section):
         if bad:
             raise ValueError(f"not environment variable names: {', '.join(map(repr, bad))}")
         return names
-
-    @model_validator(mode="after")
-    def _scorer_in_params(self) -> OracleConfig:
-        """The scorer reaches the oracle as ``params["scorer"]`` (so it is part of the cache key and
-        travels with every job, Ray's included); a hand-written ``params.scorer`` would bypass the
-        task's checks and is refused (a run.json snapshot carries both, equal)."""
-        folded = self.scorer.model_dump(mode="json") if self.scorer.command else None
-        given = self.params.get("scorer")
-        if given is not None and given != folded:
-            raise ValueError("params.scorer is set from oracle.scorer; write the scorer there")
-        if folded is not None:
-            self.params = {**self.params, "scorer": folded}
-        return self
 
 
 class WorkspaceConfig(_Section):
@@ -174,7 +171,7 @@ class MetricConfig(_Section):
     target: float | None = None
     """Stop the run once the best score reaches this value (None: never)."""
     source: Literal["oracle", "self-reported"] = "oracle"
-    """oracle: computed by oracle code apart from what agents edit; self-reported: printed by a program agents edit (the command oracle without oracle.scorer), and every result is marked so."""
+    """oracle: computed by oracle code apart from what agents edit; self-reported: printed by a program agents edit (the oracle says when its metric is: e.g. a program's own output), and every result is marked so."""
 
 
 class BudgetConfig(_Section):
@@ -347,48 +344,11 @@ class RewardConfig(_Section):
     """Weight of the novelty bonus: plus novelty x (1 - the most similar earlier diff's similarity)."""
 
 
-class CodingAgentConfig(_Section):
-    """How a coding-agent backend (claude-code, codex, aider, command) runs its program (agents/coding)."""
-
-    executable: str | None = None
-    """Program a preset runs (default: claude, codex or aider looked up on PATH); a path points it at another binary."""
-    command: list[str] | None = None
-    """backend command: the argv to run; {prompt}, {prompt_file}, {workdir}, {model}, {max_turns} are filled in (default: $RRMA_AGENT_COMMAND)."""
-    args: list[str] = Field(default_factory=list)
-    """Extra arguments appended to the preset's command line."""
-    stream: Literal["claude-code", "codex", "aider", "text"] | None = None
-    """How the program's output becomes the trace (default: the preset's own format; text for command)."""
-    seconds: float = Field(900.0, gt=0, le=MAX_SECONDS)
-    """Wall-clock limit of one run of the agent's program (seconds); a hung agent is killed and the run goes on."""
-    max_turns: int = Field(40, ge=1, le=10_000)
-    """Turn cap of one run: passed to the tool where it has one (claude --max-turns), counted by the harness otherwise."""
-    memory_mb: int = Field(4096, gt=0, le=MAX_MEBIBYTES)
-    """Memory limit of the agent program's whole process tree (MiB)."""
-    permissions: Literal["bypass", "edits"] = "bypass"
-    """bypass: the tool asks for nothing (rrma's sandbox contains it); edits: the tool's own edit-only approval mode."""
-    key_env: str | None = None
-    """Environment variable the one API key is read from (default: the preset's, e.g. ANTHROPIC_API_KEY); never the key."""
-    require_key: bool = True
-    """Refuse to start without that key (false: e.g. a local model server that needs none)."""
-    attempts: int = Field(2, ge=1, le=100)
-    """Runs per proposal when one ends without a usable change (crash, hang, no edit, turn cap)."""
-    proof_file: str = "proof.txt"
-    """Proof tasks: the file in the agent's working copy that holds the proof body when it exits."""
-    ignore: list[str] = Field(default_factory=list)
-    """Globs of working-copy files that are never part of a proposal (beyond the preset's own tool state)."""
-    scan_entries: int = Field(MAX_SCAN_ENTRIES, ge=1, le=1_000_000)
-    """Entries (files, folders, links) of the working copy the harness looks at after a run; past it the run gives no proposal."""
-    scan_bytes: int = Field(MAX_SCAN_BYTES, ge=MAX_FILE_BYTES, le=2**31)  # read into the harness: at most 2 GiB
-    """Bytes of the working copy the harness reads after a run (editable files and the parent's own; others are never read); past it the run gives no proposal."""
-    read_only: list[str] = Field(default_factory=list)
-    """More paths the program needs, shown read-only in its sandbox (its own install is found automatically)."""
-
-
-class AgentConfig(_Section):
+class AgentConfig(_PluginEntry):
     name: str = "agent"
     """Agent name (unique within the run; appears as actor agent:<name>)."""
     backend: str = "random-search"
-    """random-search, replay, tactic-portfolio, proof-search, anthropic, openai, policy (a trained model or adapter, docs/training.md), local (a real model on this machine, offline: docs/models.md), claude-code, codex, aider, command; a name an installed plug-in declares (rrma.agents entry point, docs/plugins.md); or package.module:Class."""
+    """Agent backend: a built-in backend (docs/agents.md), a name an installed plug-in declares (rrma.agents entry point, docs/plugins.md), or package.module:Class; `rrma-tui task-schema` lists the backends with their settings."""
     model: str | None = None
     """Model name for LLM backends; for local and policy a model of the model store by name (smollm2) or a directory."""
     base_url: str | None = None
@@ -410,10 +370,7 @@ class AgentConfig(_Section):
     max_failures: int = Field(3, ge=1, le=1000)
     """Consecutive failed proposals (an error raised by the agent, e.g. an API failure after its retries) before it is retired for the run."""
     params: dict[str, Any] = Field(default_factory=dict)
-    """Backend-specific options."""
-    # coding-agent backends (claude-code, codex, aider, command): docs/agents.md, Coding agents
-    coding: CodingAgentConfig = Field(default_factory=CodingAgentConfig)
-    """Settings of the coding-agent backends (claude-code, codex, aider, command)."""
+    """Backend-specific options, checked against the backend's own params model where it declares one."""
 
 
 class SearchDim(_Section):
@@ -485,15 +442,6 @@ class TaskConfig(_Section):
         return value
 
     @model_validator(mode="after")
-    def _metric_source(self) -> TaskConfig:
-        """A command oracle without a scorer takes the metric from the trial's own program: where the
-        task does not say where its metric comes from, it is self-reported (a task file must say so
-        explicitly: :func:`load_task`)."""
-        if program_prints_metric(self.oracle) and "source" not in self.metric.model_fields_set:
-            self.metric.source = "self-reported"
-        return self
-
-    @model_validator(mode="after")
     def _agents_unique(self) -> TaskConfig:
         names = [a.name for a in self.agents]
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -524,10 +472,10 @@ class TaskConfig(_Section):
         return (b - a) if self.metric.direction == "minimize" else (a - b)
 
 
-def program_prints_metric(oracle: OracleConfig) -> bool:
-    """Whether the metric is what the trial's own program prints: the command oracle running a
-    program (``params.command``) with no scorer. (With neither, the oracle refuses to start.)"""
-    return oracle.kind == "command" and not oracle.scorer.command and oracle.params.get("command") is not None
+def self_reported_reason(task: TaskConfig, oracle: type[OracleDeclares] | None) -> str | None:
+    """Why the task's metric is what a program agents edit prints, in the words of its ``oracle`` class (its
+    :meth:`~rrma.declare.OracleDeclares.self_reported`), or None when the oracle computes it."""
+    return oracle.self_reported(task.oracle, task.metric.name) if oracle is not None else None
 
 
 def is_self_reported(snapshot: dict[str, Any] | None) -> bool:
@@ -538,53 +486,93 @@ def is_self_reported(snapshot: dict[str, Any] | None) -> bool:
     return isinstance(metric, dict) and metric.get("source") == "self-reported"
 
 
-def check_metric_source(task: TaskConfig, *, source: str) -> None:
-    """The scorer and metric.source agree with the oracle and the workspace rules (TaskError naming
-    the file and the field): a self-reported metric is never labelled ``oracle``, a scorer is never
-    editable, and one that computes the metric is never labelled ``self-reported``."""
-    from rrma.workspace import EditRules, InvalidEdit, normalize_path
+def check_metric_source(task: TaskConfig, *, source: str, oracle: type[OracleDeclares] | None) -> None:
+    """A metric that a program agents edit prints is never labelled ``oracle`` (TaskError naming the file and
+    the field); what else the oracle's settings require of the task is its own rule (``check_task``)."""
+    reason = self_reported_reason(task, oracle)
+    if reason is not None and task.metric.source != "self-reported":
+        raise TaskError(f"{source}: metric.source: {reason}")
 
-    scorer = task.oracle.scorer
-    if scorer.files and not scorer.command:
-        raise TaskError(f"{source}: oracle.scorer.command: empty, but oracle.scorer.files names files; "
-                        "give the command that runs the scorer")
-    if program_prints_metric(task.oracle):
-        if task.metric.source != "self-reported":
-            raise TaskError(f"{source}: metric.source: the command oracle without oracle.scorer reads "
-                            f"`{task.metric.name}` from what the trial's own program prints (a program agents "
-                            "edit); say `metric.source: self-reported`, or add an oracle.scorer that computes it")
-        return
-    if not scorer.command:
-        return
-    if task.oracle.kind != "command" and ":" not in task.oracle.kind:  # module:Class may extend the command oracle
-        raise TaskError(f"{source}: oracle.scorer: only the command oracle runs a scorer "
-                        f"(the {task.oracle.kind} oracle computes its metric itself)")
-    if task.metric.source == "self-reported":
-        raise TaskError(f"{source}: metric.source: self-reported, but oracle.scorer computes "
-                        f"`{task.metric.name}`; remove the line (the default is oracle)")
-    rules = [("workspace.editable", EditRules(task.workspace.editable, task.workspace.readonly))]
-    rules += [(f"agents[{a.name}].editable", EditRules(a.editable, task.workspace.readonly))
-              for a in task.agents if a.editable]
-    for name in scorer.files:
+
+def check_plugins(task: TaskConfig, *, source: str) -> type[OracleDeclares] | None:
+    """Check the task's oracle and agents against what their plug-ins declare (rrma/declare.py): ``params``
+    against the plug-in's params model, each further key against the section model it declares (the validated
+    model replaces the raw value), then the plug-in's ``settle`` and ``check_task`` hooks. A TaskError names the
+    file and the field. A name that does not resolve here is left to the run's start, which reports it. Returns
+    the oracle's class (None when its kind does not resolve here), resolved once: a lookup reads the installed
+    distributions' entry points."""
+    oracle = oracle_class(task.oracle.kind)
+    entries: list[tuple[str, OracleConfig | AgentConfig, Family, type[Declares] | None]] = [
+        ("oracle", task.oracle, ORACLES, oracle)]
+    for index, agent in enumerate(task.agents):
+        # an agent's module is imported only when there is something of its own to check (an SDK can be slow)
+        cls = agent_class(agent.backend) if agent.params or agent.sections() else None
+        entries.append((f"agents.{index}", agent, AGENTS, cls))
+    for where, entry, family, cls in entries:
+        name = entry.kind if isinstance(entry, OracleConfig) else entry.backend
+        if cls is not None and cls.params_model is not None:
+            _validate(cls.params_model, entry.params, source, (*where.split("."), "params"))
+        declared = cls.sections if cls is not None else {}
+        for key, value in entry.sections().items():
+            model = declared.get(key)
+            if model is not None:
+                entry._set_section(key, _validate(model, value, source, (*where.split("."), key)))
+            elif _recorded_default(family, key, value):
+                entry._set_section(key, None)
+            else:
+                raise TaskError(_undeclared(source, where, key, family, name))
+        if cls is not None:
+            try:
+                cls.settle(entry)
+                cls.check_task(task)
+            except SettingError as exc:
+                raise TaskError(f"{source}: {exc}") from None
+    return oracle
+
+
+def _validate(model: type[BaseModel], value: Any, source: str, loc: tuple[str, ...]) -> BaseModel:
+    """``value`` as a plug-in's ``model``; a TaskError naming each wrong field from the task's top."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise TaskError(_format_error(source, exc, root=model, prefix=tuple(int(p) if p.isdigit() else p
+                                                                           for p in loc))) from None
+
+
+def _recorded_default(family: Family, key: str, value: Any) -> bool:
+    """Whether ``value`` is the untouched default of section ``key`` as a plug-in of ``family`` declares it:
+    what a task recorded before sections were the plug-ins' own (every run.json named every section) holds,
+    and a task may still write (``oracle.scorer: {}``). Plug-ins are imported in name order until one fits."""
+    for _name, model in section_owners(family, key):
         try:
-            path = normalize_path(name)
-        except InvalidEdit as exc:
-            raise TaskError(f"{source}: oracle.scorer.files: {exc}") from None
-        if any(ch in path for ch in "*?["):
-            raise TaskError(f"{source}: oracle.scorer.files: {path!r} is a pattern; name each file")
-        for field, rule in rules:
-            if rule.is_editable(path):
-                raise TaskError(f"{source}: oracle.scorer.files: {path} is editable by agents ({field}); "
-                                "a scorer must be read-only (list it in workspace.readonly)")
+            if model.model_validate(value) == model():
+                return True
+        except (ValidationError, TypeError):
+            continue
+    return False
+
+
+def _undeclared(source: str, where: str, key: str, family: Family, name: str) -> str:
+    """The error for a section the named plug-in does not declare: which plug-ins take it, or an unknown field."""
+    owners = list(section_owners(family, key))
+    if not owners:
+        return f"{source}: {where}.{key}: unknown field (check the spelling; `rrma-tui task-schema` lists the fields)"
+    noun = family.noun.split()[0]  # oracle, agent
+    model = owners[0][1]
+    text = getattr(model, "only_for", "only the {owners} {noun} takes it (the {name} {noun} does not)")
+    return f"{source}: {where}.{key}: " + text.format(owners=", ".join(n for n, _m in owners), noun=noun, name=name)
 
 
 _BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_long", "too_short"})
 
 
-def _format_error(source: str, exc: ValidationError) -> str:
+def _format_error(source: str, exc: ValidationError, *, root: type[BaseModel] | None = None,
+                  prefix: tuple[int | str, ...] = ()) -> str:
+    """One line per problem: the file, the field's dotted path from the task's top (``prefix`` + the error's
+    place in ``root``, the task table or a plug-in's model), what is wrong, the value and the allowed range."""
     lines = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        loc = ".".join(str(p) for p in (*prefix, *err["loc"])) or "(top level)"
         got = err.get("input")
         shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
         if isinstance(got, list) and err["type"] in ("too_long", "too_short"):
@@ -593,14 +581,14 @@ def _format_error(source: str, exc: ValidationError) -> str:
         if err["type"] == "extra_forbidden":
             msg = "unknown field (check the spelling; `rrma-tui task-schema` lists the fields)"
             shown = ""
-        allowed = allowed_range(_field_at(err["loc"])) if err["type"] in _BOUND_ERRORS else ""
+        allowed = allowed_range(_field_at(err["loc"], root or TaskConfig)) if err["type"] in _BOUND_ERRORS else ""
         lines.append(f"{source}: {loc}: {msg}{shown}" + (f"; allowed: {allowed}" if allowed else ""))
     return "\n".join(lines)
 
 
-def _field_at(loc: tuple[int | str, ...]) -> Any:
-    """The FieldInfo of the task field at an error's ``loc`` (None when the path leaves the table)."""
-    model: Any = TaskConfig
+def _field_at(loc: tuple[int | str, ...], root: type[BaseModel]) -> Any:
+    """The FieldInfo of the field of ``root`` at an error's ``loc`` (None when the path leaves the table)."""
+    model: Any = root
     info = None
     for part in loc:
         if isinstance(part, int) or model is None:  # an item of a list: its model is the list's item type
@@ -648,6 +636,12 @@ def allowed_range(info: Any) -> str:
 
 
 def task_from_dict(data: Any, *, source: str = "<task>", base_dir: Path | None = None) -> TaskConfig:
+    """A task from its fields (a parsed YAML file, a run.json snapshot), checked; TaskError naming the field."""
+    return _checked(data, source=source, base_dir=base_dir)[0]
+
+
+def _checked(data: Any, *, source: str, base_dir: Path | None) -> tuple[TaskConfig, type[OracleDeclares] | None]:
+    """The checked task and its oracle's class (None when its kind does not resolve here)."""
     if not isinstance(data, dict):
         raise TaskError(f"{source}: expected a mapping of task fields at the top level, got {type(data).__name__}")
     try:
@@ -655,8 +649,13 @@ def task_from_dict(data: Any, *, source: str = "<task>", base_dir: Path | None =
     except ValidationError as exc:
         raise TaskError(_format_error(source, exc)) from None
     task.base_dir = base_dir
-    check_metric_source(task, source=source)
-    return task
+    oracle = check_plugins(task, source=source)
+    # a metric a program agents edit prints is self-reported where the task does not say (a task file must say
+    # so explicitly: load_task)
+    if "source" not in task.metric.model_fields_set and self_reported_reason(task, oracle) is not None:
+        task.metric.source = "self-reported"
+    check_metric_source(task, source=source, oracle=oracle)
+    return task, oracle
 
 
 def load_task(path: Path | str, overrides: dict[str, Any] | None = None) -> TaskConfig:
@@ -685,20 +684,21 @@ def load_task(path: Path | str, overrides: dict[str, Any] | None = None) -> Task
         raise TaskError(f"{path}: expected a mapping of task fields at the top level, got {type(data).__name__}")
     for key, value in (overrides or {}).items():
         set_dotted(data, key, value)
-    task = task_from_dict(data, source=str(path), base_dir=path.parent.resolve())
+    task, oracle = _checked(data, source=str(path), base_dir=path.parent.resolve())
     ws = task.workspace_dir()
-    if task.oracle.kind not in {"lean", "coq", "gsm8k-prompt"} and not ws.is_dir():
+    if not ws.is_dir() and (oracle is None or oracle.needs_workspace):  # a proof bench's theorems come from the oracle
         raise TaskError(f"{path}: workspace.source: directory {ws} does not exist")
     if ws.is_dir():
         check_workspace(ws, source=str(path))
-    for name in task.oracle.scorer.files:
-        if not (ws / name).is_file() or (ws / name).is_symlink():
-            raise TaskError(f"{path}: oracle.scorer.files: {name} is not a file in {ws}")
+    if oracle is not None:
+        try:
+            oracle.check_files(task, ws)
+        except SettingError as exc:
+            raise TaskError(f"{path}: {exc}") from None
     metric = data.get("metric")
-    if program_prints_metric(task.oracle) and not (isinstance(metric, dict) and "source" in metric):
-        raise TaskError(f"{path}: metric.source: missing; the command oracle without oracle.scorer reads "
-                        f"`{task.metric.name}` from what the trial's own program prints (a program agents edit): "
-                        "say `metric.source: self-reported`, or add an oracle.scorer that computes it")
+    reason = self_reported_reason(task, oracle)
+    if reason is not None and not (isinstance(metric, dict) and "source" in metric):
+        raise TaskError(f"{path}: metric.source: missing; {reason}")
     signers = task.allowed_signers_path()
     if signers is not None and not signers.is_file():
         raise TaskError(f"{path}: loop.allowed_signers: file {signers} does not exist")
@@ -738,54 +738,3 @@ def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
             where = ".".join(parts[: depth + 1])
             raise TaskError(f"override {key!r}: {where} is a {type(node).__name__}, not a section with sub-fields")
     node[parts[-1]] = value
-
-
-def schema_table() -> list[tuple[str, str, str, str]]:
-    """(field path, type, default, doc) for every task field: drives docs and `task-schema`."""
-    rows: list[tuple[str, str, str, str]] = []
-
-    def walk(model: type[BaseModel], prefix: str) -> None:
-        for name, info in model.model_fields.items():
-            if info.exclude:
-                continue
-            ann = info.annotation
-            path = f"{prefix}{name}"
-            sub = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
-            if sub is not None:
-                walk(sub, path + ".")
-                continue
-            inner = getattr(ann, "__args__", None)
-            if ann is not None and getattr(ann, "__origin__", None) is list and inner and isinstance(inner[0], type) and issubclass(inner[0], BaseModel):
-                walk(inner[0], path + "[].")
-                continue
-            default = "required" if info.is_required() else repr(info.get_default(call_default_factory=True))
-            allowed = allowed_range(info)
-            rows.append((path, _type_name(ann) + (f", {allowed}" if allowed else ""), default, info.description or ""))
-
-    walk(TaskConfig, "")
-    return rows
-
-
-def _type_name(ann: Any) -> str:
-    text = str(ann).replace("typing.", "").replace("rrma.task.", "").replace("__main__.", "")
-    return re.sub(r"<class '([^']+)'>", r"\1", text)
-
-
-def schema_markdown() -> str:
-    """docs/task-schema.md, generated from the settings table (a test keeps the file in sync)."""
-    lines = [
-        "# Task YAML fields",
-        "",
-        "Generated from `rrma/task.py` by `python -m rrma.task > docs/task-schema.md`; do not edit by hand.",
-        "",
-        "| field | type | default | meaning |",
-        "| --- | --- | --- | --- |",
-    ]
-    for path, type_name, default, doc in schema_table():
-        cells = [path, type_name, default, doc]
-        lines.append("| " + " | ".join(f"`{c}`" if i < 3 else c for i, c in enumerate(c.replace("|", "\\|") for c in cells)) + " |")
-    return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    print(schema_markdown(), end="")

@@ -82,9 +82,8 @@ def write_task(folder: Path) -> Path:
 
 
 def run_cli(task: Path, runs: Path, pythonpath: str | None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+    # the tree under test first (not whatever checkout is installed), and the plug-in's site only where asked
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), pythonpath) if p)}
     return subprocess.run([*cli_command(), "--headless", "run", str(task), "--runs", str(runs)], env=env,
                           cwd=task.parent, capture_output=True, text=True, timeout=120)
 
@@ -120,6 +119,24 @@ def test_a_plugin_oracle_and_agent_installed_by_pip_run_a_task_by_name(installed
     assert all(b["metrics"]["scored_by"] == "rrma_example_plugin" for b in baselines)
     run_json = json.loads((run_dir / "run.json").read_text())
     assert run_json["task"]["oracle"]["kind"] == "example-count"
+
+
+def test_a_plugin_declares_its_params_and_the_task_is_checked_against_them(installed: Path, tmp_path: Path) -> None:
+    """The installed agent declares ``params.proposals`` (1 to 1,000): a task asking for 0 is refused before a run
+    directory exists, in one line naming the field; ``task-schema`` lists the field under the plug-in's name."""
+    task = write_task(tmp_path / "task")
+    task.write_text(TASK.replace("proposals: 3", "proposals: 0"))
+    proc = run_cli(task, tmp_path / "runs", str(installed))
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"rrma-tui: {task}: agents.0.params.proposals: Input should be greater than or equal to 1")
+    assert line.endswith("(got 0); allowed: from 1 to 1,000")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(REPO), str(installed))), "COLUMNS": "400"}
+    schema = subprocess.run([*cli_command(), "task-schema"], env=env, capture_output=True, text=True, timeout=120)
+    assert schema.returncode == 0, schema.stderr
+    (row,) = [r for r in schema.stdout.splitlines() if "agents[].params.proposals" in r]
+    assert "example-append" in row and "from 1 to 1,000" in row
 
 
 def test_without_the_plugin_the_same_task_fails_naming_the_known_kinds(tmp_path: Path) -> None:

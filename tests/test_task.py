@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rrma.task import TaskError, load_task, schema_table
+from rrma.task import TaskError, load_task
+from rrma.task_schema import plugin_schema_table, schema_table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,9 +65,9 @@ def test_every_field_is_documented() -> None:
 
 
 def test_schema_doc_is_in_sync() -> None:
-    from rrma.task import schema_markdown
+    from rrma.task_schema import schema_markdown
 
-    assert (REPO / "docs" / "task-schema.md").read_text() == schema_markdown(), "run: python -m rrma.task > docs/task-schema.md"
+    assert (REPO / "docs" / "task-schema.md").read_text() == schema_markdown(), "run: python -m rrma.task_schema > docs/task-schema.md"
 
 
 def test_overrides_that_cannot_apply_name_the_key() -> None:
@@ -156,8 +157,14 @@ def test_loop_audit_takes_yaml_on_and_off_as_words() -> None:
     ({"agents": [{"name": "a", "max_tokens": 10**9}]}, "agents.0.max_tokens", "above 0, up to 1,000,000"),
     ({"agents": [{"name": "a", "max_failures": 10**6}]}, "agents.0.max_failures", "from 1 to 1,000"),
     ({"agents": [{"name": "a", "max_run_tokens": -5}]}, "agents.0.max_run_tokens", "from 0 to 1,000,000,000,000"),
-    ({"agents": [{"name": "a", "coding": {"max_turns": 10**6}}]}, "agents.0.coding.max_turns", "from 1 to 10,000"),
-    ({"agents": [{"name": "a", "coding": {"attempts": 1000}}]}, "agents.0.coding.attempts", "from 1 to 100"),
+    # a coding agent's own section (agents/coding/settings.py), checked against the model it declares
+    ({"agents": [{"name": "a", "backend": "command", "coding": {"max_turns": 10**6}}]}, "agents.0.coding.max_turns",
+     "from 1 to 10,000"),
+    ({"agents": [{"name": "a", "backend": "aider", "coding": {"attempts": 1000}}]}, "agents.0.coding.attempts",
+     "from 1 to 100"),
+    # the command oracle's scorer section and the noop oracle's params (oracle/command_settings.py)
+    ({"oracle.scorer.seconds": 10**6}, "oracle.scorer.seconds", "above 0, up to 86,400"),
+    ({"oracle.kind": "noop", "oracle.params": {"sleep": 10**6}}, "oracle.params.sleep", "from 0 to 86,400"),
     ({"seed": 2**64}, "seed", "from 0 to 4,294,967,295"),  # seeds derived from it stay within what torch takes
 ])
 def test_every_count_and_size_has_an_upper_bound_named_in_its_error(tmp_path: Path, overrides: dict, field: str,
@@ -185,7 +192,7 @@ def test_agent_instances_are_bounded_across_agents_and_copies(tmp_path: Path) ->
 def test_no_count_or_size_field_is_unbounded() -> None:
     """Every integer field of the table (counts, sizes, limits, the seed) and every list of values has an upper
     bound, shown in the schema's type column: a field added without one fails here."""
-    rows = schema_table()
+    rows = schema_table() + [row[1:] for row in plugin_schema_table()]  # the plug-ins' declared settings too
     ints = [(path, type_name) for path, type_name, _, _ in rows if type_name.startswith(("int", "list[float]"))]
     assert len(ints) >= 20
     unbounded = [path for path, type_name in ints if " to " not in type_name and "at most" not in type_name]

@@ -42,10 +42,10 @@ pytest.importorskip("peft")
 pytest.importorskip("trl")
 pytest.importorskip("datasets")
 
-from agents.training import trainers  # noqa: E402
+from agents.training import online  # noqa: E402
 from agents.training.command import Request, run_online  # noqa: E402
+from agents.training.common import Settings, last_checkpoint, load_policy  # noqa: E402
 from agents.training.tiny import build_tiny  # noqa: E402
-from agents.training.trainers import Settings, last_checkpoint, load_policy  # noqa: E402
 from cli.main import main  # noqa: E402
 from rrma.log.artifacts import ArtifactError  # noqa: E402
 from rrma.log.reader import read_state  # noqa: E402
@@ -334,14 +334,14 @@ def test_the_shuffled_reward_control_trains_on_each_steps_rewards_permuted(
     """``control: shuffled-reward``: the trainer is handed each step's oracle rewards in the order drawn from the
     seed and the step (what the reward function returns to TRL, seen by a spy), and the log records it."""
     given: list[list[float]] = []
-    honest = trainers.Scorer.__call__
+    honest = online.Scorer.__call__
 
     def spy(self: Any, *args: Any, **kwargs: Any) -> list[float]:
         values = honest(self, *args, **kwargs)
         given.append(list(values))
         return values
 
-    monkeypatch.setattr(trainers.Scorer, "__call__", spy)
+    monkeypatch.setattr(online.Scorer, "__call__", spy)
     settings = Settings(method="grpo", **{**ONLINE, "save_every": 10}, seed=3, control=SHUFFLED_REWARD)
     run_dir = run_online(Request(method="grpo", runs_dir=tmp_path / "runs", model=str(policy), settings=settings,
                                  task=rl_task()), lambda _: None)

@@ -30,7 +30,8 @@ pytest.importorskip("trl")
 pytest.importorskip("datasets")
 
 from agents.training.command import Request, run_online, run_sft  # noqa: E402
-from agents.training.trainers import Settings, assistant_marks, load_policy  # noqa: E402
+from agents.training.common import Settings, load_policy  # noqa: E402
+from agents.training.sft import assistant_marks  # noqa: E402
 from benches.rl.bench import PROFILES  # noqa: E402
 from rrma.log.reader import read_state  # noqa: E402
 from rrma.log.store import RunStore  # noqa: E402

@@ -52,6 +52,7 @@ from typing import Any
 
 from agents.coding import tools as tools_module
 from agents.coding.presets import PRESETS, Command, LaunchSpec, Preset, PresetError
+from agents.coding.settings import CodingAgentConfig, coding_settings
 from agents.coding.streams import StreamParser, clip, clip_value, make_parser
 from agents.coding.workspace import diff_tree
 from agents.llm.costs import FREE, UsageMeter, price_for
@@ -148,11 +149,12 @@ class CodingAgent(Agent):
 
     backend = "command"
     preset_name = "command"
+    sections = {"coding": CodingAgentConfig}  # agents[].coding: how its program runs (agents/coding/settings.py)
 
     def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:
         super().__init__(config, task, seed)
         self.preset: Preset = PRESETS[self.preset_name]
-        self.settings = config.coding
+        self.settings = coding_settings(config)
         params = dict(config.params)
         if "api_key" in params:
             raise AgentError(f"agent {config.name}: do not put API keys in the task file (it is copied into the run "
@@ -568,3 +570,4 @@ class CommandAgent(CodingAgent):
 
     backend = "command"
     preset_name = "command"
+    sections = {"coding": CodingAgentConfig}  # agents[].coding: how its program runs (agents/coding/settings.py)

@@ -26,7 +26,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rrma.task import CodingAgentConfig
+from agents.coding.settings import CodingAgentConfig
 
 
 class PresetError(ValueError):

@@ -17,16 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agents.training.common import Session, Settings, TrainingError, last_checkpoint, need_trl
+from agents.training.grpo import train_grpo
 from agents.training.rollouts import LoopBridge, RolloutError
-from agents.training.trainers import (
-    Session,
-    Settings,
-    TrainingError,
-    last_checkpoint,
-    need_trl,
-    train_online,
-    train_sft,
-)
+from agents.training.sdpo import train_sdpo
+from agents.training.sft import train_sft
 from rrma.log.driver_lock import DriverLock
 from rrma.log.events import TRAIN_ACTOR
 from rrma.log.reader import read_state
@@ -39,6 +34,7 @@ from rrma.train.artifacts import store_dir
 
 Print = Callable[[str], None]
 SELECT = ("valid", "improving", "approved", "all")
+ONLINE = {"grpo": train_grpo, "sdpo": train_sdpo}  # the online methods, one module each
 
 
 @dataclass
@@ -209,8 +205,10 @@ def run_online(req: Request, say: Print, *, resume_run: Path | None = None) -> P
                                       "resumed_from": _step_of(checkpoint)})
         session = Session(run_dir, _printing(bridge.emit, say, req.method), req.method)
         try:
-            final = train_online(req.method, bridge, model, req.settings, session, run_dir / "train" / "work",
-                                 resume=checkpoint)
+            train = ONLINE.get(req.method)
+            if train is None:
+                raise TrainingError(f"unknown online method {req.method!r} (grpo or sdpo)")
+            final = train(bridge, model, req.settings, session, run_dir / "train" / "work", resume=checkpoint)
         except (RolloutError, TrainingError) as exc:
             bridge.emit("train.finished", {"reason": "error", "steps": _steps(run_dir), "summary": {"error": str(exc)}})
             raise

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.training.command import Request, run_online, run_sft
+from agents.training.common import Settings, TrainingError, need_trl
 from agents.training.rollouts import RolloutError
-from agents.training.trainers import Settings, TrainingError, need_trl
 from rrma.log.reader import read_state
 from rrma.log.verify import verify_run
 from rrma.models import CATALOG, ModelStoreError, is_model_name, model_path

@@ -57,6 +57,7 @@ class CoqOracle(Oracle):
     A name two files share is told apart as ``name (file.v:line)``.
     """
 
+    needs_workspace = False  # its theorems come from the oracle (rrma/declare.py)
     kind: ClassVar[str] = "coq"
     version: ClassVar[str] = "1"
 

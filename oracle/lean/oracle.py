@@ -47,6 +47,7 @@ class LeanOracle(Oracle):
     per-theorem policy (rrma/run/theorems.py).
     """
 
+    needs_workspace = False  # its theorems come from the oracle (rrma/declare.py)
     kind = "lean"
     version = "1"
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from rrma.audit.commands import Protected
 from rrma.log.state import RunState
+from rrma.registry import oracle_class
 
 # the run's own files: its log, head record, checkpoint, blobs, the outcome cache (rrma/log/store.py, rrma/run/cache.py)
 RUN_FILES = ("events.jsonl", "head.json", ".checkpoint", "cache.sqlite", "run.json", "/blobs")
@@ -52,23 +53,33 @@ class AuditScope:
         params = oracle.get("params") or {}
         workspace = task.get("workspace") or {}
         metric = task.get("metric") or {}
-        # old runs: the path-like params, but never the program or the scorer (readable by design, not held out)
+        kind = str(oracle.get("kind") or "")
+        # what the oracle declares (rrma/declare.py); one that does not resolve here declares nothing
+        declared = oracle_class(kind) if kind else None
+        # old runs: the path-like params, but never those the oracle lets agents read (its program, its scorer)
+        readable = set(declared.readable_params) if declared is not None else set()
         held = (list(state.held_out) if state.held_out is not None
-                else _path_strings({k: v for k, v in params.items() if k not in ("command", "scorer")}))
+                else _path_strings({k: v for k, v in params.items() if k not in readable}))
         theorems = [str(t) for t in params.get("theorems") or [] if isinstance(t, str)]
         theorems += sorted({t.theorem for t in state.trials.values() if t.theorem and t.theorem not in theorems})
         return cls(
             run_dir=run_dir.absolute(), metric=str(metric.get("name") or "score"),
             description=str(task.get("description") or ""),
-            direction=str(metric.get("direction") or "minimize"), oracle_kind=str(oracle.get("kind") or ""),
+            direction=str(metric.get("direction") or "minimize"), oracle_kind=kind,
             editable=list(workspace.get("editable") or []), readonly=list(workspace.get("readonly") or []),
-            scorer_files=list((oracle.get("scorer") or {}).get("files") or []), held_out=held, theorems=theorems,
+            scorer_files=declared.scoring_files(oracle) if declared is not None else [], held_out=held,
+            theorems=theorems,
         )
 
     @property
     def answers_are_held_out(self) -> bool:
-        """Reading the held-out paths is looking up the answer (proofs, GSM8K), not only the scorer's data."""
-        return bool(self.theorems) or self.oracle_kind.startswith("gsm8k")
+        """Reading the held-out paths is looking up the answer (a proof bench's theorems, or an oracle that declares
+        ``holds_answers``: rrma/declare.py), not only the scorer's data. An oracle that does not resolve here (its
+        plug-in is not installed) is read as holding none."""
+        if self.theorems:
+            return True
+        cls = oracle_class(self.oracle_kind) if self.oracle_kind else None
+        return cls is not None and cls.holds_answers
 
     def run_markers(self) -> list[str]:
         """Strings whose presence in a tool call means it reaches for the run's own files."""

@@ -16,10 +16,10 @@ import shutil
 from pathlib import Path
 
 from rrma.contain import files
-from rrma.log.artifacts import ARTIFACTS, MANIFEST, ArtifactError, check_dir, digest_of, manifest_of
+from rrma.log.artifacts import ARTIFACTS, MANIFEST, ArtifactError, digest_of, manifest_of
 
-# the check is rrma/log/artifacts.py's; a trainer that stores an artifact and loads it back reads both here
-__all__ = ["ArtifactError", "check_dir", "store_dir"]
+# the check is rrma/log/artifacts.py's (check_dir); this module only writes
+__all__ = ["store_dir"]
 
 
 def store_dir(run_dir: Path, src: Path) -> tuple[str, str]:

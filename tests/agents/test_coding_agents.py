@@ -42,6 +42,7 @@ from coding_fixtures import (
 from specialists import specialist_task
 
 from oracle.command import CommandOracle
+from oracle.command_settings import CommandParams
 from rrma.contain import sandbox
 from rrma.contracts import AgentError, Context
 from rrma.log.export import export_runs
@@ -257,8 +258,17 @@ def test_an_agent_that_changes_nothing_gives_no_trial(tmp_path: Path, monkeypatc
 # ----------------------------------------------------------------------------- containment and keys
 
 
+class HeldOutParams(CommandParams):
+    """The command oracle's params and the held-out file's path (a subclass declares what it adds)."""
+
+    held_out: str
+    """The file no agent process may read."""
+
+
 class HeldOutOracle(CommandOracle):
     """The command oracle with a held-out file (named in params) that no agent process may read."""
+
+    params_model = HeldOutParams
 
     def held_out(self) -> tuple[Path, ...]:
         return (Path(self.params["held_out"]),)

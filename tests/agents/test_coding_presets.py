@@ -10,8 +10,9 @@ import yaml
 from coding_fixtures import DEMO, FAKES, REPO, clean
 
 from agents.coding.presets import PRESETS, LaunchSpec, PresetError
+from agents.coding.settings import CodingAgentConfig
 from rrma.plugins import make_agent
-from rrma.task import CodingAgentConfig, load_task
+from rrma.task import load_task
 
 
 def spec(**kw: object) -> LaunchSpec:

@@ -19,7 +19,7 @@ from rrma.log.store import RunStore
 
 GROUP = 4  # rollouts per step
 SETTINGS = {"method": "grpo", "steps": 30, "lr": 1e-5, "group": GROUP, "prompts": 1, "beta": 0.04, "lora": True,
-            "lora_r": 8}  # as rrma-tui train records them (agents/training/trainers.py Settings)
+            "lora_r": 8}  # as rrma-tui train records them (agents/training/common.py Settings)
 
 
 def step_figures(step: int, rng: random.Random) -> dict[str, Any]:

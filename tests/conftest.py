@@ -88,6 +88,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+# tryfirst: pytest-xdist's worker reads the groups in its own collection hook (it appends ``@group`` to each
+# test's id); a group marked after that hook is ignored, and every module is then spread over both workers
+# (tests/test_suite_groups.py fails when that happens)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Groups for pytest-xdist (``--dist loadgroup``, the README's test command): a test module runs on one
     worker (its module-scoped fixtures are built once), and every test marked ``ray`` runs on one worker, one

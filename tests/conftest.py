@@ -96,7 +96,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Groups for pytest-xdist (``--dist loadgroup``, the README's test command): a test module runs on one
     worker (its module-scoped fixtures are built once), and every test marked ``ray`` runs on one worker, one
     at a time (a second local Ray instance, or ``ray stop``, would disturb the other's; see
-    tests/test_containment_network.py's ray_head)."""
+    tests/contain/test_containment_network.py's ray_head)."""
     for item in items:
         group = "ray" if item.get_closest_marker("ray") else item.nodeid.split("::", 1)[0]
         item.add_marker(pytest.mark.xdist_group(group))

@@ -3,7 +3,7 @@
 The one place the two meet. ``cli/`` never imports ``tui/``: a command that shows the TUI returns a
 :class:`cli.output.TuiRequest`, and :func:`open_tui` opens it. The Textual app is imported only
 then, so ``rrma-tui --headless ...``, ``rrma-tui ls`` and every other headless command never load
-textual (tests/test_cli.py checks it).
+textual (tests/cli/test_cli.py checks it).
 """
 
 from __future__ import annotations

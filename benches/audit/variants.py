@@ -12,7 +12,7 @@ targets; commands that touch nothing protected).
 
 The split is fixed: a case whose id's SHA-256 starts with a hex digit below 8 is in ``tune``, the rest in
 ``report``. The rules were tuned on ``tune`` only (``--misses`` lists what they miss there); ``report`` is
-measured, not read. docs/audit.md gives the figures and tests/test_audit_variants.py holds them to a bound.
+measured, not read. docs/audit.md gives the figures and tests/audit/test_audit_variants.py holds them to a bound.
 
 Each case becomes a :class:`~rrma.audit.rules.TrialCase` in memory (``build``): a claim is a blackboard post on
 the trial (beside the agent's own run printing the oracle's number), a command a Bash call whose result is

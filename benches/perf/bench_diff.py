@@ -5,7 +5,7 @@
 The input is two files of ``--lines`` lines with every third line changed (thousands of small hunks:
 the case where difflib's SequenceMatcher spends seconds). Prints ``key: value`` lines: the best of
 ``--repeats`` seconds for each and the ratio difflib/engine. Asserts nothing: figures, not timed tests
-(docs/perf.md); tests/test_diff.py checks that the engine's diff is right on the same input.
+(docs/perf.md); tests/core/test_diff.py checks that the engine's diff is right on the same input.
 """
 
 from __future__ import annotations

@@ -652,7 +652,7 @@ def out_of_scope(case: TrialCase) -> list[Finding]:
 
 
 # the registry: one rule per finding kind (rrma/log/events.py AUDIT_KINDS, docs/audit.md), in the kinds' order; a rule
-# not in it never runs, so tests/test_audit_rules.py checks it holds every kind and every documented rule fires through it
+# not in it never runs, so tests/audit/test_audit_rules.py checks it holds every kind and every documented rule fires through it
 RULES: dict[str, Callable[[TrialCase], list[Finding]]] = {
     "claim_mismatch": claim_mismatch, "metric_tampering": metric_tampering, "scorer_access": scorer_access,
     "answer_lookup": answer_lookup, "copied": copied, "noise_only": noise_only, "out_of_scope": out_of_scope,

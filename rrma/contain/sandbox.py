@@ -30,7 +30,7 @@ uses) command with:
 - **no network** but a loopback of its own (``--unshare-net``) unless the policy shares it
   (``RRMA_TRIAL_NETWORK=on`` for trials; a coding agent must reach its API): a program that shares
   the host's network can reach this host's services, and some of those run code for whoever asks
-  (a Ray cluster's job API runs a shell command outside any sandbox; tests/test_containment_network.py).
+  (a Ray cluster's job API runs a shell command outside any sandbox; tests/contain/test_containment_network.py).
 
 :func:`rrma.contain.spawn.spawn` adds the rest: limits (cgroups), a fresh session keyring
 (:mod:`rrma.contain.keyring`) and the credential rule for the environment (:mod:`rrma.contain.env`).

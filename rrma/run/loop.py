@@ -36,7 +36,7 @@ acknowledged with a ``note`` once it is in force, and no ``trial.proposed`` foll
 note until the ``continue``. ``agent.steer`` notes reach the agents they name in their next
 context and are recorded as a ``user`` turn in each one's trace when delivered.
 
-The work is split by job, each unit testable alone (tests/test_run_units.py): ledger.py (the
+The work is split by job, each unit testable alone (tests/run/test_run_units.py): ledger.py (the
 folded log and its lock), scheduler.py (budget, stop reasons, parents, trial ids, the agent phase),
 runner.py (the baseline and each trial: record, evaluate, decide), confirm.py (``loop.confirm``),
 orders.py (stop, pause, continue, steer, approvals) and seeds.py (every seed a run derives). This

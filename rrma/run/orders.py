@@ -9,7 +9,7 @@ the log, checks the pause and appends the proposal while holding the ledger's lo
 appended under the same lock only after a fold that saw the pause. So either the proposal's append
 comes first (it was in hand before the pause was in force, and the note follows it), or the check
 sees the pause and the proposal waits for the ``continue``. Releasing the lock anywhere between the
-fold and the append breaks this (tests/test_run_units.py shows how).
+fold and the append breaks this (tests/run/test_run_units.py shows how).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ of discordant items: 5 to 0 gives z = 2.3 but an exact p of 0.0625.
 two trials' metrics, the improvement and the task's noise settings.
 
 **One writer.** :func:`promote` is the only code that appends ``trial.promoted``
-(tests/test_promotion_rule.py greps the source for it): the baseline's promotion and a new best
+(tests/run/test_promotion_rule.py greps the source for it): the baseline's promotion and a new best
 (rrma/run/runner.py), a confirmed trial (rrma/run/confirm.py) and a person's approval
 (:func:`promote_if_approved`) all go through it. It names the best the fold has now and computes the
 delta and Δσ against it once; the fold counts a promotion only when those match what the counted

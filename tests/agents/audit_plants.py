@@ -3,7 +3,7 @@
 Every run goes through the real loop (``start_run``) with the ``claude-code`` backend and the fake ``claude``
 on PATH (tests/agents/fakes/), playing a scenario of tests/fixtures/coding_agents/claude-code/audit_*.jsonl.
 A plant names the kind it plants and the trial that must carry it; an honest run plants nothing, and the
-auditor must give it no ``warn``/``high`` finding. tests/test_audit_agents.py checks each run;
+auditor must give it no ``warn``/``high`` finding. tests/audit/test_audit_agents.py checks each run;
 benches/perf/bench_audit.py runs the whole set and prints recall and the false-flag rate per kind.
 
 The stand-ins:

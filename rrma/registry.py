@@ -28,6 +28,8 @@ its distribution and the cause.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
@@ -118,14 +120,40 @@ def _distribution(point: EntryPoint) -> str:
     return f"distribution {dist.name} {dist.version}" if dist is not None else "an installed distribution"
 
 
+# What the installed distributions declare, per group, as of the folders on sys.path then: (the folders and
+# their modification times, the entry points by name). Reading every distribution's metadata costs 10-20 ms in
+# a large environment and a task's load, each run's start and each trial's audit look names up; the folders'
+# times say when it must be read again (installing or removing a distribution adds or removes a folder in
+# one), as importlib.metadata's own listing of a folder is kept until that folder changes.
+_SCANNED: dict[str, tuple[tuple[tuple[str, int], ...], dict[str, list[Plugin]]]] = {}
+
+
+def _search_path() -> tuple[tuple[str, int], ...]:
+    """Each folder on ``sys.path`` (absolute: ``""`` is the working directory) with its modification time
+    (-1 when it is not there)."""
+    stamped = []
+    for entry in sys.path:
+        folder = os.path.abspath(entry or ".")
+        try:
+            stamped.append((folder, os.stat(folder).st_mtime_ns))
+        except OSError:
+            stamped.append((folder, -1))
+    return tuple(stamped)
+
+
 def installed_plugins(family: Family) -> dict[str, list[Plugin]]:
-    """Entry points of ``family.group``, by name (one distinct target per entry; several on a clash)."""
-    found: dict[str, list[Plugin]] = {}
-    for point in entry_points(group=family.group):
-        plugins = found.setdefault(point.name, [])
-        if all(p.target != point.value for p in plugins):
-            plugins.append(Plugin(point.name, point.value, _distribution(point)))
-    return found
+    """Entry points of ``family.group``, by name (one distinct target per entry; several on a clash). Read again
+    only when a folder on ``sys.path`` has changed since the last read (:data:`_SCANNED`)."""
+    where = _search_path()
+    scanned = _SCANNED.get(family.group)
+    if scanned is None or scanned[0] != where:
+        found: dict[str, list[Plugin]] = {}
+        for point in entry_points(group=family.group):
+            plugins = found.setdefault(point.name, [])
+            if all(p.target != point.value for p in plugins):
+                plugins.append(Plugin(point.name, point.value, _distribution(point)))
+        scanned = _SCANNED[family.group] = (where, found)
+    return {name: list(plugins) for name, plugins in scanned[1].items()}
 
 
 def known(family: Family) -> list[str]:

@@ -33,7 +33,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from agents.policy import PARAMS, PolicyAgent, parent_score
+from pydantic import Field, field_validator
+
+from agents.policy import PARAMS, PolicyAgent, PolicyParams, parent_score
 from rrma.contracts import AgentError, Context
 from rrma.task import AgentConfig, TaskConfig
 from rrma.train.prompt import NUMBER, constants, system_message, user_message
@@ -203,8 +205,33 @@ def instruct_messages(task: TaskConfig, files: dict[str, str], score: float | No
             {"role": "user", "content": user_message(task, files, score, editable)}]
 
 
+class LocalParams(PolicyParams):
+    """``agents[].params`` of the local backend: the policy's, its sampling defaults, and the reply's shape."""
+
+    device: str = Field("auto", pattern=r"^(cpu|auto|cuda(:\d+)?)$")
+    """Where the model runs: cpu, auto (cuda when torch sees one), cuda or cuda:N."""
+    temperature: float = Field(0.7, ge=0)
+    """Sampling temperature (0: greedy)."""
+    top_p: float = Field(0.95, gt=0, le=1)
+    """Nucleus sampling's mass."""
+    stop: list[str] = Field(None)  # type: ignore[arg-type]
+    """Strings that end a reply, each non-empty (default: a blank line when the task has a search space, else none)."""
+    grammar: bool = Field(True, strict=True)
+    """Constrain a reply to the task's constants (a task with a search space)."""
+    example: bool = Field(True, strict=True)
+    """Show an example reply in the prompt."""
+
+    @field_validator("stop")
+    @classmethod
+    def _non_empty(cls, stop: list[str]) -> list[str]:
+        if not all(stop):
+            raise ValueError("each stop string must be non-empty")
+        return stop
+
+
 class LocalAgent(PolicyAgent):
     backend = "local"
+    params_model = LocalParams
     params_known = (*PARAMS, "stop", "grammar", "example")
     defaults = {"device": "auto", "temperature": 0.7, "top_p": 0.95, "top_k": 0, "max_new_tokens": 64}
 

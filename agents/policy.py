@@ -44,9 +44,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from rrma.contracts import Agent, AgentError, Context
+from pydantic import Field
+
+from rrma.contracts import Agent, AgentError, Context, PluginSettings
 from rrma.models import is_model_name, model_path, resolve
 from rrma.run.scheduler import BASELINE_PARENT
 from rrma.task import AgentConfig, TaskConfig
@@ -278,6 +280,28 @@ def _number(name: str, params: dict[str, Any], key: str, default: Any, kind: typ
     return number
 
 
+class PolicyParams(PluginSettings):
+    """``agents[].params`` of the policy backend (checked when the task is loaded: rrma/declare.py; the agent
+    checks them again when it is built, with the same bounds)."""
+
+    device: str = Field("cpu", pattern=r"^(cpu|auto|cuda(:\d+)?)$")
+    """Where the model runs: cpu, auto (cuda when torch sees one), cuda or cuda:N."""
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(None)  # type: ignore[arg-type]
+    """The weights' dtype (default: float32 on cpu, auto elsewhere)."""
+    temperature: float = Field(1.0, ge=0)
+    """Sampling temperature (0: greedy)."""
+    top_p: float = Field(1.0, gt=0, le=1)
+    """Nucleus sampling's mass."""
+    top_k: int = Field(0, ge=0, le=1_000_000)
+    """Sample from the k likeliest tokens (0: all)."""
+    max_new_tokens: int = Field(64, ge=1, le=1_000_000)
+    """Tokens of one reply."""
+    max_prompt_tokens: int | None = Field(None, ge=1, le=100_000_000)
+    """Longest prompt, in tokens (the prompt is cut to fit; None: no limit)."""
+    base_model: str | None = None
+    """The base model of a LoRA adapter (default: the one its adapter_config.json names)."""
+
+
 class PolicyAgent(Agent):
     """A model proposes edits as text (the reply format of :mod:`rrma.train.prompt`), sampled locally.
 
@@ -285,6 +309,7 @@ class PolicyAgent(Agent):
     attributes below and :meth:`prompt`; loading, sampling and the recorded turn stay this class's."""
 
     backend = "policy"
+    params_model = PolicyParams
     params_known: tuple[str, ...] = PARAMS
     # the params' defaults: ``device`` "cpu" (or "auto": cuda when present), the sampling settings
     defaults: dict[str, Any] = {"device": "cpu", "temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 64}

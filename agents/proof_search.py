@@ -36,7 +36,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from agents.best_first import SearchBudget, SearchResult, TacticSource, best_first_search
 from agents.coq_tactics import CoqTactics
@@ -47,9 +49,52 @@ from agents.llm_tactics import LLMTactics
 from agents.tactic_suggester import TacticSuggester
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, ProofStates
-from rrma.contracts import Agent, Context, TrialSummary
+from rrma.contracts import Agent, Context, PluginSettings, TrialSummary
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Proposal
+
+
+class ProofSearchParams(PluginSettings):
+    """``agents[].params`` of the proof-search backend (checked when the task is loaded: rrma/declare.py)."""
+
+    seconds: float = 25.0
+    """Search budget per theorem (seconds)."""
+    max_checks: int = Field(6000, ge=0, le=100_000_000)
+    """Tactic runs per theorem."""
+    tactic_seconds: float = 2.0
+    """Timeout of one tactic (seconds)."""
+    library: bool = True
+    """Search the imported libraries' lemmas."""
+    hammer: bool = False
+    """Try CoqHammer's sauto/hauto (the coq bench's --hammer preloads its tactics)."""
+    hammer_seconds: float = 0.0
+    """Seconds of each search kept back for one call of CoqHammer's `hammer` (0: off)."""
+    portfolio: bool = True
+    """Try the tactic portfolio's closed scripts."""
+    tree_limit: int = Field(600, ge=0, le=100_000_000)
+    """Tries kept in the trace's search tree."""
+    coq_args: list[str] = Field(default_factory=list)
+    """Coq's load paths (as the oracle's coq_args)."""
+    preload: str = ""
+    """Coq sentences the oracle runs before each theorem's context."""
+    allowed_axioms: list[str] = Field(default_factory=list)
+    """Axioms a found proof may lean on."""
+    lean_project: str | None = None
+    """The Lean project (default: the repository's lean_project)."""
+    lean_backend: Literal["repl", "dojo"] = "repl"
+    """Lean's proof-state backend: the Lean REPL or LeanDojo."""
+    llm: str | None = None
+    """A chat-model backend suggesting tactics (anthropic, openai; None: none)."""
+    llm_model: str | None = None
+    """Its model (default: agents[].model)."""
+    llm_calls: int = Field(4, ge=0, le=100_000)
+    """Model calls per theorem."""
+    learn: bool = True
+    """Suggest the steps of the proofs this agent found earlier in the run."""
+    library_tactics: bool = True
+    """Suggest the library's human proofs' tactics (when indexed)."""
+    library_index: str | None = None
+    """The library index (default: the one built in place)."""
 
 
 @dataclass
@@ -62,6 +107,7 @@ class ProofSearchAgent(Agent):
     """Best-first proof search (see the module docstring for params)."""
 
     backend = "proof-search"
+    params_model = ProofSearchParams
 
     def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:
         super().__init__(config, task, seed)

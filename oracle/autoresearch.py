@@ -89,12 +89,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from rrma.contain.files import LinkRefused, fresh_dir, read_bytes
 from rrma.contain.sandbox import Policy, harness_python
 from rrma.contain.spawn import ProcessResult, spawn
-from rrma.contracts import EvalContext, Oracle, OracleError
+from rrma.contracts import EvalContext, Oracle, OracleError, PluginSettings
 from rrma.powerlaw import AbortDecision, EarlyAbortRule
 from rrma.trial import Budget, Outcome, Status
 
@@ -109,10 +109,8 @@ NOT_SECRET = ("RRMA_EVAL_TOKENS",)
 ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "CUDA_VISIBLE_DEVICES", "VIRTUAL_ENV")
 
 
-class AutoresearchParams(BaseModel):
-    """``oracle.params`` of an autoresearch task."""
-
-    model_config = ConfigDict(extra="forbid")
+class AutoresearchParams(PluginSettings):
+    """``oracle.params`` of an autoresearch task (checked when a task is loaded, and again when the oracle is built)."""
 
     time_budget: float = Field(20.0, gt=0)
     """Seconds of training time train.py gets (RRMA_TIME_BUDGET); the task's trial_seconds must leave room for start-up and export."""
@@ -120,11 +118,11 @@ class AutoresearchParams(BaseModel):
     """Corpus: 'stdlib' (offline default), a path to a text file, or an http(s) parquet URL."""
     cache_dir: str | None = None
     """Where prepared corpora are cached (default ~/.cache/rrma, or RRMA_CACHE)."""
-    seq_len: int = Field(128, gt=0)
+    seq_len: int = Field(128, gt=0, le=1_000_000)
     """Context length the model is evaluated at (RRMA_SEQ_LEN)."""
-    eval_tokens: int = Field(65536, gt=0)
+    eval_tokens: int = Field(65536, gt=0, le=1_000_000_000)
     """Target tokens in the fixed validation stream (RRMA_EVAL_TOKENS)."""
-    threads: int = Field(1, ge=1)
+    threads: int = Field(1, ge=1, le=1024)
     """CPU threads of the trial's torch (RRMA_THREADS, OMP_NUM_THREADS)."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Device the oracle evaluates the saved model on; auto: cuda when torch sees one."""
@@ -138,7 +136,7 @@ class AutoresearchParams(BaseModel):
     """False-abort rate of the sequential test (over all looks together)."""
     abort_misfit: float = Field(1.0, ge=0)
     """Allowance (nats) times (1 - fraction seen)^2 for a curve ending below its power-law forecast."""
-    abort_looks: list[float] = Field(default_factory=lambda: [0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    abort_looks: list[float] = Field(default_factory=lambda: [0.3, 0.4, 0.5, 0.6, 0.7, 0.8], max_length=100)
     """Budget fractions at which the early-abort test is run."""
 
 
@@ -250,6 +248,7 @@ def _torch_has_cuda() -> bool:
 class AutoresearchOracle(Oracle):
     """Scores a GPT-training trial by the val_bpb of the model it saves (lower is better)."""
 
+    params_model = AutoresearchParams
     kind = "autoresearch"
     version = "2"  # 2: validation text from held-out packages, the model archive read as data, checked causality
 

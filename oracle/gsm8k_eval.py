@@ -40,6 +40,7 @@ from oracle.gsm8k_scoring import (
     parse_completions,
     read_completions,
 )
+from oracle.gsm8k_settings import Gsm8kEvalParams
 from rrma.contain import files
 from rrma.contain.files import LinkRefused
 from rrma.contracts import EvalContext, Oracle, OracleError
@@ -57,6 +58,7 @@ class Gsm8kEvalOracle(Oracle):
 
     holds_answers = True  # its held-out data is the answers (rrma/declare.py)
     kind: ClassVar[str] = "gsm8k-eval"
+    params_model = Gsm8kEvalParams  # checked when a task is loaded (rrma/declare.py)
     version: ClassVar[str] = f"1+{POLICY_VERSION}"
 
     def __init__(self, params: dict[str, Any], *, metric: str = "pass_at_1", direction: str = "maximize") -> None:

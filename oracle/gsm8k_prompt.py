@@ -34,6 +34,7 @@ from oracle.gsm8k_data import (
 )
 from oracle.gsm8k_harness import check_grading, oracle_param
 from oracle.gsm8k_scoring import grade_pairs
+from oracle.gsm8k_settings import Gsm8kPromptParams
 from rrma.contain import files
 from rrma.contain.files import LinkRefused
 from rrma.contracts import EvalContext, Oracle, OracleError
@@ -77,6 +78,7 @@ class Gsm8kPromptOracle(Oracle):
 
     holds_answers, needs_workspace = True, False  # answers held out; no workspace needed (rrma/declare.py)
     kind: ClassVar[str] = "gsm8k-prompt"
+    params_model = Gsm8kPromptParams  # checked when a task is loaded (rrma/declare.py)
     version: ClassVar[str] = f"1+{POLICY_VERSION}"
 
     def __init__(self, params: dict[str, Any], *, metric: str = "pass_at_1", direction: str = "maximize") -> None:

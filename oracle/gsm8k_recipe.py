@@ -49,6 +49,7 @@ from oracle.gsm8k_harness import (
     path_inside,
 )
 from oracle.gsm8k_scoring import grade_pairs
+from oracle.gsm8k_settings import Gsm8kRecipeParams
 from rrma.contain import files
 from rrma.contain.files import LinkRefused
 from rrma.contain.spawn import spawn
@@ -84,6 +85,7 @@ class Gsm8kRecipeOracle(Oracle):
 
     holds_answers = True  # its held-out data is the answers (rrma/declare.py)
     kind: ClassVar[str] = "gsm8k-recipe"
+    params_model = Gsm8kRecipeParams  # checked when a task is loaded (rrma/declare.py)
     version: ClassVar[str] = f"1+{POLICY_VERSION}"
 
     def __init__(self, params: dict[str, Any], *, metric: str = "pass_at_1", direction: str = "maximize") -> None:

@@ -12,7 +12,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
 
 from oracle.coq.cold import CoqChecker
 from oracle.coq.modules import attach_modules, libraries_loaded_by
@@ -37,8 +39,33 @@ from oracle.proof_common import (
 )
 from oracle.strip_coq import CoqSyntaxError, hidden_contexts, strip_coq_file_with_notes
 from rrma.contain import sandbox
-from rrma.contracts import EvalContext, Oracle, OracleError
+from rrma.contracts import EvalContext, Oracle, OracleError, PluginSettings
 from rrma.trial import Outcome, Status
+
+
+class CoqParams(PluginSettings):
+    """``oracle.params`` of the coq oracle (checked when a task is loaded: rrma/declare.py)."""
+
+    sources: str | list[str] | None = None
+    """The .v files, or folders of them (every .v inside), absolute or relative to the workspace (required to run, or source)."""
+    source: str | None = None
+    """One .v file or folder (or sources)."""
+    theorems: list[str] | None = None
+    """Only these theorems, in this order (default: every theorem the stripper can read)."""
+    setting: Literal["rediscover", "library"] | None = None
+    """What an agent sees (default rediscover): earlier theorems' statements only, or the file before the theorem as written."""
+    preload: str | None = None
+    """Coq sentences put before every theorem's context (e.g. CoqHammer's `From Hammer Require Import Tactics.`)."""
+    warm: bool = True
+    """A pool of coqtop sessions (false: one coqc per check)."""
+    pool_size: int = Field(1, ge=1, le=1024)
+    """Warm coqtop sessions."""
+    allowed_axioms: list[str] = Field(default_factory=list)
+    """Axioms a proof may depend on."""
+    coq_args: list[str] = Field(default_factory=list)
+    """Extra arguments of Coq (e.g. -Q dir Name)."""
+    timeout_s: float | None = None
+    """Seconds of one check (default: the trial's budget)."""
 
 
 class CoqOracle(Oracle):
@@ -58,6 +85,7 @@ class CoqOracle(Oracle):
     """
 
     needs_workspace = False  # its theorems come from the oracle (rrma/declare.py)
+    params_model = CoqParams
     kind: ClassVar[str] = "coq"
     version: ClassVar[str] = "1"
 
@@ -167,7 +195,8 @@ class CoqOracle(Oracle):
             return Outcome(status=Status.invalid, feedback="the proposal has no proof",
                            metrics={"accepted": False, "reason": "the proposal has no proof", "cheat": False})
         task = self.tasks[name]
-        verdict = self.checker.check(task, proof, timeout_s=float(self.params.get("timeout_s", ctx.budget.seconds)))
+        given = self.params.get("timeout_s")  # absent or null: the trial's budget
+        verdict = self.checker.check(task, proof, timeout_s=float(given if given is not None else ctx.budget.seconds))
         outcome = verdict_outcome(verdict, time.monotonic() - started)
         outcome.metrics["difficulty"] = task.difficulty
         return outcome

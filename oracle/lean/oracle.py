@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from oracle.lean.checker import LeanChecker
 from oracle.lean.project import DEFAULT_PROJECT, REPO_ROOT, toolchain_of
 from oracle.lean_audit import answer_paths, hidden_source_paths
 from oracle.proof_common import TheoremTask, Verdict, select_theorems, theorem_views
 from oracle.strip_lean import LeanSyntaxError, strip_lean_file, strip_project
-from rrma.contracts import EvalContext, Oracle, OracleError
+from rrma.contracts import EvalContext, Oracle, OracleError, PluginSettings
 from rrma.trial import Outcome, Status
 
 
@@ -37,6 +39,29 @@ def feedback_text(verdict: Verdict, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[: limit - 20] + "\n[... truncated ...]"
 
 
+class LeanParams(PluginSettings):
+    """``oracle.params`` of the lean oracle (checked when a task is loaded: rrma/declare.py)."""
+
+    project: str = "lean_project"
+    """The Lake project's directory (relative: to the repository)."""
+    source: str | None = None
+    """One .lean file to strip (or sources)."""
+    sources: list[str] | None = None
+    """The .lean files to strip (default: every Theorems/*.lean of the project)."""
+    theorems: list[str] | None = None
+    """Only these theorems, in this order (default: all the files hold)."""
+    mode: Literal["auto", "repl", "cli"] = "auto"
+    """How proofs are checked: the Lean REPL, one lean process per check, or the REPL falling back to the CLI."""
+    pool_size: int = Field(1, ge=1, le=1024)
+    """REPL sessions kept warm."""
+    max_commands: int = Field(200, ge=1, le=1_000_000)
+    """Commands one REPL session runs before it is replaced."""
+    memory_mb: int = Field(4096, ge=1, le=16_777_216)
+    """Memory limit of a REPL (or lean) process group (MB)."""
+    timeout_s: float | None = None
+    """Seconds of one check (default: the trial's budget)."""
+
+
 class LeanOracle(Oracle):
     """Oracle kind ``lean``: scores a proposal's proof (1.0 accepted) of ``proposal.theorem``.
 
@@ -48,6 +73,7 @@ class LeanOracle(Oracle):
     """
 
     needs_workspace = False  # its theorems come from the oracle (rrma/declare.py)
+    params_model = LeanParams
     kind = "lean"
     version = "1"
 
@@ -110,7 +136,8 @@ class LeanOracle(Oracle):
         if task is None:
             known = ", ".join(sorted(self.tasks)[:10])
             return Outcome(status=Status.invalid, feedback=f"unknown theorem {proposal.theorem!r}; known: {known}, ...")
-        timeout_s = float(self.params.get("timeout_s", ctx.budget.seconds))
+        given = self.params.get("timeout_s")  # absent or null: the trial's budget
+        timeout_s = float(given if given is not None else ctx.budget.seconds)
         verdict = self.checker.check(task, proposal.proof, timeout_s=timeout_s)
         return Outcome(
             status=Status(verdict.status),

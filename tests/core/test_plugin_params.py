@@ -16,7 +16,7 @@ from rrma.registry import resolve_agent, resolve_oracle
 from rrma.task import TaskError, load_task
 from rrma.task_schema import plugin_schema_table
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # kind -> (every key the oracle reads, with a value of the type it takes; a misspelt key; metric)
 ORACLE_CASES: dict[str, tuple[dict[str, Any], str, str]] = {

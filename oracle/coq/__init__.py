@@ -54,8 +54,7 @@ the session pool shared with Lean, :mod:`oracle.repl_pool`) and :mod:`~oracle.co
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from oracle.lazy_names import lazy_names
 
 # name -> the module of this package that defines it. The package imports none of its modules itself: a
 # module that imports a sibling (``from oracle.coq.X import ...`` runs this file first) then never runs
@@ -78,18 +77,5 @@ _HOMES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """``oracle.coq.NAME``: the name from its module, imported on first use and kept."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
-
-
+__getattr__, __dir__ = lazy_names(__name__, globals(), _HOMES)
 __all__ = sorted(_HOMES)

@@ -31,6 +31,7 @@ import anthropic
 from agents.llm.agent import LLMAgent, ModelReply
 from agents.llm.costs import Usage
 from agents.llm.retries import Transient, parse_retry_after, transient_status
+from agents.llm.settings import AnthropicParams
 from agents.llm.tools import ToolCall, ToolResult, ToolSpec, parse_arguments
 from rrma.contracts import AgentError
 from rrma.task import AgentConfig, TaskConfig
@@ -42,6 +43,7 @@ TRANSIENT_ERROR_TYPES = {"overloaded_error": "overloaded", "rate_limit_error": "
 
 class AnthropicAgent(LLMAgent):
     backend = "anthropic"
+    params_model = AnthropicParams
     key_env = "ANTHROPIC_API_KEY"
     base_url_env = "ANTHROPIC_BASE_URL"
 

@@ -29,6 +29,7 @@ import openai
 from agents.llm.agent import LLMAgent, ModelReply
 from agents.llm.costs import Usage
 from agents.llm.retries import Transient, parse_retry_after, transient_status
+from agents.llm.settings import OpenAIParams
 from agents.llm.tools import ToolCall, ToolResult, ToolSpec, parse_arguments
 from rrma.contracts import AgentError
 from rrma.task import AgentConfig, TaskConfig
@@ -38,6 +39,7 @@ NO_KEY = "EMPTY"  # what vLLM's docs pass when the server has no --api-key
 
 class OpenAIAgent(LLMAgent):
     backend = "openai"
+    params_model = OpenAIParams
     key_env = "OPENAI_API_KEY"
     base_url_env = "OPENAI_BASE_URL"
 

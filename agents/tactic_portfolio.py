@@ -27,7 +27,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rrma.contracts import Agent, Context, TrialSummary
+from pydantic import Field
+
+from rrma.contracts import Agent, Context, PluginSettings, TrialSummary
 from rrma.task import AgentConfig, TaskConfig
 from rrma.trial import Proposal
 
@@ -265,10 +267,22 @@ class _Search:
             self.queue[proof] = (priority, template, depth)
 
 
+class TacticPortfolioParams(PluginSettings):
+    """``agents[].params`` of the tactic-portfolio backend (checked when the task is loaded: rrma/declare.py)."""
+
+    max_depth: int = Field(2, ge=0, le=100)
+    """Closers stacked on one proof from the checker's remaining goals (composition depth)."""
+    hammer: bool = False
+    """Not used: accepted so that runs recorded before the coq bench gave --hammer's settings only to the search agent (their run.json gives them to every agent) still load and resume."""
+    hammer_seconds: float = Field(0.0, ge=0)
+    """Not used: accepted so that runs recorded before the coq bench gave --hammer-seconds only to the search agent still load and resume."""
+
+
 class TacticPortfolioAgent(Agent):
     """Offline tactic-portfolio prover; params: ``max_depth`` (composition depth, default 2)."""
 
     backend = "tactic-portfolio"
+    params_model = TacticPortfolioParams
 
     def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:
         super().__init__(config, task, seed)

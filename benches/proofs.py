@@ -227,6 +227,14 @@ def select(args: argparse.Namespace, tasks: list[TheoremTask], bench_name: str) 
     return selected
 
 
+def agent_params(args: argparse.Namespace, backend: str) -> dict[str, Any]:
+    """The params of the run's agents of ``backend``: ``args.agent_params`` (every backend's), then the settings
+    a bench gives only to the backends that take them, ``args.backend_params[backend]`` (the coq bench's
+    ``--hammer`` to proof-search: the portfolio's params model refuses keys it does not read)."""
+    only = dict(_opt(args, "backend_params", {})).get(backend, {})
+    return {**dict(_opt(args, "agent_params", {})), **only}
+
+
 def bench_task(args: argparse.Namespace, selected: dict[str, TheoremTask], bench_name: str, *, oracle_kind: str,
                oracle_params: dict[str, Any], base_dir: Path | None = None) -> TaskConfig:
     """The run's task: everything ``rrma-tui resume`` needs to rebuild the oracle and the agents."""
@@ -251,7 +259,7 @@ def bench_task(args: argparse.Namespace, selected: dict[str, TheoremTask], bench
                  "theorem_seconds": float(_opt(args, "theorem_seconds", DEFAULT_THEOREM_SECONDS)),
                  "red_team": cheats, "isolated": bool(_opt(args, "isolated", False))},
         "agents": [{"name": f"{backend}-{i + 1}", "backend": backend, "model": _opt(args, "model", None),
-                    "params": dict(_opt(args, "agent_params", {}))} for i in range(n_agents)],
+                    "params": agent_params(args, backend)} for i in range(n_agents)],
         "seed": int(_opt(args, "seed", 0)),
     }
     return task_from_dict(data, source=f"bench {bench_name}", base_dir=base_dir)

@@ -13,6 +13,7 @@ their wire format; :class:`agents.llm.agent.LLMAgent` owns the loop so both beha
 * :mod:`agents.llm.costs`: list prices, token usage and the per-agent caps;
 * :mod:`agents.llm.retries`: which failures are retried, and how long to wait;
 * :mod:`agents.llm.redaction`: the scrubbing of keys out of every string that leaves the agent.
+* :mod:`agents.llm.settings`: the params each backend declares (checked when the task is loaded).
 
 Invariants:
 

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from benches.proofs import add_proof_arguments, run_proof_bench, standalone_main
+from benches.proofs import AGENT_BACKENDS, add_proof_arguments, run_proof_bench, standalone_main
 from oracle.coq.sandboxing import find_coq_binary
 from oracle.proof_common import DEFAULT_SETTING, SETTINGS, TheoremTask, theorem_keys
 from oracle.strip_coq import CoqSyntaxError, Skipped, strip_coq_file_with_notes
@@ -28,6 +28,7 @@ SUITE = ("arith.v", "lists.v", "logic.v", "induction.v")
 HAMMER_PRELOAD = "From Hammer Require Import Tactics.\n"
 # with --hammer-seconds: the plugin too (`hammer` calls the ATPs; the proof keeps its reconstruction)
 HAMMER_PLUGIN_PRELOAD = "From Hammer Require Import Hammer.\n"
+SEARCH_BACKEND = AGENT_BACKENDS["search"][0]  # the agent --hammer's settings are for (proof-search)
 console = SafeConsole(stderr=True, emoji=False)  # checker messages print literally and inert
 
 
@@ -111,8 +112,11 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "hammer", None):
         # the oracle rebuilds each theorem from its context, so it loads the tactics it checks with
         params["preload"] = HAMMER_PLUGIN_PRELOAD if hammer_seconds else HAMMER_PRELOAD
-        args.agent_params = {**(getattr(args, "agent_params", None) or {}), "hammer": True,
-                             **({"hammer_seconds": hammer_seconds} if hammer_seconds else {})}
+        # only the search agent takes them (benches.proofs.agent_params); the portfolio has no use for them
+        given = dict(getattr(args, "backend_params", None) or {})
+        given[SEARCH_BACKEND] = {**given.get(SEARCH_BACKEND, {}), "hammer": True,
+                                 **({"hammer_seconds": hammer_seconds} if hammer_seconds else {})}
+        args.backend_params = given
     if getattr(args, "red_team", None) is None:
         args.red_team = True  # the Coq bench always shows that known cheats are rejected
     return run_proof_bench(args, tasks, "coq", oracle_kind="coq", oracle_params=params, base_dir=HERE)

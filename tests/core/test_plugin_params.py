@@ -6,6 +6,8 @@ declaration's: with the plug-in's ``params_model`` switched off, the misspelt ta
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 import yaml
 
 from rrma.registry import resolve_agent, resolve_oracle
-from rrma.task import TaskError, load_task
+from rrma.task import TaskConfig, TaskError, load_task, task_from_dict
 from rrma.task_schema import plugin_schema_table
 
 REPO = Path(__file__).resolve().parents[2]
@@ -125,6 +127,11 @@ def test_task_schema_lists_the_builtins_params() -> None:
     assert {("agent", backend) for backend in AGENT_CASES} <= listed
 
 
+# the keys the loop every LLM backend runs reads (agents/llm/), each with a value of the type it takes
+LLM_LOOP: dict[str, Any] = {"max_steps": 6, "attempts": 1, "stream": True, "retry_attempts": 2, "retry_base_s": 0.01,
+                            "retry_max_s": 0.05, "timeout_s": 30, "max_file_chars": 1000, "memory": 4,
+                            "price": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75}, "api_key_env": "MY_KEY",
+                            "api_key": None, "role_prompt": "tune the optimiser", "edit_lines": ["^LEARNING_RATE\\s*="]}
 # backend -> (every key the agent reads, with a value of the type it takes; a misspelt key)
 AGENT_CASES: dict[str, tuple[dict[str, Any], str]] = {
     "proof-search": ({"seconds": 5, "max_checks": 100, "tactic_seconds": 1, "library": False, "hammer": True,
@@ -139,6 +146,12 @@ AGENT_CASES: dict[str, tuple[dict[str, Any], str]] = {
     "local": ({"device": "cpu", "dtype": "float32", "temperature": 0, "top_p": 1, "top_k": 0, "max_new_tokens": 16,
                "max_prompt_tokens": 256, "base_model": "b", "stop": ["\n\n"], "grammar": False, "example": False},
               "gramar"),
+    # hammer, hammer_seconds: unused, taken so that runs recorded with them (the coq bench's --hammer) resume
+    "tactic-portfolio": ({"max_depth": 3, "hammer": True, "hammer_seconds": 2}, "max_dept"),
+    "anthropic": ({**LLM_LOOP, "cache": False, "send_temperature": True, "anthropic_version": "2023-06-01"},
+                  "max_step"),
+    "openai": ({**LLM_LOOP, "max_tokens_field": "max_completion_tokens", "stream_usage": False, "require_key": True,
+                "seed": 7}, "max_token_field"),
 }
 
 
@@ -187,3 +200,110 @@ def test_a_wrong_agent_value_is_refused_at_load(backend: str, key: str, value: A
     with pytest.raises(TaskError) as info:
         load_task(path)
     assert one_line(info).startswith(f"{path}: agents.0.params.{key}")
+
+
+# ----------------------------------------------------------------------------- tactic-portfolio and the coq bench's --hammer
+
+def _coq_bench_tasks(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> list[TaskConfig]:
+    """The tasks ``bench coq ARGV`` builds (one per --agent), its runs replaced by the task building alone."""
+    import argparse
+
+    import benches.proofs
+    from benches.coq import bench
+
+    built: list[TaskConfig] = []
+
+    def build_only(args: argparse.Namespace, selected: Any, bench_name: str, oracle_kind: str,
+                   oracle_params: dict[str, Any], checker: Any, base_dir: Path | None) -> tuple[int, None]:
+        built.append(benches.proofs.bench_task(args, selected, bench_name, oracle_kind=oracle_kind,
+                                               oracle_params=oracle_params, base_dir=base_dir))
+        return 0, None
+
+    monkeypatch.setattr(benches.proofs, "_run_once", build_only)
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    assert bench.run(parser.parse_args(["--limit", "1", *argv])) == 0
+    return built
+
+
+@pytest.mark.skipif(shutil.which("coqc") is None, reason="Coq is not installed (Debian: apt-get install coq)")
+def test_the_coq_bench_gives_hammer_settings_only_to_the_search_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    portfolio, search = _coq_bench_tasks(monkeypatch, ["--agent", "portfolio", "--agent", "search", "--hammer",
+                                                      "--hammer-seconds", "3"])
+    assert [a.backend for a in portfolio.agents] == ["tactic-portfolio"] * 2
+    assert all(a.params == {} for a in portfolio.agents)
+    assert [a.params for a in search.agents] == [{"hammer": True, "hammer_seconds": 3.0}]
+    assert "Hammer" in search.oracle.params["preload"]
+    (default,) = _coq_bench_tasks(monkeypatch, ["--hammer"])  # the default agent: the portfolio
+    assert default.agents[0].backend == "tactic-portfolio" and default.agents[0].params == {}
+
+
+def test_a_portfolio_run_recorded_with_hammer_settings_still_loads() -> None:
+    """Before the bench gave --hammer's settings only to proof-search, run.json held them for every agent: a resume
+    rebuilds the task from that record (task_from_dict), and the portfolio's model takes them (unused)."""
+    recorded = {"name": "bench-coq", "workspace": {"source": "no-workspace"}, "metric": {"name": "solved"},
+                "oracle": {"kind": "coq", "params": {"sources": ["a.v"], "preload": "From Hammer Require Import Tactics."}},
+                "agents": [{"name": f"tactic-portfolio-{i}", "backend": "tactic-portfolio",
+                            "params": {"hammer": True, "hammer_seconds": 2.5}} for i in (1, 2)]}
+    task = task_from_dict(recorded, source="run.json")
+    assert [a.params for a in task.agents] == [{"hammer": True, "hammer_seconds": 2.5}] * 2
+    with pytest.raises(TaskError, match=r"^run.json: agents.0.params.hamer: "):
+        task_from_dict({**recorded, "agents": [{"backend": "tactic-portfolio", "params": {"hamer": True}}]},
+                       source="run.json")
+
+
+# ----------------------------------------------------------------------------- the LLM backends
+
+
+
+def _keys_read(*files: str) -> set[str]:
+    """The params keys these modules read: ``params.get("k")``, ``params["k"]``, ``"k" in params``."""
+    found: set[str] = set()
+    for name in files:
+        text = (REPO / name).read_text()
+        found |= set(re.findall(r"params(?: or \{\}\))?\.get\(\"(\w+)\"", text))
+        found |= set(re.findall(r"params\[\"(\w+)\"\]", text))
+        found |= set(re.findall(r"\"(\w+)\" in (?:self\.)?params\b", text))
+    return found
+
+
+def test_the_llm_models_take_every_key_their_agents_read() -> None:
+    loop = _keys_read("agents/llm/agent.py", "agents/llm/costs.py", "agents/llm/tools.py")
+    assert {"max_steps", "price", "api_key", "api_key_env", "retry_max_s"} <= loop  # the scan finds them
+    for backend, module in (("anthropic", "agents/anthropic_agent.py"), ("openai", "agents/openai_agent.py")):
+        read = loop | _keys_read(module)
+        assert read == set(resolve_agent(backend).params_model.model_fields), backend
+
+
+@pytest.mark.parametrize(("backend", "key", "value"), [
+    ("anthropic", "edit_lines", ["^(LR"]),  # the agent's own check: each a regular expression
+    ("anthropic", "stream", "false"),  # would read as true
+    ("anthropic", "price", {"input": 3, "ouput": 15}),
+    ("anthropic", "price", {"input": -1}),
+    ("anthropic", "cache", "no"),
+    ("openai", "max_tokens_field", "max_new_tokens"),
+    ("openai", "seed", None),
+    ("openai", "timeout_s", 0),
+    ("tactic-portfolio", "max_depth", -1),
+])
+def test_a_wrong_llm_or_portfolio_value_is_refused_at_load(backend: str, key: str, value: Any, tmp_path: Path) -> None:
+    every, _misspelt = AGENT_CASES[backend]
+    path = agent_task_file(tmp_path, backend, {**every, key: value})
+    with pytest.raises(TaskError) as info:
+        load_task(path)
+    assert one_line(info).startswith(f"{path}: agents.0.params.{key}")
+
+
+@pytest.mark.parametrize("backend", ["anthropic", "openai"])
+def test_an_api_key_in_the_task_is_still_refused_with_its_own_message(
+        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model declares ``api_key`` so that the agent, built before a run directory exists, refuses it with the
+    message that says why (the key would be copied into the log), not as an unknown field."""
+    from rrma.plugins import make_agent
+    from rrma.registry import AgentError
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    task = load_task(agent_task_file(tmp_path, backend, {"api_key": "sk-in-the-file"}))
+    with pytest.raises(AgentError, match="do not put API keys in the task file"):
+        make_agent(task.agents[0], task)

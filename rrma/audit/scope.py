@@ -45,6 +45,7 @@ class AuditScope:
     scorer_files: list[str] = field(default_factory=list)
     held_out: list[str] = field(default_factory=list)  # absolute paths (or, for old runs, path-like params)
     theorems: list[str] = field(default_factory=list)  # names an agent must prove without looking them up
+    holds_answers: bool = False  # the oracle declares its held-out data the answers (rrma/declare.py)
 
     @classmethod
     def of(cls, state: RunState, run_dir: Path) -> AuditScope:
@@ -68,18 +69,15 @@ class AuditScope:
             direction=str(metric.get("direction") or "minimize"), oracle_kind=kind,
             editable=list(workspace.get("editable") or []), readonly=list(workspace.get("readonly") or []),
             scorer_files=declared.scoring_files(oracle) if declared is not None else [], held_out=held,
-            theorems=theorems,
+            theorems=theorems, holds_answers=declared is not None and declared.holds_answers,
         )
 
     @property
     def answers_are_held_out(self) -> bool:
         """Reading the held-out paths is looking up the answer (a proof bench's theorems, or an oracle that declares
         ``holds_answers``: rrma/declare.py), not only the scorer's data. An oracle that does not resolve here (its
-        plug-in is not installed) is read as holding none."""
-        if self.theorems:
-            return True
-        cls = oracle_class(self.oracle_kind) if self.oracle_kind else None
-        return cls is not None and cls.holds_answers
+        plug-in is not installed) is read as holding none: :meth:`of` asks the registry once."""
+        return bool(self.theorems) or self.holds_answers
 
     def run_markers(self) -> list[str]:
         """Strings whose presence in a tool call means it reaches for the run's own files."""

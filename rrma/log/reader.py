@@ -62,11 +62,12 @@ from rrma.log.store import RunStore
 from rrma.log.summary import ListedRun, summary_fields
 from rrma.log.tail import LineTail
 from rrma.log.turns import (
+    ACTOR_PREFIX,
+    TURN_KIND,
     TurnIndex,
     TurnRef,
     decode_turn,
     index_turn_lines,
-    is_turn_line,
     read_turn,
     stub_agent,
     turn_spans_before,
@@ -133,12 +134,13 @@ def parse_lines(data: bytes, base: int, *, stub_turns: bool) -> ParsedChunk:
     items = out.items
     spans = out.turn_spans
     pos = base
+    actor_prefix, turn_kind = ACTOR_PREFIX, TURN_KIND  # is_turn_line, inlined: this loop runs once a line
     for line in data[:end].split(b"\n"):
         offset = pos
         pos += len(line) + 1
         if not line or line.isspace():
             continue
-        if stub_turns and is_turn_line(line):
+        if stub_turns and line.startswith(actor_prefix) and line.rfind(turn_kind) > 0:
             spans.append((offset, len(line)))  # parsed later, by index_turns
             continue
         try:

@@ -68,9 +68,9 @@ def mutations(annotation: Any, value: Any, path: tuple[Any, ...]) -> Iterator[tu
     elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
         for name, info in annotation.model_fields.items():
             yield from mutations(info.annotation, value[name], (*path, name))
-        for name, info in annotation.model_fields.items():
-            if info.is_required():
-                yield (*path, name), _DELETE
+        for name in annotation.model_fields:  # a required field missing (refused), an optional one (its default)
+            yield (*path, name), _DELETE
+        yield (*path, "unknown_field"), "kept as an extra"  # a field the model does not name
 
 
 _DELETE = object()
@@ -115,6 +115,8 @@ def test_the_cases_reach_nested_values() -> None:
     assert any(i.startswith("extra.k=") for i, _ in cases("train.step"))  # a mapping's value
     assert any(i.startswith("evidence.0.seq=") for i, _ in cases("audit.finding"))
     assert any(i == "trial_id=deleted" for i, _ in cases("trial.finished"))  # a required field missing
+    assert any(i == "feedback=deleted" for i, _ in cases("trial.finished"))  # an optional field missing
+    assert any(i == "edits.0.unknown_field=\"kept as an extra\"" for i, _ in cases("trial.proposed"))
     assert sum(1 for kind in DATA_TYPES for _ in cases(kind)) > 1500
 
 
@@ -131,8 +133,9 @@ def dumped(payload: BaseModel) -> dict[str, Any]:
     """A payload model's fields and extras, as Python values (nested models as dicts, each named by its class)."""
     def plain(value: Any) -> Any:
         if isinstance(value, BaseModel):
-            return {"__model__": type(value).__name__, **{k: plain(v) for k, v in value}, **{
-                f"extra:{k}": plain(v) for k, v in (value.model_extra or {}).items()}}
+            return {"__model__": type(value).__name__, "__set__": sorted(value.model_fields_set),
+                    **{k: plain(v) for k, v in value}, **{
+                        f"extra:{k}": plain(v) for k, v in (value.model_extra or {}).items()}}
         if type(value) is list:
             return [plain(v) for v in value]
         if type(value) is dict:

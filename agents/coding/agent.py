@@ -52,7 +52,7 @@ from typing import Any
 
 from agents.coding import tools as tools_module
 from agents.coding.presets import PRESETS, Command, LaunchSpec, Preset, PresetError
-from agents.coding.settings import CodingAgentConfig, coding_settings
+from agents.coding.settings import CodingAgentConfig, CodingAgentParams, coding_settings
 from agents.coding.streams import StreamParser, clip, clip_value, make_parser
 from agents.coding.workspace import diff_tree
 from agents.llm.costs import FREE, UsageMeter, price_for
@@ -149,6 +149,7 @@ class CodingAgent(Agent):
 
     backend = "command"
     preset_name = "command"
+    params_model = CodingAgentParams  # params: the price only (checked at load; again below for a built task)
     sections = {"coding": CodingAgentConfig}  # agents[].coding: how its program runs (agents/coding/settings.py)
 
     def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:

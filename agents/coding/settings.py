@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from agents.llm.settings import PriceParams
 from rrma.declare import PluginSettings
 from rrma.task import MAX_MEBIBYTES, MAX_SECONDS
 from rrma.workspace import MAX_FILE_BYTES, MAX_SCAN_BYTES, MAX_SCAN_ENTRIES
@@ -63,3 +64,24 @@ def coding_settings(config: Any) -> CodingAgentConfig:
 
 
 __all__ = ["CodingAgentConfig", "coding_settings"]
+
+
+class CodingAgentParams(PluginSettings):
+    """``agents[].params`` of a coding-agent backend: only the price; how its program runs is ``agents[].coding``."""
+
+    price: PriceParams | None = None
+    """USD per million tokens, {input, output, cache_read, cache_write}, for the cost of a program whose stream reports tokens but no cost (None: the model's list price)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _say_where_settings_go(cls, data: Any) -> Any:
+        """A key pasted into the task file, or a loop option of the LLM backends, said as what it is."""
+        if isinstance(data, dict):
+            if "api_key" in data:
+                raise ValueError("do not put API keys in the task file (it is copied into the run log); set the key "
+                                 "in the environment, or name its variable with coding.key_env")
+            unknown = sorted(set(data) - set(cls.model_fields))
+            if unknown:
+                raise ValueError(f"{unknown[0]} is not an option of a coding backend: its settings are under "
+                                 "agents[].coding (docs/agents.md, Coding agents)")
+        return data

@@ -49,7 +49,7 @@ from rrma.log.export import export_runs
 from rrma.log.verify import verify_run
 from rrma.plugins import make_agent
 from rrma.run.loop import start_run
-from rrma.task import task_from_dict
+from rrma.task import TaskError, task_from_dict
 
 SANDBOX = sandbox.unavailable_reason()
 needs_sandbox = pytest.mark.skipif(SANDBOX is not None, reason=f"the bubblewrap sandbox is unavailable here: {SANDBOX}")
@@ -412,10 +412,6 @@ def test_proof_task_takes_the_proof_from_its_file(tmp_path: Path, monkeypatch: p
     (coding_agent("command", coding={"command": None}), {},
      "agent coder: backend command needs agents[].coding.command (a list: the program and its arguments, with "
      "{prompt}, {prompt_file}, {workdir}, {model}, {max_turns}) or $RRMA_AGENT_COMMAND"),
-    # an LLM-backend option on a coding backend: a typo or a misunderstanding, said so
-    (coding_agent("aider", params={"max_steps": 4}), {},
-     "agent coder: params.max_steps is not an option of backend aider: its settings are under agents[].coding "
-     "(docs/agents.md, Coding agents)"),
     # a key pasted into the task file
     (coding_agent("claude-code", coding={"args": ["--api-key", "sk-ant-api03-abcdefghijklmnop"]}), {},
      "agent coder: coding settings hold something that looks like an API key ('[redacted]'); keys come from the "
@@ -432,6 +428,30 @@ def test_setup_errors(monkeypatch: pytest.MonkeyPatch, agent: dict[str, Any], en
     with pytest.raises(AgentError) as err:
         make_agent(task.agents[0], task)
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("backend", ["claude-code", "codex", "aider", "command"])
+@pytest.mark.parametrize("params, message", [
+    # an LLM-backend option on a coding backend: a typo or a misunderstanding, said so when the task loads
+    ({"max_steps": 4}, "agents.0.params: max_steps is not an option of a coding backend: its settings are under "
+                       "agents[].coding (docs/agents.md, Coding agents)"),
+    ({"api_key": "sk-ant-api03-abcdefghijklmnop"},
+     "agents.0.params: do not put API keys in the task file (it is copied into the run log); set the key in the "
+     "environment, or name its variable with coding.key_env"),
+    ({"price": {"input": -1}}, "agents.0.params.price.input: Input should be greater than or equal to 0"),
+    ({"price": {"inptu": 3}}, "agents.0.params.price.inptu: unknown field"),
+])
+def test_params_are_checked_when_the_task_loads(backend: str, params: dict[str, Any], message: str) -> None:
+    with pytest.raises(TaskError) as err:
+        demo_task([coding_agent(backend, params=params)])
+    assert message in str(err.value) and str(err.value).count("\n") == 0
+    assert "sk-ant" not in str(err.value)
+
+
+def test_a_price_in_params_loads_and_prices_the_program() -> None:
+    task = demo_task([coding_agent("command", params={"price": {"input": 3, "output": 15}})])
+    agent = make_agent(task.agents[0], task)
+    assert (agent.price.input, agent.price.output, agent.price.cache_read) == (3.0, 15.0, 0.0)
 
 
 def test_rrma_post_outside_a_sandbox() -> None:

@@ -660,6 +660,26 @@ def _is_ours(source: str, path: Path) -> bool:
             or (image.parent == path.parent and image.name.startswith(f".{path.name}-")))
 
 
+def leftovers_under(root: Path) -> list[Path]:
+    """The mount points under ``root`` (not ``root`` itself) holding a workspace file system this module made:
+    what killed harnesses left mounted there, each mount point once, from /proc/self/mountinfo."""
+    root = Path(root).absolute()
+    with contextlib.suppress(OSError):
+        root = root.resolve()
+    prefix = str(root).rstrip("/") + "/"
+    found: dict[Path, None] = {}
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            fields = line.split()
+            if len(fields) <= 4 or not _unescape(fields[4]).startswith(prefix):
+                continue
+            after = fields[fields.index("-") + 1 :] if "-" in fields else []
+            point = Path(_unescape(fields[4]))
+            if len(after) > 1 and _is_ours(after[1], point):
+                found[point] = None
+    return list(found)
+
+
 def unmount_leftover(workdir: Path) -> int:
     """Detach what an earlier harness (killed before its cleanup) left mounted at ``workdir``, so the
     directory can be removed and used again; returns how many mounts went. Only this module's own

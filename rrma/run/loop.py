@@ -69,7 +69,7 @@ from rrma.log.driver_lock import DriverLock, RunLocked
 from rrma.log.state import RunState, write_views
 from rrma.log.store import RunStore
 from rrma.plugins import make_agent, make_task_oracle, resolve_oracle
-from rrma.run import seeds
+from rrma.run import leftovers, seeds
 from rrma.run.cache import OutcomeCache
 from rrma.run.confirm import Confirmation
 from rrma.run.context import build_context
@@ -544,6 +544,7 @@ def start_run(
                 exc.add_note(f"agent {agent.name} close() failed too: {error_line(close_exc)}")
         raise
     with lock:
+        leftovers.sweep(store.dir.parent, skip=store.dir)  # what runs killed beside it left mounted
         oracle = oracle or make_task_oracle(task)
         facts = oracle.prepare(store.dir.absolute(), task.workspace_dir())  # absolute: oracles hand it to processes
         found = versions()
@@ -607,6 +608,7 @@ def resume_run(
     """
     store = RunStore(run_dir)
     with DriverLock(store.dir):  # before reading the state: a second driver would act on a stale fold
+        leftovers.sweep(store.dir.parent, skip=store.dir)  # its own leftovers: _resume, trial by trial
         return _resume(store, stop=stop, on_event=on_event, executor=executor, agent_count=agent_count,
                        agents=agents, on_loop=on_loop)
 

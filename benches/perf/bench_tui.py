@@ -1,7 +1,7 @@
 """TUI benchmark: how fast a run opens, and how fast the dashboard follows a live run.
 
     python benches/perf/bench_tui.py [--events 100000] [--seconds 10] [--rate 50] [--workdir DIR] [--pydantic]
-    python benches/perf/bench_tui.py --against REV [...]   # the same figures for commit REV and this tree, side by side
+    python benches/perf/bench_tui.py --against REV [--rounds 2] [...]   # commit REV and this tree, alternating
 
 1. Writes two runs with the test fixture generator (tests/tui/make_run.py): ~1,000 and
    ~``--events`` events (reused from ``--workdir`` when already there). The generator writes as
@@ -30,8 +30,10 @@
 ``--against REV`` checks REV out into a temporary git worktree and runs this script twice, each in its
 own process and work directory: once with ``--code WORKTREE`` (the app and reader of REV; the run
 generator and this script are this tree's) and once on this tree; then prints both figures and
-this/REV ratios side by side. The two runs alternate in time on a noisy machine: read ratios near
-1.0 as "no change".
+this/REV ratios side by side. ``--rounds N`` (default 2) repeats that, the order of the two trees
+alternating round by round (REV first, then this tree first, ...), and prints each figure's median
+over the rounds with every round's ratio: on a noisy machine a change of load then falls on both
+trees. Read ratios near 1.0 as "no change".
 
 Prints ``key: value`` lines and ratios; asserts nothing (figures, not timed tests).
 """
@@ -397,6 +399,8 @@ def main() -> int:
     parser.add_argument("--append", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--against", metavar="REV", default=None,
                         help="also run the bench on commit REV (a temporary worktree) and print both side by side")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="with --against: rounds, each running both trees, their order alternating (default 2)")
     parser.add_argument("--code", type=Path, default=None, help=argparse.SUPPRESS)  # read at import (CODE)
     args = parser.parse_args()
     if args.append is not None:
@@ -512,27 +516,38 @@ def against(args: argparse.Namespace) -> int:
     subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(tree), rev.stdout.strip()],
                    check=True)
     common = ["--events", str(args.events), "--seconds", str(args.seconds), "--rate", str(args.rate)]
-    figures: dict[str, dict[str, float]] = {}
+    base_label = rev.stdout.strip()
+    trees = {base_label: ["--code", str(tree)], "this tree": []}
+    rounds: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
     try:
-        for label, extra in ((rev.stdout.strip(), ["--code", str(tree)]), ("this tree", [])):
-            work = base / ("work-base" if extra else "work-this")
-            print(f"== {label}", flush=True)
-            out = subprocess.run([sys.executable, __file__, *common, "--workdir", str(work), *extra],
-                                 capture_output=True, text=True)
-            print(out.stdout, end="")
-            if out.returncode != 0:
-                print(out.stderr, file=sys.stderr)
-                return out.returncode
-            figures[label] = {k: float(v.split()[0]) for k, _, v in (line.partition(": ") for line in
-                              out.stdout.splitlines()) if v and v.split()[0].replace(".", "", 1).isdigit()}
+        for round_no in range(args.rounds):  # ABBA: the trees alternate, so a change of load falls on both
+            order = list(trees) if round_no % 2 == 0 else list(reversed(trees))
+            for label in order:
+                extra = trees[label]
+                work = base / ("work-base" if extra else "work-this")  # generated once, reused by later rounds
+                print(f"== {label} (round {round_no + 1} of {args.rounds})", flush=True)
+                out = subprocess.run([sys.executable, __file__, *common, "--workdir", str(work), *extra],
+                                     capture_output=True, text=True)
+                print(out.stdout, end="")
+                if out.returncode != 0:
+                    print(out.stderr, file=sys.stderr)
+                    return out.returncode
+                rounds[label].append({k: float(v.split()[0]) for k, _, v in (line.partition(": ") for line in
+                                      out.stdout.splitlines()) if v and v.split()[0].replace(".", "", 1).isdigit()})
     finally:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
         shutil.rmtree(base, ignore_errors=True)
-    (old_label, old), (_, new) = figures.items()
-    print(f"== side by side ({old_label} -> this tree; ratio this/{old_label})")
-    for key in old:
-        if key in new and old[key] > 0 and (key.endswith(("_s", "_ms"))):
-            print(f"{key}: {old[key]:g} -> {new[key]:g}  ratio {new[key] / old[key]:.2f}")
+    old_rounds, new_rounds = rounds[base_label], rounds["this tree"]
+    print(f"== side by side ({base_label} -> this tree; medians over {args.rounds} round(s); ratio this/{base_label}"
+          "; then each round's ratio)")
+    for key in old_rounds[0]:
+        if not key.endswith(("_s", "_ms")) or not all(key in r for r in (*old_rounds, *new_rounds)):
+            continue
+        old, new = median(r[key] for r in old_rounds), median(r[key] for r in new_rounds)
+        if old > 0:
+            each = " ".join(f"{n[key] / o[key]:.2f}" if o[key] > 0 else "-" for o, n in zip(old_rounds, new_rounds,
+                                                                                          strict=True))
+            print(f"{key}: {old:g} -> {new:g}  ratio {new / old:.2f}  (rounds: {each})")
     return 0
 
 

@@ -145,6 +145,10 @@ def _scale(lo: float, hi: float, rows: int, integral: bool, log: bool) -> Scale:
     # two ticks at least; a plot of 2 rows whose data straddle 0 has room for none (0 is on every grid of round
     # rows, and no row of 2 can be it): its rows are the data's ends, unlabelled
     best = _search(a, b, rows, integral, log, 2) or _search(a, b, rows, integral, log, 1)
+    if log and (best is None or (b - a) < 0.5 * (rows - 1) * _row_step(*best)):
+        pair = _log_pair(a, b, rows)  # under a decade: two round values on their rows, the data over the plot
+        if pair is not None:
+            return pair
     if best is None:
         return Scale(rows, a, b, log, (), (), (), 0.0)
     m, r, units, power = best
@@ -158,6 +162,41 @@ def _scale(lo: float, hi: float, rows: int, integral: bool, log: bool) -> Scale:
     width = max(map(len, labels), default=0)
     return Scale(rows, m * d, (m + rows - 1) * d, log, tuple(float(v) for v in exact),
                  tuple(s.rjust(width) for s in labels), tuple(j * r - m for j in js), float(step))
+
+
+def _row_step(m: int, r: int, units: int, power: int) -> float:
+    return units * 10.0 ** power / r
+
+
+def _log_pair(a: float, b: float, rows: int) -> Scale | None:
+    """A log axis for data [10^a, 10^b] spanning less than the powers of ten need: two round values of a linear
+    axis of the data (its outermost inside the data, or its ends) exactly on rows, whichever pair spreads the data
+    over more of the plot; the rows between them stand for values that are not round, and carry no label."""
+    linear = _scale(10.0 ** a, 10.0 ** b, rows, False, False)
+    positive = [t for t in linear.ticks if t > 0]
+    inside = [t for t in positive if 10.0 ** a * (1 - 1e-12) <= t <= 10.0 ** b * (1 + 1e-12)]
+    min_gap = 1 if rows < 5 else 2
+    best: tuple[float, float, float, int, int] | None = None  # (d, t1, t2, rows below t1, r)
+    for pair in (inside, positive):
+        if len(pair) < 2:
+            continue
+        t1, t2 = pair[0], pair[-1]
+        g1, g2 = math.log10(t1), math.log10(t2)
+        for r in range(rows - 1, min_gap - 1, -1):
+            d = (g2 - g1) / r
+            below = max(0, math.ceil((g1 - a) / d - 1e-9))  # rows under t1 that the data need
+            if below + r <= rows - 1 and g1 + (rows - 1 - below) * d >= b - d * 1e-9:
+                if best is None or d < best[0]:
+                    best = (d, t1, t2, below, r)
+                break
+    if best is None:
+        return None
+    d, t1, t2, below, r = best
+    labels = tick_texts([Decimal(repr(t1)), Decimal(repr(t2))])
+    width = max(map(len, labels))
+    lo = math.log10(t1) - below * d
+    return Scale(rows, lo, lo + (rows - 1) * d, True, (t1, t2), tuple(s.rjust(width) for s in labels),
+                 (below, below + r), 0.0)
 
 
 def _search(a: float, b: float, rows: int, integral: bool, log: bool, ticks: int) -> tuple[int, int, int, int] | None:

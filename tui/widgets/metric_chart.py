@@ -247,18 +247,23 @@ class MetricChart(Vertical):
 
         dx, dy, self.reduced = thin(xs, ys, self.frame, MAX_DRAWN)
         self.drawn = len(dx)
-        plt.scatter(dx, dy, marker="dot", color=colors["point"])
+
+        # a log axis is drawn as a linear one of log10 values: plotext's own log scale takes the log of its data
+        # in place on every build, so a plot rendered twice (a repaint) drew log(log(y))
+        def fx(x: float) -> float:
+            return math.log10(x) if x_log else x
+
+        def fy(y: float) -> float:
+            return math.log10(y) if self.log_active else y
+
+        plt.scatter([fx(x) for x in dx], [fy(y) for y in dy], marker="dot", color=colors["point"])
         sel = data.selected
         if sel is not None and 0 <= sel < len(data.ids) and sel in keep:
             sx, sy = data.xs[sel], data.ys[sel]
-            plt.vline(sx, colors["selected"])
-            plt.scatter([sx], [sy], marker=SELECTED_MARKER, color=colors["selected"])
-        if self.log_active:
-            plt.yscale("log")
-        if x_log:
-            plt.xscale("log")
-        plt.yticks(self.y_ticks, list(scale.labels))
-        plt.xticks(self.x_ticks, x_labels)
+            plt.vline(fx(sx), colors["selected"])
+            plt.scatter([fx(sx)], [fy(sy)], marker=SELECTED_MARKER, color=colors["selected"])
+        plt.yticks([fy(t) for t in self.y_ticks], list(scale.labels))
+        plt.xticks([fx(t) for t in self.x_ticks], x_labels)
         plt.ylim(*y_lim)
         plt.xlim(*x_lim)
         if self.reduced:

@@ -227,6 +227,10 @@ def solved_series(state: RunState, only: Collection[str] | None = None) -> tuple
     return bx, by, len(attempted)
 
 
+def _log10s(values: list[float]) -> list[float]:
+    return [math.log10(v) for v in values]
+
+
 def time_unit(span: float) -> tuple[float, str]:
     """(seconds per unit, unit) of a wall-time axis ``span`` seconds long: s below two minutes, m below two
     hours, else h (at least two whole units where it can)."""
@@ -486,17 +490,18 @@ class ScoreChart(Vertical):
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
+        # a log axis is drawn as a linear one of log10 values: plotext's own log scale takes the log of its data
+        # in place on every build, so a plot rendered twice (a repaint) drew log(log(score))
+        fy = _log10s if self.log_active else list
         if xs:
-            plt.scatter(xs, ys, marker="dot", color=palette["trial"])
+            plt.scatter(xs, fy(ys), marker="dot", color=palette["trial"])
         if bx:
-            plt.plot(bx, by, marker="braille", color=palette["best"])
+            plt.plot(bx, fy(by), marker="braille", color=palette["best"])
         if baseline is not None:
-            plt.hline(baseline, palette["baseline"])
-        if self.log_active:
-            plt.yscale("log")
+            plt.hline(fy([baseline])[0], palette["baseline"])
         if self.scale is not None:  # the axis holds every value plotted, the latest included
             plt.ylim(*self.scale.limits)
-            plt.yticks(list(self.scale.ticks), list(self.scale.labels))
+            plt.yticks(fy(list(self.scale.ticks)), list(self.scale.labels))
         if xs or bx:
             lo_x = int(min(xs[:1] + bx[:1]))
             hi_x = int(max(xs[-1:] + bx[-1:]))

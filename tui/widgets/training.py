@@ -388,6 +388,11 @@ class TrainCharts(Grid):
         if self._series is not None:
             self._draw()
 
+    def on_resize(self) -> None:
+        """Drawn again at the new size once the plots have it: each y axis is chosen for its plot's rows."""
+        if self._series is not None:
+            self.call_after_refresh(self._draw)
+
     def update_from(self, series: TrainSeries, *, now: bool = False) -> None:
         self._series = series
         self._dirty = True

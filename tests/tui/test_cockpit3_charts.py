@@ -254,16 +254,15 @@ async def test_solved_chart_follows_the_tables_filter(tmp_path: Path) -> None:
         await wait_until(pilot, lambda: len(table.rows) == 8)
         await pilot.pause(0.1)
         assert dash.agent_filter == "alice"
-        assert chart.title_text.startswith("filtered: 8 of 24 · theorems solved by trial (3 of 8)"), \
-            chart.title_text
+        assert chart.title_text == "solved 3 of 8 by trial · filtered: 8 of 24", chart.title_text
         _, _, bx, by = chart.series
         assert by[-1] == 3 and bx[0] == 1 and bx[-1] == 22  # alice's trials: 1, 4, ..., 22
         plot = drawn(chart.plot)
         assert abs(plot.axis_value(braille_extreme(plot, lowest=False)) - 3) <= plot.row_span / 2
         await pilot.press("a")  # bob
-        await wait_until(pilot, lambda: dash.agent_filter == "bob" and "(5 of 8)" in chart.title_text)
+        await wait_until(pilot, lambda: dash.agent_filter == "bob" and "solved 5 of 8" in chart.title_text)
         await pilot.press("a")  # carol: attempts, nothing solved
-        await wait_until(pilot, lambda: dash.agent_filter == "carol" and "(0 of 8)" in chart.title_text)
+        await wait_until(pilot, lambda: dash.agent_filter == "carol" and "solved 0 of 8" in chart.title_text)
         await pilot.pause(0.1)
         check_labels(drawn(chart.plot), whole=True)
         await pilot.press("c")  # filters cleared: every trial again
@@ -324,3 +323,17 @@ async def test_the_chart_takes_spare_width_past_140_columns(tmp_path: Path) -> N
         assert chart.size.width == 200
         plot = drawn(chart.plot)
         check_labels(plot)
+
+
+def test_snapshot_proof_dashboard_filtered_80x24(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A proof run's dashboard at 80x24, filtered to alice's trials: the solved chart's whole ticks and its title."""
+    runs = tmp_path / "runs"
+    write_proof_bench(runs)
+
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await open_dashboard(pilot, pilot.app)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: pilot.app.screen.agent_filter == "alice")
+        await pilot.pause(0.3)
+
+    assert snap_compare(dash_app(runs, runs / "bench"), terminal_size=(80, 24), run_before=run_before)

@@ -464,12 +464,15 @@ class ScoreChart(Vertical):
         self.y_range = (min(values), max(values)) if values else None
         self.log_active = self.log_scale and bool(values) and min(values) > 0 and not proofs
         metric = str(state.task.get("metric", {}).get("name", "score"))
-        if proofs:
-            title = Text(f"theorems solved by trial ({int(by[-1]) if by else 0} of {attempted})")
+        solved = int(by[-1]) if by else 0
+        if proofs and self._only is not None:  # the counts first: at 80 columns the title has 44 cells
+            title = Text(f"solved {solved} of {attempted} by trial · filtered: {len(self._only)} of {self._of}")
+        elif proofs:
+            title = Text(f"theorems solved by trial ({solved} of {attempted})")
+        elif self._only is not None:  # the table's filter: what it keeps comes first, the metric after
+            title = Text(f"filtered: {len(self._only)} of {self._of} · {metric} ({state.direction})")
         else:
             title = Text(f"{metric} by trial ({state.direction})")
-        if self._only is not None:  # the table's filter: what it keeps comes first
-            title = Text.assemble(f"filtered: {len(self._only)} of {self._of} · ", title)
         title.no_wrap, title.overflow = True, "ellipsis"
         if self.log_active:
             title.append(" · log scale")

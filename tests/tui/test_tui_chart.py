@@ -13,7 +13,8 @@ from tui_helpers import fixed_clock, wait_until
 from rrma.log.state import RunState, TrialRecord
 from tui.app import RRMAApp
 from tui.screens.dashboard import DashboardScreen
-from tui.widgets.score_chart import ScoreChart, chart_series, integer_ticks, theme_palette
+from tui.widgets.chart_axis import integer_ticks
+from tui.widgets.score_chart import ScoreChart, chart_series, theme_palette
 
 Score = float | None
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from rich.table import Table
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -138,6 +138,14 @@ def pane_layout(app: App[Any]) -> PaneLayout:
 
 
 NARROW_BELOW = 76  # columns: a narrower dashboard leaves out the right-hand panes (the table keeps its numbers whole)
+RIGHT_PANES = 44  # columns of the chart, agents and blackboard (app.tcss #dash-right) up to ROOMY_FROM
+ROOMY_FROM = 140  # columns: past this the table has every column whole, and the chart takes most of the rest
+
+
+def right_panes_width(screen_width: int) -> int:
+    """The chart's column (with the agents and the blackboard under it): RIGHT_PANES, and two thirds of every
+    column past ROOMY_FROM (at 200 columns, 84 beside a table of 116: the table's extra room is its hypothesis)."""
+    return RIGHT_PANES + max(0, screen_width - ROOMY_FROM) * 2 // 3
 
 
 class DashboardScreen(RunScreen):
@@ -540,6 +548,15 @@ class DashboardScreen(RunScreen):
         self.set_class(not layout.blackboard, "-hide-blackboard")
         self.set_class(not (layout.chart or layout.agents or layout.blackboard), "-no-panes")
         self._layout_drawn = (layout.zoom, layout.chart, layout.agents, layout.blackboard)
+        self._fit_right_panes()
+
+    @on(events.Resize)
+    def _fit_right_panes(self) -> None:
+        """Past ROOMY_FROM columns the chart's column grows (right_panes_width); up to it, and zoomed to the chart,
+        app.tcss sizes it."""
+        right = self.query_one("#dash-right")
+        roomy = self.size.width > ROOMY_FROM and pane_layout(self.app).zoom != "chart"
+        right.styles.width = right_panes_width(self.size.width) if roomy else None
 
     def action_zoom(self) -> None:
         """The chart over the whole body, the table alone, both (a chart shown or resized is drawn again at its

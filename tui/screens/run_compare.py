@@ -44,11 +44,11 @@ from rrma.log.store import check_first_event, check_readable
 from tui.durations import human_duration, utcnow
 from tui.messages import OpenRun
 from tui.screens.base import WorkerScreen, failure_line
+from tui.widgets.chart_axis import canvas_rows, integer_ticks, value_scale
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
-from tui.widgets.metric_chart import linear_ticks
 from tui.widgets.run_header import fmt_usd, max_trials
-from tui.widgets.score_chart import chart_series, integer_ticks, step_corners, time_unit
+from tui.widgets.score_chart import chart_series, step_corners, time_unit
 from tui.widgets.trial_text import SIGMA_LEGEND, STATUS_GLYPH, Part, fit_line, fmt_score, fmt_sigma
 
 SIDES = ("A", "B")
@@ -275,10 +275,6 @@ def summary_table(a: RunFacts, b: RunFacts) -> Table:
     return table
 
 
-def tick_text(value: float) -> str:
-    return fmt_score(value).replace("e+", "e").replace("e-0", "e-")
-
-
 class RunCompareScreen(WorkerScreen):
     """Two runs: their summaries side by side, their best-so-far lines on one chart."""
 
@@ -470,15 +466,10 @@ class RunCompareScreen(WorkerScreen):
             ticks = integer_ticks(ilo, ihi, max(2, min(10, (plot.size.width - 8) // max(1, label_width))))
             plt.xticks([float(t) for t in ticks], [f"{t}{unit}" for t in ticks])
             plt.xlim(lo - 0.5, hi + 0.5) if ihi == ilo else plt.xlim(lo, hi)
-        if ys_all:
-            lo, hi = min(ys_all), max(ys_all)
-            if hi > lo:
-                yticks = linear_ticks(lo, hi, max(2, min(6, plot.size.height // 2)))
-                plt.yticks(yticks, [tick_text(t) for t in yticks])
-                pad = (hi - lo) * 0.05
-                plt.ylim(lo - pad, hi + pad)
-            else:
-                plt.yticks([lo], [tick_text(lo)])
+        if ys_all:  # round ticks, each on the row that stands for it (chart_axis)
+            axis = value_scale(min(ys_all), max(ys_all), canvas_rows(plot.size.height))
+            plt.ylim(*axis.limits)
+            plt.yticks(list(axis.ticks), list(axis.labels))
         plot.refresh()
 
     def _legend_row(self, key: str) -> list[str | Text]:

@@ -6,7 +6,8 @@ the screen decides how often (plotext rebuilds the whole figure on every draw).
 
 Every tick label is ours, not plotext's: plotext prints ticks with a fixed number of decimals, which
 cuts a small value's digits (``0.000000250``) or pads a big one (``123458.00``); here a tick is a round
-number (1, 2 or 5 x 10^k apart, powers of ten on a log axis) written with as few digits as it has. The
+number (1, 2, 2.5 or 5 x 10^k apart, powers of ten on a log axis) written with as few digits as it has, and
+a y tick sits exactly on the row that stands for it (tui/widgets/chart_axis.py). The
 selected point is drawn again as a ``◆`` on a vertical line in the theme's warning colour, so it can be
 found among many. The title is a line of its own above the plot, so it never covers data.
 """
@@ -26,7 +27,16 @@ from textual.theme import Theme
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from tui.widgets.score_chart import PlotColor, integer_ticks
+from tui.widgets.chart_axis import (
+    Scale,
+    canvas_rows,
+    integer_ticks,
+    linear_ticks,
+    log_ticks,
+    tick_label,
+    value_scale,
+)
+from tui.widgets.score_chart import PlotColor
 from tui.widgets.trial_text import Part, fit_line
 
 SOURCES: dict[str, tuple[str, str]] = {  # role -> (theme variable, plotext colour for ANSI themes)
@@ -63,54 +73,6 @@ def palette(variables: dict[str, str]) -> dict[str, PlotColor]:
             continue
         out[role] = fallback if color.ansi is not None or color.a < 1 else color.rgb
     return out
-
-
-def tick_label(value: float, unit: str = "") -> str:
-    """A round tick value in as few cells as it takes (``0.25``, ``2e-7``, ``1.5e5``), whole, never cut."""
-    if value == 0:
-        return "0" + unit
-    text = f"{value:.6g}"
-    mantissa, sep, exponent = text.partition("e")
-    if sep:
-        sign = "-" if exponent.startswith("-") else ""
-        text = f"{mantissa}e{sign}{exponent.lstrip('+-').lstrip('0') or '0'}"
-    return text + unit
-
-
-def _nice(raw: float) -> float:
-    """The smallest 1, 2 or 5 x 10^k at least ``raw`` (> 0)."""
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    for mult in (1.0, 2.0, 5.0, 10.0):
-        if mult * magnitude >= raw * (1 - 1e-9):
-            return mult * magnitude
-    return 10 * magnitude  # pragma: no cover - 10 x magnitude always is
-
-
-def linear_ticks(lo: float, hi: float, max_ticks: int, *, outer: bool = False) -> list[float]:
-    """About ``max_ticks`` round values in [lo, hi], equally spaced (1, 2 or 5 x 10^k apart); the ends when fewer
-    than two round values fall in the range. ``outer``: where the values reach more than half a step past the
-    first or last round value, the next round value out too (the axis is then labelled near its ends)."""
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
-        return [lo]
-    step = _nice((hi - lo) / max(1, max_ticks - 1))
-    first, last = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9)
-    if outer:
-        first -= (first * step - lo) > step / 2
-        last += (hi - last * step) > step / 2
-    ticks = [0.0 if k == 0 else float(f"{k * step:.12g}") for k in range(first, last + 1)]
-    return ticks if len(ticks) >= 2 else [lo, hi]
-
-
-def log_ticks(lo: float, hi: float, max_ticks: int) -> list[float]:
-    """Powers of ten in [lo, hi] (every other one, or fewer, past ``max_ticks``); round linear values when fewer
-    than two powers fall in the range."""
-    if lo <= 0 or hi <= lo:
-        return [lo] if hi <= lo else [lo, hi]
-    first, last = math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9)
-    powers = list(range(first, last + 1))
-    stride = max(1, math.ceil(len(powers) / max(1, max_ticks)))
-    ticks = [float(f"{10.0 ** p:.12g}") for p in powers[::stride]]
-    return ticks if len(ticks) >= 2 else linear_ticks(lo, hi, max_ticks)
 
 
 def padded(lo: float, hi: float, log: bool) -> tuple[float, float]:
@@ -191,6 +153,7 @@ class MetricChart(Vertical):
         self.log_y = False
         self.log_active = False
         self.y_ticks: list[float] = []
+        self.scale: Scale | None = None  # the y axis drawn now (chart_axis)
         self.x_ticks: list[float] = []
         self.frame: Frame | None = None
         self.drawn = 0  # points drawn (see thin)
@@ -247,18 +210,17 @@ class MetricChart(Vertical):
         plt.clear_data()
         plt.clear_figure()
         self.x_ticks, self.y_ticks = [], []
-        self.frame = None
+        self.frame, self.scale = None, None
         if not xs:
             plot.refresh()
             return
         width = max(20, plot.size.width or 60)
         height = max(5, plot.size.height or 15)
-        # y: round ticks, labels ours
+        # y: round ticks, each on the row that stands for it
         y_lo, y_hi = min(ys), max(ys)
-        y_count = max(2, min(8, (height - 3) // 2))
-        self.y_ticks = (log_ticks(y_lo, y_hi, y_count) if self.log_active
-                        else linear_ticks(y_lo, y_hi, y_count, outer=True))
-        y_labels = [tick_label(t) for t in self.y_ticks]
+        self.scale = scale = value_scale(y_lo, y_hi, canvas_rows(height), log=self.log_active)
+        self.y_ticks = list(scale.ticks)
+        y_labels = list(scale.labels) or [""]
         # x: whole trial numbers, round numbers, or the choices' names
         x_lo, x_hi = min(xs), max(xs)
         label_room = max(len(s) for s in y_labels) + 2
@@ -276,7 +238,7 @@ class MetricChart(Vertical):
             else:
                 self.x_ticks = linear_ticks(x_lo, x_hi, x_count, outer=True)
             x_labels = [tick_label(t, data.x_unit) for t in self.x_ticks]
-        y_lim = padded(min(y_lo, *self.y_ticks), max(y_hi, *self.y_ticks), self.log_active)
+        y_lim = scale.limits
         if data.x_kind in ("order", "choice"):
             x_lim = (min(x_lo, *self.x_ticks) - 0.5, max(x_hi, *self.x_ticks) + 0.5)
         else:
@@ -285,18 +247,23 @@ class MetricChart(Vertical):
 
         dx, dy, self.reduced = thin(xs, ys, self.frame, MAX_DRAWN)
         self.drawn = len(dx)
-        plt.scatter(dx, dy, marker="dot", color=colors["point"])
+
+        # a log axis is drawn as a linear one of log10 values: plotext's own log scale takes the log of its data
+        # in place on every build, so a plot rendered twice (a repaint) drew log(log(y))
+        def fx(x: float) -> float:
+            return math.log10(x) if x_log else x
+
+        def fy(y: float) -> float:
+            return math.log10(y) if self.log_active else y
+
+        plt.scatter([fx(x) for x in dx], [fy(y) for y in dy], marker="dot", color=colors["point"])
         sel = data.selected
         if sel is not None and 0 <= sel < len(data.ids) and sel in keep:
             sx, sy = data.xs[sel], data.ys[sel]
-            plt.vline(sx, colors["selected"])
-            plt.scatter([sx], [sy], marker=SELECTED_MARKER, color=colors["selected"])
-        if self.log_active:
-            plt.yscale("log")
-        if x_log:
-            plt.xscale("log")
-        plt.yticks(self.y_ticks, y_labels)
-        plt.xticks(self.x_ticks, x_labels)
+            plt.vline(fx(sx), colors["selected"])
+            plt.scatter([fx(sx)], [fy(sy)], marker=SELECTED_MARKER, color=colors["selected"])
+        plt.yticks([fy(t) for t in self.y_ticks], list(scale.labels))
+        plt.xticks([fx(t) for t in self.x_ticks], x_labels)
         plt.ylim(*y_lim)
         plt.xlim(*x_lim)
         if self.reduced:

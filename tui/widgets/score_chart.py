@@ -32,6 +32,7 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from rrma.log.state import RunState
+from tui.widgets.chart_axis import Scale, canvas_rows, integer_ticks, value_scale
 from tui.widgets.trial_text import is_proof_run
 
 RGB = tuple[int, int, int]
@@ -200,18 +201,21 @@ class LiveSeries:
             self._score[tid] = score
 
 
-def solved_series(state: RunState) -> tuple[list[float], list[float], int]:
+def solved_series(state: RunState, only: Collection[str] | None = None) -> tuple[list[float], list[float], int]:
     """A proof run's chart: the corners of the step line of theorems solved so far by trial number (x), from
-    0 at trial 1; and how many theorems were attempted. Its scores (1 per proof) say nothing a line at 1.0
-    could show."""
+    0 at the first trial; and how many theorems were attempted. Its scores (1 per proof) say nothing a line at
+    1.0 could show. ``only``: the trials counted (the dashboard table's filter); x stays the trial's number."""
+    keep = None if only is None else only if isinstance(only, (set, frozenset, dict)) else set(only)
     solved: set[str] = set()
     attempted: set[str] = set()
     steps: list[tuple[float, float]] = []
     last = 0
     for n, rec in enumerate(state.agent_trials(), start=1):
+        if keep is not None and rec.trial_id not in keep:
+            continue
+        if not steps:
+            steps.append((n, 0))
         last = n
-        if n == 1:
-            steps.append((1, 0))
         if rec.theorem:
             attempted.add(rec.theorem)
             if rec.status == "ok" and rec.theorem not in solved:
@@ -221,6 +225,10 @@ def solved_series(state: RunState) -> tuple[list[float], list[float], int]:
         steps = _reduce_steps(steps, 199)
     bx, by = step_corners(steps, last)
     return bx, by, len(attempted)
+
+
+def _log10s(values: list[float]) -> list[float]:
+    return [math.log10(v) for v in values]
 
 
 def time_unit(span: float) -> tuple[float, str]:
@@ -283,32 +291,6 @@ def _reduce_steps(steps: list[tuple[float, float]], buckets: int) -> list[tuple[
     for i, (x, _) in enumerate(steps[1:], start=1):
         last_in[int((x - lo) / span * (buckets - 1))] = i
     return [steps[0], *(steps[i] for i in sorted(last_in.values()))]
-
-
-def _nice_step(raw: float) -> int:
-    """The smallest whole 1, 2 or 5 x 10^k that is at least ``raw``."""
-    magnitude = 1
-    while True:
-        for mult in (1, 2, 5):
-            if mult * magnitude >= raw:
-                return mult * magnitude
-        magnitude *= 10
-
-
-def integer_ticks(lo: int, hi: int, max_ticks: int) -> list[int]:
-    """At most ``max_ticks`` (about) evenly spaced whole numbers in [lo, hi]: multiples of 1, 2 or 5 x 10^k.
-
-    ``lo`` itself is added in front when the first multiple is at least half a step away, so the
-    axis says where it starts (trial 1); with fewer than two multiples in range, the ends.
-    """
-    if hi <= lo:
-        return [lo]
-    step = _nice_step((hi - lo) / max(1, max_ticks - 1))
-    first = -(-lo // step) * step  # ceil(lo / step) * step
-    ticks = list(range(first, hi + 1, step))
-    if ticks and ticks[0] - lo >= step / 2 and len(ticks) < max_ticks:
-        ticks.insert(0, lo)
-    return ticks if len(ticks) >= 2 else [lo, hi]  # one multiple in range says little: the two ends
 
 
 def theme_palette(variables: dict[str, str]) -> dict[str, PlotColor]:
@@ -393,7 +375,8 @@ class ScoreChart(Vertical):
         self._only: Collection[str] | None = None  # the trials plotted (the table's filter), None: every trial
         self._of = 0  # the filter's "of M"
         self.series: Series = ([], [], [], [])  # what is plotted now: (xs, ys) points, (bx, by) the step line
-        self.y_range: tuple[float, float] | None = None  # the y axis' limits now: every plotted value is inside
+        self.y_range: tuple[float, float] | None = None  # the lowest and highest value plotted now
+        self.scale: Scale | None = None  # the y axis drawn now (chart_axis): it holds y_range, its ticks on rows
         self._picture: tuple[object, ...] | None = None  # what the canvas shows (the same again: not built again)
 
     def compose(self) -> ComposeResult:
@@ -472,17 +455,20 @@ class ScoreChart(Vertical):
         ys: list[float]
         if proofs:  # no baseline, no score to improve: the theorems solved so far, by trial
             xs, ys = [], []
-            bx, by, attempted = solved_series(state)
+            bx, by, attempted = solved_series(state, self._only)
         else:
             xs, ys, bx, by = self._series
         self.series = (xs, ys, bx, by)
         baseline = state.baseline_mean if (xs or bx) else None
         values = [v for v in (*ys, *by, *([baseline] if baseline is not None else [])) if math.isfinite(v)]
         self.y_range = (min(values), max(values)) if values else None
-        self.log_active = self.log_scale and bool(values) and min(values) > 0
+        self.log_active = self.log_scale and bool(values) and min(values) > 0 and not proofs
         metric = str(state.task.get("metric", {}).get("name", "score"))
-        if proofs:
-            title = Text(f"theorems solved by trial ({int(by[-1]) if by else 0} of {attempted})")
+        solved = int(by[-1]) if by else 0
+        if proofs and self._only is not None:  # the counts first: at 80 columns the title has 44 cells
+            title = Text(f"solved {solved} of {attempted} by trial · filtered: {len(self._only)} of {self._of}")
+        elif proofs:
+            title = Text(f"theorems solved by trial ({solved} of {attempted})")
         elif self._only is not None:  # the table's filter: what it keeps comes first, the metric after
             title = Text(f"filtered: {len(self._only)} of {self._of} · {metric} ({state.direction})")
         else:
@@ -491,37 +477,44 @@ class ScoreChart(Vertical):
         if self.log_active:
             title.append(" · log scale")
         elif self.log_scale:
-            title.append(" · linear: log needs scores > 0" if values else " · log scale")
-        picture = (xs, ys, bx, by, baseline, title.plain, self.log_active, palette, self.plot.size)
+            title.append(" · linear: log needs scores > 0" if values and not proofs else " · log scale")
+        plot = self.plot
+        rows = canvas_rows(plot.size.height)
+        self.scale = None
+        if self.y_range is not None:  # counts: whole ticks from 0; scores: round ticks, each on its row
+            lo, hi = (0.0, max(1.0, self.y_range[1])) if proofs else self.y_range
+            self.scale = value_scale(lo, hi, rows, whole=proofs, log=self.log_active)
+        picture = (xs, ys, bx, by, baseline, title.plain, self.log_active, palette, plot.size)
         if picture == self._picture:
             return  # nothing drawn would change (the events were turns, posts, a trial still running)
         self._picture = picture
         self.query_one(".score-chart--title", Static).update(title)
 
-        plot = self.plot
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
+        # a log axis is drawn as a linear one of log10 values: plotext's own log scale takes the log of its data
+        # in place on every build, so a plot rendered twice (a repaint) drew log(log(score))
+        fy = _log10s if self.log_active else list
         if xs:
-            plt.scatter(xs, ys, marker="dot", color=palette["trial"])
+            plt.scatter(xs, fy(ys), marker="dot", color=palette["trial"])
         if bx:
-            plt.plot(bx, by, marker="braille", color=palette["best"])
+            plt.plot(bx, fy(by), marker="braille", color=palette["best"])
         if baseline is not None:
-            plt.hline(baseline, palette["baseline"])
-        if self.log_active:
-            plt.yscale("log")  # plotext's own limits, from the logged values: every point and the baseline
-        elif self.y_range is not None and self.y_range[0] < self.y_range[1]:
-            plt.ylim(*self.y_range)  # the axis holds every value plotted, the latest included
+            plt.hline(fy([baseline])[0], palette["baseline"])
+        if self.scale is not None:  # the axis holds every value plotted, the latest included
+            plt.ylim(*self.scale.limits)
+            plt.yticks(fy(list(self.scale.ticks)), list(self.scale.labels))
         if xs or bx:
-            lo = int(min(xs[:1] + bx[:1]))
-            hi = int(max(xs[-1:] + bx[-1:]))
-            label_width = len(str(hi)) + 4
-            ticks = integer_ticks(lo, hi, max(2, min(10, (plot.size.width - 8) // label_width)))
+            lo_x = int(min(xs[:1] + bx[:1]))
+            hi_x = int(max(xs[-1:] + bx[-1:]))
+            label_width = len(str(hi_x)) + 4
+            ticks = integer_ticks(lo_x, hi_x, max(2, min(10, (plot.size.width - 8) // label_width)))
             plt.xticks([float(t) for t in ticks], [str(t) for t in ticks])
-            if lo == hi:
-                plt.xlim(lo - 0.5, hi + 0.5)
+            if lo_x == hi_x:
+                plt.xlim(lo_x - 0.5, hi_x + 0.5)
             else:
-                plt.xlim(lo, hi)
+                plt.xlim(lo_x, hi_x)
         legend = Text(no_wrap=True, overflow="ellipsis")  # the series drawn, and only those
         if xs:
             legend.append("• ", rich_color(palette["trial"]))

@@ -18,7 +18,8 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from rrma.proofs_summary import SolvedPoint
-from tui.widgets.score_chart import integer_ticks, rich_color, theme_palette, time_unit
+from tui.widgets.chart_axis import Scale, canvas_rows, integer_ticks, value_scale
+from tui.widgets.score_chart import rich_color, theme_palette, time_unit
 
 
 def step_line(points: list[tuple[float, int]], start: float, end: float) -> tuple[list[float], list[float]]:
@@ -53,6 +54,7 @@ class SolvedChart(Vertical):
         self.total = 0  # theorems in the run
         self.series: tuple[list[float], list[float]] = ([], [])  # the step line's corners plotted now
         self.unit = "s"
+        self.scale: Scale | None = None  # the y axis drawn now: whole ticks from 0, each on its row
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="solved-chart--title")
@@ -107,12 +109,13 @@ class SolvedChart(Vertical):
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
+        self.scale = None
         legend = Text(no_wrap=True, overflow="ellipsis")
         if xs:
             plt.plot(xs, ys, marker="braille", color=palette["best"])
-            top = max(1, self.total, solved)
-            plt.ylim(0, top)
-            plt.yticks([float(t) for t in integer_ticks(0, top, 4)], [str(t) for t in integer_ticks(0, top, 4)])
+            self.scale = value_scale(0, max(1, self.total, solved), canvas_rows(plot.size.height), whole=True)
+            plt.ylim(*self.scale.limits)
+            plt.yticks(list(self.scale.ticks), list(self.scale.labels))
             lo, hi = xs[0], xs[-1]
             if self.wall_time:
                 ticks = integer_ticks(0, max(1, math.ceil(hi)), max(2, min(6, (plot.size.width - 6) // 5)))

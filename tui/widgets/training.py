@@ -31,7 +31,8 @@ from textual_plotext import PlotextPlot
 
 from rrma.log.state import RunState
 from tui.durations import age
-from tui.widgets.score_chart import integer_ticks, theme_palette
+from tui.widgets.chart_axis import Scale, canvas_rows, integer_ticks, value_scale
+from tui.widgets.score_chart import theme_palette
 from tui.widgets.trial_text import Part
 
 CURVES = ("reward", "entropy", "kl", "loss")  # the plots, in the grid's order
@@ -303,6 +304,7 @@ class TrainPlot(Vertical):
         super().__init__(id=f"plot-{curve}")
         self.curve = curve
         self.drawn: dict[str, tuple[list[float], list[float]]] = {}  # line -> the (xs, ys) last drawn
+        self.scale: Scale | None = None  # the y axis drawn now (chart_axis: round ticks, each on its row)
 
     def compose(self) -> ComposeResult:
         yield Static(LABELS[self.curve], classes="train-plot--label")
@@ -349,6 +351,11 @@ class TrainPlot(Vertical):
                 plt.xlim(lo_x - 0.5, hi_x + 0.5)
             else:
                 plt.xlim(lo_x, hi_x)
+        drawn = [y for _, line in self.drawn.values() for y in line if math.isfinite(y)]
+        self.scale = value_scale(min(drawn), max(drawn), canvas_rows(plot.size.height)) if drawn else None
+        if self.scale is not None:
+            plt.ylim(*self.scale.limits)
+            plt.yticks(list(self.scale.ticks), list(self.scale.labels))
         plot.refresh()
 
 
@@ -380,6 +387,11 @@ class TrainCharts(Grid):
     def _theme_changed(self, theme: Theme) -> None:
         if self._series is not None:
             self._draw()
+
+    def on_resize(self) -> None:
+        """Drawn again at the new size once the plots have it: each y axis is chosen for its plot's rows."""
+        if self._series is not None:
+            self.call_after_refresh(self._draw)
 
     def update_from(self, series: TrainSeries, *, now: bool = False) -> None:
         self._series = series

@@ -66,6 +66,7 @@ from tui.screens.trace import TraceScreen
 from tui.screens.trial import TrialScreen
 from tui.session import RunSession
 from tui.terminal import ControlCharFilter
+from tui.typeahead import TypeAhead
 from tui.widgets.trial_text import is_proof_run
 
 if TYPE_CHECKING:
@@ -177,6 +178,7 @@ class RRMAApp(App[int]):
         self.drivers: list[DriverProcess] = []  # headless drivers started here (tui/driver.py)
         self.detached: list[DriverProcess] = []  # `q`, then `d`: left running (run_app says how to reach them)
         self.stopped_on_quit: list[DriverProcess] = []  # `q`, then `h`: ordered to stop
+        self.typeahead = TypeAhead(self)  # keys typed in a burst are held until the focus they are meant for
 
     def on_mount(self) -> None:
         from tui.settings import load_settings
@@ -521,7 +523,17 @@ class RRMAApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         if self.exiting and isinstance(event, events.InputEvent):
             return  # keys typed after quitting (`qt`) must not push screens while the app shuts down
+        if isinstance(event, events.Key):  # a burst goes where it is typed (tui/typeahead.py)
+            if self.typeahead.arrived(event):
+                return
+            if event.is_forwarded:
+                screen = self.screen
+                await super().on_event(event)
+                self.typeahead.handled(screen)
+                return
         await super().on_event(event)
+        if isinstance(event, events.DescendantFocus):
+            await self.typeahead.focus_moved()
 
     # ------------------------------------------------------------------ the command palette (ctrl+p)
 

@@ -347,7 +347,7 @@ class RRMAApp(App[int]):
 
     @on(OpenTrial)
     def _open_trial(self, message: OpenTrial) -> None:
-        self.push_screen(TrialScreen(message.session, message.trial_id, message.order))
+        self.push_screen(TrialScreen(message.session, message.trial_id, message.order, queue=message.queue))
 
     @on(OpenTrace)
     def _open_trace(self, message: OpenTrace) -> None:

@@ -8,7 +8,7 @@ already on its way to the table before the filter box took focus: ``/t0003`` ope
 
 - after any key has been handled by the app (its binding run or not), later keys are held until the callbacks
   that key's action queued (a ``focus()``, a screen pushed) have run; a screen pushed by it is waited for until
-  it has focused a widget (at most :data:`SCREEN_FOCUS_WAIT` seconds);
+  it has resumed and focused the widget it asked for;
 - a key that was forwarded to a widget which has since lost the focus reaches the app as a stale key: it is not
   matched against the bindings of the screen underneath but sent, in order, to the widget now focused;
 - held keys are then dispatched again from the app, as if they had just been typed.
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from textual.screen import Screen
     from textual.timer import Timer
 
-SCREEN_FOCUS_WAIT = 0.5  # seconds: a screen that focuses nothing on its own gets the held keys after this
+SCREEN_FOCUS_WAIT = 1.0  # seconds: the held keys go on after this even if a screen pushed never resumed
 ROUTED_KEPT = 256  # keys remembered with the widget they were forwarded to (those stopped on the way never return)
 
 
@@ -85,10 +85,18 @@ class TypeAhead:
     async def _settle(self, screen_before: Screen[Any]) -> None:
         screen = self.app.screen
         if screen is not screen_before and screen.focused is None:
-            self._screen_wait = screen  # it focuses a widget when it resumes (focus_moved), or never
+            # a screen just pushed focuses a widget when it resumes (focus_moved), or never: its own queue says
+            # when it has resumed (a callback behind its ScreenResume), then the app's queue runs the focus()
+            # its on_mount asked for; the timer only covers a screen that goes before it ever resumes
+            self._screen_wait = screen
             self._timer = self.app.set_timer(SCREEN_FOCUS_WAIT, self.release)
+            screen.call_later(self.app.call_later, self._screen_resumed, screen)
             return
         await self.release()
+
+    async def _screen_resumed(self, screen: Screen[Any]) -> None:
+        if self._screen_wait is screen:
+            await self.release()
 
     async def focus_moved(self) -> None:
         """A widget took the focus: the screen awaited has focused its widget."""

@@ -34,7 +34,7 @@ from rrma.contain.live import LiveOutput, read_live_output
 from rrma.log.codec import LogEvent
 from rrma.log.layout import TRIALS, live_output_path
 from tui.dialogs import ask_copy, ask_dismissal, ask_review
-from tui.messages import OpenCompare, OpenProofTree, OpenTrace
+from tui.messages import OpenCompare, OpenProofTree, OpenTrace, ReviewDecided
 from tui.screens.base import RunScreen, shown
 from tui.session import RunSession
 from tui.terminal import without_controls
@@ -119,10 +119,13 @@ class TrialScreen(RunScreen):
         Binding("escape", "back", "Back"),
     ]
 
-    def __init__(self, session: RunSession, trial_id: str, order: list[str] | None = None) -> None:
+    def __init__(self, session: RunSession, trial_id: str, order: list[str] | None = None, *,
+                 queue: bool = False) -> None:
         super().__init__(session)
         self.trial_id = trial_id
         self.order = list(order) if order else list(session.state.order)
+        self.queue = queue  # opened from the review queue: a decision moves on to the next trial left to review
+        self.decided: set[str] = set()  # decided here, their reviews not yet back from the log
         self.history: list[str] = []
         # the content around the output section, kept so a live poll redraws without rebuilding the diff
         self._parts: tuple[list[RenderableType], list[RenderableType]] | None = None
@@ -190,7 +193,11 @@ class TrialScreen(RunScreen):
         pos = self.order.index(self.trial_id) + 1 if self.trial_id in self.order else 0
         text = Text.assemble(("trial ", "dim"), (rec.trial_id, "bold"), "  ", glyph(rec.status), f" {rec.status}",
                              ("  by ", "dim"), rec.agent, ("  parent ", "dim"), rec.parent or "-")
-        if pos:
+        if self.queue:
+            left = len(self.left_to_review())
+            text.append(f"  review queue: {left} left · a decision opens the next" if left else
+                        "  review queue: none left", "dim")
+        elif pos:
             text.append(f"  ({pos}/{len(self.order)})", "dim")
         mark = marker_name(self.state, rec)
         if mark is not None:
@@ -327,6 +334,28 @@ class TrialScreen(RunScreen):
 
     def action_decide(self, decision: str) -> None:
         ask_review(self, self.session, self.trial_id, decision)
+
+    def left_to_review(self) -> list[str]:
+        """The queue's trials still awaiting a decision (none decided here meanwhile), in the queue's order."""
+        pending = {t.trial_id for t in self.state.pending_review()}
+        return [t for t in self.order if t in pending and t not in self.decided]
+
+    @on(ReviewDecided)
+    def _decided(self, message: ReviewDecided) -> None:
+        """Opened from the review queue: approve (or reject, flag) and go to the next trial left to review."""
+        if not self.queue or message.trial_id != self.trial_id:
+            return
+        self.decided.add(message.trial_id)
+        left = self.left_to_review()
+        if not left:
+            self.notify(f"{message.decision} {message.trial_id}: that was the last trial to review (Esc: the queue)")
+            self.refresh_view([])
+            return
+        here = self.order.index(self.trial_id) if self.trial_id in self.order else -1
+        after = [t for t in left if self.order.index(t) > here]
+        following = (after or left)[0]
+        self.notify(f"{message.decision} {message.trial_id}; next: {following} ({len(left)} left)")
+        self.show(following)
 
     @on(LineTable.Selected, "#findings")
     def _finding_selected(self, message: LineTable.Selected) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -391,12 +392,18 @@ def reviews_text(rec: TrialRecord) -> Text:
 
 
 def audit_cell(rec: TrialRecord) -> Text:
-    """The severity of the trial's most severe open finding and how many are open (``high 2``); empty: none."""
-    live = rec.open_findings
-    if not live:
-        return Text("")
-    level = live[0]["severity"]
-    return Text(f"{level} {len(live)}", SEVERITY_STYLE[level])
+    """How many open findings the trial has of each severity, most severe first (``1 high · 2 warn``); empty: none."""
+    text = Text()
+    for n, (level, count) in enumerate(rec.open_finding_counts):
+        if n:
+            text.append(" · ", "dim")
+        text.append(f"{count} {level}", SEVERITY_STYLE[level])
+    return text
+
+
+def audit_cell_width(recs: Iterable[TrialRecord]) -> int:
+    """The cells the widest :func:`audit_cell` of ``recs`` takes (at least the header's, ``audit``)."""
+    return max([len("audit"), *(len(audit_cell(rec).plain) for rec in recs if rec.findings)])
 
 
 def ordered_findings(rec: TrialRecord) -> list[dict[str, Any]]:

@@ -552,6 +552,8 @@ class RRMAApp(App[int]):
                                     lambda: self._compare(dash, trial, best=True))
                 yield SystemCommand("Compare trials", f"diff {trial} against a trial you name (D)",
                                     lambda: self._compare(dash, trial, best=False))
+            yield SystemCommand("Follow the running trial", "its live output, then the next one to run (F)",
+                                lambda: self._follow_running(dash))
             yield SystemCommand("Stop the run", f"order {name}'s driver to stop (h)", dash.action_stop_run)
             yield SystemCommand("Pause or continue the run", "hold or resume new proposals (w)", dash.action_pause_run)
             yield SystemCommand("Resume the run here", "drive a stopped run from a process of this TUI (R)",
@@ -597,6 +599,23 @@ class RRMAApp(App[int]):
         while self.screen is not dash and len(self.screen_stack) > 1:
             self.pop_screen()
         action()
+
+    def _follow_running(self, dash: DashboardScreen) -> None:
+        """The trial view of the newest running trial, following whichever runs (the trial view's ``F``)."""
+        running = next((t for t in reversed(dash.state.order) if dash.state.trials[t].status == "running"), None)
+        if running is None:
+            self.notify("no trial is running", severity="warning")
+            return
+        screen = self.screen
+        if isinstance(screen, TrialScreen) and screen.session is dash.session:
+            if not screen.follow:
+                screen.action_follow_running()
+            return
+
+        def push() -> None:
+            self.push_screen(TrialScreen(dash.session, running, follow=True))
+
+        self._on(dash, push)
 
     def _compare(self, dash: DashboardScreen, trial: str, *, best: bool) -> None:
         if best:

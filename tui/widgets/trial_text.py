@@ -213,6 +213,35 @@ def seconds_cell(rec: TrialRecord, now: datetime | None) -> str | Text:
     return Text(fmt_age(age), STATUS_GLYPH["running"][1]) if age is not None else ""
 
 
+SPARK = "▁▂▃▄▅▆▇█"
+PROGRESS_PREFERRED = ("score_est", "loss", "score")  # the metric a progress sparkline draws, when the samples have it
+PROGRESS_AXES = ("step", "elapsed", "frac")  # where a sample is, not how it is doing
+
+
+def sparkline(values: list[float], width: int) -> str:
+    """The last ``width`` values as block characters, the lowest ``▁`` and the highest ``█`` (all equal: ``▄``)."""
+    shown = [v for v in values if math.isfinite(v)][-width:] if width > 0 else []
+    if not shown:
+        return ""
+    low, high = min(shown), max(shown)
+    if high == low:
+        return SPARK[3] * len(shown)
+    return "".join(SPARK[round((v - low) / (high - low) * (len(SPARK) - 1))] for v in shown)
+
+
+def progress_series(samples: list[dict[str, Any]]) -> tuple[str, list[float]] | None:
+    """The metric of a running trial's progress samples worth drawing (``score_est``, else ``loss``, ``score``,
+    else the first other number the samples carry) and its values in order; None: no sample has a number."""
+    def numbers(key: str) -> list[float]:
+        return [float(s[key]) for s in samples
+                if isinstance(s.get(key), int | float) and not isinstance(s.get(key), bool)]
+
+    keys = [k for k in PROGRESS_PREFERRED if numbers(k)]
+    if not keys:
+        keys = [k for s in samples for k in s if k not in PROGRESS_AXES and numbers(k)][:1]
+    return (keys[0], numbers(keys[0])) if keys else None
+
+
 def trial_cells(state: RunState, rec: TrialRecord, now: datetime | None = None) -> list[str | Text]:
     """id, parent, agent, status, score, Δσ vs baseline, seconds, review, hypothesis.
 

@@ -98,6 +98,21 @@ def changed_since(state: RunState, trial_id: str) -> str:
     return f"{trial_id} changed since you confirmed: its latest review is now {now}"
 
 
+def help_rows(screen: Screen[Any]) -> list[tuple[str, str]]:
+    """``?``'s rows: the screen's own keys first, then those of the widget focused on it (a table's ↑ ↓ PgUp …),
+    then the app's (q, ?). Textual lists the focused widget's first, which put the generic table keys on top."""
+    rows = binding_rows(screen)
+    own = {b.description for cls in type(screen).__mro__ if cls.__module__.startswith("tui.")
+           for b in cls.__dict__.get("BINDINGS", []) if isinstance(b, Binding)}  # a table's Enter may say "Trial" too
+    where: dict[str, int] = {}  # description -> 0 the screen's own, 1 a widget's or Textual's (Tab …), 2 the app's
+    for active in screen.active_bindings.values():
+        node, binding = active.node, active.binding
+        rank = 2 if node is screen.app else 0 if binding.description in own else 1
+        desc = binding.description or binding.action
+        where[desc] = min(where.get(desc, rank), rank)
+    return sorted(rows, key=lambda row: where.get(row[1], 1))
+
+
 def default_reviewer() -> str:
     try:
         from rrma.log.review import default_reviewer as core_default
@@ -634,7 +649,7 @@ class RRMAApp(App[int]):
         if isinstance(self.screen, HelpScreen):
             return
         name = type(self.screen).__name__.removesuffix("Screen").lower() or "app"
-        self.push_screen(HelpScreen(name, binding_rows(self.screen)))
+        self.push_screen(HelpScreen(name, help_rows(self.screen)))
 
     def action_quit(self) -> None:  # type: ignore[override]
         live = self.live_drivers()

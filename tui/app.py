@@ -66,6 +66,7 @@ from tui.screens.trace import TraceScreen
 from tui.screens.trial import TrialScreen
 from tui.session import RunSession
 from tui.terminal import ControlCharFilter
+from tui.typeahead import TypeAhead
 from tui.widgets.trial_text import is_proof_run
 
 if TYPE_CHECKING:
@@ -95,6 +96,21 @@ def changed_since(state: RunState, trial_id: str) -> str:
     now = (f"{latest['reviewer']}'s {latest['decision']} (seq {latest['seq']})" if latest is not None
            else "no review in force")
     return f"{trial_id} changed since you confirmed: its latest review is now {now}"
+
+
+def help_rows(screen: Screen[Any]) -> list[tuple[str, str]]:
+    """``?``'s rows: the screen's own keys first, then those of the widget focused on it (a table's ↑ ↓ PgUp …),
+    then the app's (q, ?). Textual lists the focused widget's first, which put the generic table keys on top."""
+    rows = binding_rows(screen)
+    own = {b.description for cls in type(screen).__mro__ if cls.__module__.startswith("tui.")
+           for b in cls.__dict__.get("BINDINGS", []) if isinstance(b, Binding)}  # a table's Enter may say "Trial" too
+    where: dict[str, int] = {}  # description -> 0 the screen's own, 1 a widget's or Textual's (Tab …), 2 the app's
+    for active in screen.active_bindings.values():
+        node, binding = active.node, active.binding
+        rank = 2 if node is screen.app else 0 if binding.description in own else 1
+        desc = binding.description or binding.action
+        where[desc] = min(where.get(desc, rank), rank)
+    return sorted(rows, key=lambda row: where.get(row[1], 1))
 
 
 def default_reviewer() -> str:
@@ -177,6 +193,7 @@ class RRMAApp(App[int]):
         self.drivers: list[DriverProcess] = []  # headless drivers started here (tui/driver.py)
         self.detached: list[DriverProcess] = []  # `q`, then `d`: left running (run_app says how to reach them)
         self.stopped_on_quit: list[DriverProcess] = []  # `q`, then `h`: ordered to stop
+        self.typeahead = TypeAhead(self)  # keys typed in a burst are held until the focus they are meant for
 
     def on_mount(self) -> None:
         from tui.settings import load_settings
@@ -345,7 +362,7 @@ class RRMAApp(App[int]):
 
     @on(OpenTrial)
     def _open_trial(self, message: OpenTrial) -> None:
-        self.push_screen(TrialScreen(message.session, message.trial_id, message.order))
+        self.push_screen(TrialScreen(message.session, message.trial_id, message.order, queue=message.queue))
 
     @on(OpenTrace)
     def _open_trace(self, message: OpenTrace) -> None:
@@ -521,7 +538,17 @@ class RRMAApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         if self.exiting and isinstance(event, events.InputEvent):
             return  # keys typed after quitting (`qt`) must not push screens while the app shuts down
+        if isinstance(event, events.Key):  # a burst goes where it is typed (tui/typeahead.py)
+            if self.typeahead.arrived(event):
+                return
+            if event.is_forwarded:
+                screen = self.screen
+                await super().on_event(event)
+                self.typeahead.handled(screen)
+                return
         await super().on_event(event)
+        if isinstance(event, events.DescendantFocus):
+            await self.typeahead.focus_moved()
 
     # ------------------------------------------------------------------ the command palette (ctrl+p)
 
@@ -540,6 +567,8 @@ class RRMAApp(App[int]):
                                     lambda: self._compare(dash, trial, best=True))
                 yield SystemCommand("Compare trials", f"diff {trial} against a trial you name (D)",
                                     lambda: self._compare(dash, trial, best=False))
+            yield SystemCommand("Follow the running trial", "its live output, then the next one to run (F)",
+                                lambda: self._follow_running(dash))
             yield SystemCommand("Stop the run", f"order {name}'s driver to stop (h)", dash.action_stop_run)
             yield SystemCommand("Pause or continue the run", "hold or resume new proposals (w)", dash.action_pause_run)
             yield SystemCommand("Resume the run here", "drive a stopped run from a process of this TUI (R)",
@@ -586,6 +615,23 @@ class RRMAApp(App[int]):
             self.pop_screen()
         action()
 
+    def _follow_running(self, dash: DashboardScreen) -> None:
+        """The trial view of the newest running trial, following whichever runs (the trial view's ``F``)."""
+        running = next((t for t in reversed(dash.state.order) if dash.state.trials[t].status == "running"), None)
+        if running is None:
+            self.notify("no trial is running", severity="warning")
+            return
+        screen = self.screen
+        if isinstance(screen, TrialScreen) and screen.session is dash.session:
+            if not screen.follow:
+                screen.action_follow_running()
+            return
+
+        def push() -> None:
+            self.push_screen(TrialScreen(dash.session, running, follow=True))
+
+        self._on(dash, push)
+
     def _compare(self, dash: DashboardScreen, trial: str, *, best: bool) -> None:
         if best:
             compare_with_best(self, dash.session, trial)
@@ -603,7 +649,7 @@ class RRMAApp(App[int]):
         if isinstance(self.screen, HelpScreen):
             return
         name = type(self.screen).__name__.removesuffix("Screen").lower() or "app"
-        self.push_screen(HelpScreen(name, binding_rows(self.screen)))
+        self.push_screen(HelpScreen(name, help_rows(self.screen)))
 
     def action_quit(self) -> None:  # type: ignore[override]
         live = self.live_drivers()

@@ -47,6 +47,7 @@ class OpenTrial(Message):
     session: RunSession
     trial_id: str
     order: list[str] | None = None  # the trials `[` and `]` step through (default: the run's order)
+    queue: bool = False  # opened from the review queue: a decision moves on to the next trial left to review
 
 
 @dataclass

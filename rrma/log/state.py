@@ -111,6 +111,16 @@ class TrialRecord:
         return sorted(live, key=lambda f: -SEVERITY_RANK[f["severity"]])
 
     @property
+    def open_finding_counts(self) -> list[tuple[str, int]]:
+        """How many findings not dismissed it has of each severity, most severe first (``[("high", 1), ("warn", 2)]``;
+        severities it has none of are left out). The one count every view shows (the review queue's audit column)."""
+        counts: dict[str, int] = {}
+        for f in self.findings:
+            if f["dismissed"] is None:
+                counts[f["severity"]] = counts.get(f["severity"], 0) + 1
+        return sorted(counts.items(), key=lambda item: -SEVERITY_RANK[item[0]])
+
+    @property
     def audit_level(self) -> str | None:
         """The severity of its most severe finding not dismissed (None: none)."""
         live = self.open_findings

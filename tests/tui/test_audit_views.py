@@ -166,8 +166,8 @@ async def test_the_review_queue_puts_the_most_severe_finding_first(audited: Path
         assert "audit" in table.shown_columns
         lines = [table.render_line(y).text for y in range(len(QUEUE) + 1)]
         assert "audit" in lines[0]
-        assert "high 1" in lines[1] and "⚖ held" in lines[1]  # the claim an audit finding holds
-        assert "high 1" in lines[2] and "warn 1" in lines[3] and "warn 1" in lines[4] and "info 1" in lines[5]
+        assert "1 high" in lines[1] and "⚖ held" in lines[1]  # the claim an audit finding holds
+        assert "1 high" in lines[2] and "1 warn" in lines[3] and "1 warn" in lines[4] and "1 info" in lines[5]
         assert "1 held by the audit" in plain(screen.query_one("#review-title").content)
         detail = plain(screen.query_one("#review-detail-text").content)
         assert "metric_tampering" in detail and "edits the line that prints val_loss" in detail

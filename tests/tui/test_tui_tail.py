@@ -46,9 +46,15 @@ def running_run(runs: Path) -> Path:
 
 
 def body(app: Any) -> str:
+    """The trial view's text: the live pane pinned under the body while the trial runs (its head and lines), then
+    the body."""
     screen = app.screen
     assert isinstance(screen, TrialScreen)
-    return plain(screen.query_one("#trial-content", Static).content, width=78)
+    pane = ""
+    if screen.query_one("#live-pane").display and screen.query_one("#live-pane").has_class("-running"):
+        pane = (plain(screen.query_one("#live-head", Static).content, width=78)
+                + plain(screen.query_one("#live-text", Static).content, width=78))
+    return pane + plain(screen.query_one("#trial-content", Static).content, width=78)
 
 
 async def until(pilot: Any, predicate: Callable[[], bool]) -> None:

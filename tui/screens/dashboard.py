@@ -34,6 +34,7 @@ from rrma.log.layout import EVENTS
 from rrma.log.reader import LiveFold, trials_touched
 from rrma.log.store import RunUnreadable, check_first_event, check_readable
 from rrma.log.turns import TurnIndex
+from rrma.text import token_count
 from tui.dialogs import ExportScreen, TrialPickScreen
 from tui.messages import (
     OpenAnalysis,
@@ -82,14 +83,16 @@ THEOREM_CELL = len(TRIAL_COLUMNS) - 1  # where the theorem goes in a row's cells
 def agents_table(session: RunSession) -> Table:
     state = session.state
     table = Table(box=None, expand=True, show_header=True, header_style="bold", pad_edge=False)
-    table.add_column("agent", no_wrap=True)
-    table.add_column("turns", justify="right")
-    table.add_column("trials", justify="right")
-    table.add_column("tokens", justify="right")
+    # the numbers' headers are never cut (``tur… tria… tok…`` at 80 columns): each column is at least as wide
+    # as its header, and what is doing now takes what is left (cut with an ellipsis)
+    table.add_column("agent", no_wrap=True, overflow="ellipsis", max_width=12)
+    table.add_column("turns", justify="right", no_wrap=True, min_width=len("turns"))
+    table.add_column("trials", justify="right", no_wrap=True, min_width=len("trials"))
+    table.add_column("tokens", justify="right", no_wrap=True, min_width=len("tokens"))
     table.add_column("now", ratio=1, no_wrap=True, overflow="ellipsis")
     for rec in sorted(state.agents.values(), key=lambda a: a.name):
         tokens = rec.tokens_in + rec.tokens_out
-        table.add_row(rec.name, str(rec.turns), str(rec.trials), f"{tokens / 1000:.1f}k" if tokens else "-",
+        table.add_row(rec.name, str(rec.turns), str(rec.trials), token_count(tokens) if tokens else "-",
                       rec.last_activity)
     return table
 

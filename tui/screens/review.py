@@ -43,6 +43,7 @@ from tui.widgets.trial_text import (
     SIGMA_LEGEND,
     Part,
     audit_cell,
+    audit_cell_width,
     change_renderable,
     findings_text,
     fit_line,
@@ -54,12 +55,27 @@ from tui.widgets.trial_text import (
 )
 
 QUEUE_SCORE_CELLS = 9
-QUEUE_COLUMNS = [
-    Column("id", "id", 7), Column("audit", "audit", 6), Column("claim", "kind", 10, drop=1),
-    Column("agent", "agent", 10, drop=3),
-    Column("score", "score", QUEUE_SCORE_CELLS, "right"), Column("delta", "Δσ", SIGMA_CELLS, "right", drop=2),
-    Column("hypothesis", "hypothesis", 0, drop=4),
-]
+
+
+def queue_columns(audit_cells: int = len("audit")) -> list[Column]:
+    """The to-review view's columns, the audit column as wide as its widest cell (``1 high · 2 warn``). What a
+    reviewer decides on stays at any width (the id, the findings, why it is queued: ``☆ claim``); a narrow table
+    leaves out the hypothesis, the agent, Δσ and then the score (the detail pane beside shows them all)."""
+    return [
+        Column("id", "id", 7), Column("audit", "audit", audit_cells), Column("claim", "kind", 10),
+        Column("agent", "agent", 10, drop=3),
+        Column("score", "score", QUEUE_SCORE_CELLS, "right", drop=1),
+        Column("delta", "Δσ", SIGMA_CELLS, "right", drop=2),
+        Column("hypothesis", "hypothesis", 0, drop=4),
+    ]
+
+
+QUEUE_COLUMNS = queue_columns()
+HINTS = {  # the line under the table: the next step
+    "to review": "⏎ read it, decide there, the next opens · y x ! decide here · space select",
+    "flagged": "⏎ read it · y x decide again · u withdraw the flag · f the reviewed",
+    "reviewed": "⏎ read it · u withdraw a review · f back to the trials to review",
+}
 
 
 # the flagged and reviewed views: who decided what and why (the decision in force; the detail lists every review)
@@ -73,7 +89,7 @@ VIEWS = ("to review", "flagged", "reviewed")  # `f` cycles what the queue lists
 
 
 class ReviewScreen(RunScreen):
-    DEFAULT_CSS = "#review-result { height: auto; padding: 0 1; }"
+    DEFAULT_CSS = "#review-result { height: auto; padding: 0 1; } #review-hint { height: 1; padding: 0 1; }"
     BINDINGS = [
         Binding("enter", "open_trial", "Open trial"),
         # reviews append to the permanent log: keys no screen uses for anything else, each asks first
@@ -103,6 +119,7 @@ class ReviewScreen(RunScreen):
             yield LineTable(QUEUE_COLUMNS, self._row, id="queue", select_label="Open trial", marks=True)
             with VerticalScroll(id="review-detail"):
                 yield Static("", id="review-detail-text")
+        yield Static("", id="review-hint", classes="table-hint")
         yield KeysFooter()
 
     def on_mount(self) -> None:
@@ -123,7 +140,8 @@ class ReviewScreen(RunScreen):
     def refresh_view(self, events: list[LogEvent]) -> None:
         ids = self.queue()
         table = self.query_one("#queue", LineTable)
-        columns = QUEUE_COLUMNS if self.view == "to review" else REVIEWED_COLUMNS
+        columns = (queue_columns(audit_cell_width(self.state.trials[t] for t in ids)) if self.view == "to review"
+                   else REVIEWED_COLUMNS)
         if table.columns != columns:  # the reviewed views show the decision, the reviewer and the note
             table.set_columns(columns)
         table.set_rows(ids)
@@ -143,6 +161,7 @@ class ReviewScreen(RunScreen):
         parts += [(Text.assemble(("   reviewer ", "dim"), self.session.reviewer), 2),
                   (Text.assemble(("   f: ", "dim"), (views, "dim")), 1), (Text(f"   {SIGMA_LEGEND}", "dim"), 3)]
         title.update(fit_line(parts, title.content_region.width or self.app.size.width - 2))
+        self.query_one("#review-hint", Static).update(Text(HINTS[self.view], "dim"))
         result = self.query_one("#review-result", Static)
         result.display = bool(self.last_result)
         result.update(Text(self.last_result, "yellow" if " not recorded" in self.last_result else "green"))
@@ -263,7 +282,7 @@ class ReviewScreen(RunScreen):
     def action_open_trial(self) -> None:
         key = self.query_one("#queue", LineTable).cursor_key
         if key is not None:
-            self.post_message(OpenTrial(self.session, key, self.queue()))
+            self.post_message(OpenTrial(self.session, key, self.queue(), queue=self.view == "to review"))
 
     def action_back(self) -> None:
         """Esc: clear the selection, if any; else back."""

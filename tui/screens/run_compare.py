@@ -41,6 +41,7 @@ from rrma.log.layout import EVENTS
 from rrma.log.reader import LiveFold, RunReader
 from rrma.log.state import RunState, delta_sigma
 from rrma.log.store import check_first_event, check_readable
+from rrma.text import token_count
 from tui.durations import human_duration, utcnow
 from tui.messages import OpenRun
 from tui.screens.base import WorkerScreen, failure_line
@@ -246,7 +247,7 @@ def summary_rows(facts: RunFacts) -> list[tuple[str, Text]]:
     best = Text("-") if f.best is None else Text.assemble(f"{f.best_id} ", (fmt_score(f.best), "bold"))
     if f.best_sigma is not None:
         best.append(f" {fmt_sigma(f.best_sigma)}")
-    tokens = f" · {f.tokens / 1000:.1f}k tokens" if f.tokens >= 1000 else (f" · {f.tokens} tokens" if f.tokens else "")
+    tokens = f" · {token_count(f.tokens)} tokens" if f.tokens else ""
     return [
         ("task", Text(f.task or "?")),
         ("status", status),

@@ -125,6 +125,7 @@ class TimelineScreen(RunScreen):
         self.query_one("#tl-filter").display = False
         table = self.query_one("#tl-rows", LineTable)
         table.border_title = "timeline"
+        table.border_subtitle = "⏎ its trial · f kind · / filter · c clear"  # the next step, under the table
         table.live_end = "bottom"
         table.focus()
         self._draw_badge()

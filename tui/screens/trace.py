@@ -64,6 +64,7 @@ from tui.widgets.turn_view import (
     sampled_summary,
     search_pattern,
     seconds_between,
+    tool_only_line,
     usage,
 )
 
@@ -96,6 +97,9 @@ class TraceScreen(RunScreen):
         Binding("e", "expand_all", "Expand all"),
         Binding("z", "collapse_all", "Collapse all"),
         Binding("number_sign", "logprobs", "Logprobs", key_display="#"),  # a sampled model's per-token logprobs
+        # the detail pane scrolls from the list (Tab also focuses it): half a pane a press
+        Binding("J", "scroll_detail(1)", "Detail: scroll down", show=False),
+        Binding("K", "scroll_detail(-1)", "Detail: scroll up", show=False),
         Binding("escape", "back", "Back"),
     ]
 
@@ -148,6 +152,8 @@ class TraceScreen(RunScreen):
         table = self.query_one("#turns", LineTable)
         table.focus()
         table.border_title = "turns"
+        table.border_subtitle = "/ search · n N matches · space fold · t this trial"
+        self.query_one("#turn-detail", VerticalScroll).border_subtitle = "J/K scroll · Tab focus"
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         jumping = bool(self.cited)
         self.refresh_view([])
@@ -311,6 +317,8 @@ class TraceScreen(RunScreen):
         role = ref.role or ""
         if role == "tool_result":  # its output (a failed tool's marked), not the "error" flag in its text
             body = ("✗ " if data.get("text") == "error" else "") + str(data.get("result") or data.get("text") or "")
+        elif role == "assistant" and (calls := tool_only_line(data)) is not None:
+            body = calls  # a message of tool calls only: the calls, not its {"stop_reason": ...} bookkeeping
         else:
             body = (data.get("text") or data.get("result") or (json.dumps(data.get("args")) if data.get("args") else "") or "")
         first = str(body).strip().splitlines()[0] if str(body).strip() else ""
@@ -318,6 +326,11 @@ class TraceScreen(RunScreen):
         shown: str | Text = highlighted(first, pattern, self._match_style()) if pattern is not None else first
         return [str(ref.seq), ref.agent, Text(role, self.role_style(role)), ref.tool or "", self.trial_of(ref) or "",
                 clock(ref.ts), shown]
+
+    def action_scroll_detail(self, direction: int) -> None:
+        """J / K: scroll the detail pane by half its height, the cursor staying in the list."""
+        detail = self.query_one("#turn-detail", VerticalScroll)
+        detail.scroll_relative(y=direction * max(1, detail.scrollable_content_region.height // 2), animate=False)
 
     def _match_style(self) -> Style:
         return self.palette.warning + Style(reverse=True, bold=True)

@@ -4,7 +4,8 @@ Textual's Footer lists the focused widget's and the screen's keys before the app
 terminal cuts the row at its right edge: at 80 columns ``q`` and ``?`` fell off. This footer puts
 them first, so they stay visible at any width (``?`` lists every key of the screen), and leaves out
 whole the keys that do not fit before the command palette's key (docked on the right), rather than
-drawing one half hidden under it (``f St▏^p palette``). The palette key keeps no margin on its right:
+drawing one half hidden under it (``f St▏^p palette``). Before leaving any out it shortens descriptions to
+their first word, the last keys first, so a narrow footer keeps more keys (``B Diff`` at 80 columns). The palette key keeps no margin on its right:
 with one, the cell after it showed the key underneath (``^p palettee``).
 """
 
@@ -23,6 +24,26 @@ def key_cells(key: FooterKey) -> int:
     """The cells a compact footer key takes, its one-cell margin included (``q Quit`` and a space)."""
     shown = len(key.key_display) + (1 + len(key.description) if key.description else 0)
     return shown + 1
+
+
+def short_description(description: str) -> str:
+    """A key's description in one word: its first (``Diff: side by side / unified`` -> ``Diff``)."""
+    words = description.split()
+    return words[0].rstrip(":,") if words else description
+
+
+def shorten(keys: list[FooterKey], room: int) -> None:
+    """Where the keys do not all fit in ``room`` cells, shorten their descriptions to one word, the last key first,
+    until they do: at 80 columns ``B Diff`` shows rather than ``B Diff: side by side / unified`` being left out."""
+    need = sum(key_cells(k) for k in keys)
+    for key in reversed(keys):
+        if need <= room:
+            return
+        if getattr(key, "key", None) in FIRST:
+            continue
+        short = short_description(key.description)
+        need -= len(key.description) - len(short)
+        key.description = short
 
 
 class KeysFooter(Footer):
@@ -46,6 +67,7 @@ class KeysFooter(Footer):
             return
         palette = [k for k in footer_keys if k.has_class("-command-palette")]
         room = width - sum(key_cells(k) for k in palette)  # the palette key: its border instead of a margin
+        shorten([k for k in footer_keys if k not in palette], room)
         for key in footer_keys:
             if key in palette:
                 continue

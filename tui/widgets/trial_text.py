@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -212,6 +213,35 @@ def seconds_cell(rec: TrialRecord, now: datetime | None) -> str | Text:
     return Text(fmt_age(age), STATUS_GLYPH["running"][1]) if age is not None else ""
 
 
+SPARK = "▁▂▃▄▅▆▇█"
+PROGRESS_PREFERRED = ("score_est", "loss", "score")  # the metric a progress sparkline draws, when the samples have it
+PROGRESS_AXES = ("step", "elapsed", "frac")  # where a sample is, not how it is doing
+
+
+def sparkline(values: list[float], width: int) -> str:
+    """The last ``width`` values as block characters, the lowest ``▁`` and the highest ``█`` (all equal: ``▄``)."""
+    shown = [v for v in values if math.isfinite(v)][-width:] if width > 0 else []
+    if not shown:
+        return ""
+    low, high = min(shown), max(shown)
+    if high == low:
+        return SPARK[3] * len(shown)
+    return "".join(SPARK[round((v - low) / (high - low) * (len(SPARK) - 1))] for v in shown)
+
+
+def progress_series(samples: list[dict[str, Any]]) -> tuple[str, list[float]] | None:
+    """The metric of a running trial's progress samples worth drawing (``score_est``, else ``loss``, ``score``,
+    else the first other number the samples carry) and its values in order; None: no sample has a number."""
+    def numbers(key: str) -> list[float]:
+        return [float(s[key]) for s in samples
+                if isinstance(s.get(key), int | float) and not isinstance(s.get(key), bool)]
+
+    keys = [k for k in PROGRESS_PREFERRED if numbers(k)]
+    if not keys:
+        keys = [k for s in samples for k in s if k not in PROGRESS_AXES and numbers(k)][:1]
+    return (keys[0], numbers(keys[0])) if keys else None
+
+
 def trial_cells(state: RunState, rec: TrialRecord, now: datetime | None = None) -> list[str | Text]:
     """id, parent, agent, status, score, Δσ vs baseline, seconds, review, hypothesis.
 
@@ -391,12 +421,18 @@ def reviews_text(rec: TrialRecord) -> Text:
 
 
 def audit_cell(rec: TrialRecord) -> Text:
-    """The severity of the trial's most severe open finding and how many are open (``high 2``); empty: none."""
-    live = rec.open_findings
-    if not live:
-        return Text("")
-    level = live[0]["severity"]
-    return Text(f"{level} {len(live)}", SEVERITY_STYLE[level])
+    """How many open findings the trial has of each severity, most severe first (``1 high · 2 warn``); empty: none."""
+    text = Text()
+    for n, (level, count) in enumerate(rec.open_finding_counts):
+        if n:
+            text.append(" · ", "dim")
+        text.append(f"{count} {level}", SEVERITY_STYLE[level])
+    return text
+
+
+def audit_cell_width(recs: Iterable[TrialRecord]) -> int:
+    """The cells the widest :func:`audit_cell` of ``recs`` takes (at least the header's, ``audit``)."""
+    return max([len("audit"), *(len(audit_cell(rec).plain) for rec in recs if rec.findings)])
 
 
 def ordered_findings(rec: TrialRecord) -> list[dict[str, Any]]:

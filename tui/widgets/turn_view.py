@@ -21,6 +21,7 @@ from rich.text import Text
 
 from rrma.log.events import parse_ts
 from rrma.log.turns import TurnRef
+from rrma.text import token_count
 
 COLLAPSED_LINES = 12  # lines of a long text shown while its step is collapsed
 COLLAPSED_CHARS = 1200  # characters of a long text shown while its step is collapsed (about 12 wrapped lines)
@@ -88,17 +89,8 @@ def duration(seconds: float) -> str:
     return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
 
 
-def count(n: float) -> str:
-    """Token counts: 950, 1.8k, 2.35M."""
-    if n < 1000:
-        return f"{int(n)}"
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.2f}M"
-
-
 def usage(tokens_in: float, tokens_out: float, cost: float) -> str:
-    return f"{count(tokens_in)} in / {count(tokens_out)} out, ${cost:.4f}"
+    return f"{token_count(tokens_in)} in / {token_count(tokens_out)} out, ${cost:.4f}"
 
 
 def search_pattern(query: str) -> re.Pattern[str] | None:
@@ -130,7 +122,7 @@ def clip(shown: str, expanded: bool, limit: int = COLLAPSED_CHARS) -> tuple[str,
 def more_line(hidden: int, hidden_matches: int, muted: Style, hidden_chars: int = 0) -> Text:
     said = []
     if hidden_chars:
-        said.append(f"{count(hidden_chars)} more character{'s' if hidden_chars != 1 else ''}")
+        said.append(f"{token_count(hidden_chars)} more character{'s' if hidden_chars != 1 else ''}")
     if hidden:
         said.append(f"{hidden} more line{'s' if hidden != 1 else ''}")
     words = "… " + " and ".join(said)
@@ -177,3 +169,17 @@ def logprob_table(ids: Sequence[int], logprobs: Sequence[float], per_line: int =
     """Each sampled token as ``#n id:logprob``, ``per_line`` to a line (the ids are the model's vocabulary)."""
     cells = [f"#{n + 1:<3} {i:>6}:{x:7.3f}" for n, (i, x) in enumerate(zip(ids, logprobs, strict=True))]
     return "\n".join("   ".join(cells[k:k + per_line]) for k in range(0, len(cells), per_line))
+
+
+def tool_only_line(data: dict[str, object]) -> str | None:
+    """The row of an assistant message that carries no text, only tool calls: ``→ read_file, run_command``
+    (what it asked for), not its bookkeeping (``{"stop_reason": null, ...}``); None: it has text, or is no such
+    message."""
+    if str(data.get("text") or "").strip():
+        return None
+    args = data.get("args")
+    calls = args.get("tool_calls") if isinstance(args, dict) else None
+    if isinstance(calls, list) and calls:
+        return "→ " + ", ".join(str(c) for c in calls)
+    stop = args.get("stop_reason") if isinstance(args, dict) else None
+    return f"(no text, no tool call; stop: {stop})" if isinstance(args, dict) and "stop_reason" in args else None

@@ -8,8 +8,6 @@ removes the C0 controls (except newline and tab, which :func:`printable` keeps f
 text), DEL, the C1 range (8-bit CSI and OSC introducers) and the Unicode bidirectional controls.
 The printable rest of a sequence stays (``]2;...``), which tells the reader that something tried.
 
-It also holds the one way a token count is written for people (:func:`token_count`), so the TUI's panes, the
-trace and the CLI never disagree (``1785.7k`` in one place and ``1.62M`` in another was issue 35).
 The TUI applies the same rule to every rendered line (tui/terminal.py); the headless CLI applies
 it to everything it prints that a run's agents or trials wrote.
 """
@@ -28,20 +26,6 @@ _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(chr(c) for c in _BIDI) + "]")
 _DROP = {c: None for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *_BIDI)}
 _DROP_KEEP_LINES = {c: None for c in _DROP if c not in (0x0A, 0x09)}
-
-
-def token_count(n: float) -> str:
-    """A token count in at most five cells, three significant digits: ``950``, ``1.8k``, ``13.3k``, ``178k``,
-    ``1.79M``, ``17.9M``, ``179M``, ``1.79G``."""
-    n = max(0.0, float(n))
-    if n < 1000:
-        return f"{int(n)}"
-    for unit, scale in (("k", 1e3), ("M", 1e6), ("G", 1e9)):
-        value = n / scale
-        if value < 999.5 or unit == "G":
-            return f"{value:.2f}{unit}" if value < 9.995 and unit != "k" else (
-                f"{value:.1f}{unit}" if value < 99.95 else f"{value:.0f}{unit}")
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def clip_middle(text: str, limit: int) -> str:

@@ -24,8 +24,8 @@ from tui_helpers import fixed_clock, plain
 from tui_helpers import wait_until as _wait_until
 
 from rrma.log.store import RunStore
-from rrma.text import token_count
 from tui.app import RRMAApp
+from tui.counts import token_count
 from tui.dialogs import HelpScreen
 from tui.screens.compare import CompareScreen
 from tui.screens.dashboard import DashboardScreen

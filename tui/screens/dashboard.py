@@ -34,7 +34,7 @@ from rrma.log.layout import EVENTS
 from rrma.log.reader import LiveFold, trials_touched
 from rrma.log.store import RunUnreadable, check_first_event, check_readable
 from rrma.log.turns import TurnIndex
-from rrma.text import token_count
+from tui.counts import token_count
 from tui.dialogs import ExportScreen, TrialPickScreen
 from tui.messages import (
     OpenAnalysis,

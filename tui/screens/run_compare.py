@@ -41,7 +41,7 @@ from rrma.log.layout import EVENTS
 from rrma.log.reader import LiveFold, RunReader
 from rrma.log.state import RunState, delta_sigma
 from rrma.log.store import check_first_event, check_readable
-from rrma.text import token_count
+from tui.counts import token_count
 from tui.durations import human_duration, utcnow
 from tui.messages import OpenRun
 from tui.screens.base import WorkerScreen, failure_line

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from rrma.log.events import parse_ts
 from rrma.log.turns import TurnRef
-from rrma.text import token_count
+from tui.counts import token_count
 
 COLLAPSED_LINES = 12  # lines of a long text shown while its step is collapsed
 COLLAPSED_CHARS = 1200  # characters of a long text shown while its step is collapsed (about 12 wrapped lines)

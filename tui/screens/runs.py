@@ -5,6 +5,16 @@ that are not valid events is marked ``⚠`` (its dashboard says how many and whe
 log says it is running but that no process drives (its driver crashed or was killed) is
 ``stopped``; the check is repeated on every scan, as it can change without the log changing.
 
+Each row says whether its log verifies (the ``log`` column: rrma/log/chain.py :func:`log_integrity`, the one
+rule every view shows): ``✔ chain`` (every hash checked, a log up to 4 MiB), ``✔ head`` (a longer log: its end
+against the head record), ``✘ cut`` / ``✘ changed`` / ``✘ broken`` / ``✘ no head`` / ``✘ unreadable`` (what
+``rrma-tui verify`` reports as an error), ``⚠ torn`` (a crash mid-write), ``· old`` (written before head records).
+The check runs in the scan's worker, again only when the log or its head record changes (size, mtime).
+
+The best column leads with the Δσ (against the baseline, in its σ; whole sigmas from 100 on), so it survives 80
+columns; a proof run's row gives its progress against all of its theorems instead (``9/30 solved · 1 open · 20
+queued · 0 given up ▶ pair_eq``, the theorem worked on now last; rrma/log/theorems.py).
+
 Two runs are compared (tui/screens/run_compare.py) by marking one with space (``●`` before its name; space
 again, or on another run, moves or clears the mark) and pressing ``=`` on the other.
 """
@@ -24,7 +34,9 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from rrma.log.chain import LogIntegrity, log_integrity
 from rrma.log.control import live_driver
+from rrma.log.head import log_stamp
 from rrma.log.layout import EVENTS
 from rrma.log.reader import find_runs, read_summary
 from rrma.log.store import check_first_event, check_readable
@@ -34,13 +46,30 @@ from tui.durations import age, utcnow
 from tui.messages import OpenRun, OpenRunCompare, StartRun
 from tui.screens.base import WorkerScreen, failure_line, shown
 from tui.widgets.footer import KeysFooter
-from tui.widgets.line_table import Column, LineTable
+from tui.widgets.line_table import Column, LineTable, column_layout
+from tui.widgets.run_header import progress_text
+from tui.widgets.trial_text import fmt_sigma
 
 RUN_COLUMNS = [
-    Column("name", "run", 30), Column("task", "task", 16, drop=3), Column("status", "status", 11),
-    Column("trials", "trials", 6, "right", drop=1), Column("best", "best vs baseline", 28),
-    Column("age", "age", 8, "right", drop=2),
+    Column("name", "run", 30), Column("task", "task", 14, drop=4), Column("status", "status", 11),
+    Column("log", "log", 10), Column("trials", "trials", 6, "right", drop=2), Column("age", "age", 8, "right", drop=3),
+    Column("sigma", "Δσ", 7, "right"), Column("best", "best vs baseline · proofs", 0),
 ]
+SIGMA_CELLS = 7  # the Δσ column: +2028σ, +15.0σ, +1.2e5σ
+LOG_CELLS: dict[str, tuple[str, str]] = {  # LogIntegrity.verdict -> the log column's cell and its style
+    "ok": ("✔ chain", "green"), "torn": ("⚠ torn", "yellow"), "old": ("· old", "dim"),
+    "cut": ("✘ cut", "bold red"), "changed": ("✘ changed", "bold red"), "broken": ("✘ broken", "bold red"),
+    "missing": ("✘ no head", "bold red"), "unreadable": ("✘ unread", "bold red")}
+
+
+def log_cell(integrity: LogIntegrity | None) -> Text:
+    """The log column: what :func:`rrma.log.chain.log_integrity` found, in a few cells (``…`` until it has)."""
+    if integrity is None:
+        return Text("…", "dim")
+    text, style = LOG_CELLS[integrity.verdict]
+    if integrity.verdict == "ok" and not integrity.chain_checked:
+        text = "✔ head"
+    return Text(text, style)
 
 
 ENDED_EARLY = {"stopped": "stopped", "interrupted": "interrupted", "error": "error", "baseline_failed": "failed"}
@@ -71,6 +100,14 @@ class RunsScreen(WorkerScreen):
         summary: ListedRun
 
     @dataclass
+    class Verified(Message):
+        """One run's log was checked (rrma/log/chain.py log_integrity) at ``stamp`` (rrma/log/head.py log_stamp)."""
+
+        name: str
+        stamp: tuple[int, int, int]
+        integrity: LogIntegrity
+
+    @dataclass
     class ScanDone(Message):
         runs: list[Path]
 
@@ -82,6 +119,8 @@ class RunsScreen(WorkerScreen):
         self.summaries: dict[str, ListedRun] = {}
         self.order: list[str] = []
         self._sizes: dict[str, int] = {}  # log size each summary was made at
+        self.integrity: dict[str, tuple[tuple[int, int, int], LogIntegrity]] = {}  # the worker's: (log stamp, check)
+        self.verdicts: dict[str, LogIntegrity] = {}  # run -> its log's check, as the rows show it (the UI thread's)
         self._resumed = False
         self.marked: str | None = None  # the run space marked: = compares the highlighted run with it
 
@@ -108,12 +147,13 @@ class RunsScreen(WorkerScreen):
 
     def _title(self) -> None:
         damaged = sum(1 for name in self.order if name in self.summaries and self.summaries[name].torn)
+        failing = sum(1 for name in self.order if (v := self.verdicts.get(name)) is not None and v.fails)
         mark = (Text.assemble((f"● {self.marked}", "bold"), " marked: = compares the highlighted run with it   ")
                 if self.marked is not None else "")
-        self.query_one("#runs-title", Static).update(Text.assemble(
-            mark, ("runs ", "bold"), str(self.runs_dir), (f"  {len(self.order)} run(s)", "dim"),
-            ("   Enter opens a run, ctrl+n starts one", "dim"),
-            (f"   ⚠ {damaged} with unreadable lines", "red") if damaged else "",
+        self.query_one("#runs-title", Static).update(Text.assemble(  # what needs a look first: the path is long
+            mark, ("runs ", "bold"), (f"✘ {failing} failing verify  ", "bold red") if failing else "",
+            (f"⚠ {damaged} with unreadable lines  ", "red") if damaged else "", str(self.runs_dir),
+            (f"  {len(self.order)} run(s)", "dim"), ("   Enter opens a run, ctrl+n starts one", "dim"),
         ))
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
@@ -124,6 +164,7 @@ class RunsScreen(WorkerScreen):
         for run_dir in runs:
             if worker.is_cancelled:
                 return
+            self._verify(run_dir)  # before its summary: a cut log never shows as a plain "stopped" row
             try:
                 size = (run_dir / EVENTS).stat().st_size
                 known = self.summaries.get(run_dir.name)
@@ -145,6 +186,20 @@ class RunsScreen(WorkerScreen):
                                      error=failure_line(exc).removeprefix(f"{run_dir / EVENTS}: "))
             self.post_message(self.Summarized(summary))
 
+    def _verify(self, run_dir: Path) -> None:
+        """Check the run's log (rrma/log/chain.py log_integrity: the whole chain of a log up to 4 MiB, the head record
+        of a longer one) unless neither it nor its head record changed since the last check. In the scan's worker."""
+        stamp = log_stamp(run_dir)
+        known = self.integrity.get(run_dir.name)
+        if known is not None and known[0] == stamp:
+            return
+        try:
+            integrity = log_integrity(run_dir)
+        except Exception as exc:  # a check that fails says so in the row, never fails the scan
+            integrity = LogIntegrity("unreadable", "cannot check", failure_line(exc))
+        self.integrity[run_dir.name] = (stamp, integrity)  # read on the UI thread only through Verified
+        self.post_message(self.Verified(run_dir.name, stamp, integrity))
+
     @on(ScanDone)
     def _scan_done(self, message: ScanDone) -> None:
         self.order = [p.name for p in message.runs]
@@ -164,6 +219,14 @@ class RunsScreen(WorkerScreen):
         if message.summary.torn:
             self._title()
 
+    @on(Verified)
+    def _verified(self, message: Verified) -> None:
+        was = self.verdicts.get(message.name)
+        self.verdicts[message.name] = message.integrity
+        self.query_one("#runs", LineTable).refresh_rows()
+        if was is None or was.fails != message.integrity.fails:
+            self._title()
+
     def _row(self, name: str) -> list[str | Text]:
         s = self.summaries[name]
         shown = shown_status(s)
@@ -173,9 +236,25 @@ class RunsScreen(WorkerScreen):
         if s.torn:
             status.append(" ⚠", "bold red")
         now = self.clock()
-        best: str | Text = Text(s.error, "red") if s.error else s.best_vs_baseline
+        best: str | Text
+        if s.error:
+            best = Text(s.error, "red")
+        elif s.proofs is not None:
+            best = progress_text(s.proofs)
+        else:  # the best and the baseline where both fit whole, else the best alone: no number cut at the edge
+            best = s.best_vs_baseline
+            if len(best) > self._best_cells() and s.best is not None:
+                best = f"{s.best:.4g}"
         mark = f"● {s.name}" if name == self.marked else s.name
-        return [mark, s.task, status, "-" if s.status == "unreadable" else str(s.trials), best, age(s.last_ts, now)]
+        return [mark, s.task, status, log_cell(self.verdicts.get(name)),
+                "-" if s.status == "unreadable" else str(s.trials), age(s.last_ts, now),
+                fmt_sigma(s.delta_sigma, SIGMA_CELLS) or "-", best]
+
+    def _best_cells(self) -> int:
+        """The cells the best column has at the table's width now (the last column takes what is left)."""
+        table = self.query_one("#runs", LineTable)
+        layout = column_layout(RUN_COLUMNS, table.scrollable_content_region.width - table.mark_cells)
+        return next((cells for i, cells in layout if RUN_COLUMNS[i].key == "best"), 0)
 
     @on(LineTable.Selected, "#runs")
     def _selected(self, message: LineTable.Selected) -> None:

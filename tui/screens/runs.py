@@ -47,13 +47,13 @@ from tui.messages import OpenRun, OpenRunCompare, StartRun
 from tui.screens.base import WorkerScreen, failure_line, shown
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable, column_layout
-from tui.widgets.run_header import progress_text
-from tui.widgets.trial_text import fmt_sigma
+from tui.widgets.run_header import progress_parts
+from tui.widgets.trial_text import fit_line, fmt_sigma
 
 RUN_COLUMNS = [
     Column("name", "run", 30), Column("task", "task", 14, drop=4), Column("status", "status", 11),
-    Column("log", "log", 10), Column("trials", "trials", 6, "right", drop=2), Column("age", "age", 8, "right", drop=3),
-    Column("sigma", "Δσ", 7, "right"), Column("best", "best vs baseline · proofs", 0),
+    Column("log", "log", 9), Column("trials", "trials", 6, "right", drop=2), Column("age", "age", 8, "right", drop=3),
+    Column("sigma", "Δσ", 7, "right"), Column("best", "best", 0),  # "2.378 vs 2.398" (the baseline), or "9/30 solved · …"
 ]
 SIGMA_CELLS = 7  # the Δσ column: +2028σ, +15.0σ, +1.2e5σ
 LOG_CELLS: dict[str, tuple[str, str]] = {  # LogIntegrity.verdict -> the log column's cell and its style
@@ -239,8 +239,11 @@ class RunsScreen(WorkerScreen):
         best: str | Text
         if s.error:
             best = Text(s.error, "red")
-        elif s.proofs is not None:
-            best = progress_text(s.proofs)
+        elif s.proofs is not None:  # the least needed parts left out where the column is narrow (80 columns)
+            cells = self._best_cells()
+            best = fit_line(progress_parts(s.proofs), cells)
+            if best.cell_len > cells:  # "1/10 solved" itself too long: "1/10"
+                best = Text(f"{s.proofs['solved']}/{s.proofs['total']}", "bold green")
         else:  # the best and the baseline where both fit whole, else the best alone: no number cut at the edge
             best = s.best_vs_baseline
             if len(best) > self._best_cells() and s.best is not None:

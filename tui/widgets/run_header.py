@@ -210,7 +210,7 @@ CURRENT = "▶"  # marks the theorem a proof run works on now
 def progress_parts(progress: ProofProgress | Mapping[str, Any], *, current: bool = True) -> list[Part]:
     """``9/30 solved · 1 open · 20 queued · 0 given up`` (and ``▶ pair_eq``, the theorem worked on now): a proof
     run's progress against all of its theorems, as rrma/log/theorems.py counts it (a runs-list row keeps it as a
-    dict). Every count is always there (a zero too): a reader compares them across runs."""
+    dict; its cell drops the least needed parts where narrow). Every count is always there (a zero too): a reader compares them across runs."""
     p = progress if isinstance(progress, ProofProgress) else ProofProgress(**progress)
     parts: list[Part] = [(Text(f"{p.solved}/{p.total} solved", "bold green"), 0),
                          (Text(f" · {p.open} open", "yellow" if p.open else ""), 2),
@@ -219,11 +219,6 @@ def progress_parts(progress: ProofProgress | Mapping[str, Any], *, current: bool
     if current and p.current:
         parts.append((Text(f" {CURRENT} {p.current}", "bold"), 1))
     return parts
-
-
-def progress_text(progress: ProofProgress | Mapping[str, Any]) -> Text:
-    """:func:`progress_parts` as one text (the runs list's cell: the table cuts it at its right edge)."""
-    return Text.assemble(*(part for part, _ in progress_parts(progress)))
 
 
 def proof_parts(session: RunSession, now: datetime) -> list[Part]:

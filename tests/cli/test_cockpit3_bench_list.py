@@ -38,7 +38,7 @@ def check_listing(text: str) -> None:
 
 def test_bench_list_into_a_pipe_names_each_bench_once() -> None:
     proc = subprocess.run([sys.executable, "-m", "cli.main", "bench", "--list"], env=ENV, cwd=REPO,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120)  # stdout: a pipe
     assert proc.returncode == 0, proc.stderr
     check_listing(proc.stdout)
 

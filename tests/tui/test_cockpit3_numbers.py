@@ -247,7 +247,14 @@ def damaged_copies(runs: Path) -> dict[str, Path]:
     return out
 
 
-async def test_the_runs_list_says_which_logs_fail_verification(tmp_path: Path) -> None:
+@pytest.mark.parametrize("inline", [True, False], ids=["checked-with-its-row", "checked-after-every-row"])
+async def test_the_runs_list_says_which_logs_fail_verification(tmp_path: Path, inline: bool,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small log's chain is checked before its row is filled; a longer one's (here: every log, the inline size
+    set to 0) has its head record checked then, and its chain once every row is filled: the edit is seen too."""
+    if not inline:
+        import tui.screens.runs as runs_screen
+        monkeypatch.setattr(runs_screen, "INLINE_CHAIN_BYTES", 0)
     runs = tmp_path / "runs"
     damaged_copies(runs)
     app = RRMAApp(runs, None, reviewer="carol", clock=fixed_clock, poll_interval=0.05)
@@ -258,7 +265,8 @@ async def test_the_runs_list_says_which_logs_fail_verification(tmp_path: Path) -
             return {m.group(1): line for line in screen_lines(app) if (m := re.match(r"^(intact|cut|edited|torn) ", line))}
 
         await wait_until(pilot, lambda: len(shown()) == 4 and all("stopped" in row for row in shown().values()))
-        await pilot.pause(0.1)
+        # inline: at once; else each log's head first (✔ head), its whole chain once every row is filled
+        await wait_until(pilot, lambda: "✘ broken" in shown()["edited"] and "✔ chain" in shown()["intact"])
         lines = screen_lines(app)
         rows = shown()
         assert "baseliNe" in (runs / "edited" / "events.jsonl").read_text()

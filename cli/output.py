@@ -59,9 +59,11 @@ def plain_lines(value: Any) -> Text:
 
 def print_table(table: Table) -> None:
     """``table`` as a table where it fits the terminal whole, else as one line per row (``first: header value ·
-    header value ...``; a two-column table without a header reads ``label: value``), each line soft-wrapped by
-    the terminal: at 80 columns a table too wide was hard-wrapped cell by cell or cut (``histo…``,
-    ``[1.01… 3.618…``), and a number cut at its edge reads as another number."""
+    header value ...``; a two-column table reads ``label: value``, its second header never repeated into every
+    row), each line soft-wrapped by the terminal: at 80 columns a table too wide was hard-wrapped cell by cell or
+    cut (``histo…``, ``[1.01… 3.618…``), and a number cut at its edge reads as another number. Piped (stdout not
+    a terminal: 160 columns) a two-column list such as ``bench --list`` reads ``coq: Coq strip-and-rediscover…``,
+    one line per row, greppable."""
     if console.measure(table, options=console.options.update_width(1 << 20)).maximum <= console.width:
         console.print(table)
         return
@@ -78,7 +80,7 @@ def print_table(table: Table) -> None:
             if not value.plain.strip():
                 continue
             line.append(" ·" if len(line.plain) > len(values[0].plain) + 1 else "")
-            if table.show_header and headers[i].plain:
+            if table.show_header and headers[i].plain and len(columns) > 2:  # which value is which
                 line.append_text(Text.assemble(" ", (headers[i].plain, "dim")))
             line.append_text(Text.assemble(" ", value))
         console.print(line, soft_wrap=True)

@@ -21,16 +21,27 @@ from typing import Any
 
 from rrma.log.events import parse_ts
 from rrma.log.state import RunState, TrialRecord
+from rrma.log.theorems import (  # the theorems' states are counted there, once, for every view
+    GIVEN_UP,
+    OPEN,
+    QUEUED,
+    SOLVED,
+    ProofProgress,
+    agents_of,
+    current_theorem,
+    listed_theorems,
+    loop_of,
+    theorem_states,
+)
 from rrma.run.theorems import RED_TEAM_AGENT, Theorem, TheoremPolicy
-from rrma.task import LoopConfig
+
+__all__ = ["ALL", "DIFFICULTY_COLUMNS", "DIFFICULTY_ORDER", "ERROR_CHARS", "GIVEN_UP", "OPEN", "QUEUED", "SOLVED",
+           "DifficultyRow", "ProofFigures", "SolvedPoint", "TheoremRow", "difficulty_rows", "proof_figures",
+           "run_theorems", "short_error", "solved_curve"]
 
 DIFFICULTY_ORDER = ("easy", "medium", "hard", "unknown")  # the table's rows in this order, others after
 ALL = "all"  # the last row: every difficulty
 ERROR_CHARS = 200  # of an unsolved theorem's last error
-
-# A theorem's state: not started yet, being worked on (or left unfinished by a stopped run), proved, or done
-# without a proof (the policy gave up on it: its attempts or seconds were used, or every agent was out of ideas)
-QUEUED, OPEN, SOLVED, GIVEN_UP = "queued", "open", "solved", "given up"
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,7 @@ class ProofFigures:
     theorems: list[TheoremRow]
     summary: dict[str, Any]  # the policy's summary (by_difficulty, solved, total, theorems, ...)
     recorded: bool  # the figures are the run's own recorded summary (a finished run), not counted here
+    progress: ProofProgress  # the theorems' states counted (rrma/log/theorems.py: the header's and the list's too)
 
     @property
     def difficulty(self) -> list[DifficultyRow]:
@@ -124,45 +136,10 @@ def _seconds_since_start(state: RunState, ts: str | None) -> float | None:
 
 
 def run_theorems(state: RunState) -> list[Theorem]:
-    """The run's theorems in the oracle's order: the task's ``oracle.params.theorems`` (the benches name
-    them), then any other the marks or trials name; each with its difficulty as the log records it (the
-    finished run's summary, else the oracle's ``difficulty`` metric of a trial of it, else unknown)."""
-    names: dict[str, None] = {}
-    oracle = state.task.get("oracle") if isinstance(state.task, dict) else None
-    params = oracle.get("params") if isinstance(oracle, dict) else None
-    listed = params.get("theorems") if isinstance(params, dict) else None
-    if isinstance(listed, list):
-        names.update((str(n), None) for n in listed if isinstance(n, str | int))
-    for mark in state.theorem_marks:
-        names.setdefault(str(mark["name"]), None)
-    difficulty: dict[str, str] = {}
-    for tid in state.order:
-        rec = state.trials[tid]
-        if rec.theorem and not rec.baseline:
-            names.setdefault(rec.theorem, None)
-            level = rec.metrics.get("difficulty")
-            if isinstance(level, str) and level and rec.theorem not in difficulty:
-                difficulty[rec.theorem] = level
-    recorded = state.summary.get("theorems") if isinstance(state.summary, dict) else None
-    if isinstance(recorded, dict):
-        for name, row in recorded.items():
-            names.setdefault(str(name), None)
-            if isinstance(row, dict) and isinstance(row.get("difficulty"), str):
-                difficulty[str(name)] = row["difficulty"]
-    return [Theorem(name, difficulty.get(name) or "unknown") for name in names]
-
-
-def _loop_of(state: RunState) -> LoopConfig:
-    try:
-        return LoopConfig.model_validate(state.task.get("loop") or {})
-    except ValueError:
-        return LoopConfig.model_validate({"policy": "per-theorem"})
-
-
-def _agents_of(state: RunState) -> list[str]:
-    agents = state.task.get("agents") if isinstance(state.task, dict) else None
-    names = [str(a.get("name")) for a in agents or [] if isinstance(a, dict) and a.get("name")]
-    return [n for n in names if n != RED_TEAM_AGENT]
+    """The run's theorems in the oracle's order, each with its difficulty (rrma/log/theorems.py
+    :func:`~rrma.log.theorems.listed_theorems`: what ``run.started`` recorded, in an older log what the task,
+    the marks, the trials and the summary name)."""
+    return [Theorem(name, difficulty) for name, difficulty in listed_theorems(state)]
 
 
 def short_error(rec: TrialRecord) -> str:
@@ -188,47 +165,34 @@ def proof_figures(state: RunState, now: float | None = None) -> ProofFigures | N
     theorems = run_theorems(state)
     if not theorems:
         return None
-    policy = TheoremPolicy(theorems, _loop_of(state), _agents_of(state))
-    summary = policy.summary(state, now)
+    policy = TheoremPolicy(theorems, loop_of(state), agents_of(state))
+    clock = policy.clock() if now is None else now
+    summary = policy.summary(state, clock)
     recorded_summary = state.summary if isinstance(state.summary, dict) else {}
     recorded = state.finish_reason is not None and isinstance(recorded_summary.get("by_difficulty"), dict)
     if recorded:
         summary = {**summary, **{k: recorded_summary[k] for k in ("by_difficulty", "solved", "total", "theorems")
                                  if k in recorded_summary}}
     numbers = {tid: n for n, tid in enumerate((r.trial_id for r in state.agent_trials()), start=1)}
-    marked: set[str] = {str(m["name"]) for m in state.theorem_marks if m["mark"] == "started"}
+    states = theorem_states(state, clock, policy.by_theorem)  # the one rule of each theorem's state
     rows = []
-    for theorem in theorems:
-        st = policy.status(state, theorem, now)
-        attempts, seconds, done = st.attempts, st.seconds, st.done
-        kept = summary["theorems"].get(theorem.name) if recorded else None
-        if isinstance(kept, dict):
-            attempts = int(kept.get("attempts", attempts))
-            seconds = float(kept.get("seconds", seconds))
-            done = kept.get("done", done)
-        agent_trials = [r for r in policy.trials_of(state, theorem.name) if r.agent != RED_TEAM_AGENT]
+    for th in states:
+        st = th.status
+        agent_trials = [r for r in policy.trials_of(state, th.name) if r.agent != RED_TEAM_AGENT]
         finished = [r for r in agent_trials if r.finished]
         latest = finished or agent_trials
         last = latest[-1] if latest else None
         solver_rec = state.trials.get(st.solved_by) if st.solved_by else None
-        if solver_rec is not None:
-            state_word = SOLVED
-        elif done is not None and (st.marked_done or st.started_seq is not None or attempts):
-            state_word = GIVEN_UP
-        elif theorem.name in marked or agent_trials:
-            state_word = OPEN
-        else:
-            state_word = QUEUED
         rows.append(TheoremRow(
-            name=theorem.name, difficulty=theorem.difficulty, state=state_word,
-            done="solved" if solver_rec is not None else (done if state_word == GIVEN_UP else None),
-            attempts=attempts, seconds=seconds, solved_by=st.solved_by,
+            name=th.name, difficulty=th.difficulty, state=th.state, done=th.done,
+            attempts=th.attempts, seconds=th.seconds, solved_by=st.solved_by,
             solver=solver_rec.agent if solver_rec is not None else None,
             solved_trial=numbers.get(st.solved_by) if st.solved_by else None,
             solved_at=_seconds_since_start(state, solver_rec.finished_ts) if solver_rec is not None else None,
             last_trial=last.trial_id if last is not None else None,
             last_error=short_error(finished[-1]) if finished and solver_rec is None else ""))
-    return ProofFigures(rows, summary, recorded)
+    progress = ProofProgress.of(states, current_theorem(state))
+    return ProofFigures(rows, summary, recorded, progress)
 
 
 def solved_curve(state: RunState) -> list[SolvedPoint]:

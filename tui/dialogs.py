@@ -3,7 +3,8 @@
 The help (every active key), a review's note, one decision for several trials (listing each write
 before any), what run to start, a trial by id, where to export a run, an order for the live driver
 (stop, pause or continue, a blackboard post, a steer note), the note dismissing an audit finding,
-what to copy to the clipboard, and what to do with runs started here when the TUI quits. A screen pushes one with a callback
+what to copy to the clipboard, what to do with runs started here when the TUI quits, and whether to resume a run
+whose log fails verification. A screen pushes one with a callback
 for the answer; any screen may use them, as they import no screen (tui/messages.py says how
 screens reach each other).
 """
@@ -382,6 +383,36 @@ class QuitRunScreen(ModalScreen[str | None]):
                 "Esc  cancel: keep watching"), id="order-detail")
 
     def action_answer(self, answer: str | None) -> None:
+        self.dismiss(answer)
+
+
+class UnverifiedResumeScreen(ModalScreen[bool]):
+    """``R`` on a run whose log fails verification (rrma/log/chain.py log_integrity): the finding, quoted, before
+    anything is resumed. ``y`` goes on to the resume's own confirmation; Enter or Esc cancels (the safe answer is
+    the easy one). True: go on."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Resume anyway"),
+        Binding("escape,enter,n", "answer(False)", "Cancel"),
+    ]
+
+    def __init__(self, run: str, words: str, finding: str) -> None:
+        super().__init__()
+        self.run = run
+        self.words = words
+        self.finding = finding
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="order-box"):
+            yield Static(Text(f"The log of {self.run} fails verification: {self.words}", "bold red"), id="order-title")
+            yield Static(Text.assemble(
+                (self.finding, ""), "\n\n",
+                ("A driver resumed on it appends to a log that does not verify (one whose end was cut or replaced "
+                 "it refuses to extend). `rrma-tui verify RUN` says everything it finds.", "dim"), "\n",
+                "y    resume anyway (the resume asks once more)\n"
+                "Esc  cancel (Enter too)"), id="order-detail")
+
+    def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
 
 

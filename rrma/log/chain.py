@@ -20,6 +20,13 @@ for parsing and re-hashing line by line): if they changed in any way, the whole 
 Otherwise only the lines after the mark are verified, continuing the chain from there (the head
 record is checked anew each time: it reads one line). Whenever the short check finds an error the
 whole log is verified again, so every error reported (and its line number) is the full check's.
+
+:func:`log_integrity` is what every view shows of it (the runs list, the dashboard's header, the timeline's badge
+words): one :class:`LogIntegrity` per log, the whole chain for a log up to :data:`CHAIN_CHECK_BYTES` (a quarter of
+a second), the head record alone above that (one line read: a cut or replaced end, not a line changed in the
+middle; ``rrma-tui verify`` checks every line). A verdict that :attr:`LogIntegrity.fails` is one ``rrma-tui
+verify`` reports as an error; a torn last line (a crash mid-write, sealed by the next resume) and a run written
+before head records are said, not failed.
 """
 
 from __future__ import annotations
@@ -28,14 +35,18 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
 
 from rrma.log.codec import InvalidEvent, decode
 from rrma.log.events import GENESIS, compute_hash
 from rrma.log.head import HeadVerdict, check_head, read_head
-from rrma.log.store import RunStore
+from rrma.log.layout import EVENTS
+from rrma.log.store import FIRST_LINE_MAX, RunStore
 from rrma.log.tail import utf8_damage
 
 READ = 4 * 1024 * 1024  # bytes hashed per read
+CHAIN_CHECK_BYTES = 4 << 20  # a log up to this size has its whole chain checked by the views (about 0.25 s)
 
 
 @dataclass
@@ -179,6 +190,7 @@ class ChainCheck:
         self.mark: ChainMark | None = None  # where the last clean check ended
         self._digest: hashlib._Hash | None = None  # SHA-256 state over the log's first mark.offset bytes
         self.full_checks = 0  # how many checks read the whole log (for tests and the benchmark)
+        self.report: VerifyReport | None = None  # the last check's report (its head verdict, its warnings)
 
     def errors(self) -> list[str]:
         """The errors ``verify_chain`` finds in the log now (empty: the chain and its head record hold)."""
@@ -190,6 +202,7 @@ class ChainCheck:
             self._digest = None
             report = verify_chain(self.store)
         self._keep(report)
+        self.report = report
         return list(report.errors)
 
     def _prefix_intact(self) -> bool:
@@ -231,3 +244,110 @@ class ChainCheck:
         finally:
             os.close(fd)
         return done
+
+
+# ----------------------------------------------------------------------------- what the views show
+
+IntegrityVerdict = Literal["ok", "torn", "old", "cut", "changed", "broken", "missing", "unreadable"]
+FAILING: frozenset[str] = frozenset({"cut", "changed", "broken", "missing", "unreadable"})
+
+
+@dataclass(frozen=True)
+class LogIntegrity:
+    """What :func:`log_integrity` found of one log, for every view: a verdict, its few words, the finding."""
+
+    verdict: IntegrityVerdict
+    words: str  # a few words for a column or a header: "chain ok", "head ok", "tail cut", "chain broken"...
+    finding: str = ""  # the whole finding in one sentence (what ``rrma-tui verify`` reports first)
+    chain_checked: bool = False  # every line's hash was checked (not the head record alone)
+
+    @property
+    def fails(self) -> bool:
+        """``rrma-tui verify`` reports it as an error: the end was cut or replaced, a line was changed, the head
+        record is damaged or was deleted."""
+        return self.verdict in FAILING
+
+
+def log_integrity(run_dir: Path | str, *, chain_bytes: int = CHAIN_CHECK_BYTES,
+                  chain: ChainCheck | None = None) -> LogIntegrity:
+    """The log's end against its head record (:func:`rrma.log.head.check_head`) and, for a log of at most
+    ``chain_bytes``, its whole chain (:func:`verify_chain`; with ``chain``, that check kept between calls on the
+    same log, so a growing log is checked from where the last clean check ended)."""
+    run_dir = Path(run_dir)
+    try:
+        size = os.path.getsize(run_dir / EVENTS)
+    except OSError as exc:
+        return LogIntegrity("unreadable", "log unreadable", f"{run_dir / EVENTS}: {exc.strerror or exc}")
+    if size <= chain_bytes:
+        try:
+            report = _chain_report(run_dir, chain)
+        except OSError as exc:
+            return LogIntegrity("unreadable", "log unreadable", f"{run_dir / EVENTS}: {exc.strerror or exc}")
+        head = report.head or check_head(run_dir)
+        if report.errors:
+            if head.state == "cut":
+                return LogIntegrity("cut", "tail cut", head.detail, True)
+            if head.state == "changed" and not head.modified:
+                return LogIntegrity("changed", "tail changed", head.detail, True)
+            if head.state == "unreadable":
+                return LogIntegrity("unreadable", "head unreadable", head.detail, True)
+            if head.state == "none":
+                return LogIntegrity("missing", "head missing", report.errors[0], True)
+            return LogIntegrity("broken", "chain broken", report.errors[0], True)
+        torn = next((w for w in report.warnings if w.startswith("torn final line")), None)
+        if torn is not None:
+            return LogIntegrity("torn", "torn line", torn, True)
+        if head.state == "none":
+            return LogIntegrity("old", "no head record", head.detail, True)
+        return LogIntegrity("ok", "chain ok", f"every hash of the log and its head record check out "
+                                             f"({report.events} events)", True)
+    head = check_head(run_dir)
+    if head.state == "ok":
+        if _torn_end(run_dir, size):
+            return LogIntegrity("torn", "torn line", "the last line is incomplete (a crash mid-write): "
+                                                     "`rrma-tui resume` seals it")
+        return LogIntegrity("ok", "head ok", f"{head.detail} (a log this long has its end checked only: `rrma-tui "
+                                             "verify` checks every line)")
+    if head.state == "cut":
+        return LogIntegrity("cut", "tail cut", head.detail)
+    if head.state == "changed":
+        return LogIntegrity("broken" if head.modified else "changed", "chain broken" if head.modified
+                            else "tail changed", head.detail)
+    if head.state == "unreadable":
+        return LogIntegrity("unreadable", "head unreadable", head.detail)
+    if _keeps_head_record(run_dir):
+        return LogIntegrity("missing", "head missing", "head.json is missing, but run.started says this run keeps a "
+                                                       "head record: it was deleted, so a cut-off end cannot be ruled out")
+    return LogIntegrity("old", "no head record", head.detail)
+
+
+def _chain_report(run_dir: Path, chain: ChainCheck | None) -> VerifyReport:
+    if chain is not None:
+        chain.errors()
+        assert chain.report is not None
+        return chain.report
+    store = RunStore(run_dir)
+    try:
+        return verify_chain(store)
+    finally:
+        store.close()
+
+
+def _torn_end(run_dir: Path, size: int) -> bool:
+    """The log does not end with a newline (its last line is incomplete)."""
+    if size == 0:
+        return False
+    with open(run_dir / EVENTS, "rb") as fh:
+        fh.seek(size - 1)
+        return fh.read(1) != b"\n"
+
+
+def _keeps_head_record(run_dir: Path) -> bool:
+    """``run.started`` (the log's first line) says the run keeps a head record."""
+    try:
+        with open(run_dir / EVENTS, "rb") as fh:
+            first = json.loads(fh.readline(FIRST_LINE_MAX))
+    except (OSError, ValueError):
+        return False
+    data = first.get("data") if isinstance(first, dict) else None
+    return isinstance(data, dict) and data.get("head_record") is True

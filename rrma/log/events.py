@@ -75,6 +75,9 @@ class RunStartedData(_Data):
     experiment: dict[str, Any] | None = None  # the cell of an experiment this run is: {id, arm, seed}
     # the prepared oracle's held-out paths (Oracle.held_out: answers, originals, validation data), for the audit
     held_out: list[str] | None = None  # None: a log written before it was recorded
+    # a proof run's theorems as the prepared oracle named them, in its order: [{name, difficulty}] (the views count
+    # progress against all of them from the start; rrma/log/theorems.py). None: not a proof run, or an older log
+    theorems: list[dict[str, str]] | None = None
 
 
 class RunResumedData(_Data):

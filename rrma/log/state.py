@@ -81,6 +81,9 @@ class TrialRecord:
     confirmation: dict[str, Any] | None = None  # the trial.confirmed verdict on this trial
     repeats: list[str] = field(default_factory=list)  # its confirmation repeats, in order
     findings: list[dict[str, Any]] = field(default_factory=list)  # its audit.finding events (RunState.findings' dicts)
+    # its number among the run's agent trials, from 1, in proposal order: the one numbering of every view (the
+    # dashboard's chart, the analysis view, the theorems' chart); None for a baseline or confirmation repeat
+    number: int | None = None
 
     @property
     def finished(self) -> bool:
@@ -190,6 +193,8 @@ class RunState:
     # the per-theorem policy's marks (harness notes with a `theorem` field, rrma/run/theorems.py):
     # {seq, ts, name, mark: started | done | out_of_ideas, agent, reason}
     theorem_marks: list[dict[str, Any]] = field(default_factory=list)
+    # run.started: a proof run's theorems in the oracle's order, [{name, difficulty}] (None: not recorded)
+    theorems: list[dict[str, str]] | None = None
     # run control (run.control): what the current driver must obey; both reset by run.started/run.resumed
     driver_seq: int = -1  # seq of the run.started / run.resumed that began the current driver's session
     driver_ts: str = ""  # and its ts: budget.max_wall_seconds counts from there (each driver's clock starts anew)
@@ -261,6 +266,7 @@ class RunState:
             self.experiment = d.experiment
             self.agents_info = list(d.agents)
             self.held_out = None if d.held_out is None else list(d.held_out)
+            self.theorems = None if d.theorems is None else [dict(t) for t in d.theorems]
             self.paused_by = self.stop_request = None
             self.driver_seq, self.driver_ts = ev.seq, ev.ts
         elif kind == "run.resumed":
@@ -303,9 +309,13 @@ class RunState:
                 meta=dict(d.meta),
                 confirms=d.confirms,
             )
-            if d.trial_id not in self.trials:
+            known = self.trials.get(d.trial_id)
+            if known is None:
                 self.order.append(d.trial_id)
                 self.agent_trial_count += not d.baseline and d.confirms is None
+                rec.number = self.agent_trial_count if not d.baseline and d.confirms is None else None
+            else:  # proposed again: it keeps its place in the order, and so its number
+                rec.number = known.number
             self.trials[d.trial_id] = rec
             if rec.confirms is not None:
                 original = self.trials.get(rec.confirms)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rrma.log.state import RunState, delta_sigma
+from rrma.log.theorems import epoch, proof_progress
 
 
 @dataclass
@@ -33,17 +34,23 @@ class ListedRun:
     size: int = -1  # bytes of the log when summarised
     torn: int = 0  # lines that are not valid events (turn lines are checked only when a dashboard indexes them)
     reason: str = ""  # run.finished's reason (max_trials, stopped, interrupted, error...); "" while not finished
+    # a proof run's progress against all of its theorems (rrma.log.theorems.ProofProgress.as_dict) at its last
+    # event; None for any other run
+    proofs: dict[str, Any] | None = None
+
+    @property
+    def delta_sigma(self) -> float | None:
+        """The best's Δσ, as every view means it: against the baseline, in units of its σ (None: no baseline)."""
+        return delta_sigma(self.best, self.baseline, self.sigma, self.direction)
 
     @property
     def best_vs_baseline(self) -> str:
+        """``-0.0004556 vs -9.16e-05``: the best and the baseline (the Δσ is :attr:`delta_sigma`, shown apart)."""
         if self.best is None:
             return "-"
         text = f"{self.best:.4g}"
         if self.baseline is not None:
             text += f" vs {self.baseline:.4g}"
-            sigmas = delta_sigma(self.best, self.baseline, self.sigma, self.direction)  # Δσ, as every view means it
-            if sigmas is not None:
-                text += f" ({sigmas:+.1f}σ)"
         return text
 
 
@@ -53,4 +60,12 @@ def summary_fields(state: RunState, torn: int) -> dict[str, Any]:
     return {"task": state.task_name, "status": state.status, "trials": len(state.agent_trials()),
             "best": best.score if best else None, "baseline": state.baseline_mean, "sigma": state.sigma,
             "direction": state.direction, "started_ts": state.started_ts, "last_ts": state.last_ts, "torn": torn,
-            "reason": state.finish_reason or ""}
+            "reason": state.finish_reason or "", "proofs": proofs_at_last_event(state)}
+
+
+def proofs_at_last_event(state: RunState) -> dict[str, Any] | None:
+    """A proof run's progress (rrma/log/theorems.py) with the current theorem's clock stopped at the run's last
+    event (a row is kept in a checkpoint's header: it must not depend on when it was made); None for any other
+    run (one that names no theorem: a pass over its trials, which have none)."""
+    progress = proof_progress(state, epoch(state.last_ts))
+    return progress.as_dict() if progress is not None else None

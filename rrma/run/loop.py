@@ -559,8 +559,22 @@ def start_run(
         store.append("run.started", "harness", {"run_id": run_id, "task_name": task.name, "task": snapshot,
                                                 "seed": seed, "versions": found, "run_json_sha256": run_json_sha256,
                                                 "head_record": True, "agents": described, "experiment": experiment,
-                                                "held_out": list(dict.fromkeys(str(p) for p in oracle.held_out()))})
+                                                "held_out": list(dict.fromkeys(str(p) for p in oracle.held_out())),
+                                                "theorems": recorded_theorems(task, oracle)})
         return _drive(store, task, seed, oracle, executor, stop, on_event, agents, agent_count, on_loop)
+
+
+def recorded_theorems(task: TaskConfig, oracle: Oracle) -> list[dict[str, str]] | None:
+    """A per-theorem run's theorems as ``run.started`` records them (name and difficulty, in the oracle's order), so
+    every view counts a proof run's progress against all of its theorems from its first event; None for any other
+    run, or an oracle that names none (the loop then says why it cannot run)."""
+    if task.loop.policy != "per-theorem":
+        return None
+    try:
+        found = theorems_of(oracle)
+    except ValueError:
+        return None
+    return [{"name": t.name, "difficulty": t.difficulty} for t in found]
 
 
 def _drive(store: RunStore, task: TaskConfig, seed: int, oracle: Oracle, executor: Any, stop: threading.Event | None,

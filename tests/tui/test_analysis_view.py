@@ -215,9 +215,12 @@ async def test_analysis_metrics_wall_time_parameters_and_opening_a_point(tmp_pat
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_analysis(pilot)
         assert screen.trial_ids is None and "all 8 trials" in text_of(screen, "#an-title")
-        # y = score, x = proposal order: every finished trial with a score (the crash and the running one are not)
+        # y = score, x = the trial's number as the dashboard's chart has it (the agent trials from 1, in proposal
+        # order; the baseline at 0): every finished trial with a score (the crash and the running one are not)
         scored = {tid: v["score"] for tid, v in TRUTH.items() if v["score"] is not None}
-        assert points(screen) == {"base-0": (1.0, 2.4)} | {t: (float(order.index(t) + 1), s) for t, s in scored.items()}
+        agent_order = [t for t in order if t != "base-0"]
+        assert points(screen) == {"base-0": (0.0, 2.4)} | {t: (float(agent_order.index(t) + 1), s)
+                                                           for t, s in scored.items()}
         assert chart(screen).data.ids == ["base-0", *scored]  # sorted by x
         assert "1 without score" in text_of(screen, "#an-counts")  # the crash
         assert chart(screen).title_text.startswith("score (val_loss, minimize) by trial")
@@ -290,7 +293,7 @@ async def test_analysis_metrics_wall_time_parameters_and_opening_a_point(tmp_pat
         # live: a trial finishing now becomes a point (unfiltered)
         finish(run_dir, "t0008", "alice", 2.2, 500.0)
         await wait_until(pilot, lambda: "t0008" in points(screen))
-        assert points(screen)["t0008"] == (9.0, 2.2) and "all 9 trials" in text_of(screen, "#an-title")
+        assert points(screen)["t0008"] == (8.0, 2.2) and "all 9 trials" in text_of(screen, "#an-title")
 
         # a value the log cannot hold (allow_nan=False) but a state could: left out and counted
         screen.state.trials["t0001"].score = float("nan")
@@ -344,7 +347,7 @@ async def test_analysis_keeps_to_the_dashboards_filter(tmp_path: Path) -> None:
         assert points(screen) == {}
         assert "no finished trial has a finite score" in text_of(screen, "#an-point")
         await pilot.press("M", "M")
-        assert points(screen) == {"t0004": (5.0, 2048.0)}
+        assert points(screen) == {"t0004": (4.0, 2048.0)}
 
 
 def test_analysis_keys_mean_one_thing_and_are_documented() -> None:

@@ -63,13 +63,13 @@ async def test_runs_list_shows_each_run_and_enter_opens_it(runs_dir: Path) -> No
         await wait_until(pilot, lambda: all(row[2] != "reading…" for row in cells_now().values()))
         assert sorted(table.rows) == ["crashed-run", "demo-run", "second-run"]
         cells = cells_now()
-        assert cells["demo-run"][1:4] == ["tiny-train", "finished", "12"]
-        assert cells["second-run"][2:4] == ["running", "3"]
-        assert cells["crashed-run"][2:4] == ["stopped", "2"]  # its log says running, but its driver is gone
+        assert cells["demo-run"][1:5] == ["tiny-train", "finished", "✔ chain", "12"]  # the log column: verify's check
+        assert cells["second-run"][2:5:2] == ["running", "3"]
+        assert cells["crashed-run"][2:5:2] == ["stopped", "2"]  # its log says running, but its driver is gone
         driver.release()  # the second run's driver dies: the next scan says so though its log did not change
         screen.rescan()
         await wait_until(pilot, lambda: cells_now()["second-run"][2] == "stopped")
-        assert " vs " in cells["demo-run"][4] and "σ" in cells["demo-run"][4]
+        assert " vs " in cells["demo-run"][7] and cells["demo-run"][6].endswith("σ")  # the Δσ has a column of its own
         table.move_to("demo-run")
         await pilot.press("enter")
         await wait_until(pilot, lambda: bool(log.of(DashboardScreen.Loaded)))

@@ -3,8 +3,9 @@ time or a parameter; a point opens its trial.
 
 ``A`` on the dashboard. **y** is any number the trials record: ``score``, ``seconds`` and every numeric key of
 the oracle's ``metrics`` (``peak_rss_mb``, ``steps``, ``val_bpb``...), found in the trials themselves;
-``M`` cycles them. **x** is the trial's place in the run's proposal order (baselines first, as in the
-table), or with ``W`` the wall time from the run's start (``run.started``) to the trial's
+``M`` cycles them. **x** is the trial's number, as the dashboard's chart numbers it (rrma/log/state.py
+``TrialRecord.number``: the agent trials from 1, in proposal order; the baseline repeats at 0, a confirmation
+repeat at the number of the trial it repeats), or with ``W`` the wall time from the run's start (``run.started``) to the trial's
 ``trial.finished``, or with ``V`` a parameter (cycling through them, then back to trial order):
 
 - a key of the task's ``search_space`` (``train.py:LR``; in name order): the trial's value of that constant. A
@@ -61,6 +62,15 @@ from tui.widgets.score_chart import time_unit
 from tui.widgets.trial_text import Part, fit_line, fmt_score
 
 FIXED_METRICS = ["score", "seconds"]
+
+
+def trial_x(state: RunState, rec: TrialRecord) -> int:
+    """A trial's x in trial order: its number (``TrialRecord.number``, the dashboard chart's x), 0 for a baseline
+    repeat (before trial 1), the repeated trial's number for a confirmation repeat."""
+    if rec.number is not None:
+        return rec.number
+    original = state.trials.get(rec.confirms) if rec.confirms is not None else None
+    return (original.number or 0) if original is not None else 0
 
 
 def _number(value: Any) -> float | None:
@@ -264,7 +274,7 @@ class AnalysisScreen(RunScreen):
     def series(self) -> Plotted:
         """The points (finished trials with a finite x and y), sorted by x, and what was left out."""
         state, model = self.state, self.model
-        place = {tid: n for n, tid in enumerate(state.order, start=1)}
+        place = {tid: n for n, tid in enumerate(state.order, start=1)}  # ties on x: in proposal order
         start = parse_ts(state.started_ts)
         param = self.x_axis.removeprefix("param:") if self.x_axis.startswith("param:") else None
         dim = Params.space(state).get(param or "", {})
@@ -280,7 +290,7 @@ class AnalysisScreen(RunScreen):
             y = metric_value(rec, self.metric)
             x: float | None
             if self.x_axis == "order":
-                x = float(place[tid])
+                x = float(trial_x(state, rec))
             elif self.x_axis == "time":
                 at = parse_ts(rec.finished_ts)
                 x = (at - start).total_seconds() if at is not None and start is not None else None
@@ -412,7 +422,10 @@ class AnalysisScreen(RunScreen):
         if rec is not None:
             parts.append((Text(f" {rec.agent}", "magenta"), 3))
             parts.append((Text(f" {rec.status}"), 2))
-        parts.append((Text(f"  {self.x_name} {self.x_text(data.xs[i])}"), 0))
+        x_text = self.x_text(data.xs[i])
+        if self.x_axis == "order" and rec is not None and (rec.baseline or rec.confirms is not None):
+            x_text = "baseline" if rec.baseline else f"{x_text} (a repeat of {rec.confirms})"
+        parts.append((Text(f"  {self.x_name} {x_text}"), 0))
         parts.append((Text(f"  {self.metric} {fmt_score(data.ys[i])}", "bold"), 0))
         parts.append((Text(f"  ({i + 1} of {len(data.ids)})", "dim"), 1))
         if rec is not None and rec.hypothesis:

@@ -29,13 +29,15 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
+from rrma.log.chain import ChainCheck, LogIntegrity, log_integrity
 from rrma.log.codec import LogEvent, Torn
+from rrma.log.head import log_stamp
 from rrma.log.layout import EVENTS
 from rrma.log.reader import LiveFold, trials_touched
-from rrma.log.store import RunUnreadable, check_first_event, check_readable
+from rrma.log.store import RunStore, RunUnreadable, check_first_event, check_readable
 from rrma.log.turns import TurnIndex
 from tui.counts import token_count
-from tui.dialogs import ExportScreen, TrialPickScreen
+from tui.dialogs import ExportScreen, TrialPickScreen, UnverifiedResumeScreen
 from tui.messages import (
     OpenAnalysis,
     OpenCompare,
@@ -48,7 +50,7 @@ from tui.messages import (
     OpenTrial,
 )
 from tui.orders import OrderDone, ask_pause, ask_post, ask_resume, ask_steer, ask_stop
-from tui.screens.base import RunScreen, shown
+from tui.screens.base import RunScreen, failure_line, shown
 from tui.session import RunSession
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
@@ -64,6 +66,7 @@ from tui.widgets.trial_text import (
 SORTS = ["order", "score", "delta", "seconds", "agent", "status"]
 REDRAW_INTERVAL = 0.1  # seconds between live redraws (updates in between are coalesced); the tail polls as often
 HEADER_TICK = 1.0  # seconds between header redraws with no event (elapsed and `last event N ago` move on)
+VERIFY_INTERVAL = 2.0  # seconds at least between two checks of the log's integrity (each when it changed)
 STATUSES = [None, "ok", "rejected", "invalid", "crash", "timeout", "oom", "disk", "aborted", "running", "proposed"]
 
 TRIAL_COLUMNS = [  # drop: which columns a narrow terminal leaves out first (80x24 keeps id, st, score, Δσ, review)
@@ -209,6 +212,13 @@ class DashboardScreen(RunScreen):
             return isinstance(message, DashboardScreen.Appended)
 
     @dataclass
+    class Verified(Message):
+        """The log was checked (rrma/log/chain.py log_integrity) as it was at ``stamp`` (rrma/log/head.py log_stamp)."""
+
+        integrity: LogIntegrity
+        stamp: tuple[int, int, int]
+
+    @dataclass
     class TurnsIndexed(Message):
         """The turns folded unparsed at open are indexed (refs and per-agent totals)."""
 
@@ -229,6 +239,12 @@ class DashboardScreen(RunScreen):
         self.unreadable: str | None = None  # why the run cannot be read (then the header says so, not "(loading)")
         self._proof = False  # a proof run: the table has a theorem column
         self._layout_drawn: tuple[object, ...] = ()  # the PaneLayout this screen's classes show
+        # the header's integrity: the last check of the log, the log's stamp it was made at, a check under way
+        self.integrity: LogIntegrity | None = None
+        self._verified_stamp: tuple[int, int, int] | None = None
+        self._verifying = False
+        self._verified_at = 0.0
+        self._chain: ChainCheck | None = None  # the check kept between calls (the verify worker's alone)
 
     def compose(self) -> ComposeResult:
         yield Static(header_text(self.session, self.app.size.width - 2), id="run-header")
@@ -369,9 +385,45 @@ class DashboardScreen(RunScreen):
     def _update_header(self) -> None:
         header = self.query_one("#run-header", Static)
         width = header.content_region.width or self.app.size.width - 2
-        text = header_text(self.session, width) if self.unreadable is None else \
+        text = header_text(self.session, width, self.integrity) if self.unreadable is None else \
             unreadable_header(self.session, self.unreadable, width)
         header.update(text, layout=False)  # three lines, always (app.tcss)
+        self._look_at_log()
+
+    def _look_at_log(self) -> None:
+        """Check the log's integrity again when it or its head record changed (three stats), in a worker, at most
+        every VERIFY_INTERVAL seconds; the first check once the run is loaded (after the first paint)."""
+        if self._verifying or not self.session.loaded or \
+                (time.monotonic() - self._verified_at < VERIFY_INTERVAL and self.integrity is not None):
+            return
+        stamp = log_stamp(self.session.run_dir)
+        if stamp != self._verified_stamp:
+            self._verifying = True
+            self.verify_log(stamp)
+
+    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
+    def verify_log(self, stamp: tuple[int, int, int]) -> None:
+        """The whole chain of a log up to 4 MiB (kept between checks: only the lines since the last one), the head
+        record of a longer one (rrma/log/chain.py log_integrity, the runs list's rule too)."""
+        run_dir = self.session.run_dir
+        try:
+            if self._chain is None:
+                self._chain = ChainCheck(RunStore(run_dir))
+            integrity = log_integrity(run_dir, chain=self._chain)
+        except Exception as exc:  # a check that fails says so in the header, never fails the screen
+            integrity = LogIntegrity("unreadable", "cannot check", failure_line(exc))
+        self.post_message(self.Verified(integrity, stamp))
+
+    @on(Verified)
+    def _verified(self, message: Verified) -> None:
+        was = self.integrity
+        self.integrity, self._verified_stamp = message.integrity, message.stamp
+        self._verifying, self._verified_at = False, time.monotonic()
+        if was is None or was.verdict != message.integrity.verdict:
+            self._update_header()
+            if message.integrity.fails:
+                self.notify(message.integrity.finding, title=f"verify: {message.integrity.words}", severity="error",
+                            timeout=15)
 
     def _tick(self) -> None:
         """The header once a second, events or not (like btop's): ages and elapsed time move on while the
@@ -694,7 +746,19 @@ class DashboardScreen(RunScreen):
         ask_pause(self, self.session)
 
     def action_resume_run(self) -> None:
-        ask_resume(self, self.session)
+        """Resume, after saying so first when the log fails verification (quoting the finding): the header's last
+        check, or one made now (the head record: one line) before the first is in."""
+        integrity = self.integrity if self.integrity is not None else log_integrity(self.session.run_dir, chain_bytes=0)
+        if not integrity.fails:
+            ask_resume(self, self.session)
+            return
+
+        def answered(go_on: bool | None) -> None:
+            if go_on:
+                ask_resume(self, self.session)
+
+        self.app.push_screen(UnverifiedResumeScreen(self.session.run_dir.name, integrity.words, integrity.finding),
+                             answered)
 
     def action_post(self) -> None:
         ask_post(self, self.session)

@@ -3,7 +3,8 @@ bench's difficulty table, live.
 
 A proof run (a strip-and-rediscover bench, or any run under ``loop.policy: per-theorem``) works through its
 theorems one at a time (rrma/run/theorems.py). One row per theorem, in the oracle's order: its difficulty,
-its state (``✓ solved``; ``open`` while it is worked on, or left unfinished by a stopped run; ``given up``
+its state (``✓ solved``; ``open`` while it is worked on (``▶ open``: the one worked on now), or left unfinished by a
+stopped run; ``given up``
 when the policy is done with it unproved: its attempts or seconds used, or every agent out of ideas, as the
 log's ``done`` mark says; ``queued`` before it starts), its attempts and seconds as the policy counts them,
 the trial that first proved it and when (wall time since the run began), and for an unsolved theorem its
@@ -13,7 +14,9 @@ the highlighted theorem. ``Enter`` opens the proving trial, or the last attempt 
 Under the table: the theorems solved so far, by trial (``W``: by wall time), and the bench's difficulty
 table (solved, total, rate, attempts per solved theorem, seconds per solved theorem: the figures ``bench
 coq|lean`` prints, from the same function, rrma/proofs_summary.py; a finished run's are its recorded
-summary's).
+summary's). Every theorem and its difficulty are those ``run.started`` recorded (the oracle's, before the first
+trial), so the counts are against all of them from the start, as the dashboard's header and the runs list count
+(rrma/log/theorems.py).
 
 Everything is read from the session's model: redrawn as the dashboard's tail folds events, and every second
 while the run is live (the current theorem's seconds grow). Text the checker or an agent wrote passes
@@ -49,7 +52,7 @@ from tui.session import RunSession
 from tui.terminal import without_controls
 from tui.widgets.footer import KeysFooter
 from tui.widgets.line_table import Column, LineTable
-from tui.widgets.run_header import run_now
+from tui.widgets.run_header import CURRENT, run_now
 from tui.widgets.solved_chart import SolvedChart
 from tui.widgets.trial_text import Part, fit_line, fmt_age, fmt_seconds
 
@@ -79,8 +82,10 @@ def fmt_at(seconds: float | None) -> str:
     return f"{seconds:.1f}s" if seconds < 10 else fmt_age(seconds)
 
 
-def state_cell(row: TheoremRow) -> Text:
-    return Text("✓ solved" if row.state == SOLVED else row.state, STATE_STYLE.get(row.state, ""))
+def state_cell(row: TheoremRow, current: bool = False) -> Text:
+    """``✓ solved``, ``open``, ``given up``, ``queued``; ``▶ open`` for the theorem the run works on now."""
+    word = "✓ solved" if row.state == SOLVED else f"{CURRENT} {row.state}" if current else row.state
+    return Text(word, STATE_STYLE.get(row.state, "") + (" bold" if current else ""))
 
 
 def note_of(row: TheoremRow) -> str:
@@ -91,8 +96,8 @@ def note_of(row: TheoremRow) -> str:
     return without_controls(why + row.last_error)
 
 
-def theorem_cells(row: TheoremRow) -> list[str | Text]:
-    return [without_controls(row.name), without_controls(row.difficulty), state_cell(row), str(row.attempts),
+def theorem_cells(row: TheoremRow, current: bool = False) -> list[str | Text]:
+    return [without_controls(row.name), without_controls(row.difficulty), state_cell(row, current), str(row.attempts),
             fmt_seconds(row.seconds), row.solved_by or "-",
             fmt_at(row.solved_at), note_of(row)]
 
@@ -185,7 +190,8 @@ class TheoremsScreen(RunScreen):
 
     def _row(self, key: str) -> list[str | Text]:
         row = self.rows.get(key)
-        return theorem_cells(row) if row is not None else [key]
+        current = self.figures is not None and self.figures.progress.current == key
+        return theorem_cells(row, current) if row is not None else [key]
 
     def _difficulty_row(self, key: str) -> list[str | Text]:
         row = self._difficulty.get(key)

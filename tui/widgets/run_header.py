@@ -18,17 +18,20 @@ from __future__ import annotations
 
 import textwrap
 import weakref
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from rich.text import Text
 
+from rrma.log.chain import LogIntegrity
 from rrma.log.events import parse_ts
 from rrma.log.head import read_head
 from rrma.log.layout import EVENTS
 from rrma.log.reader import TrialTally
 from rrma.log.state import RunState
-from rrma.log.theorems import TheoremIndex, TheoremStatus
+from rrma.log.theorems import ProofProgress, TheoremIndex, TheoremStatus, proof_progress
+from rrma.log.theorems import current_theorem as theorem_now
 from rrma.task import MAX_SECONDS, LoopConfig, is_self_reported
 from tui.durations import age, human_duration
 from tui.session import RunSession
@@ -45,7 +48,6 @@ from tui.widgets.trial_text import (
     fmt_score,
     is_claim,
     is_proof_run,
-    theorem_progress,
 )
 
 
@@ -162,66 +164,93 @@ def cost_parts(state: RunState) -> list[Part]:
     return parts
 
 
-# per session: the model indexed, each theorem's trials and marks in it, the task's loop settings
-_THEOREMS: weakref.WeakKeyDictionary[RunSession, tuple[RunState, TheoremIndex, LoopConfig]] = weakref.WeakKeyDictionary()
+# per session: the model indexed and each theorem's trials and marks in it (a pass over the new trials only)
+_THEOREMS: weakref.WeakKeyDictionary[RunSession, tuple[RunState, TheoremIndex]] = weakref.WeakKeyDictionary()
+
+
+def theorem_index(session: RunSession) -> TheoremIndex:
+    """The session's index of each theorem's trials and marks, kept as its model grows (afresh after a reload)."""
+    cached = _THEOREMS.get(session)
+    if cached is None or cached[0] is not session.state:
+        cached = _THEOREMS[session] = (session.state, TheoremIndex())
+    return cached[1]
 
 
 def current_theorem(session: RunSession, now: datetime) -> tuple[TheoremStatus, LoopConfig] | None:
-    """The theorem a live proof run works on (its latest ``started`` mark with no ``done`` after it) and its
-    status as the log counts it for the per-theorem policy (rrma/log/theorems.py: attempts, seconds, to
-    ``now``); None in a finished run, or before the first theorem starts. The index of the trials is kept per
-    session and grows with the log (a pass over the new trials only)."""
+    """The theorem a proof run that has not finished works on (rrma/log/theorems.py :func:`current_theorem`) and
+    its status as the log counts it for the per-theorem policy (attempts, seconds, to ``now``); None in a finished
+    run, or before the first theorem starts."""
     state = session.state
-    if state.finish_reason or not state.theorem_marks:
-        return None
-    done: set[str] = set()
-    name = None
-    for mark in reversed(state.theorem_marks):
-        if mark["mark"] == "done":
-            done.add(mark["name"])
-        elif mark["mark"] == "started" and mark["name"] not in done:
-            name = mark["name"]
-            break
+    name = theorem_now(state)
     if name is None:
         return None
-    cached = _THEOREMS.get(session)
-    if cached is None or cached[0] is not state:  # a new model (a reload): index its trials afresh
-        try:
-            loop = LoopConfig.model_validate(state.task.get("loop") or {})
-        except ValueError:
-            return None
-        cached = _THEOREMS[session] = (state, TheoremIndex(), loop)
-    _, index, loop = cached
-    status = index.status(state, name, attempts_per_theorem=loop.attempts_per_theorem,
-                          theorem_seconds=loop.theorem_seconds, now=now.timestamp())
+    try:
+        loop = LoopConfig.model_validate(state.task.get("loop") or {})
+    except ValueError:
+        return None
+    status = theorem_index(session).status(state, name, attempts_per_theorem=loop.attempts_per_theorem,
+                                           theorem_seconds=loop.theorem_seconds, now=now.timestamp())
     return status, loop
 
 
 def theorem_budget_parts(session: RunSession, now: datetime) -> list[Part]:
-    """``pair_eq: 3 of 40 attempts, 12s of 30s``: the current theorem's budget used (a live proof run)."""
+    """``▶ pair_eq: 3 of 40 attempts, 12s of 30s``: the current theorem and its budget used (a live proof run)."""
     found = current_theorem(session, now)
     if found is None:
         return []
     st, loop = found
-    return [(Text.assemble("  ", (st.name, "bold"), f": {st.attempts} of {loop.attempts_per_theorem} attempts"), 1),
+    return [(Text.assemble("  ", (f"{CURRENT} {st.name}", "bold"), f": {st.attempts} of {loop.attempts_per_theorem} "
+                                                                  "attempts"), 1),
             (Text(f", {human_duration(st.seconds)} of {fmt_limit(loop.theorem_seconds)}"), 2)]
 
 
-def proof_parts(state: RunState) -> list[Part]:
-    """A proof run's line 2 in place of the best: ``proofs: 2 of 3 theorems solved``, then the unsolved ones."""
-    attempted, solved = theorem_progress(state)
-    parts: list[Part] = [(Text.assemble(("proofs: ", "bold"), (f"{len(solved)} of {len(attempted)}", "bold green"),
-                                        " theorems solved"), 0)]
-    unsolved = [name for name in attempted if name not in solved]
-    if unsolved:
-        shown = ", ".join(unsolved[:5]) + (f", … {len(unsolved) - 5} more" if len(unsolved) > 5 else "")
-        parts.append((Text(f"  unsolved: {shown}", "yellow"), 2))
+CURRENT = "▶"  # marks the theorem a proof run works on now
+
+
+def progress_parts(progress: ProofProgress | Mapping[str, Any], *, current: bool = True) -> list[Part]:
+    """``9/30 solved · 1 open · 20 queued · 0 given up`` (and ``▶ pair_eq``, the theorem worked on now): a proof
+    run's progress against all of its theorems, as rrma/log/theorems.py counts it (a runs-list row keeps it as a
+    dict; its cell drops the least needed parts where narrow). Every count is always there (a zero too): a reader compares them across runs."""
+    p = progress if isinstance(progress, ProofProgress) else ProofProgress(**progress)
+    parts: list[Part] = [(Text(f"{p.solved}/{p.total} solved", "bold green"), 0),
+                         (Text(f" · {p.open} open", "yellow" if p.open else ""), 2),
+                         (Text(f" · {p.queued} queued", "dim" if not p.queued else ""), 3),
+                         (Text(f" · {p.given_up} given up", "red" if p.given_up else ""), 3)]
+    if current and p.current:
+        parts.append((Text(f" {CURRENT} {p.current}", "bold"), 1))
     return parts
 
 
-def header_text(session: RunSession, width: int | None = None) -> Text:
-    """Three lines: the run and its status; the best against the baseline (marked ``self-reported``
-    where the task's metric is printed by the trial's own program); the trial counts.
+def proof_parts(session: RunSession, now: datetime) -> list[Part]:
+    """A proof run's line 2 in place of the best: ``proofs: 9/30 solved · 1 open · 20 queued · 0 given up``, against
+    all of its theorems (rrma/log/theorems.py: what the theorems view and the summary count), then the current
+    theorem and its budget used (``▶ pair_eq: 3 of 40 attempts, 12s of 30s``)."""
+    progress = proof_progress(session.state, now.timestamp(), theorem_index(session))
+    if progress is None:
+        return [(Text("proofs: no theorem named yet", "dim"), 0)]
+    parts = progress_parts(progress, current=False)
+    first, priority = parts[0]
+    parts[0] = (Text.assemble(("proofs: ", "bold"), first), priority)
+    return parts + theorem_budget_parts(session, now)
+
+
+def integrity_parts(integrity: LogIntegrity | None) -> list[Part]:
+    """Whether the log verifies (rrma/log/chain.py :func:`log_integrity`, the runs list's rule too): ``✘ log: tail
+    cut`` where ``rrma-tui verify`` reports an error (never dropped), ``⚠ torn line`` (a crash mid-write); nothing
+    while it verifies (the head part says where it ends) or before the first check."""
+    if integrity is None:
+        return []
+    if integrity.fails:
+        return [(Text(f"  ✘ log: {integrity.words}", "bold red"), 0)]
+    if integrity.verdict == "torn":
+        return [(Text(f"  ⚠ {integrity.words}", "yellow"), 1)]
+    return []
+
+
+def header_text(session: RunSession, width: int | None = None, integrity: LogIntegrity | None = None) -> Text:
+    """Three lines: the run and its status (and whether its log verifies: ``integrity``, the dashboard's last
+    check); the best against the baseline (marked ``self-reported`` where the task's metric is printed by the
+    trial's own program); the trial counts.
 
     With ``width`` (the header's cells) each line keeps to one row at any terminal size: less
     important parts (the run id, the head, per-status counts...) are dropped before the counts and
@@ -235,9 +264,10 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
     if state.finish_reason:
         status += f" ({state.finish_reason})"
     elif status == "stopped":
-        status += " (no driver: R resumes)"
+        status += " (no driver)" if integrity is not None and integrity.fails else " (no driver: R resumes)"
     line1.append((Text(f"  {status}", "green" if state.finish_reason else ("red" if status.startswith("stopped")
                                                                           else "yellow")), 0))
+    line1 += integrity_parts(integrity)
     if not state.finish_reason and state.stop_request is not None:
         line1.append((Text(f"  ⏹ stopping ({state.stop_request['by']})", "bold red"), 0))
     elif not state.finish_reason and state.paused_by is not None:
@@ -282,8 +312,7 @@ def header_text(session: RunSession, width: int | None = None) -> Text:
             line2.append((Text(f"  {CLAIM} claim, {best.review_status} by {best.reviews[-1]['reviewer']}",
                                "yellow"), 0))
     elif is_proof_run(state):  # no best to beat: the theorems proved so far, the current one's budget used
-        line2 += proof_parts(state)
-        line2[1:1] = theorem_budget_parts(session, end)
+        line2 += proof_parts(session, end)
     else:
         line2.append((Text("no best yet", "dim"), 0))
     if is_self_reported(state.task):  # the metric is what an agent-editable program printed: never dropped

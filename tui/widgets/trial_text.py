@@ -132,20 +132,6 @@ def is_proof_run(state: RunState) -> bool:
     return any(state.trials[tid].theorem for tid in state.order[-8:] if tid in state.trials)
 
 
-def theorem_progress(state: RunState) -> tuple[list[str], set[str]]:
-    """(the theorems the run's trials attempted, in first-attempt order; those an ``ok`` trial proved)."""
-    seen: dict[str, None] = {}
-    solved: set[str] = set()
-    for rec in state.agent_trials():
-        if rec.theorem:
-            seen.setdefault(rec.theorem, None)
-            if rec.status == "ok":
-                solved.add(rec.theorem)
-    for mark in state.theorem_marks:  # the per-theorem policy names the theorems it starts
-        seen.setdefault(str(mark["name"]), None)
-    return list(seen), solved
-
-
 def is_claim(rec: TrialRecord) -> bool:
     """A would-be best held back by the hitl gate, not yet promoted (one an audit finding holds is ``held``)."""
     return bool(rec.metrics.get("awaiting_review")) and not rec.promoted and not rec.held

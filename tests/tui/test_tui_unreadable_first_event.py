@@ -48,9 +48,11 @@ def notices(app: RRMAApp) -> list[tuple[str, str]]:
     return [(n.title, n.message) for n in app._notifications]
 
 
-def rows(screen: RunsScreen) -> dict[str, list[str]]:
+def rows(screen: RunsScreen) -> dict[str, dict[str, str]]:
     table = screen.query_one("#runs", LineTable)
-    return {key: [c if isinstance(c, str) else c.plain for c in table.render_row(key)] for key in table.rows}
+    return {key: {col.key: c if isinstance(c, str) else c.plain for col, c in zip(table.columns, table.render_row(key),
+                                                                                   strict=True)}
+            for key in table.rows}
 
 
 async def test_runs_list_says_why_a_run_cannot_be_read(runs: Path) -> None:
@@ -58,16 +60,16 @@ async def test_runs_list_says_why_a_run_cannot_be_read(runs: Path) -> None:
     async with app.run_test(size=(160, 30)) as pilot:
         screen = app.screen
         assert isinstance(screen, RunsScreen)
-        await wait_until(pilot, lambda: len(rows(screen)) == 5 and all(r[2] != "reading…" for r in rows(screen).values()))
+        await wait_until(pilot, lambda: len(rows(screen)) == 5 and all(r["status"] != "reading…" for r in rows(screen).values()))
         shown = rows(screen)
-    assert shown["good"][2] == "finished"
+    assert shown["good"]["status"] == "finished"
     for name in ("random", "garbage", "cut"):
-        assert shown[name][2] == "unreadable", (name, shown[name])  # was `empty ⚠` / `empty`
-        assert shown[name][3] == "-", (name, shown[name])
-    assert re.match(r"line 1 \(byte \d+\): byte 0x\w\w is not UTF-8", shown["random"][4]), shown["random"]
-    assert shown["garbage"][4].startswith("line 1 is not a valid event"), shown["garbage"]
-    assert shown["cut"][4].startswith("empty, but head.json records"), shown["cut"]
-    assert shown["starting"][2] == "empty" and not shown["starting"][4].strip("-"), shown["starting"]
+        assert shown[name]["status"] == "unreadable", (name, shown[name])  # was `empty ⚠` / `empty`
+        assert shown[name]["trials"] == "-", (name, shown[name])
+    assert re.match(r"line 1 \(byte \d+\): byte 0x\w\w is not UTF-8", shown["random"]["best"]), shown["random"]
+    assert shown["garbage"]["best"].startswith("line 1 is not a valid event"), shown["garbage"]
+    assert shown["cut"]["best"].startswith("empty, but head.json records"), shown["cut"]
+    assert shown["starting"]["status"] == "empty" and not shown["starting"]["best"].strip("-"), shown["starting"]
 
 
 def header(dash: DashboardScreen) -> str:

@@ -226,6 +226,21 @@ async def test_rows_chart_difficulty_and_enter(tmp_path: Path, capfd: pytest.Cap
         await wait_until(pilot, lambda: app.screen is screen)
         await pilot.press("c", "f", "f")  # every state, then open, then solved
         assert table.rows == ["pair_eq", "mul_one"]
+        # the chart follows the filter (issue 35, item 2): the two shown, both solved, of 2, said filtered
+        await pilot.press("W")  # back to the trial axis
+        assert chart.series[1][-1] == 2 and chart.title_text.endswith("2 of 2 · filtered: 2 of 5"), chart.title_text
+        await pilot.press("slash", *"mul_one", "enter")
+        await wait_until(pilot, lambda: table.rows == ["mul_one"])
+        assert chart.series[1][-1] == 1 and chart.title_text.endswith("1 of 1 · filtered: 1 of 5"), chart.title_text
+        xs, ys = chart.series
+        proof_x = numbers[first_ok["mul_one"]]
+        assert [y for xx, y in zip(xs, ys, strict=True) if xx == proof_x] == [0, 1]  # counted among the shown alone
+        await pilot.press("c", "f")  # filters cleared, then open: none of the open ones is solved
+        await wait_until(pilot, lambda: table.rows == ["hard_one"])
+        assert chart.series[1][-1] == 0 and chart.title_text.endswith("0 of 1 · filtered: 1 of 5"), chart.title_text
+        await pilot.press("c")
+        assert chart.series[1][-1] == len(first_ok) and "filtered" not in chart.title_text
+        await pilot.press("f", "f")
         await pilot.press("c", "s", "s")  # by state, then by attempts (most first)
         assert table.rows[0] == "add_zero_r"
 

@@ -25,6 +25,8 @@ while the run is live (the current theorem's seconds grow). Text the checker or 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -42,6 +44,7 @@ from rrma.proofs_summary import (
     SOLVED,
     DifficultyRow,
     ProofFigures,
+    SolvedPoint,
     TheoremRow,
     proof_figures,
     solved_curve,
@@ -140,6 +143,9 @@ class TheoremsScreen(RunScreen):
         self.sort_key = "order"
         self.sort_reverse = False
         self.state_filter: str | None = None
+        self._curve: list[SolvedPoint] = []  # every first proof of the run (the chart shows the filtered ones)
+        self._trials = 0
+        self._elapsed = 0.0
         self.text_filter = ""
 
     def compose(self) -> ComposeResult:
@@ -182,9 +188,9 @@ class TheoremsScreen(RunScreen):
         difficulty.set_rows(list(self._difficulty))
         difficulty.refresh_rows()
         started = parse_ts(state.started_ts) if state.started_ts else None
-        elapsed = max(0.0, (now - started).total_seconds()) if started is not None else 0.0
-        self.query_one("#th-chart", SolvedChart).update_from(
-            solved_curve(state), trials=len(state.agent_trials()), elapsed=elapsed, total=len(self.rows))
+        self._elapsed = max(0.0, (now - started).total_seconds()) if started is not None else 0.0
+        self._curve, self._trials = solved_curve(state), len(state.agent_trials())
+        self._draw_chart()
         self._draw_title()
         self._draw_detail()
 
@@ -228,6 +234,20 @@ class TheoremsScreen(RunScreen):
         table.set_rows(self.shown_names())
         table.refresh_rows()
         self._draw_title()
+        self._draw_chart()
+
+    def _draw_chart(self) -> None:
+        """The solved chart over the theorems the table shows: with a filter on, only their first proofs,
+        counted among themselves, against how many are shown (the trial axis stays the run's)."""
+        shown = self.query_one("#th-rows", LineTable).rows
+        points = self._curve
+        filtered = (len(shown), len(self.rows)) if len(shown) != len(self.rows) else None
+        if filtered is not None:
+            keep = set(shown)
+            points = [replace(p, solved=n) for n, p in enumerate((p for p in points if p.theorem in keep), start=1)]
+        self.query_one("#th-chart", SolvedChart).update_from(
+            points, trials=self._trials, elapsed=self._elapsed, total=len(shown) if filtered else len(self.rows),
+            filtered=filtered)
 
     def _draw_title(self) -> None:
         figures = self.figures

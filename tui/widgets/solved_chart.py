@@ -51,7 +51,8 @@ class SolvedChart(Vertical):
         self.points: list[SolvedPoint] = []
         self.trials = 0  # the run's agent trials so far (the trial axis' end)
         self.elapsed = 0.0  # seconds since the run began (the wall-time axis' end)
-        self.total = 0  # theorems in the run
+        self.total = 0  # theorems counted (the run's, or those the table's filter shows)
+        self.filtered: tuple[int, int] | None = None  # (shown, in the run) under a filter
         self.series: tuple[list[float], list[float]] = ([], [])  # the step line's corners plotted now
         self.unit = "s"
         self.scale: Scale | None = None  # the y axis drawn now: whole ticks from 0, each on its row
@@ -75,8 +76,11 @@ class SolvedChart(Vertical):
         content = self.query_one(".solved-chart--title", Static).content
         return content.plain if isinstance(content, Text) else str(content)
 
-    def update_from(self, points: list[SolvedPoint], *, trials: int, elapsed: float, total: int) -> None:
+    def update_from(self, points: list[SolvedPoint], *, trials: int, elapsed: float, total: int,
+                    filtered: tuple[int, int] | None = None) -> None:
+        """``filtered``: (theorems shown, theorems in the run) when the table's filter narrows what is counted."""
         self.points, self.trials, self.elapsed, self.total = points, trials, elapsed, total
+        self.filtered = filtered
         self.draw()
 
     def curve(self) -> list[tuple[float, int]]:
@@ -101,6 +105,8 @@ class SolvedChart(Vertical):
         else:
             xs, ys = step_line(self.curve(), 1.0, float(self.trials)) if self.trials else ([], [])
             title = Text(f"solved by trial: {solved} of {self.total}")
+        if self.filtered is not None:
+            title.append(f" · filtered: {self.filtered[0]} of {self.filtered[1]}")
         title.no_wrap, title.overflow = True, "ellipsis"
         self.series = (xs, ys)
         self.query_one(".solved-chart--title", Static).update(title)

@@ -260,6 +260,7 @@ class LogIntegrity:
     words: str  # a few words for a column or a header: "chain ok", "head ok", "tail cut", "chain broken"...
     finding: str = ""  # the whole finding in one sentence (what ``rrma-tui verify`` reports first)
     chain_checked: bool = False  # every line's hash was checked (not the head record alone)
+    seq: int | None = None  # the head record's seq, when the log's end checked out against it
 
     @property
     def fails(self) -> bool:
@@ -300,14 +301,16 @@ def log_integrity(run_dir: Path | str, *, chain_bytes: int = CHAIN_CHECK_BYTES,
         if head.state == "none":
             return LogIntegrity("old", "no head record", head.detail, True)
         return LogIntegrity("ok", "chain ok", f"every hash of the log and its head record check out "
-                                             f"({report.events} events)", True)
+                                             f"({report.events} events)", True,
+                            head.record.seq if head.record is not None else None)
     head = check_head(run_dir)
     if head.state == "ok":
         if _torn_end(run_dir, size):
             return LogIntegrity("torn", "torn line", "the last line is incomplete (a crash mid-write): "
                                                      "`rrma-tui resume` seals it")
         return LogIntegrity("ok", "head ok", f"{head.detail} (a log this long has its end checked only: `rrma-tui "
-                                             "verify` checks every line)")
+                                             "verify` checks every line)",
+                            seq=head.record.seq if head.record is not None else None)
     if head.state == "cut":
         return LogIntegrity("cut", "tail cut", head.detail)
     if head.state == "changed":

@@ -7,28 +7,25 @@ up to a byte offset, a block at a time, through the reader's own line parser
 (:func:`rrma.log.reader.parse_lines`, turns left unparsed), so a torn or invalid line is skipped as
 every view skips it.
 
-The verify badge says what the core's head check found (:func:`rrma.log.head.check_head`: the end
-of the log against its head record, cheap at any log length; ``ok``, ``cut``, ``changed``, ``none``)
-in a few words; :func:`check_log` adds the whole chain (:func:`rrma.log.chain.verify_chain`, every hash
-recomputed, which reports the same head verdict) for a log small enough to read at open. The view
-judges nothing itself and writes nothing; ``rrma-tui verify`` checks everything else (blobs, views,
-signatures).
+The verify badge says, in a few words, what the core's one integrity rule found
+(:func:`rrma.log.chain.log_integrity`, which the runs list and the dashboard header show too): the end of
+the log against its head record, cheap at any log length, and for a log small enough to read at open
+(:data:`FULL_CHAIN_BYTES`) every hash recomputed. The view judges nothing itself and writes nothing;
+``rrma-tui verify`` checks everything else (blobs, views, signatures).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from rrma.log.chain import verify_chain
+from rrma.log.chain import IntegrityVerdict, log_integrity
 from rrma.log.codec import LogEvent
-from rrma.log.head import HeadState, HeadVerdict, check_head
+from rrma.log.head import HeadState, HeadVerdict
 from rrma.log.layout import EVENTS
 from rrma.log.reader import CHUNK, parse_lines
-from rrma.log.store import RunStore
 from rrma.log.tail import LineTail
 from tui.widgets.trial_text import fmt_score
 
@@ -166,6 +163,11 @@ BADGE: dict[HeadState, tuple[Verdict, str]] = {  # the core's verdict -> the bad
     "none": ("none", "no head record"), "unreadable": ("error", "head record unreadable")}
 
 
+INTEGRITY_BADGE: dict[IntegrityVerdict, Verdict] = {  # the core's log verdict -> the badge's mark and colour
+    "ok": "ok", "torn": "none", "old": "none", "cut": "cut", "changed": "changed", "broken": "changed",
+    "missing": "error", "unreadable": "error"}
+
+
 @dataclass(frozen=True)
 class Badge:
     verdict: Verdict | Literal["running"]
@@ -183,27 +185,11 @@ def head_badge(head: HeadVerdict) -> Badge:
 
 
 def check_log(run_dir: Path, *, full: bool) -> Badge:
-    """The head record against the log's end (:func:`rrma.log.head.check_head`), and with ``full`` (a log under
-    FULL_CHAIN_BYTES) the whole chain with it (:func:`rrma.log.chain.verify_chain`)."""
-    run_dir = Path(run_dir)
-    if full:
-        try:
-            size = os.path.getsize(run_dir / EVENTS)
-        except OSError as exc:
-            return Badge("error", "log unreadable", str(exc))
-        if size <= FULL_CHAIN_BYTES:
-            store = RunStore(run_dir)
-            try:
-                report = verify_chain(store)
-            finally:
-                store.close()
-            head = report.head or check_head(run_dir)
-            if report.errors and head.state == "cut":
-                return head_badge(head)
-            if report.errors:
-                return Badge("changed", "log changed", report.errors[0])
-            if head.state == "ok" and head.record is not None:
-                return Badge("ok", f"chain ok (seq {head.record.seq})",
-                             "every hash of the log and the head record check out", head.record.seq)
-            return head_badge(head)
-    return head_badge(check_head(run_dir))
+    """The core's integrity verdict of the log (:func:`rrma.log.chain.log_integrity`, the rule the runs list and the
+    dashboard show too): the head record against the log's end, and with ``full`` (a log under FULL_CHAIN_BYTES)
+    the whole chain with it; in the badge's words."""
+    found = log_integrity(run_dir, chain_bytes=FULL_CHAIN_BYTES if full else -1)
+    verdict = INTEGRITY_BADGE[found.verdict]
+    if found.verdict == "ok" and found.seq is not None:
+        return Badge(verdict, f"{found.words} (seq {found.seq})", found.finding, found.seq)
+    return Badge(verdict, found.words, found.finding)

@@ -362,7 +362,8 @@ class RRMAApp(App[int]):
 
     @on(OpenTrial)
     def _open_trial(self, message: OpenTrial) -> None:
-        self.push_screen(TrialScreen(message.session, message.trial_id, message.order, queue=message.queue))
+        self.push_screen(TrialScreen(message.session, message.trial_id, message.order, queue=message.queue,
+                                     follow=message.follow))
 
     @on(OpenTrace)
     def _open_trace(self, message: OpenTrace) -> None:
@@ -616,21 +617,14 @@ class RRMAApp(App[int]):
         action()
 
     def _follow_running(self, dash: DashboardScreen) -> None:
-        """The trial view of the newest running trial, following whichever runs (the trial view's ``F``)."""
-        running = next((t for t in reversed(dash.state.order) if dash.state.trials[t].status == "running"), None)
-        if running is None:
-            self.notify("no trial is running", severity="warning")
-            return
+        """The trial view of the newest running trial, following whichever runs (``F`` on the dashboard and the
+        trial view)."""
         screen = self.screen
         if isinstance(screen, TrialScreen) and screen.session is dash.session:
             if not screen.follow:
                 screen.action_follow_running()
             return
-
-        def push() -> None:
-            self.push_screen(TrialScreen(dash.session, running, follow=True))
-
-        self._on(dash, push)
+        self._on(dash, dash.action_follow_running)
 
     def _compare(self, dash: DashboardScreen, trial: str, *, best: bool) -> None:
         if best:

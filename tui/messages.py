@@ -48,6 +48,7 @@ class OpenTrial(Message):
     trial_id: str
     order: list[str] | None = None  # the trials `[` and `]` step through (default: the run's order)
     queue: bool = False  # opened from the review queue: a decision moves on to the next trial left to review
+    follow: bool = False  # follow whichever trial is running (the next one when it finishes)
 
 
 @dataclass

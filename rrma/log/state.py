@@ -473,6 +473,13 @@ class RunState:
     def best(self) -> TrialRecord | None:
         return self.trials.get(self.best_id) if self.best_id else None
 
+    def newest_running(self) -> str | None:
+        """The trial started last of those running now (None: none runs): the one a view follows."""
+        for tid in reversed(self.order):
+            if self.trials[tid].status == "running":
+                return tid
+        return None
+
     def agent_trials(self) -> list[TrialRecord]:
         """The trials agents proposed (not baseline repeats, not confirmation repeats)."""
         return [rec for rec in (self.trials[t] for t in self.order) if not rec.baseline and rec.confirms is None]

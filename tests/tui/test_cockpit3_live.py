@@ -207,3 +207,15 @@ async def test_the_palette_follows_the_running_trial_from_the_dashboard(tmp_path
         command.callback()
         await wait_until(pilot, lambda: isinstance(app.screen, TrialScreen) and app.screen.is_mounted)
         assert app.screen.trial_id == "t0005" and app.screen.follow  # type: ignore[attr-defined]
+
+
+@pytest.mark.asyncio
+async def test_f_on_the_dashboard_follows_the_running_trial(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run_dir = running_run(runs)
+    app = RRMAApp(runs, run_dir, reviewer="carol", clock=Clock(STARTED), poll_interval=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.session.loaded)
+        await pilot.press("F")
+        await wait_until(pilot, lambda: isinstance(app.screen, TrialScreen) and app.screen.is_mounted)
+        assert app.screen.trial_id == "t0005" and app.screen.follow  # type: ignore[attr-defined]

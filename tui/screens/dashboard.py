@@ -164,6 +164,7 @@ class DashboardScreen(RunScreen):
         Binding("v", "review", "Review"),
         Binding("l", "lineage", "Lineage"),
         Binding("g", "goto_trial", "Go to trial", show=False),
+        Binding("F", "follow_running", "Follow the running trial (its live output)", show=False),
         Binding("d", "compare_best", "Compare with the best", show=False),
         Binding("D", "compare_pick", "Compare with a trial…", show=False),
         Binding("L", "log_scale", "Chart: log scale on/off", show=False),
@@ -563,6 +564,14 @@ class DashboardScreen(RunScreen):
         key = self.query_one("#trials", LineTable).cursor_key
         if key is not None:
             self.open_trial(key)
+
+    def action_follow_running(self) -> None:
+        """F: open the trial running now, following whichever runs next (the trial page's F)."""
+        running = self.state.newest_running()
+        if running is None:
+            self.notify("no trial is running", severity="warning")
+            return
+        self.post_message(OpenTrial(self.session, running, self.query_one("#trials", LineTable).rows, follow=True))
 
     def action_trace(self) -> None:
         self.post_message(OpenTrace(self.session))

@@ -479,11 +479,7 @@ class TrialScreen(RunScreen):
 
     def running_trial(self) -> str | None:
         """The newest trial running now (its latest start), None if none runs."""
-        for tid in reversed(self.state.order):
-            rec = self.state.trials[tid]
-            if rec.status == "running":
-                return tid
-        return None
+        return self.state.newest_running()
 
     def action_follow_running(self) -> None:
         """F: show the running trial and keep showing whichever runs (the next one when it finishes); F again stops."""

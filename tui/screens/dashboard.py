@@ -119,6 +119,9 @@ def blackboard_text(session: RunSession, limit: int = 60) -> Text:
     return text
 
 
+TRIALS_HINT = "⏎ open · F follow · ? keys"  # under the trials table: the next step (fits 80 columns)
+
+
 @dataclass
 class PaneLayout:
     """Which of the dashboard's panes show (btop/k9s style): ``Z`` cycles the zoom (normal, the chart over the
@@ -267,6 +270,7 @@ class DashboardScreen(RunScreen):
         self.query_one("#agents").border_title = "agents"
         self.query_one("#blackboard").border_title = "blackboard"
         self.query_one("#trials", LineTable).border_title = "trials"
+        self.query_one("#trials", LineTable).border_subtitle = TRIALS_HINT  # the next step, under the table
         self.query_one("#trials", LineTable).focus()
         self._update_filter_bar()
         self._apply_layout()

@@ -58,6 +58,7 @@ RUN_COLUMNS = [
     Column("log", "log", 9), Column("trials", "trials", 6, "right", drop=2), Column("age", "age", 8, "right", drop=3),
     Column("sigma", "Δσ", 7, "right"), Column("best", "best", 0),  # "2.378 vs 2.398" (the baseline), or "9/30 solved · …"
 ]
+RUNS_HINT = "⏎ open · space mark · = compare with the marked · ctrl+n new run"
 SIGMA_CELLS = 7  # the Δσ column: +2028σ, +15.0σ, +1.2e5σ
 INLINE_CHAIN_BYTES = 256 << 10  # a log up to this size has its chain checked before its row is filled (~15 ms)
 LOG_CELLS: dict[str, tuple[str, str]] = {  # LogIntegrity.verdict -> the log column's cell and its style
@@ -131,6 +132,7 @@ class RunsScreen(WorkerScreen):
     def compose(self) -> ComposeResult:
         yield Static("", id="runs-title")
         yield LineTable(RUN_COLUMNS, self._row, id="runs", select_label="Open run")
+        yield Static(Text(RUNS_HINT, "dim"), id="runs-hint", classes="table-hint")  # the next step, under the table
         yield KeysFooter()
 
     def on_mount(self) -> None:

@@ -163,6 +163,7 @@ class TheoremsScreen(RunScreen):
         self.query_one("#th-filter").display = False
         table = self.query_one("#th-rows", LineTable)
         table.border_title = "theorems"
+        table.border_subtitle = "⏎ proof · f state · / filter · s sort"  # the next step
         self.query_one("#th-difficulty", LineTable).border_title = "by difficulty"
         self.query_one("#th-difficulty", LineTable).can_focus = False
         table.focus()

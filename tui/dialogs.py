@@ -145,28 +145,36 @@ class NewRunScreen(ModalScreen[tuple[list[str], str] | None]):
 
 
 class TrialPickScreen(ModalScreen[str | None]):
-    """Ask for a trial of the run: an id, ``best``, or the end of one id (``12`` for t0012). Returns its id."""
+    """Ask for a trial of the run: an id, ``best``, or the end of one id (``12`` for t0012). Returns its id, or None
+    (Esc). ``exclude``: a trial that may not be the answer (the one a comparison starts from)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, session: RunSession, title: str) -> None:
+    def __init__(self, session: RunSession, title: str, *, prompt: Text | None = None,
+                 exclude: str | None = None) -> None:
         super().__init__()
         self.session = session
         self.title_text = title
+        self.prompt = prompt or Text.assemble((title, "bold"), ": a trial id, or best (Enter to go, Esc to cancel)")
+        self.exclude = exclude
 
     def compose(self) -> ComposeResult:
+        best = best_trial_id(self.session.state)
         with Vertical(id="note-box"):
-            yield Static(Text.assemble((self.title_text, "bold"),
-                                      ": a trial id, or best (Enter to go, Esc to cancel)"))
-            yield Input(placeholder="t0012, 12 or best", id="trial-input")
+            yield Static(self.prompt)
+            yield Input(placeholder=f"t0012, 12 or best ({best})" if best else "t0012, 12 or best", id="trial-input")
             yield Static("", id="trial-error")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        error = self.query_one("#trial-error", Static)
         try:
             trial_id = resolve_trial_id(self.session.state, event.value)
         except TrialNotFound as exc:
-            self.query_one("#trial-error", Static).update(Text(str(exc), "red"))
+            error.update(Text(str(exc), "red"))
+            return
+        if trial_id == self.exclude:
+            error.update(Text(f"that is {self.exclude} itself: pick another trial", "red"))
             return
         self.dismiss(trial_id)
 
@@ -249,44 +257,14 @@ def resolve_trial_id(state: RunState, text: str) -> str:
     raise TrialNotFound(f"no trial {wanted!r} in this run")
 
 
-class ComparePickScreen(ModalScreen[str | None]):
-    """Ask for the trial to compare ``against`` with; dismisses with a trial id of this run, or None (Esc)."""
-
-    DEFAULT_CSS = """
-    ComparePickScreen { align: center middle; }
-    ComparePickScreen #compare-pick-box { width: 80; height: auto; border: thick $accent; background: $surface; padding: 0 1; }
-    ComparePickScreen #compare-pick-error { height: auto; color: $text-error; }
-    """
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+class ComparePickScreen(TrialPickScreen):
+    """Ask for the trial to compare ``against`` with (the trial picker, ``against`` itself refused)."""
 
     def __init__(self, session: RunSession, against: str) -> None:
-        super().__init__()
-        self.session = session
+        super().__init__(session, "Compare", exclude=against, prompt=Text.assemble(
+            ("compare ", "bold"), (against, "bold"), (" with which trial?", "bold"),
+            " Type its id (t0012, or just 12) or best; Enter compares, Esc cancels."))
         self.against = against
-
-    def compose(self) -> ComposeResult:
-        best = best_trial_id(self.session.state)
-        with Vertical(id="compare-pick-box"):
-            yield Static(Text.assemble(("compare ", "bold"), (self.against, "bold"), (" with which trial?", "bold"),
-                                       " Type its id (t0012, or just 12) or best; Enter compares, Esc cancels."))
-            yield Input(placeholder=f"e.g. {best}" if best else "trial id", id="compare-pick-input")
-            yield Static("", id="compare-pick-error")
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        error = self.query_one("#compare-pick-error", Static)
-        try:
-            trial_id = resolve_trial_id(self.session.state, event.value)
-        except TrialNotFound as exc:
-            error.update(str(exc))
-            return
-        if trial_id == self.against:
-            error.update(f"that is {self.against} itself: pick another trial")
-            return
-        self.dismiss(trial_id)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 # ----------------------------------------------------------------------------- orders and quitting

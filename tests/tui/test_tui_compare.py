@@ -185,11 +185,11 @@ async def test_pick_modal_rejects_an_unknown_id_then_opens_the_comparison(runs_d
         assert isinstance(modal, ComparePickScreen)
         await pilot.press(*"t9999", "enter")
         assert app.screen is modal  # refused in the modal
-        assert "no trial 't9999' in this run" in plain(modal.query_one("#compare-pick-error").content)
-        modal.query_one("#compare-pick-input").value = "t0012"  # type: ignore[attr-defined]
+        assert "no trial 't9999' in this run" in plain(modal.query_one("#trial-error").content)
+        modal.query_one("#trial-input").value = "t0012"  # type: ignore[attr-defined]
         await pilot.press("enter")
-        assert app.screen is modal and "t0012 itself" in plain(modal.query_one("#compare-pick-error").content)
-        modal.query_one("#compare-pick-input").value = "4"  # type: ignore[attr-defined]
+        assert app.screen is modal and "t0012 itself" in plain(modal.query_one("#trial-error").content)
+        modal.query_one("#trial-input").value = "4"  # type: ignore[attr-defined]
         await pilot.press("enter")
         screen = app.screen
         assert isinstance(screen, CompareScreen) and (screen.left, screen.right) == ("t0012", "t0004")

@@ -67,6 +67,7 @@ SORTS = ["order", "score", "delta", "seconds", "agent", "status"]
 REDRAW_INTERVAL = 0.1  # seconds between live redraws (updates in between are coalesced); the tail polls as often
 HEADER_TICK = 1.0  # seconds between header redraws with no event (elapsed and `last event N ago` move on)
 VERIFY_INTERVAL = 2.0  # seconds at least between two checks of the log's integrity (each when it changed)
+FIRST_VERIFY_AFTER = 0.8  # seconds after the run is loaded before the first check: it would slow the open
 STATUSES = [None, "ok", "rejected", "invalid", "crash", "timeout", "oom", "disk", "aborted", "running", "proposed"]
 
 TRIAL_COLUMNS = [  # drop: which columns a narrow terminal leaves out first (80x24 keeps id, st, score, Δσ, review)
@@ -248,6 +249,7 @@ class DashboardScreen(RunScreen):
         self._verified_stamp: tuple[int, int, int] | None = None
         self._verifying = False
         self._verified_at = 0.0
+        self._loaded_at: float | None = None  # when the header first drew the loaded run (the first check waits)
         self._chain: ChainCheck | None = None  # the check kept between calls (the verify worker's alone)
 
     def compose(self) -> ComposeResult:
@@ -397,9 +399,16 @@ class DashboardScreen(RunScreen):
 
     def _look_at_log(self) -> None:
         """Check the log's integrity again when it or its head record changed (three stats), in a worker, at most
-        every VERIFY_INTERVAL seconds; the first check once the run is loaded (after the first paint)."""
+        every VERIFY_INTERVAL seconds; the first check FIRST_VERIFY_AFTER seconds after the run is loaded (the check
+        of a whole chain would otherwise take the GIL from the open's first paints)."""
         if self._verifying or not self.session.loaded or \
                 (time.monotonic() - self._verified_at < VERIFY_INTERVAL and self.integrity is not None):
+            return
+        if self._loaded_at is None:
+            self._loaded_at = time.monotonic()
+            self.set_timer(FIRST_VERIFY_AFTER, self._look_at_log)  # the first check after the open has drawn
+            return
+        if time.monotonic() - self._loaded_at < FIRST_VERIFY_AFTER:
             return
         stamp = log_stamp(self.session.run_dir)
         if stamp != self._verified_stamp:

@@ -25,8 +25,9 @@ from agents.training.sft import train_sft
 from rrma.log.driver_lock import DriverLock
 from rrma.log.events import TRAIN_ACTOR
 from rrma.log.reader import read_state
-from rrma.log.state import RunState, write_views
+from rrma.log.state import RunState
 from rrma.log.store import RunStore
+from rrma.log.view_files import write_views
 from rrma.models import ModelStoreError, model_path
 from rrma.run.loop import new_run_id, versions
 from rrma.task import TaskConfig, task_from_dict

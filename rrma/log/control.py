@@ -39,8 +39,9 @@ from typing import Any
 from rrma.log.codec import InvalidEvent, decode_line
 from rrma.log.driver_lock import DriverLock
 from rrma.log.layout import DRIVER_LOCK, EVENTS
-from rrma.log.state import RunState, write_views
+from rrma.log.state import RunState
 from rrma.log.store import RunNotFound, RunStore, iter_event_lines
+from rrma.log.view_files import write_views
 
 ACTIONS = ("stop", "pause", "continue")
 MAX_TEXT = 4000  # characters of a post or steer note

@@ -4,7 +4,7 @@
 same state whether the events come from a full scan, a live tail, or a resumed run. The TUI,
 the loop, ``verify`` and the export all read state through here, so they agree.
 
-``blackboard.md`` and ``results.tsv`` are *derived views*: :func:`render_blackboard` and
+``blackboard.md`` and ``results.tsv`` are *derived views* (rrma/log/view_files.py): :func:`render_blackboard` and
 :func:`render_results` regenerate them from state; they are never read back as a source.
 
 The fold does not count every event it is given. It refuses (``RunState.refused``, and ``verify``
@@ -29,10 +29,8 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from rrma.log.store import write_atomic
 from rrma.trial import Status
 
 AUDITOR = "auditor"  # the actor of every audit.finding (rrma/audit)
@@ -761,48 +759,3 @@ def ignored_review(state: RunState, review: dict[str, Any]) -> str | None:
                 return (f"review seq {review['seq']} repeats the signed review seq {earlier['seq']} ({earlier['decision']} "
                         f"{earlier['trial_id']} by {earlier['reviewer']}): a replayed signature")
     return None
-
-
-# ----------------------------------------------------------------------------- views
-
-
-RESULTS_HEADER = ["trial", "parent", "agent", "status", "score", "delta", "seconds", "description"]
-
-
-def _fmt(value: float | None) -> str:
-    return "" if value is None else f"{value:.6g}"
-
-
-def render_results(state: RunState) -> str:
-    """results.tsv: one row per finished trial (baseline repeats included), tab-separated."""
-    lines = ["\t".join(RESULTS_HEADER)]
-    for tid in state.order:
-        rec = state.trials[tid]
-        if not rec.finished:
-            continue
-        desc = rec.hypothesis.replace("\t", " ").replace("\n", " ").strip()
-        if rec.baseline:
-            desc = desc or "baseline"
-        lines.append(
-            "\t".join([
-                rec.trial_id, rec.parent or "", rec.agent, rec.status, _fmt(rec.score), _fmt(rec.delta),
-                f"{rec.seconds:.3f}", desc[:300],
-            ])
-        )
-    return "\n".join(lines) + "\n"
-
-
-def render_blackboard(state: RunState) -> str:
-    out = [f"# Blackboard: {state.run_id} ({state.task_name})", ""]
-    if state.baseline_mean is not None:
-        out.append(f"Baseline: {state.baseline_mean:.6g} ± {state.sigma or 0:.3g} (σ); promotion floor {state.floor or 0:.3g}")
-        out.append("")
-    for post in state.blackboard:
-        ref = f" [{post['trial_id']}]" if post.get("trial_id") else ""
-        out.append(f"- **{post['agent']}**{ref} ({post['ts']}): {post['text']}")
-    return "\n".join(out) + "\n"
-
-
-def write_views(run_dir: Path, state: RunState) -> None:
-    write_atomic(run_dir / "results.tsv", render_results(state))
-    write_atomic(run_dir / "blackboard.md", render_blackboard(state))

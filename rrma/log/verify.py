@@ -31,8 +31,9 @@ from rrma.log.chain import VerifyReport, verify_chain
 from rrma.log.codec import LogEvent
 from rrma.log.layout import RUN_JSON
 from rrma.log.review import check_review_signatures
-from rrma.log.state import RunState, render_blackboard, render_results
+from rrma.log.state import RunState
 from rrma.log.store import RunStore
+from rrma.log.view_files import render_blackboard, render_results
 
 MIN_HEAD_PREFIX = 8
 

@@ -66,8 +66,9 @@ from rrma.contracts import Agent, Context, Oracle, TrialSummary
 from rrma.errors import error_line
 from rrma.exec.local import Executor, LocalExecutor
 from rrma.log.driver_lock import DriverLock, RunLocked
-from rrma.log.state import RunState, write_views
+from rrma.log.state import RunState
 from rrma.log.store import RunStore
+from rrma.log.view_files import write_views
 from rrma.plugins import make_agent, make_task_oracle, resolve_oracle
 from rrma.run import leftovers, seeds
 from rrma.run.cache import OutcomeCache

@@ -24,8 +24,9 @@ from oracle.proof_common import Prover, TheoremTask, Verdict
 from rrma.contracts import Agent, Context
 from rrma.log.chain import verify_chain
 from rrma.log.control import live_driver
-from rrma.log.state import RunState, render_blackboard, render_results
+from rrma.log.state import RunState
 from rrma.log.store import RunStore
+from rrma.log.view_files import render_blackboard, render_results
 from rrma.trial import Proposal
 
 REPO = Path(__file__).resolve().parents[2]

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from rrma.log.state import RunState, write_views
+from rrma.log.state import RunState
 from rrma.log.store import RunStore
+from rrma.log.view_files import write_views
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "benches" / "demo"

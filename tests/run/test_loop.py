@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from rrma.contracts import Agent, Context
-from rrma.log.state import RunState, render_results
+from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
+from rrma.log.view_files import render_results
 from rrma.run.loop import resume_run, start_run
 from rrma.run.promotion import review_trial
 from rrma.task import AgentConfig, TaskConfig, load_task, task_from_dict

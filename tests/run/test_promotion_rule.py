@@ -30,9 +30,10 @@ from rrma.contracts import Agent, Context
 from rrma.log import state as state_module
 from rrma.log.export import export_runs
 from rrma.log.reader import read_state
-from rrma.log.state import RunState, write_views
+from rrma.log.state import RunState
 from rrma.log.store import RunStore
 from rrma.log.verify import verify_run
+from rrma.log.view_files import write_views
 from rrma.run.loop import start_run
 from rrma.run.promotion import promote, promotion, review_trial
 from rrma.task import AgentConfig, load_task, task_from_dict

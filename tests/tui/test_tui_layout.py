@@ -25,7 +25,8 @@ from rrma.log.state import RunState, TrialRecord
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
 from tui.screens.compare import CompareScreen
-from tui.screens.dashboard import DashboardScreen, pane_layout
+from tui.screens.dashboard import DashboardScreen
+from tui.widgets.dashboard_panes import pane_layout
 from tui.widgets.diff_view import DiffView
 from tui.widgets.line_table import LineTable
 from tui.widgets.score_chart import LiveSeries, ScoreChart, chart_series

@@ -41,7 +41,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agents.best_first import SearchBudget, SearchResult, TacticSource, best_first_search
-from agents.coq_tactics import CoqTactics
+from agents.coq_tactics import CoqTactics, ScopeFacts
 from agents.lean_tactics import LeanTactics
 from agents.learned_tactics import LearnedTactics
 from agents.library_tactics import LibraryTactics, library_modules
@@ -132,6 +132,7 @@ class ProofSearchAgent(Agent):
         self._llm: LLMTactics | None = None
         self.searches: list[SearchResult] = []
         self.probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] = {}
+        self.scope_facts: dict[tuple[object, ...], ScopeFacts] = {}  # what each scope parses, its non-inductive types
         self.learned = LearnedTactics()  # online: the steps of the proofs this agent found in this run
         self.learn = bool(p.get("learn", True))
         # offline: the human proofs of the target's library (agents/library_tactics.py), when indexed
@@ -214,7 +215,7 @@ class ProofSearchAgent(Agent):
                 tactics = CoqTactics(states, task, root, library=self.library, hammer=self.hammer,
                                      portfolio=self.portfolio, llm=llm, setting=str(th.get("setting", "library")),
                                      suggesters=suggesters, hammer_seconds=self.hammer_seconds,
-                                     probe_cache=self.probe_cache)
+                                     probe_cache=self.probe_cache, scope_facts=self.scope_facts)
                 tactics.allowed_axioms = self.allowed_axioms
                 return tactics
             return LeanTactics(task, portfolio=self.portfolio, llm=llm)

@@ -184,8 +184,13 @@ class CoqTactics(TacticSource):
                  llm: LLMTactics | None = None, setting: str = "library",
                  suggesters: Sequence[TacticSuggester] = (), hammer_seconds: float = 0.0,
                  probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] | None = None,
-                 scope_facts: dict[tuple[object, ...], ScopeFacts] | None = None) -> None:
+                 scope_facts: dict[tuple[object, ...], ScopeFacts] | None = None,
+                 hammer_cap_seconds: float | None = None) -> None:
         self.states = states
+        # CoqHammer's tactics (sauto, hauto, qauto, `induction x; sauto`) may take this many seconds of a
+        # theorem's search, no more (None: no cap): they fail slowly and rarely close a goal the rules do not
+        self.hammer_cap_seconds = hammer_cap_seconds
+        self.hammer_spent = 0.0
         # which tactics a scope can run, shared by the theorems of a run (the agent keeps it)
         self.probe_cache = probe_cache if probe_cache is not None else {}
         self.hammer_seconds = hammer_seconds if hammer else 0.0
@@ -623,10 +628,15 @@ class CoqTactics(TacticSource):
         typ = self.case_types.get(candidate.tactic)
         if typ is not None and INDUCTIVE_ONLY and " ".join(typ.split()) in self.facts.not_inductive:
             return False
+        if candidate.source == "hammer" and self.hammer_cap_seconds is not None \
+                and self.hammer_spent >= self.hammer_cap_seconds:
+            return False  # CoqHammer's share of this theorem's seconds is spent
         return candidate.tactic.split()[0].rstrip(".;") not in self.unknown
 
     def observe(self, candidate: Candidate, result: TacticResult) -> None:
         head = candidate.tactic.split()[0].rstrip(".;")
+        if candidate.source == "hammer":
+            self.hammer_spent += result.seconds
         typ = self.case_types.get(candidate.tactic)
         if typ is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
             self.facts.not_inductive.add(" ".join(typ.split()))  # no more case analyses on this type here

@@ -22,7 +22,7 @@ import pytest
 import agents.coq_tactics as coq_tactics
 import agents.learned_tactics as learned_tactics
 import agents.library_tactics as lt
-from agents.best_first import Node, SearchBudget, best_first_search
+from agents.best_first import SearchBudget, best_first_search
 from agents.coq_tactics import CoqTactics, ScopeFacts, leading_binder_types
 from agents.learned_tactics import LearnedTactics
 from agents.premises import declared_names
@@ -133,12 +133,14 @@ def test_library_steps_the_scope_cannot_parse_are_not_offered(ssr_library: dict[
     from oracle.proof_state_coq import CoqProofStates
 
     monkeypatch.setattr(coq_tactics, "SCREEN_SUGGESTIONS", screen)
-    states = CoqProofStates(coq_args=tuple(str(a) for a in ssr_library["args"]))  # type: ignore[union-attr]
+    args = ssr_library["args"]
+    assert isinstance(args, tuple)
+    states = CoqProofStates(coq_args=tuple(str(a) for a in args))
     task = _task("t", "Lemma t : forall p q : Prop, p -> q -> p /\\ q.", "Require Lib.SsrLib.\n")
     try:
         root = states.start(task)
         assert "Coq.ssr.ssreflect" in states.loaded_libraries()
-        lib = LibraryTactics_for(ssr_library, states, task)
+        lib = _library_for(ssr_library, states, task)
         tactics = CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover",
                              suggesters=[lib])
         after = states.run_tactic(root, "intros p q hp hq.")
@@ -153,7 +155,7 @@ def test_library_steps_the_scope_cannot_parse_are_not_offered(ssr_library: dict[
         assert any(not ok for ok in tactics.facts.parses.values())  # it did probe, and said no
 
 
-def LibraryTactics_for(library: dict[str, object], states: object, task: TheoremTask) -> lt.LibraryTactics:  # noqa: N802
+def _library_for(library: dict[str, object], states: object, task: TheoremTask) -> lt.LibraryTactics:
     lib = lt.LibraryTactics(Path(str(library["index"])), per_goal=12).load()
     lib.use(lt.library_modules(states.loaded_libraries()), task)  # type: ignore[attr-defined]
     assert lib.modules == ("Lib.SsrLib",)
@@ -221,4 +223,3 @@ def test_a_non_inductive_type_learnt_in_one_theorem_is_kept_for_its_scope() -> N
     assert tactics._inductive_may_be("list A", {"A"})
 
 
-_ = Node  # the search's node type, used through best_first_search

@@ -146,6 +146,8 @@ _NOT_INDUCTIVE = re.compile(r"Not an inductive (?:product|definition|type)|is no
 _CASE_ANALYSIS = re.compile(r"^(?:revert [^;]*;\s*)?(?:induction|destruct|elim|case)\s+(?P<var>[A-Za-z_][\w']*)"
                             r"(?=[\s.;])")
 _SORTS = frozenset({"Type", "Set", "Prop", "SProp"})
+_SELECTOR = re.compile(r"^\s*(?:all|par|!|\[[A-Za-z_][\w']*\]|\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*)"
+                       r"\s*:(?!=)\s*")
 # switches for tests (False: the search before each rule)
 SCREEN_SUGGESTIONS = True  # a suggested tactic the context cannot parse is not offered
 INDUCTIVE_ONLY = True  # no induction/destruct on a variable whose type is not inductive
@@ -317,7 +319,9 @@ class CoqTactics(TacticSource):
                 units = [u.code for u in split_sentences(tactic)]
             except CoqSyntaxError:
                 units = []
-            body = [u[:-1] for u in units if u.endswith(".") and not re.fullmatch(r"[-+*]+|[{}]", u)]
+            # a goal selector (`all:`, `2:`) prefixes a sentence, it cannot stand inside `try (...)`
+            body = [_SELECTOR.sub("", u[:-1]) for u in units if u.endswith(".")
+                    and not re.fullmatch(r"[-+*]+|[{}]", u)]
             ok = bool(body) and all(self._runs(state, u) for u in body)
         self.facts.parses[tactic] = ok
         return ok

@@ -147,6 +147,9 @@ def test_library_steps_the_scope_cannot_parse_are_not_offered(ssr_library: dict[
         assert after.state is not None
         offered = [c.tactic for c in lib.candidates(task, after.state)]
         refused = [t for t in offered if "Syntax error" in states.run_tactic(after.state, t).message]
+        # a goal selector is read as Coq reads it (it cannot stand inside the probe's `try (...)`)
+        assert tactics.parses_here("all: split; assumption.", after.state)
+        assert not tactics.parses_here("all: by split.", after.state)
     finally:
         states.close()
     assert "split; assumption." in offered

@@ -24,7 +24,7 @@ Invariant: the found proof is first closed in the agent's own session (``Qed`` a
 Assumptions``: a proof that leans on an axiom is not proposed) and then re-checked from scratch by
 the oracle; only the oracle's verdict counts.
 
-Params: ``seconds`` (per-theorem search budget, 25), ``max_checks`` (tactic runs, 6000),
+Params: ``seconds`` (per-theorem search budget, 25), ``max_checks`` (tactic runs, 25000),
 ``tactic_seconds`` (each tactic's timeout, 2), ``library`` (search imported libraries, true),
 ``hammer`` (false; true when the bench preloads CoqHammer), ``hammer_share`` (0.3: the share of
 each search's seconds CoqHammer's tactics may take), ``portfolio`` (true), ``llm``,
@@ -60,7 +60,7 @@ class ProofSearchParams(PluginSettings):
 
     seconds: float = 25.0
     """Search budget per theorem (seconds)."""
-    max_checks: int = Field(6000, ge=0, le=100_000_000)
+    max_checks: int = Field(25000, ge=0, le=100_000_000)
     """Tactic runs per theorem."""
     tactic_seconds: float = 2.0
     """Timeout of one tactic (seconds)."""
@@ -115,7 +115,7 @@ class ProofSearchAgent(Agent):
     def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:
         super().__init__(config, task, seed)
         p = dict(config.params)
-        self.budget = SearchBudget(seconds=float(p.get("seconds", 25.0)), max_checks=int(p.get("max_checks", 6000)),
+        self.budget = SearchBudget(seconds=float(p.get("seconds", 25.0)), max_checks=int(p.get("max_checks", 25000)),
                                    tactic_seconds=float(p.get("tactic_seconds", 2.0)))
         self.library = bool(p.get("library", True))
         self.hammer = bool(p.get("hammer", False))

@@ -121,6 +121,15 @@ def leading_binder_types(concl: str) -> list[tuple[str, str]]:
     return out
 
 
+def _binds(tactic: str, name: str) -> bool:
+    """Whether ``tactic`` binds ``name`` itself somewhere (``intros name``, ``as [name ...]``,
+    ``eqn:name``, ``set (name := ...)``) rather than only refer to it."""
+    for m in re.finditer(r"(?<![\w'.])" + re.escape(name) + r"(?![\w'])", tactic):
+        if _BINDS.search(tactic[: m.start()]):
+            return True
+    return False
+
+
 def _is_prop(typ: str) -> bool:
     return bool(_PROP_HINT.search(typ)) or typ.startswith(("forall", "exists", "~"))
 
@@ -146,6 +155,10 @@ _NOT_INDUCTIVE = re.compile(r"Not an inductive (?:product|definition|type)|is no
 _CASE_ANALYSIS = re.compile(r"^(?:revert [^;]*;\s*)?(?:induction|destruct|elim|case)\s+(?P<var>[A-Za-z_][\w']*)"
                             r"(?=[\s.;])")
 _SORTS = frozenset({"Type", "Set", "Prop", "SProp"})
+_NOT_FOUND = re.compile(r"The reference (?P<name>[A-Za-z_][\w'.]*) was not found in the current environment")
+# where a tactic binds a name of its own (`intros x`, `as [a b]`, `eqn:E`, `set (x := ...)`): such a name is not a reference
+_BINDS = re.compile(r"(?:\bintros?\s+[^.;]*|\bas\s*[\[(]?[^.;]*|\beqn:\s*|\b(?:set|pose|remember|assert|cut)\s*\(\s*)$")
+FORGET_MISSING = True  # a switch for tests: False offers again a tactic naming what Coq said it does not know
 _SELECTOR = re.compile(r"^\s*(?:all|par|!|\[[A-Za-z_][\w']*\]|\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*)"
                        r"\s*:(?!=)\s*")
 # switches for tests (False: the search before each rule)
@@ -161,6 +174,7 @@ class ScopeFacts:
 
     parses: dict[str, bool] = field(default_factory=dict)
     not_inductive: set[str] = field(default_factory=set)
+    missing: set[str] = field(default_factory=set)  # names Coq said it does not know here (`The reference X was not found`)
 
 
 def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
@@ -447,6 +461,7 @@ class CoqTactics(TacticSource):
             for suggester in self.suggesters:
                 out.extend(suggester.candidates(self.task, state))
             out = self._cases_on_inductives(out, {**dict(hyps), **dict(binder_types)}, local_types)
+            out = self._known_names(out, {n for n, _ in hyps} | {n for n, _ in binder_types})
             return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
         for m in _MATCH.finditer(concl):
             scrut = m.group("scrut")
@@ -518,7 +533,23 @@ class CoqTactics(TacticSource):
         for suggester in self.suggesters:
             out.extend(suggester.candidates(self.task, state))
         out = self._cases_on_inductives(out, {**dict(hyps), **dict(binder_types)}, local_types)
+        out = self._known_names(out, {n for n, _ in hyps} | {n for n, _ in binder_types})
         return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
+
+    def _known_names(self, candidates: list[Candidate], local: set[str]) -> list[Candidate]:
+        """``candidates`` less those naming a reference Coq said this scope does not have (from any
+        source: a library step's short name its module imported, a lemma of another file), unless
+        the goal binds that name or the tactic binds it itself."""
+        gone = self.facts.missing - local
+        if not gone or not FORGET_MISSING:
+            return candidates
+        out = []
+        for cand in candidates:
+            names = set(re.findall(r"(?<![\w'.])[A-Za-z_][\w'.]*[\w']|(?<![\w'.])[A-Za-z_](?![\w'])", cand.tactic))
+            if any(n in gone and not _binds(cand.tactic, n) for n in names):
+                continue
+            out.append(cand)
+        return out
 
     def _cases_on_inductives(self, candidates: list[Candidate], var_types: dict[str, str],
                              local_types: set[str]) -> list[Candidate]:
@@ -644,6 +675,9 @@ class CoqTactics(TacticSource):
         typ = self.case_types.get(candidate.tactic)
         if typ is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
             self.facts.not_inductive.add(" ".join(typ.split()))  # no more case analyses on this type here
+        missing = _NOT_FOUND.search(result.message or "") if result.outcome == "error" else None
+        if missing is not None and not _binds(candidate.tactic, missing.group("name")):
+            self.facts.missing.add(missing.group("name"))  # a lemma this scope does not have (another file's)
         if result.outcome == "timeout":
             self.slow[head] = self.slow.get(head, 0) + 1
             self.slow[candidate.tactic] = self.slow.get(candidate.tactic, 0) + 1

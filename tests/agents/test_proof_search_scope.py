@@ -26,6 +26,7 @@ from agents.best_first import SearchBudget, best_first_search
 from agents.coq_tactics import CoqTactics, ScopeFacts, leading_binder_types
 from agents.learned_tactics import LearnedTactics
 from agents.premises import declared_names
+from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
 
@@ -226,3 +227,49 @@ def test_a_non_inductive_type_learnt_in_one_theorem_is_kept_for_its_scope() -> N
     assert tactics._inductive_may_be("list A", {"A"})
 
 
+
+
+# ----------------------------------------------------------------------------- a name Coq does not know, from any source
+
+
+class _Offers:
+    """A suggester that offers the same tactics at every goal (as a library step with a short name its
+    own module imported would be)."""
+
+    def __init__(self, tactics: list[str]) -> None:
+        self.tactics = tactics
+
+    def candidates(self, task: TheoremTask, state: ProofState) -> list[Candidate]:
+        return [Candidate(t, 0.2, source="library") for t in self.tactics]
+
+    def learn(self, task: TheoremTask, steps: object) -> None:
+        return None
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_name_coq_said_it_does_not_know_is_not_tried_again(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`apply quot_rem.` names a lemma this scope does not have: after Coq's first "The reference
+    quot_rem was not found" no other state tries it (with the rule off, every state does). A tactic
+    that binds the same name itself (`intros quot_rem`) is not a reference and stays."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    monkeypatch.setattr(coq_tactics, "FORGET_MISSING", rule)
+    states = CoqProofStates()
+    task = _task("t_or", "Lemma t_or : forall a b c : t, le a b /\\ le b c -> le a c \\/ le c a.", ABSTRACT)
+
+    def source(root: ProofState) -> CoqTactics:
+        return CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover",
+                          suggesters=[_Offers(["apply quot_rem.", "intros x y z quot_rem."])])
+
+    try:
+        result = best_first_search(states, task, source, SearchBudget(seconds=120, max_checks=300),
+                                   tree_limit=100_000)
+    finally:
+        states.close()
+    tries = [t for t in result.tree["tries"] if t[1] == "apply quot_rem."]
+    unknown = [t for t in tries if len(t) > 5 and "quot_rem was not found" in t[5]]
+    assert any(t[1] == "intros x y z quot_rem." for t in result.tree["tries"])
+    # where the goal binds quot_rem itself (after `intros x y z quot_rem`) it is still tried
+    assert any(len(t) > 5 and "Unable to unify" in t[5] for t in tries), tries
+    assert (len(unknown) == 1) if rule else (len(unknown) >= 3), len(unknown)

@@ -48,7 +48,7 @@ OUTCOME_CODE = {"progress": "p", "proved": "P", "error": "e", "timeout": "t", "r
 @dataclass
 class SearchBudget:
     seconds: float = 20.0
-    max_checks: int = 25000
+    max_checks: int = 6000
     tactic_seconds: float = 2.0
 
 

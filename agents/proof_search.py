@@ -24,10 +24,10 @@ Invariant: the found proof is first closed in the agent's own session (``Qed`` a
 Assumptions``: a proof that leans on an axiom is not proposed) and then re-checked from scratch by
 the oracle; only the oracle's verdict counts.
 
-Params: ``seconds`` (per-theorem search budget, 25), ``max_checks`` (tactic runs, 25000),
+Params: ``seconds`` (per-theorem search budget, 25), ``max_checks`` (tactic runs, 6000),
 ``tactic_seconds`` (each tactic's timeout, 2), ``library`` (search imported libraries, true),
-``hammer`` (false; true when the bench preloads CoqHammer), ``hammer_share`` (0.3: the share of
-each search's seconds CoqHammer's tactics may take), ``portfolio`` (true), ``llm``,
+``hammer`` (false; true when the bench preloads CoqHammer), ``hammer_share`` (1: the share of
+each search's seconds CoqHammer's tactics may take; 1 is no cap), ``portfolio`` (true), ``llm``,
 ``llm_model``, ``llm_calls`` (model calls per theorem, 4), ``coq_args`` (load paths),
 ``preload`` (Coq sentences the oracle runs before each context), ``lean_project``,
 ``lean_backend`` (``repl`` or ``dojo``), ``tree_limit`` (tries kept in the trace, 600).
@@ -60,7 +60,7 @@ class ProofSearchParams(PluginSettings):
 
     seconds: float = 25.0
     """Search budget per theorem (seconds)."""
-    max_checks: int = Field(25000, ge=0, le=100_000_000)
+    max_checks: int = Field(6000, ge=0, le=100_000_000)
     """Tactic runs per theorem."""
     tactic_seconds: float = 2.0
     """Timeout of one tactic (seconds)."""
@@ -70,7 +70,7 @@ class ProofSearchParams(PluginSettings):
     """Try CoqHammer's sauto/hauto (the coq bench's --hammer preloads its tactics)."""
     hammer_seconds: float = 0.0
     """Seconds of each search kept back for one call of CoqHammer's `hammer` (0: off)."""
-    hammer_share: float = Field(0.3, ge=0.0, le=1.0)
+    hammer_share: float = Field(1.0, ge=0.0, le=1.0)
     """Share of each search's seconds CoqHammer's tactics (sauto, hauto, qauto) may take (1: no cap)."""
     portfolio: bool = True
     """Try the tactic portfolio's closed scripts."""
@@ -115,12 +115,12 @@ class ProofSearchAgent(Agent):
     def __init__(self, config: AgentConfig, task: TaskConfig, seed: int = 0) -> None:
         super().__init__(config, task, seed)
         p = dict(config.params)
-        self.budget = SearchBudget(seconds=float(p.get("seconds", 25.0)), max_checks=int(p.get("max_checks", 25000)),
+        self.budget = SearchBudget(seconds=float(p.get("seconds", 25.0)), max_checks=int(p.get("max_checks", 6000)),
                                    tactic_seconds=float(p.get("tactic_seconds", 2.0)))
         self.library = bool(p.get("library", True))
         self.hammer = bool(p.get("hammer", False))
         self.hammer_seconds = float(p.get("hammer_seconds", 0.0))  # kept back for a last `hammer` (ATPs)
-        share = float(p.get("hammer_share", 0.3))
+        share = float(p.get("hammer_share", 1.0))
         self.hammer_cap = share * self.budget.seconds if share < 1.0 else None
         self.portfolio = bool(p.get("portfolio", True))
         self.tree_limit = int(p.get("tree_limit", 600))

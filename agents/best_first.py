@@ -150,6 +150,11 @@ class TacticSource:
         """Learn from a run (a tactic that keeps timing out is dropped for this theorem)."""
         return None
 
+    def keep(self, candidate: Candidate) -> bool:
+        """Whether a queued candidate is still worth its run (what the source learnt since it was
+        proposed may rule it out: a type found not inductive, a tactic found unknown)."""
+        return True
+
     def replacement(self, candidate: Candidate, notes: str) -> str | None:
         """The tactic a proof keeps for a last-resort tactic that closed a goal (``notes``: what it
         printed); None when it cannot be kept."""
@@ -366,7 +371,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                 if heap and queue[0][0] > heap[0][0] + LOCALITY_SLACK:
                     break  # a better tactic waits at another node
                 _, _, cand = queue.pop(0)
-                if (node_id, cand.tactic) in tried:
+                if (node_id, cand.tactic) in tried or not tactics_source.keep(cand):
                     continue
                 proof = attempt(node, cand)
                 if proof is not None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents.best_first import Node, TacticSource, conclusion
@@ -108,6 +108,28 @@ def leading_binders(concl: str) -> list[str]:
     return names
 
 
+def leading_binder_types(concl: str) -> list[tuple[str, str]]:
+    """(name, type) of each binder of a goal's leading ``forall`` (type "" when it is not written)."""
+    m = _BINDERS.match(concl.strip())
+    if m is None:
+        return []
+    out: list[tuple[str, str]] = []
+    for group in re.findall(r"\(([^()]*(?:\([^()]*\)[^()]*)*)\)|([^()]+)", m.group("binders")):
+        part = group[0] or group[1]
+        head, _, typ = part.partition(":")
+        out.extend((n, typ.strip()) for n in head.split() if _IDENT.fullmatch(n))
+    return out
+
+
+def _binds(tactic: str, name: str) -> bool:
+    """Whether ``tactic`` binds ``name`` itself somewhere (``intros name``, ``as [name ...]``,
+    ``eqn:name``, ``set (name := ...)``) rather than only refer to it."""
+    for m in re.finditer(r"(?<![\w'.])" + re.escape(name) + r"(?![\w'])", tactic):
+        if _BINDS.search(tactic[: m.start()]):
+            return True
+    return False
+
+
 def _is_prop(typ: str) -> bool:
     return bool(_PROP_HINT.search(typ)) or typ.startswith(("forall", "exists", "~"))
 
@@ -128,6 +150,31 @@ _SCOPE_SENTENCE = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+
 _QUALIFIED_HEAD = re.compile(r"^[A-Z][\w']*(?:\.[A-Za-z_][\w']*)+(?=[\s;|.]|$)")
 _REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+)\s*\.$")
 MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
+# a case analysis on a variable whose type is not an inductive type: Coq's answer
+_NOT_INDUCTIVE = re.compile(r"Not an inductive (?:product|definition|type)|is not an inductive type")
+_CASE_ANALYSIS = re.compile(r"^(?:revert [^;]*;\s*)?(?:induction|destruct|elim|case)\s+(?P<var>[A-Za-z_][\w']*)"
+                            r"(?=[\s.;])")
+_SORTS = frozenset({"Type", "Set", "Prop", "SProp"})
+_NOT_FOUND = re.compile(r"The reference (?P<name>[A-Za-z_][\w'.]*) was not found in the current environment")
+# where a tactic binds a name of its own (`intros x`, `as [a b]`, `eqn:E`, `set (x := ...)`): such a name is not a reference
+_BINDS = re.compile(r"(?:\bintros?\s+[^.;]*|\bas\s*[\[(]?[^.;]*|\beqn:\s*|\b(?:set|pose|remember|assert|cut)\s*\(\s*)$")
+FORGET_MISSING = True  # a switch for tests: False offers again a tactic naming what Coq said it does not know
+_SELECTOR = re.compile(r"^\s*(?:all|par|!|\[[A-Za-z_][\w']*\]|\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*)"
+                       r"\s*:(?!=)\s*")
+# switches for tests (False: the search before each rule)
+SCREEN_SUGGESTIONS = True  # a suggested tactic the context cannot parse is not offered
+INDUCTIVE_ONLY = True  # no induction/destruct on a variable whose type is not inductive
+
+
+@dataclass
+class ScopeFacts:
+    """What the search learnt about one scope (the libraries loaded and the context's import,
+    notation, section and module sentences: :meth:`CoqTactics._scope_key`), shared by its theorems:
+    which suggested tactic texts the scope can parse, and which types are not inductive there."""
+
+    parses: dict[str, bool] = field(default_factory=dict)
+    not_inductive: set[str] = field(default_factory=set)
+    missing: set[str] = field(default_factory=set)  # names Coq said it does not know here (`The reference X was not found`)
 
 
 def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
@@ -152,8 +199,14 @@ class CoqTactics(TacticSource):
                  hammer: bool = False, portfolio: bool = True, premises_per_node: int = 8,
                  llm: LLMTactics | None = None, setting: str = "library",
                  suggesters: Sequence[TacticSuggester] = (), hammer_seconds: float = 0.0,
-                 probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] | None = None) -> None:
+                 probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] | None = None,
+                 scope_facts: dict[tuple[object, ...], ScopeFacts] | None = None,
+                 hammer_cap_seconds: float | None = None) -> None:
         self.states = states
+        # CoqHammer's tactics (sauto, hauto, qauto, `induction x; sauto`) may take this many seconds of a
+        # theorem's search, no more (None: no cap): they fail slowly and rarely close a goal the rules do not
+        self.hammer_cap_seconds = hammer_cap_seconds
+        self.hammer_spent = 0.0
         # which tactics a scope can run, shared by the theorems of a run (the agent keeps it)
         self.probe_cache = probe_cache if probe_cache is not None else {}
         self.hammer_seconds = hammer_seconds if hammer else 0.0
@@ -183,11 +236,18 @@ class CoqTactics(TacticSource):
         self.llm = llm
         self.slow: dict[str, int] = {}  # tactic head -> timeouts in this theorem
         self.aliases: dict[str, str] = {}  # a gated tactic the context loads but does not import -> full name
+        self.scope_key = self._scope_key()
         self.unknown: set[str] = self._unavailable(root)  # tactics this context cannot run (lia without Lia)
         self.allowed_axioms: tuple[str, ...] = ()
         self.suggesters = [*suggesters, *([llm] if llm is not None else [])]
+        for suggester in self.suggesters:
+            if hasattr(suggester, "screen"):  # a suggester asks before it fills a slot (ScreenedSuggester)
+                suggester.screen = self.parses_here if SCREEN_SUGGESTIONS else None
         self.concl_premises: dict[str, list[Premise]] = {}  # conclusion pattern -> lemmas Search found
         self.pattern_queries = 0
+        facts = scope_facts if scope_facts is not None else {}
+        self.facts = facts.setdefault(self.scope_key, ScopeFacts()) if self.scope_key is not None else ScopeFacts()
+        self.case_types: dict[str, str] = {}  # a case-analysis tactic offered -> its variable's type
 
     # -- the last resort: CoqHammer's `hammer` (its ATPs) on the statement, with the seconds kept back
 
@@ -219,7 +279,7 @@ class CoqTactics(TacticSource):
         run = getattr(self.states, "run_tactic", None)
         if run is None or not root.goals:
             return set()
-        key = self._scope_key()
+        key = self.scope_key
         if key is not None and key in self.probe_cache:  # an earlier theorem of the same scope was probed
             missing_before, aliases = self.probe_cache[key]
             self.aliases.update(aliases)
@@ -257,6 +317,40 @@ class CoqTactics(TacticSource):
         result = self.states.run_tactic(root, f"try (fail; {tactic}).", 2.0)
         return not (result.outcome in ("error", "rejected") and re.search(
             r"not found|Unknown|Syntax error|Illegal|unknown|No such", result.message or ""))
+    def parses_here(self, tactic: str, state: ProofState) -> bool:
+        """Whether this scope can read ``tactic`` (every sentence of it): ``try (fail; T)`` at
+        ``state`` parses ``T`` and resolves its tactic names but runs nothing (an ssreflect script
+        where ssreflect's notations are not imported, a tactic another file defined, are refused).
+        One probe per text and scope (:class:`ScopeFacts`); run at the node being expanded, so the
+        prover's document moves by one sentence at most."""
+        known = self.facts.parses.get(tactic)
+        if known is not None:
+            return known
+        run = getattr(self.states, "run_tactic", None)
+        ok = True
+        if run is not None:
+            try:
+                units = [u.code for u in split_sentences(tactic)]
+            except CoqSyntaxError:
+                units = []
+            # a goal selector (`all:`, `2:`) prefixes a sentence, it cannot stand inside `try (...)`
+            body = [_SELECTOR.sub("", u[:-1]) for u in units if u.endswith(".")
+                    and not re.fullmatch(r"[-+*]+|[{}]", u)]
+            ok = bool(body) and all(self._runs(state, u) for u in body)
+        self.facts.parses[tactic] = ok
+        return ok
+
+    def _inductive_may_be(self, typ: str, local_types: set[str]) -> bool:
+        """Whether a variable of type ``typ`` may be taken apart (induction, destruct): not a sort, not
+        a type variable of the goal, not a type this scope answered "Not an inductive" for."""
+        if not INDUCTIVE_ONLY:
+            return True
+        norm = " ".join(typ.split())
+        if norm in _SORTS or norm.startswith(("Type@{", "Sort")) or norm in self.facts.not_inductive:
+            return False
+        head = norm.lstrip("(").split(" ")[0]
+        return not (head in local_types and " " not in norm.strip("()"))
+
     # -- premises from the imported libraries
 
     def widen(self) -> bool:
@@ -348,6 +442,9 @@ class CoqTactics(TacticSource):
         if self.hammer and premises:
             names = ", ".join(p.name for p in premises[:5])
             out.append(Candidate(f"sauto use: {names}.", 0.5, True, "hammer"))
+        binder_types = leading_binder_types(concl)
+        local_types = {n for n, t in hyps if " ".join(t.split()) in _SORTS} | \
+            {n for n, t in binder_types if " ".join(t.split()) in _SORTS}
         if concl.startswith(("forall", "~")) or re.search(r"(?<![<-])->", concl):
             # a product: introduce it, or induct on one of its binders (which generalizes the rest)
             out.append(Candidate("intros.", 0.1))
@@ -363,6 +460,8 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"apply {premise.name}.", 0.7 + 0.1 * k, source="premise"))
             for suggester in self.suggesters:
                 out.extend(suggester.candidates(self.task, state))
+            out = self._cases_on_inductives(out, {**dict(hyps), **dict(binder_types)}, local_types)
+            out = self._known_names(out, {n for n, _ in hyps} | {n for n, _ in binder_types})
             return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
         for m in _MATCH.finditer(concl):
             scrut = m.group("scrut")
@@ -433,7 +532,41 @@ class CoqTactics(TacticSource):
         out.extend(self._concl_candidates(state, concl, hyps))
         for suggester in self.suggesters:
             out.extend(suggester.candidates(self.task, state))
+        out = self._cases_on_inductives(out, {**dict(hyps), **dict(binder_types)}, local_types)
+        out = self._known_names(out, {n for n, _ in hyps} | {n for n, _ in binder_types})
         return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
+
+    def _known_names(self, candidates: list[Candidate], local: set[str]) -> list[Candidate]:
+        """``candidates`` less those naming a reference Coq said this scope does not have (from any
+        source: a library step's short name its module imported, a lemma of another file), unless
+        the goal binds that name or the tactic binds it itself."""
+        gone = self.facts.missing - local
+        if not gone or not FORGET_MISSING:
+            return candidates
+        out = []
+        for cand in candidates:
+            names = set(re.findall(r"(?<![\w'.])[A-Za-z_][\w'.]*[\w']|(?<![\w'.])[A-Za-z_](?![\w'])", cand.tactic))
+            if any(n in gone and not _binds(cand.tactic, n) for n in names):
+                continue
+            out.append(cand)
+        return out
+
+    def _cases_on_inductives(self, candidates: list[Candidate], var_types: dict[str, str],
+                             local_types: set[str]) -> list[Candidate]:
+        """``candidates`` less the case analyses (``induction x``, ``destruct x; ...``, ``revert ..;
+        induction x``, from any source) on a variable whose type cannot be inductive here
+        (:meth:`_inductive_may_be`); each one kept is remembered with its variable's type, so that
+        Coq's "Not an inductive product" for it rules that type out for the scope."""
+        out: list[Candidate] = []
+        for cand in candidates:
+            m = _CASE_ANALYSIS.match(cand.tactic)
+            typ = var_types.get(m.group("var"), "") if m is not None else ""
+            if typ:
+                if not self._inductive_may_be(typ, local_types):
+                    continue
+                self.case_types[cand.tactic] = typ
+            out.append(cand)
+        return out
 
     @staticmethod
     def _bundled(candidates: list[Candidate]) -> list[Candidate]:
@@ -524,8 +657,27 @@ class CoqTactics(TacticSource):
                    and bool(r.group("back")) == back)
         return same >= 2
 
+    def keep(self, candidate: Candidate) -> bool:
+        """A queued case analysis on a type found not inductive since, or a tactic found unknown, is
+        dropped without a run."""
+        typ = self.case_types.get(candidate.tactic)
+        if typ is not None and INDUCTIVE_ONLY and " ".join(typ.split()) in self.facts.not_inductive:
+            return False
+        if candidate.source == "hammer" and self.hammer_cap_seconds is not None \
+                and self.hammer_spent >= self.hammer_cap_seconds:
+            return False  # CoqHammer's share of this theorem's seconds is spent
+        return candidate.tactic.split()[0].rstrip(".;") not in self.unknown
+
     def observe(self, candidate: Candidate, result: TacticResult) -> None:
         head = candidate.tactic.split()[0].rstrip(".;")
+        if candidate.source == "hammer":
+            self.hammer_spent += result.seconds
+        typ = self.case_types.get(candidate.tactic)
+        if typ is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
+            self.facts.not_inductive.add(" ".join(typ.split()))  # no more case analyses on this type here
+        missing = _NOT_FOUND.search(result.message or "") if result.outcome == "error" else None
+        if missing is not None and not _binds(candidate.tactic, missing.group("name")):
+            self.facts.missing.add(missing.group("name"))  # a lemma this scope does not have (another file's)
         if result.outcome == "timeout":
             self.slow[head] = self.slow.get(head, 0) + 1
             self.slow[candidate.tactic] = self.slow.get(candidate.tactic, 0) + 1

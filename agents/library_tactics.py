@@ -43,7 +43,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -461,6 +461,9 @@ class LibraryTactics:
         self.modules: tuple[str, ...] = ()  # what the current theorem may learn from
         self.excluded: list[str] = []  # left out by the second guard (:func:`holds_target`) for this theorem
         self.loaded = False
+        # set by the search for each theorem: whether the theorem's scope can read a tactic (a step of an
+        # ssreflect file where ssreflect's notations are not imported cannot); a refused step takes no slot
+        self.screen: Callable[[str, ProofState], bool] | None = None
 
     def available(self) -> bool:
         return self.root.is_dir() and any(self.root.glob("*.json"))
@@ -527,7 +530,7 @@ class LibraryTactics:
         for _, i in self.index.nearest(goal_features(goal), self.k, self.allowed_steps):
             step = self.steps[i]
             tactic = adapt(step.tactic, step.locals, step.goal, detail)
-            if tactic is None or tactic in seen:
+            if tactic is None or tactic in seen or (self.screen is not None and not self.screen(step.tactic, state)):
                 continue
             seen.add(tactic)
             out.append(Candidate(tactic, 0.45 + 0.06 * len(out), source="library"))
@@ -536,7 +539,8 @@ class LibraryTactics:
         if not state.handle and self.proof_index is not None:  # at the statement: whole proofs
             near = self.proof_index.nearest(tokens(task.statement), self.whole, self.allowed_proofs)
             for rank, (_, i) in enumerate(near):
-                out.append(Candidate(self.proofs[i].proof, 0.5 + 0.03 * rank, True, "library"))
+                if self.screen is None or self.screen(self.proofs[i].proof, state):
+                    out.append(Candidate(self.proofs[i].proof, 0.5 + 0.03 * rank, True, "library"))
         return out
 
     def learn(self, task: TheoremTask, steps: Sequence[tuple[str, str]]) -> None:

@@ -132,6 +132,55 @@ def coq_file_premises(context: str, *, admitted: bool = False) -> tuple[list[Pre
     return premises, [reach(path, name) for path, name in definitions]
 
 
+# every sentence that puts a name into the environment (lemmas, definitions, section variables,
+# inductive types, records, classes, notations aside): its first name
+_COQ_NAMING = re.compile(
+    r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Polymorphic|Monomorphic|Program|Private|Cumulative|NonCumulative)\s+)*"
+    r"(?P<kw>Theorem|Lemma|Example|Fact|Remark|Corollary|Proposition|Property|Definition|Fixpoint|CoFixpoint|"
+    r"Let|Axiom|Axioms|Parameter|Parameters|Conjecture|Hypothesis|Hypotheses|Variable|Variables|Context|Instance|"
+    r"Inductive|CoInductive|Variant|Record|Structure|Class|Existing\s+Instance|Scheme|Combined\s+Scheme|"
+    r"Function|Equations|Module(?:\s+Type)?|Declare\s+Module|Add\s+(?:Parametric\s+)?(?:Morphism|Relation|Ring|"
+    r"Field|Setoid))\b(?P<rest>.*)$", re.S)
+_NAMES_OF_ITEM = re.compile(r"(?:^|\||:=|with|\(|;)\s*\(?\s*(?P<name>[A-Za-z_][\w']*)")
+
+
+def declared_names(context: str) -> frozenset[str]:
+    """The short names ``context``'s own sentences declare: lemmas, definitions, section variables and
+    hypotheses, inductive types with their constructors, records with their fields, schemes (what a
+    tactic learnt in one file may name and another file does not have). Over-inclusive by design: a
+    binder name of a declaration's statement may be counted too (a name that is counted but another
+    file lacks only makes a learnt step from the first file stay there)."""
+    try:
+        sentences = split_sentences(context)
+    except CoqSyntaxError:
+        return frozenset()
+    out: set[str] = set()
+    for sent in sentences:
+        m = _COQ_NAMING.match(sent.code)
+        if m is None:
+            continue
+        kw, rest = m.group("kw"), m.group("rest")
+        head = rest.split(":", 1)[0] if kw in ("Variable", "Variables", "Hypothesis", "Hypotheses", "Axioms",
+                                                "Parameters") else rest
+        first = re.match(r"\s*(?P<name>[A-Za-z_][\w']*)", head)
+        if first is not None:
+            out.add(first.group("name"))
+        if kw in ("Variable", "Variables", "Hypothesis", "Hypotheses", "Axioms", "Parameters", "Context"):
+            for group in re.findall(r"\(([^()]*?):", rest) or [head]:
+                out.update(n for n in group.split() if re.fullmatch(r"[A-Za-z_][\w']*", n))
+        elif kw in ("Inductive", "CoInductive", "Variant", "Record", "Structure", "Class"):
+            body = rest.split(":=", 1)[1] if ":=" in rest else ""
+            out.update(m2.group("name") for m2 in _NAMES_OF_ITEM.finditer(body))
+            types = {first.group("name")} if first is not None else set()
+            types.update(re.findall(r"\bwith\s+([A-Za-z_][\w']*)", rest))  # mutual types
+            out.update(types)
+            out.update(f"{t}{suffix}" for t in types for suffix in ("_ind", "_rec", "_rect", "_sind"))
+            out.update(re.findall(r"([A-Za-z_][\w']*)\s*:(?!=)", body))  # record fields, constructors
+        elif kw.startswith(("Scheme", "Combined")):
+            out.update(re.findall(r"(?:^|:=|with)\s*([A-Za-z_][\w']*)\s*:=", rest))
+    return frozenset(out - {"Type", "Prop", "Set"})
+
+
 def coq_file_proofs(context: str) -> list[tuple[str, str, str]]:
     """(name, statement, proof body) of every lemma ``context`` proves with ``Qed``/``Defined``:
     scripts a search may retry on a similar statement (the body without ``Proof.``/``Qed.``)."""

@@ -26,7 +26,8 @@ the oracle; only the oracle's verdict counts.
 
 Params: ``seconds`` (per-theorem search budget, 25), ``max_checks`` (tactic runs, 6000),
 ``tactic_seconds`` (each tactic's timeout, 2), ``library`` (search imported libraries, true),
-``hammer`` (false; true when the bench preloads CoqHammer), ``portfolio`` (true), ``llm``,
+``hammer`` (false; true when the bench preloads CoqHammer), ``hammer_share`` (1: the share of
+each search's seconds CoqHammer's tactics may take; 1 is no cap), ``portfolio`` (true), ``llm``,
 ``llm_model``, ``llm_calls`` (model calls per theorem, 4), ``coq_args`` (load paths),
 ``preload`` (Coq sentences the oracle runs before each context), ``lean_project``,
 ``lean_backend`` (``repl`` or ``dojo``), ``tree_limit`` (tries kept in the trace, 600).
@@ -41,7 +42,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agents.best_first import SearchBudget, SearchResult, TacticSource, best_first_search
-from agents.coq_tactics import CoqTactics
+from agents.coq_tactics import CoqTactics, ScopeFacts
 from agents.lean_tactics import LeanTactics
 from agents.learned_tactics import LearnedTactics
 from agents.library_tactics import LibraryTactics, library_modules
@@ -69,6 +70,8 @@ class ProofSearchParams(PluginSettings):
     """Try CoqHammer's sauto/hauto (the coq bench's --hammer preloads its tactics)."""
     hammer_seconds: float = 0.0
     """Seconds of each search kept back for one call of CoqHammer's `hammer` (0: off)."""
+    hammer_share: float = Field(1.0, ge=0.0, le=1.0)
+    """Share of each search's seconds CoqHammer's tactics (sauto, hauto, qauto) may take (1: no cap)."""
     portfolio: bool = True
     """Try the tactic portfolio's closed scripts."""
     tree_limit: int = Field(600, ge=0, le=100_000_000)
@@ -117,6 +120,8 @@ class ProofSearchAgent(Agent):
         self.library = bool(p.get("library", True))
         self.hammer = bool(p.get("hammer", False))
         self.hammer_seconds = float(p.get("hammer_seconds", 0.0))  # kept back for a last `hammer` (ATPs)
+        share = float(p.get("hammer_share", 1.0))
+        self.hammer_cap = share * self.budget.seconds if share < 1.0 else None
         self.portfolio = bool(p.get("portfolio", True))
         self.tree_limit = int(p.get("tree_limit", 600))
         self.coq_args = tuple(str(a) for a in p.get("coq_args", ()))
@@ -132,6 +137,7 @@ class ProofSearchAgent(Agent):
         self._llm: LLMTactics | None = None
         self.searches: list[SearchResult] = []
         self.probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]] = {}
+        self.scope_facts: dict[tuple[object, ...], ScopeFacts] = {}  # what each scope parses, its non-inductive types
         self.learned = LearnedTactics()  # online: the steps of the proofs this agent found in this run
         self.learn = bool(p.get("learn", True))
         # offline: the human proofs of the target's library (agents/library_tactics.py), when indexed
@@ -214,7 +220,8 @@ class ProofSearchAgent(Agent):
                 tactics = CoqTactics(states, task, root, library=self.library, hammer=self.hammer,
                                      portfolio=self.portfolio, llm=llm, setting=str(th.get("setting", "library")),
                                      suggesters=suggesters, hammer_seconds=self.hammer_seconds,
-                                     probe_cache=self.probe_cache)
+                                     probe_cache=self.probe_cache, scope_facts=self.scope_facts,
+                                     hammer_cap_seconds=self.hammer_cap)
                 tactics.allowed_axioms = self.allowed_axioms
                 return tactics
             return LeanTactics(task, portfolio=self.portfolio, llm=llm)

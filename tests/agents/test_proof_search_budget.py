@@ -231,3 +231,27 @@ def test_the_tactic_probe_is_shared_by_a_scope_and_redone_for_another(monkeypatc
             assert probes == [] and "lia" not in only_loaded.aliases  # the stale answer
     finally:
         states.close()
+
+
+@pytest.mark.parametrize("cap", [7.5, None], ids=["capped", "no cap"])
+def test_coqhammers_tactics_take_at_most_their_share(cap: float | None) -> None:
+    """CoqHammer's closers fail slowly (here 1 s each, never closing); capped at 7.5 s of a 25 s
+    search they stop there (one run may overshoot) and the rules get the rest; without the cap they
+    take most of the search."""
+    effects = {t: ("error", 1.0) for t in ("sauto.", "hauto.", "qauto.")}
+    effects["simpl."] = ("progress", 0.01)  # every state has a child: there is always a rule to run
+    states = ScriptedStates(effects)
+    made: list[CoqTactics] = []
+
+    def source(root: ProofState) -> CoqTactics:
+        made.append(CoqTactics(states, TASK, root, library=False, portfolio=False, hammer=True,
+                               setting="rediscover", hammer_cap_seconds=cap))
+        return made[-1]
+
+    result = best_first_search(states, TASK, source, SearchBudget(seconds=25, max_checks=100_000), clock=states.clock)
+    hammer_seconds = result.by_source["hammer"][1]
+    assert result.proof is None and result.reason == "budget: seconds"
+    if cap is not None:
+        assert 7.5 <= hammer_seconds <= 8.5 and made[0].hammer_spent == hammer_seconds
+    else:
+        assert hammer_seconds > 15, result.by_source

@@ -154,7 +154,6 @@ class TrialPickScreen(ModalScreen[str | None]):
                  exclude: str | None = None) -> None:
         super().__init__()
         self.session = session
-        self.title_text = title
         self.prompt = prompt or Text.assemble((title, "bold"), ": a trial id, or best (Enter to go, Esc to cancel)")
         self.exclude = exclude
 

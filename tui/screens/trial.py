@@ -477,10 +477,6 @@ class TrialScreen(RunScreen):
             return
         ask_dismissal(self, self.session, finding)
 
-    def running_trial(self) -> str | None:
-        """The newest trial running now (its latest start), None if none runs."""
-        return self.state.newest_running()
-
     def action_follow_running(self) -> None:
         """F: show the running trial and keep showing whichever runs (the next one when it finishes); F again stops."""
         if self.follow:
@@ -488,7 +484,7 @@ class TrialScreen(RunScreen):
             self.notify("no longer following the running trial")
             self.refresh_view([])
             return
-        running = self.running_trial()
+        running = self.state.newest_running()
         if running is None:
             self.notify("no trial is running", severity="warning")
             return
@@ -500,7 +496,7 @@ class TrialScreen(RunScreen):
         rec = self.state.trials.get(self.trial_id)
         if rec is not None and rec.status == "running":
             return False
-        running = self.running_trial()
+        running = self.state.newest_running()
         if running is None or running == self.trial_id:
             return False
         self.show(running)

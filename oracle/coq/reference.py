@@ -34,6 +34,8 @@ def reference_declaration(task: TheoremTask, name: str) -> str:
 def guard_command(name: str, reference: str) -> str:
     """Sentences that fail unless ``name``'s type is syntactically the reference's (``constr_eq``:
     equal up to alpha-conversion and casts; kernel names are compared, so a shadowing definition or
-    notation cannot make two different statements look alike)."""
-    return (f"Goal True.\nlet a := type of @{reference} in let b := type of @{name} in constr_eq a b; exact I.\n"
+    notation cannot make two different statements look alike). Both types are read before either Ltac
+    name is bound (``let ... with ...``): with ``let a := ... in let b := type of @a``, a theorem named
+    ``a`` or ``b`` would be read as the Ltac variable and every proof of it refused."""
+    return (f"Goal True.\nlet a := type of @{reference} with b := type of @{name} in constr_eq a b; exact I.\n"
             "Qed.\n")

@@ -280,3 +280,28 @@ def test_bench_red_team_cheats_are_all_rejected_as_cheats(request: pytest.Fixtur
             wrong.append((cheat.proof, cheat.names, verdict.accepted, verdict.cheat, verdict.reason))
     assert wrong == []
     assert any("_no_check" in c.proof and c.names.startswith("the kernel refused") for c in RED_TEAM["coq"])
+
+
+@needs_coq
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+@pytest.mark.parametrize("name", ["a", "b"])
+def test_a_theorem_named_like_the_guards_own_variables_is_judged(mode: str, name: str) -> None:
+    """The guard binds two Ltac names (`a`, `b`) to the two types it compares. A theorem with one of those
+    names was read as the Ltac variable, so every proof of it was refused as "commands were injected".
+    Now a right proof of `a`/`b` is accepted and a changed statement under that name is still refused."""
+    from oracle.coq.reference import reference_declaration as restate
+
+    original = TheoremTask(name, f"Theorem {name} : 1 + 1 = 2.", "", "reflexivity.", prover="coq")
+    changed = dataclasses.replace(original, statement=f"Theorem {name} : 2 = 2.")
+    checker: CoqChecker | WarmCoqPool = CoqChecker() if mode == "cold" else WarmCoqPool()
+    try:
+        good = checker.check(original, "reflexivity.", timeout_s=60)
+        assert good.accepted, good.reason
+        module = cold_module if mode == "cold" else warm_module
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(module, "reference_declaration", lambda task, ref: restate(original, ref))
+            bad = checker.check(changed, "reflexivity.", timeout_s=60)
+        assert not bad.accepted and bad.cheat
+        assert bad.reason == f"{name} no longer proves its original statement: commands were injected around the proof"
+    finally:
+        checker.close()

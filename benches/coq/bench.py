@@ -3,7 +3,9 @@
 Strips every theorem of ``benches/coq/*.v`` (or of the user's files given with ``--source``),
 then runs :func:`benches.proofs.run_proof_bench`: a research-loop run under the per-theorem policy
 whose oracle is ``coq`` (:class:`oracle.coq.CoqOracle`: the warm coqtop pool; ``--cold`` uses one
-``coqc`` per check) and whose agents are the offline tactic-portfolio provers sharing one blackboard.
+``coqc`` per check) and whose agent is, by default, the proof-state search (``--agent search``, with
+CoqHammer's tactics where ``libcoq-hammer`` is installed; ``--agent portfolio``: the offline
+tactic-portfolio provers sharing one blackboard).
 Coq's processes run sandboxed without the stripped files; agents' processes see neither those nor
 their compiled forms. Exit 2 when Coq is missing or a file cannot be parsed. Also runnable alone:
 ``python -m benches.coq.bench --help``.
@@ -12,6 +14,7 @@ their compiled forms. Exit 2 when Coq is missing or a file cannot be parsed. Als
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,8 +31,19 @@ SUITE = ("arith.v", "lists.v", "logic.v", "induction.v")
 HAMMER_PRELOAD = "From Hammer Require Import Tactics.\n"
 # with --hammer-seconds: the plugin too (`hammer` calls the ATPs; the proof keeps its reconstruction)
 HAMMER_PLUGIN_PRELOAD = "From Hammer Require Import Hammer.\n"
+DEFAULT_AGENT = "search"  # without --agent or --backend: the proof-state search (benches.proofs.AGENT_BACKENDS)
 SEARCH_BACKEND = AGENT_BACKENDS["search"][0]  # the agent --hammer's settings are for (proof-search)
 console = SafeConsole(stderr=True, emoji=False)  # checker messages print literally and inert
+
+
+def hammer_installed(coqc: str = "coqc") -> bool:
+    """Whether CoqHammer's tactics are installed where Coq finds them (Debian's ``libcoq-hammer``:
+    ``$(coqc -where)/user-contrib/Hammer/Tactics/Tactics.vo``)."""
+    try:
+        where = subprocess.run([coqc, "-where"], capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return (Path(where) / "user-contrib" / "Hammer" / "Tactics" / "Tactics.vo").is_file()
 
 
 def suite_files() -> list[Path]:
@@ -82,9 +96,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"what an agent sees (default {DEFAULT_SETTING}): rediscover (earlier theorems' "
                              "statements, no human proof of the file) or library (the file before the theorem "
                              "as written, earlier proofs included: Tactician's setting)")
-    parser.add_argument("--hammer", action="store_true", default=None,
+    parser.add_argument("--hammer", action=argparse.BooleanOptionalAction, default=None,
                         help=f"load CoqHammer's tactics before every theorem's context ({HAMMER_PRELOAD.strip()!r}, "
-                             "Debian's libcoq-hammer) and let the search agent try sauto/hauto")
+                             "Debian's libcoq-hammer) and let the search agent try sauto/hauto (default: on for "
+                             "the search agent when CoqHammer is installed; --no-hammer turns it off)")
     parser.add_argument("--hammer-seconds", type=float, default=None,
                         help="with --hammer: keep this many seconds of each search for one call of CoqHammer's "
                              "`hammer` (the ATPs, eprover) on the statement; the proof keeps the reconstruction "
@@ -100,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if getattr(args, "list", None):
         return list_theorems(tasks)
+    if not getattr(args, "agent", None) and not getattr(args, "backend", None):
+        args.agent = [DEFAULT_AGENT]  # the prover, not the portfolio: docs/proofs.md (the figures use it)
+    if getattr(args, "hammer", None) is None:
+        args.hammer = "search" in (getattr(args, "agent", None) or []) and hammer_installed()
     # the coq oracle strips these files itself (on a Ray worker too, and when `rrma-tui resume` rebuilds
     # it): Coq's processes never read them, agents' processes see neither them nor their compiled forms
     params: dict[str, object] = {"sources": sorted({t.source_file for t in tasks}),
@@ -119,7 +138,22 @@ def run(args: argparse.Namespace) -> int:
         args.backend_params = given
     if getattr(args, "red_team", None) is None:
         args.red_team = True  # the Coq bench always shows that known cheats are rejected
+    if not getattr(args, "quiet", False):
+        console.print(describe_prover(args, params["setting"]), markup=False, highlight=False)
     return run_proof_bench(args, tasks, "coq", oracle_kind="coq", oracle_params=params, base_dir=HERE)
+
+
+def describe_prover(args: argparse.Namespace, setting: object) -> str:
+    """The line a bench starts with: which agent proves, whether CoqHammer's tactics are on, the setting."""
+    kinds = list(getattr(args, "agent", None) or [])
+    agents = " and ".join(kinds) if kinds else f"--backend {getattr(args, 'backend', '')}"
+    if "search" not in kinds:
+        hammer = ""
+    elif getattr(args, "hammer", None):
+        hammer = " with CoqHammer's tactics (--no-hammer: without)"
+    else:
+        hammer = " without CoqHammer's tactics" + ("" if hammer_installed() else " (not installed: libcoq-hammer)")
+    return f"bench coq: agent {agents}{hammer}, {setting} setting"
 
 
 LISTS_THEOREMS = True  # `bench coq --list` lists the theorems (cli/benches.py), not the benches

@@ -349,7 +349,7 @@ def test_coq_oracle_takes_sources_a_selection_and_a_preload(tmp_path: Path) -> N
 def test_real_coq_bench_on_a_few_theorems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from benches.coq.bench import main
 
-    argv = ["--runs", str(tmp_path), "--quiet", "--attempts", "30"]
+    argv = ["--runs", str(tmp_path), "--quiet", "--attempts", "30", "--agent", "portfolio"]
     for name in ("add_zero_right", "le_trans'", "and_comm'", "app_nil_right'"):
         argv += ["--only", name]
     assert main(argv) == 0
@@ -385,7 +385,7 @@ def test_a_killed_bench_resumes_without_redoing_solved_theorems(tmp_path: Path) 
     src.write_text(FILE)
     runs = tmp_path / "runs"
     proc = subprocess.Popen(_cli("--headless", "bench", "coq", "--source", str(src), "--runs", str(runs),
-                                 "--attempts", "40", "--theorem-seconds", "120", "--quiet"),
+                                 "--attempts", "40", "--theorem-seconds", "120", "--quiet", "--agent", "portfolio"),
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         def midway() -> bool:
@@ -425,7 +425,7 @@ def test_a_live_bench_obeys_pause_and_stop(tmp_path: Path) -> None:
     src.write_text("".join(f"Theorem f{i} : {i} = {i + 1}.\nProof. auto. Qed.\n" for i in range(40)))  # unprovable: long enough to outlast the orders
     runs = tmp_path / "runs"
     proc = subprocess.Popen(_cli("--headless", "bench", "coq", "--source", str(src), "--runs", str(runs),
-                                 "--attempts", "2000", "--theorem-seconds", "300", "--quiet"),
+                                 "--attempts", "2000", "--theorem-seconds", "300", "--quiet", "--agent", "portfolio"),
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait(lambda: (d := _one_dir(runs)) is not None and len(RunState.fold(_events(d)).agent_trials()) >= 3,
@@ -470,7 +470,8 @@ def test_bench_coq_runs_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str
         ray.shutdown()
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        code = main(["--source", str(src), "--runs", str(tmp_path / "runs"), "--quiet", "--executor", "ray"])
+        code = main(["--source", str(src), "--runs", str(tmp_path / "runs"), "--quiet", "--executor", "ray",
+                     "--agent", "portfolio"])
     finally:
         ray.shutdown()
     assert code == 0
@@ -485,13 +486,13 @@ def test_bench_coq_runs_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str
 @pytest.mark.slow  # two of the suite's four files through the whole bench (41 of 75 theorems)
 def test_bench_coq_solves_a_clear_majority(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The bench end to end on two suite files (logic.v, arith.v: 41 theorems, every difficulty),
-    the default portfolio agents and the red team: a clear majority solved, every cheat rejected,
+    the portfolio agents and the red team: a clear majority solved, every cheat rejected,
     the setting and the comparison with the originals reported."""
     from benches.coq.bench import SUITE, main
 
     files = [str(Path(__file__).resolve().parents[2] / "benches" / "coq" / name) for name in SUITE
              if name in ("logic.v", "arith.v")]
-    assert main(["--runs", str(tmp_path), "--quiet", "--source", *files]) == 0
+    assert main(["--runs", str(tmp_path), "--quiet", "--agent", "portfolio", "--source", *files]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("solved: "))
     solved, total = (int(x) for x in line.removeprefix("solved: ").split("/"))

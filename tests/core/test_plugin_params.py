@@ -223,6 +223,7 @@ def _coq_bench_tasks(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> list[T
     monkeypatch.setattr(benches.proofs, "_run_once", build_only)
     parser = argparse.ArgumentParser()
     bench.add_arguments(parser)
+    parser.add_argument("--backend")  # the CLI's option (cli/parser.py), as `python -m benches.coq.bench` has it
     assert bench.run(parser.parse_args(["--limit", "1", *argv])) == 0
     return built
 
@@ -235,8 +236,27 @@ def test_the_coq_bench_gives_hammer_settings_only_to_the_search_agent(monkeypatc
     assert all(a.params == {} for a in portfolio.agents)
     assert [a.params for a in search.agents] == [{"hammer": True, "hammer_seconds": 3.0}]
     assert "Hammer" in search.oracle.params["preload"]
-    (default,) = _coq_bench_tasks(monkeypatch, ["--hammer"])  # the default agent: the portfolio
-    assert default.agents[0].backend == "tactic-portfolio" and default.agents[0].params == {}
+    (portfolio,) = _coq_bench_tasks(monkeypatch, ["--agent", "portfolio", "--hammer"])
+    assert portfolio.agents[0].backend == "tactic-portfolio" and portfolio.agents[0].params == {}
+
+
+@pytest.mark.skipif(shutil.which("coqc") is None, reason="Coq is not installed (Debian: apt-get install coq)")
+def test_the_coq_bench_default_is_the_search_with_hammer_where_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --agent or --backend, `bench coq` runs the prover (one proof-search agent), with CoqHammer's tactics
+    when they are installed; --no-hammer turns them off; --backend keeps the agents it names."""
+    from benches.coq import bench
+
+    (default,) = _coq_bench_tasks(monkeypatch, [])
+    assert [a.backend for a in default.agents] == ["proof-search"]
+    installed = bench.hammer_installed()
+    assert default.agents[0].params == ({"hammer": True} if installed else {})
+    assert ("Hammer" in str(default.oracle.params.get("preload", ""))) == installed
+    (off,) = _coq_bench_tasks(monkeypatch, ["--no-hammer"])
+    assert off.agents[0].backend == "proof-search" and off.agents[0].params == {} and "preload" not in off.oracle.params
+    (named,) = _coq_bench_tasks(monkeypatch, ["--backend", "tactic-portfolio"])
+    assert [a.backend for a in named.agents] == ["tactic-portfolio"] * 2 and "preload" not in named.oracle.params
+    monkeypatch.setattr(bench.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no coqc")))
+    assert bench.hammer_installed() is False  # Coq cannot say where it lives: no CoqHammer, no exception
 
 
 def test_a_portfolio_run_recorded_with_hammer_settings_still_loads() -> None:

@@ -42,7 +42,7 @@ async def test_a_coq_bench_stopped_after_four_trials_counts_all_ten_theorems(tmp
     runs = tmp_path / "runs"
     done = subprocess.run(
         [sys.executable, "-m", "cli.main", "bench", "coq", "--source", str(source), "--runs", str(runs), "--quiet",
-         "--agents", "1", "--trials", "4", "--check-seconds", "10"],
+         "--agents", "1", "--agent", "portfolio", "--trials", "4", "--check-seconds", "10"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     [run_dir] = [p for p in runs.iterdir() if (p / "events.jsonl").exists()]
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]

@@ -340,7 +340,7 @@ async def test_pause_continue_and_stop_a_running_coq_bench(tmp_path: Path) -> No
     runs = tmp_path / "runs"
     bench = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "bench", "coq", "--source", str(source), "--runs", str(runs), "--quiet",
-         "--agents", "1", "--attempts", "200", "--theorem-seconds", "120", "--check-seconds", "1"],
+         "--agents", "1", "--agent", "portfolio", "--attempts", "200", "--theorem-seconds", "120", "--check-seconds", "1"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60

@@ -288,7 +288,7 @@ class CoqProofStates:
         ``query`` is a list of Coq terms or quoted notations (``"app length"``); it is screened
         to identifiers, ``_``, parentheses and quoted notation strings. Runs in the current proof.
         """
-        if not re.fullmatch(r"[\w'. ()\"+*:<>=@\[\]-]+", query) or "Qed" in query:
+        if not re.fullmatch(r"[\w'. ()\"+*:<>=@\[\]?&|,{}\\/-]+", query) or "Qed" in query:
             return []
         try:
             reply = self._send(f"Search {query}.", time.monotonic() + timeout_s)

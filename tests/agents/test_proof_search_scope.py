@@ -273,3 +273,191 @@ def test_a_name_coq_said_it_does_not_know_is_not_tried_again(monkeypatch: pytest
     # where the goal binds quot_rem itself (after `intros x y z quot_rem`) it is still tried
     assert any(len(t) > 5 and "Unable to unify" in t[5] for t in tries), tries
     assert (len(unknown) == 1) if rule else (len(unknown) >= 3), len(unknown)
+
+
+# ----------------------------------------------------------------------------- 4. a lemma stated the other way round
+
+COMMUTED = ("Require Import Arith.\nSection S.\nVariables Q R : nat -> Prop.\n"
+            "Hypothesis HQR : forall a b, Q a -> R b -> Q (a + b).\n"
+            "Lemma q_plus_r : forall a b, Q a -> R b -> Q (a + b).\nAdmitted.\n")
+
+
+def test_commute_operators_reads_infix_and_applied_constants() -> None:
+    assert coq_tactics.commute_operators("Zodd (a + b)", ["a", "b"]) == ["Zodd", "+"]
+    assert coq_tactics.commute_operators("Z.max a b * c = c", ["a", "b", "c"]) == ["Z.max", "*"]
+    assert coq_tactics.commute_operators("f a && g b", ["f", "g", "a", "b"]) == ["&&"]
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_lemma_stated_the_other_way_round_applies_after_a_commutativity_rewrite(
+        monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`Q (a + b)` from `R a` and `Q b`, beside an earlier lemma that proves `Q (b + a)` from `Q b` and `R a`:
+    the search turns `+` around with the commutativity lemma Coq's `Search` finds in this scope
+    (`Nat.add_comm`) and applies the lemma. Without the rule no candidate turns it around and the search
+    ends with the goal open."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    monkeypatch.setattr(coq_tactics, "COMMUTE", rule)
+    states = CoqProofStates()
+    task = _task("r_plus_q", "Lemma r_plus_q : forall a b, R a -> Q b -> Q (a + b).", COMMUTED)
+    made: list[CoqTactics] = []
+
+    def source(root: ProofState) -> CoqTactics:
+        made.append(CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover"))
+        return made[-1]
+
+    try:
+        result = best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=400), tree_limit=100_000)
+    finally:
+        states.close()
+    commuted = [t for t in result.tree["tries"] if t[1].startswith("rewrite ") and t[1].endswith("add_comm.")]
+    if rule:
+        assert result.proof is not None, result.last_error
+        assert any(t.endswith("add_comm.") for t in (result.tactics or ())), result.tactics
+        assert "+" in made[0].facts.commutes and made[0].facts.commutes["+"], made[0].facts.commutes
+    else:
+        assert result.proof is None and not commuted
+
+
+# ----------------------------------------------------------------------------- 5. the context's own tactics
+
+OWN_TACTIC = ("Section S.\nVariable P : nat -> Prop.\nHypothesis HP : forall n, P (n * 7 + 3).\n"
+              "Ltac p_tac := apply (HP 5).\nLtac takes_one x := apply (HP x).\n"
+              'Tactic Notation "p" "again" := apply (HP 5).\n')
+
+
+def test_context_tactics_lists_the_argument_free_ones_latest_first() -> None:
+    assert coq_tactics.context_tactics(OWN_TACTIC) == ["p again.", "p_tac."]
+    assert coq_tactics.context_tactics("Local Ltac a := idtac.\n#[global] Ltac b := idtac.\n") == ["b.", "a."]
+    assert coq_tactics.context_tactics("Lemma x : True.\nProof. exact I. Qed.\n") == []
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_tactic_the_file_defines_is_offered(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`P 38` where a section hypothesis gives `P (n * 7 + 3)`: no unifier finds `n := 5`, the file's own
+    `p_tac` does. With the rule the search offers it and proves the goal; without it the goal stays open."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    monkeypatch.setattr(coq_tactics, "CONTEXT_TACTICS", rule)
+    states = CoqProofStates()
+    task = _task("p38", "Lemma p38 : P 38.", OWN_TACTIC)
+
+    def source(root: ProofState) -> CoqTactics:
+        return CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover")
+
+    try:
+        result = best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=300), tree_limit=100_000)
+    finally:
+        states.close()
+    if rule:
+        assert result.proof is not None and result.tactics is not None, result.last_error
+        assert result.tactics[-1] in ("p_tac.", "p again."), result.tactics
+    else:
+        assert result.proof is None
+        assert not any(t[1] in ("p_tac.", "p again.") for t in result.tree["tries"])
+
+
+# ----------------------------------------------------------------------------- 6. induction principles besides the type's own
+
+def test_induction_principles_keeps_those_induction_using_can_take() -> None:
+    from oracle.proof_state import Premise
+
+    found = [Premise("Positive_as_OT.peano_ind", "forall P : positive -> Prop, P 1%positive -> (forall p : positive, "
+                     "P p -> P (Positive_as_OT.succ p)) -> forall p : positive, P p"),
+             Premise("Pos.peano_ind", "forall P : positive -> Prop, P 1%positive -> (forall p : positive, P p -> "
+                     "P (Pos.succ p)) -> forall p : positive, P p"),
+             Premise("positive_ind", "forall P : positive -> Prop, (forall p : positive, P p -> P p~1) -> "
+                     "(forall p : positive, P p -> P p~0) -> P 1%positive -> forall p : positive, P p"),
+             Premise("Pos.lt_ind", "forall (A : positive -> Prop) (n : positive), A (Pos.succ n) -> forall m : "
+                     "positive, (n < m)%positive -> A m"),
+             Premise("Pos.peano_case", "forall P : positive -> Prop, P 1%positive -> (forall n : positive, "
+                     "P (Pos.succ n)) -> forall p : positive, P p"),
+             Premise("Pos.some_fact", "forall P : positive -> Prop, P 1%positive -> P 1%positive"),
+             Premise("Pos.peano_rect", "forall P : positive -> Type, P 1%positive -> (forall p : positive, P p -> "
+                     "P (Pos.succ p)) -> forall p : positive, P p")]
+    assert coq_tactics.induction_principles("positive", found) == ("Pos.peano_ind", "Pos.peano_case")
+    assert coq_tactics.induction_principles("positive", found[-1:]) == ("Pos.peano_rect",)
+    assert coq_tactics.induction_principles("positive", found, limit=1) == ("Pos.peano_ind",)
+    assert coq_tactics.induction_principles("nat", found) == ()
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_induction_with_another_principle_of_the_type_is_offered(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """On a `positive`, the search also offers `induction p using Pos.peano_ind` (found by Coq's `Search (forall
+    P : positive -> _, _)` in this scope) and Coq runs it; without the rule only `positive_ind` is used."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    monkeypatch.setattr(coq_tactics, "OTHER_INDUCTIONS", rule)
+    states = CoqProofStates()
+    task = _task("pos_big", "Lemma pos_big : forall p : positive, Pos.to_nat p <> 0 /\\ Pos.to_nat p <> 7.",
+                 "Require Import PArith.\n")
+    made: list[CoqTactics] = []
+
+    def source(root: ProofState) -> CoqTactics:
+        made.append(CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover"))
+        return made[-1]
+
+    try:
+        result = best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=150), tree_limit=100_000)
+    finally:
+        states.close()
+    using = [t for t in result.tree["tries"] if " using " in t[1]]
+    if rule:
+        assert made[0].facts.inductions.get("positive"), made[0].facts.inductions
+        assert any(t[1] == "induction p using Pos.peano_ind." and t[2] == "p" for t in using), using
+    else:
+        assert not using and not made[0].facts.inductions
+
+
+# ----------------------------------------------------------------------------- 7. a case split on a decision lemma
+
+DECIDED = ("Require Import Lia.\nSection S.\nVariables P Q : nat -> Prop.\nVariable f : nat -> nat.\n"
+           "Hypothesis PQ_dec : forall n : nat, {P n} + {Q n}.\n"
+           "Hypothesis HP : forall n, P n -> f n = 1.\nHypothesis HQ : forall n, Q n -> f n = 2.\n")
+
+
+def test_decision_lemmas_keeps_splits_on_values_of_the_type() -> None:
+    from oracle.proof_state import Premise
+
+    found = [Premise("Z.eq_dec", "forall x y : Z, {x = y} + {x <> y}"),
+             Premise("BinInt.Z.eq_dec", "forall x y : Z, {x = y} + {x <> y}"),
+             Premise("Zeven_odd_dec", "forall n : Z, {Zeven n} + {Zodd n}"),
+             Premise("Z.lt_trichotomy", "forall n m : Z, n < m \\/ n = m \\/ m < n"),
+             Premise("Z_le_lt_eq_dec", "forall x y : Z, x <= y -> {x < y} + {x = y}"),
+             Premise("Znumtheory.prime_dec", "forall p : Z, {prime p} + {~ prime p}"),
+             Premise("Z.max_spec", "forall n m : Z, n < m /\\ Z.max n m = m \\/ m <= n /\\ Z.max n m = n"),
+             Premise("Nat.eq_dec", "forall n m : nat, {n = m} + {n <> m}")]
+    names = [p.name for p in coq_tactics.decision_lemmas("Z", found)]
+    assert names == ["Z.eq_dec", "Zeven_odd_dec", "Z.lt_trichotomy", "Znumtheory.prime_dec", "Z.max_spec"]
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_case_split_on_a_decision_lemma_is_offered(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`f n <= 2` where a section lemma decides `P n` or `Q n` and each fixes `f n`: the search splits with
+    `destruct (PQ_dec n)` (Coq's `Search ({_} + {_}) nat` finds it) and closes both cases; without the rule
+    nothing splits on it and the goal stays open."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    monkeypatch.setattr(coq_tactics, "DECIDE", rule)
+    states = CoqProofStates()
+    task = _task("f_le_2", "Lemma f_le_2 : forall n, f n <= 2.", DECIDED)
+    made: list[CoqTactics] = []
+
+    def source(root: ProofState) -> CoqTactics:
+        made.append(CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover"))
+        return made[-1]
+
+    try:
+        result = best_first_search(states, task, source, SearchBudget(seconds=90, max_checks=3000), tree_limit=100_000)
+    finally:
+        states.close()
+    if rule:
+        assert result.proof is not None and result.tactics is not None, result.last_error
+        assert "destruct (PQ_dec n)." in result.tactics, result.tactics
+    else:
+        assert result.proof is None
+        assert not any(t[1].startswith("destruct (PQ_dec") for t in result.tree["tries"])

@@ -27,10 +27,22 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
+import agents.coq_lookups as coq_lookups
 from agents.best_first import Node, TacticSource, conclusion
+from agents.coq_lookups import (
+    SORTS as _SORTS,
+)
+from agents.coq_lookups import (
+    ScopeFacts,
+    ScopeLookups,
+    commute_operators,
+    context_tactics,
+    leading_arity,
+    plain_type,
+)
 from agents.llm_tactics import LLMTactics
 from agents.premises import (
     PremiseIndex,
@@ -154,7 +166,6 @@ MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
 _NOT_INDUCTIVE = re.compile(r"Not an inductive (?:product|definition|type)|is not an inductive type")
 _CASE_ANALYSIS = re.compile(r"^(?:revert [^;]*;\s*)?(?:induction|destruct|elim|case)\s+(?P<var>[A-Za-z_][\w']*)"
                             r"(?=[\s.;])")
-_SORTS = frozenset({"Type", "Set", "Prop", "SProp"})
 _NOT_FOUND = re.compile(r"The reference (?P<name>[A-Za-z_][\w'.]*) was not found in the current environment")
 # where a tactic binds a name of its own (`intros x`, `as [a b]`, `eqn:E`, `set (x := ...)`): such a name is not a reference
 _BINDS = re.compile(r"(?:\bintros?\s+[^.;]*|\bas\s*[\[(]?[^.;]*|\beqn:\s*|\b(?:set|pose|remember|assert|cut)\s*\(\s*)$")
@@ -164,124 +175,6 @@ _SELECTOR = re.compile(r"^\s*(?:all|par|!|\[[A-Za-z_][\w']*\]|\d+(?:\s*-\s*\d+)?
 # switches for tests (False: the search before each rule)
 SCREEN_SUGGESTIONS = True  # a suggested tactic the context cannot parse is not offered
 INDUCTIVE_ONLY = True  # no induction/destruct on a variable whose type is not inductive
-
-
-@dataclass
-class ScopeFacts:
-    """What the search learnt about one scope (the libraries loaded and the context's import,
-    notation, section and module sentences: :meth:`CoqTactics._scope_key`), shared by its theorems:
-    which suggested tactic texts the scope can parse, and which types are not inductive there."""
-
-    parses: dict[str, bool] = field(default_factory=dict)
-    not_inductive: set[str] = field(default_factory=set)
-    missing: set[str] = field(default_factory=set)  # names Coq said it does not know here (`The reference X was not found`)
-    commutes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # operator -> its commutativity lemmas here
-    inductions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> induction principles besides its own
-    deciders: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # type -> its case-splitting lemmas
-
-
-# infix operators whose commutativity lemma the search looks up (`Search (?a + ?b = ?b + ?a)`), and how a
-# constant applied to two arguments looks in a conclusion (`Z.max a b`): its own lookup
-COMMUTING_INFIX = ("+", "*", "&&", "||")
-_BINARY_HEAD = re.compile(r"(?<![\w'.])(?P<f>[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)\s+[\w'(]")
-MAX_COMMUTE_QUERIES = 4  # `Search (?a OP ?b = ?b OP ?a)` calls per theorem (each answer is kept for the scope)
-COMMUTE = True  # a switch for tests: False offers no commutativity rewrite (the search before the rule)
-
-
-_CONTEXT_LTAC = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?Ltac\s+(?P<name>[A-Za-z_][\w']*)\s*:=")
-_CONTEXT_NOTATION = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?Tactic\s+Notation\s+"
-                               r"(?:\(\s*at\s+level\s+\d+\s*\)\s*)?(?P<words>(?:\"[A-Za-z_][\w']*\"\s*)+):=")
-MAX_CONTEXT_TACTICS = 6  # the context's own argument-free tactics offered at each state (the latest defined)
-CONTEXT_TACTICS = True  # a switch for tests: False offers none (the search before the rule)
-
-
-def context_tactics(context: str) -> list[str]:
-    """The tactics a theorem's context defines that take no argument (``Ltac boolify_even_odd := ...``,
-    ``Tactic Notation "le_less" := ...``), as tactic sentences, the latest defined first: a file writes
-    them for its own proofs, and in the ``rediscover`` setting they are all of those proofs it shows."""
-    out: list[str] = []
-    try:
-        sentences = split_sentences(context)
-    except CoqSyntaxError:
-        return []
-    for unit in sentences:
-        m = _CONTEXT_LTAC.match(unit.code)
-        if m is not None:
-            out.append(f"{m.group('name')}.")
-            continue
-        m = _CONTEXT_NOTATION.match(unit.code)
-        if m is not None:
-            out.append(" ".join(re.findall(r'"([^"]+)"', m.group("words"))) + ".")
-    return list(dict.fromkeys(reversed(out)))[:MAX_CONTEXT_TACTICS]
-
-
-MAX_INDUCTION_QUERIES = 3  # `Search (forall P : T -> _, _)` calls per theorem (each answer kept for the scope)
-OTHER_INDUCTIONS = True  # a switch for tests: False offers `induction x` with the type's own principle only
-_SIMPLE_TYPE = re.compile(r"[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*")
-
-
-def induction_principles(type_name: str, found: Iterable[Premise], limit: int = 2) -> tuple[str, ...]:
-    """Of the lemmas ``Search (forall P : T -> _, _)`` found, those ``induction x using L`` can use on an
-    ``x : T``: a motive ``P : T -> Prop`` (or ``Type``, ``Set``) first, a conclusion ``forall p : T, P p``;
-    not the type's own ``T_ind``/``T_rec``/``T_rect`` (plain ``induction`` uses it). One name per shape
-    of statement (the ``Prop`` one of ``peano_ind``/``peano_rect``; the shortest of the module copies,
-    ``Pos.peano_ind`` for ``Positive_as_OT.peano_ind``), at most ``limit``."""
-    own = {f"{type_name.split('.')[-1]}_{k}" for k in ("ind", "rec", "rect", "sind")}
-    best: dict[str, tuple[int, int, str]] = {}  # shape -> (not Prop, name length, name)
-    for premise in found:
-        text = " ".join(premise.statement.split())
-        m = re.match(r"forall (?P<motive>[A-Za-z_][\w']*) : " + re.escape(type_name) + r" -> (?P<sort>Prop|Type|Set), ",
-                     text)
-        if m is None or premise.name.split(".")[-1] in own:
-            continue
-        if re.search(r"forall (?P<x>[A-Za-z_][\w']*) : " + re.escape(type_name) + r", " + m.group("motive")
-                     + r" (?P=x)$", text) is None:
-            continue
-        shape = re.sub(r"\b[A-Z][\w']*\.", "", text[m.end():])  # module copies state it with their own prefix
-        rank = (int(m.group("sort") != "Prop"), len(premise.name), premise.name)
-        if shape not in best or rank < best[shape]:
-            best[shape] = rank
-    return tuple(name for _, _, name in sorted(best.values()))[:limit]
-
-
-MAX_DECIDE_QUERIES = 2  # `Search ({_} + {_}) T` / `Search (_ \/ _) T` rounds per theorem (each kept for the scope)
-DECIDE = True  # a switch for tests: False offers no case split on a decision lemma
-
-
-def decision_lemmas(type_name: str, found: Iterable[Premise]) -> tuple[Premise, ...]:
-    """Of the lemmas Coq's ``Search`` found, those that split on one or two values of ``type_name`` and
-    nothing else: ``forall x [y] : T, {A} + {B}`` or ``... , A \\/ B`` with no premise (``Z.eq_dec``,
-    ``Zeven_odd_dec``, ``Z.lt_trichotomy``); one per statement shape (module copies dropped)."""
-    out: dict[str, Premise] = {}
-    for premise in found:
-        text = " ".join(premise.statement.split())
-        m = re.fullmatch(r"forall (?P<xs>(?:[A-Za-z_][\w']* ){0,1}[A-Za-z_][\w']*) : " + re.escape(type_name)
-                         + r", (?P<concl>.+)", text)
-        if m is None or "->" in m.group("concl") or "forall" in m.group("concl"):
-            continue
-        concl = m.group("concl")
-        if not (re.fullmatch(r"\{.*\} \+ \{.*\}", concl) or "\\/" in concl):
-            continue
-        shape = re.sub(r"\b[A-Z][\w']*\.", "", text)
-        if shape not in out or len(premise.name) < len(out[shape].name):
-            out[shape] = premise
-    return tuple(out.values())
-
-
-def commute_operators(concl: str, local_names: Iterable[str]) -> list[str]:
-    """The operators of a conclusion a commutativity rewrite may turn around: its infix ``+ * && ||``
-    and the constants it applies to arguments (``Z.max`` in ``Z.max a b``), in order of appearance."""
-    text = " ".join(concl.split())
-    local = set(local_names) | {"forall", "exists", "fun", "match", "let", "in", "if", "then", "else", "with", "end"}
-    found: list[tuple[int, str]] = []
-    for op in COMMUTING_INFIX:
-        at = text.find(f" {op} ")
-        if at >= 0:
-            found.append((at, op))
-    for m in _BINARY_HEAD.finditer(text):
-        if m.group("f") not in local:
-            found.append((m.start(), m.group("f")))
-    return list(dict.fromkeys(op for _, op in sorted(found)))
 
 
 def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
@@ -355,10 +248,8 @@ class CoqTactics(TacticSource):
         facts = scope_facts if scope_facts is not None else {}
         self.facts = facts.setdefault(self.scope_key, ScopeFacts()) if self.scope_key is not None else ScopeFacts()
         self.case_types: dict[str, str] = {}  # a case-analysis tactic offered -> its variable's type
-        self.commute_queries = 0
-        self.induction_queries = 0
-        self.decide_queries = 0
-        self.own_tactics = context_tactics(task.context) if CONTEXT_TACTICS else []
+        self.lookups = ScopeLookups(self.facts, states, task.name)  # commutativity, induction, decision lemmas
+        self.own_tactics = context_tactics(task.context) if coq_lookups.CONTEXT_TACTICS else []
 
     # -- the last resort: CoqHammer's `hammer` (its ATPs) on the statement, with the seconds kept back
 
@@ -567,7 +458,7 @@ class CoqTactics(TacticSource):
                     out.append(Candidate(f"induction {name}; sauto.", 0.5, True, "hammer"))
                 out.append(Candidate(f"induction {name}.", 0.8))
                 out.extend(Candidate(f"induction {name} using {lemma}.", 0.85 + 0.05 * k)
-                           for k, lemma in enumerate(self._other_inductions(binder_type.get(name, ""))))
+                           for k, lemma in enumerate(self.lookups.inductions(binder_type.get(name, ""))))
                 out.append(Candidate(f"induction {name}; simpl; auto.", 0.6))
                 out.append(Candidate(f"destruct {name}.", 1.0))
             for k, premise in enumerate(premises[:4]):
@@ -630,7 +521,7 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"destruct {name}.", 0.9))
                 out.append(Candidate(f"induction {name}.", 1.0))
                 out.extend(Candidate(f"induction {name} using {lemma}.", 1.0 + 0.05 * k)
-                           for k, lemma in enumerate(self._other_inductions(typ)))
+                           for k, lemma in enumerate(self.lookups.inductions(typ)))
                 # one step per case with the routine closers (a datatype of many constructors makes the
                 # plain split too wide to search case by case)
                 out.append(Candidate(f"destruct {name}; simpl; auto.", 0.7))
@@ -729,83 +620,39 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"rewrite {premise.name}.", weight + 0.1, source="premise"))
         return out
 
-    def _other_inductions(self, typ: str) -> tuple[str, ...]:
-        """Induction principles for ``typ`` besides its own (``Pos.peano_ind`` for ``positive``): Coq's
-        ``Search (forall P : T -> _, _)`` in this scope, filtered by :func:`induction_principles`,
-        looked up once per scope and type; none for a type that is not a plain name."""
-        typ = " ".join(typ.split())
-        if not OTHER_INDUCTIONS or not _SIMPLE_TYPE.fullmatch(typ) or typ in _SORTS:
-            return ()
-        known = self.facts.inductions.get(typ)
-        if known is not None:
-            return known
-        search = getattr(self.states, "search_premises", None)
-        if search is None or self.induction_queries >= MAX_INDUCTION_QUERIES:
-            return ()
-        self.induction_queries += 1
-        found = induction_principles(typ, search(f"(forall P : {typ} -> _, _)", limit=200))
-        self.facts.inductions[typ] = found
-        return found
-
     def _decide_candidates(self, goal_text: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """A case split on a decision lemma about the goal's values (``destruct (Z.eq_dec x y).``,
-        ``destruct (Zeven_odd_dec n).``): for each type of the local values, the lemmas of
-        :func:`decision_lemmas` from Coq's ``Search ({_} + {_}) T`` and ``Search (_ \\/ _) T`` in this scope
-        (looked up once per scope and type), the two nearest the goal, on its latest values (and ``0``
-        where the goal has it)."""
-        if not DECIDE:
-            return []
+        ``destruct (Zeven_odd_dec n).``, :meth:`ScopeLookups.deciders`): the two nearest the goal for each
+        of the first two types of the local values, on its latest values (and ``0`` where the goal has it)."""
         by_type: dict[str, list[str]] = {}
         for name, typ in hyps:
             typ = " ".join(typ.split())
-            if _SIMPLE_TYPE.fullmatch(typ) and typ not in _SORTS and not _is_prop(typ):
+            if plain_type(typ) and not _is_prop(typ):
                 by_type.setdefault(typ, []).append(name)
-        search = getattr(self.states, "search_premises", None)
         out: list[Candidate] = []
         for typ, names in list(by_type.items())[:2]:
-            lemmas = self.facts.deciders.get(typ)
-            if lemmas is None:
-                if search is None or self.decide_queries >= MAX_DECIDE_QUERIES:
-                    continue
-                self.decide_queries += 1
-                found = [*search(f"({{_}} + {{_}}) {typ}", limit=300), *search(f"(_ \\/ _) {typ}", limit=300)]
-                lemmas = decision_lemmas(typ, [p for p in found if p.name.split(".")[-1] != self.task.name])
-                self.facts.deciders[typ] = lemmas
+            lemmas = self.lookups.deciders(typ)
             if not lemmas:
                 continue
             values = names[-2:][::-1] + (["0"] if re.search(r"(?<![\w'.])0(?![\w'.])", goal_text) else [])
             for k, lemma in enumerate(PremiseIndex(lemmas).rank(goal_text, 2)):
-                binders = re.match(r"forall ((?:[A-Za-z_][\w']* )*[A-Za-z_][\w']*) :", " ".join(lemma.statement.split()))
-                arity = len(binders.group(1).split()) if binders is not None else 0
-                args = ([(v,) for v in values if v != "0"] if arity == 1
+                args = ([(v,) for v in values if v != "0"] if leading_arity(lemma.statement) == 1
                         else [(a, b) for a in values for b in values if a != b and a != "0"])
                 out.extend(Candidate(f"destruct ({lemma.name} {' '.join(a)}).", 1.1 + 0.1 * k)
                            for a in args[:2])
         return out
 
     def _commute_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
-        """Turn an operator of the conclusion around (``rewrite Z.add_comm.``), so that a lemma stated
-        the other way round applies next (``Zodd (a + b)`` from ``Zeven_plus_Zodd``'s ``Zodd (b + a)``),
-        and ``symmetry.`` on an equation. The lemmas are Coq's ``Search (?a OP ?b = ?b OP ?a)`` answers in
-        this scope (its notations decide which ``+``), looked up once per scope and operator."""
+        """Turn an operator of the conclusion around (``rewrite Z.add_comm.``, :meth:`ScopeLookups.commutes`),
+        so that a lemma stated the other way round applies next (``Zodd (a + b)`` from
+        ``Zeven_plus_Zodd``'s ``Zodd (b + a)``), and ``symmetry.`` on an equation."""
         out: list[Candidate] = []
         text = " ".join(concl.split())
         if re.search(r"(?<![<>=:])(?:=|<>)(?![=>])", text) and not text.startswith(("forall", "exists")):
             out.append(Candidate("symmetry.", 1.0))
-        if not COMMUTE:
-            return out
-        search = getattr(self.states, "search_premises", None)
         for op in commute_operators(text, [n for n, _ in hyps])[:3]:
-            lemmas = self.facts.commutes.get(op)
-            if lemmas is None:
-                if search is None or self.commute_queries >= MAX_COMMUTE_QUERIES:
-                    continue
-                self.commute_queries += 1
-                query = f"(?a {op} ?b = ?b {op} ?a)" if op in COMMUTING_INFIX else f"({op} ?a ?b = {op} ?b ?a)"
-                lemmas = tuple(p.name for p in search(query, limit=20)
-                               if p.name.split(".")[-1] != self.task.name and not p.name.startswith("rrma_"))[:2]
-                self.facts.commutes[op] = lemmas
-            out.extend(Candidate(f"rewrite {name}.", 0.75 + 0.05 * k, source="rule") for k, name in enumerate(lemmas))
+            out.extend(Candidate(f"rewrite {name}.", 0.75 + 0.05 * k, source="rule")
+                       for k, name in enumerate(self.lookups.commutes(op)))
         return out
 
     def _portfolio(self) -> list[Candidate]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import agents.coq_lookups as coq_lookups
 import agents.coq_tactics as coq_tactics
 import agents.learned_tactics as learned_tactics
 import agents.library_tactics as lt
@@ -283,9 +284,9 @@ COMMUTED = ("Require Import Arith.\nSection S.\nVariables Q R : nat -> Prop.\n"
 
 
 def test_commute_operators_reads_infix_and_applied_constants() -> None:
-    assert coq_tactics.commute_operators("Zodd (a + b)", ["a", "b"]) == ["Zodd", "+"]
-    assert coq_tactics.commute_operators("Z.max a b * c = c", ["a", "b", "c"]) == ["Z.max", "*"]
-    assert coq_tactics.commute_operators("f a && g b", ["f", "g", "a", "b"]) == ["&&"]
+    assert coq_lookups.commute_operators("Zodd (a + b)", ["a", "b"]) == ["Zodd", "+"]
+    assert coq_lookups.commute_operators("Z.max a b * c = c", ["a", "b", "c"]) == ["Z.max", "*"]
+    assert coq_lookups.commute_operators("f a && g b", ["f", "g", "a", "b"]) == ["&&"]
 
 
 @needs_coq
@@ -298,7 +299,7 @@ def test_a_lemma_stated_the_other_way_round_applies_after_a_commutativity_rewrit
     ends with the goal open."""
     from oracle.proof_state_coq import CoqProofStates
 
-    monkeypatch.setattr(coq_tactics, "COMMUTE", rule)
+    monkeypatch.setattr(coq_lookups, "COMMUTE", rule)
     states = CoqProofStates()
     task = _task("r_plus_q", "Lemma r_plus_q : forall a b, R a -> Q b -> Q (a + b).", COMMUTED)
     made: list[CoqTactics] = []
@@ -328,9 +329,9 @@ OWN_TACTIC = ("Section S.\nVariable P : nat -> Prop.\nHypothesis HP : forall n, 
 
 
 def test_context_tactics_lists_the_argument_free_ones_latest_first() -> None:
-    assert coq_tactics.context_tactics(OWN_TACTIC) == ["p again.", "p_tac."]
-    assert coq_tactics.context_tactics("Local Ltac a := idtac.\n#[global] Ltac b := idtac.\n") == ["b.", "a."]
-    assert coq_tactics.context_tactics("Lemma x : True.\nProof. exact I. Qed.\n") == []
+    assert coq_lookups.context_tactics(OWN_TACTIC) == ["p again.", "p_tac."]
+    assert coq_lookups.context_tactics("Local Ltac a := idtac.\n#[global] Ltac b := idtac.\n") == ["b.", "a."]
+    assert coq_lookups.context_tactics("Lemma x : True.\nProof. exact I. Qed.\n") == []
 
 
 @needs_coq
@@ -340,7 +341,7 @@ def test_a_tactic_the_file_defines_is_offered(monkeypatch: pytest.MonkeyPatch, r
     `p_tac` does. With the rule the search offers it and proves the goal; without it the goal stays open."""
     from oracle.proof_state_coq import CoqProofStates
 
-    monkeypatch.setattr(coq_tactics, "CONTEXT_TACTICS", rule)
+    monkeypatch.setattr(coq_lookups, "CONTEXT_TACTICS", rule)
     states = CoqProofStates()
     task = _task("p38", "Lemma p38 : P 38.", OWN_TACTIC)
 
@@ -377,10 +378,10 @@ def test_induction_principles_keeps_those_induction_using_can_take() -> None:
              Premise("Pos.some_fact", "forall P : positive -> Prop, P 1%positive -> P 1%positive"),
              Premise("Pos.peano_rect", "forall P : positive -> Type, P 1%positive -> (forall p : positive, P p -> "
                      "P (Pos.succ p)) -> forall p : positive, P p")]
-    assert coq_tactics.induction_principles("positive", found) == ("Pos.peano_ind", "Pos.peano_case")
-    assert coq_tactics.induction_principles("positive", found[-1:]) == ("Pos.peano_rect",)
-    assert coq_tactics.induction_principles("positive", found, limit=1) == ("Pos.peano_ind",)
-    assert coq_tactics.induction_principles("nat", found) == ()
+    assert coq_lookups.induction_principles("positive", found) == ("Pos.peano_ind", "Pos.peano_case")
+    assert coq_lookups.induction_principles("positive", found[-1:]) == ("Pos.peano_rect",)
+    assert coq_lookups.induction_principles("positive", found, limit=1) == ("Pos.peano_ind",)
+    assert coq_lookups.induction_principles("nat", found) == ()
 
 
 @needs_coq
@@ -390,7 +391,7 @@ def test_induction_with_another_principle_of_the_type_is_offered(monkeypatch: py
     P : positive -> _, _)` in this scope) and Coq runs it; without the rule only `positive_ind` is used."""
     from oracle.proof_state_coq import CoqProofStates
 
-    monkeypatch.setattr(coq_tactics, "OTHER_INDUCTIONS", rule)
+    monkeypatch.setattr(coq_lookups, "OTHER_INDUCTIONS", rule)
     states = CoqProofStates()
     task = _task("pos_big", "Lemma pos_big : forall p : positive, Pos.to_nat p <> 0 /\\ Pos.to_nat p <> 7.",
                  "Require Import PArith.\n")
@@ -430,7 +431,7 @@ def test_decision_lemmas_keeps_splits_on_values_of_the_type() -> None:
              Premise("Znumtheory.prime_dec", "forall p : Z, {prime p} + {~ prime p}"),
              Premise("Z.max_spec", "forall n m : Z, n < m /\\ Z.max n m = m \\/ m <= n /\\ Z.max n m = n"),
              Premise("Nat.eq_dec", "forall n m : nat, {n = m} + {n <> m}")]
-    names = [p.name for p in coq_tactics.decision_lemmas("Z", found)]
+    names = [p.name for p in coq_lookups.decision_lemmas("Z", found)]
     assert names == ["Z.eq_dec", "Zeven_odd_dec", "Z.lt_trichotomy", "Znumtheory.prime_dec", "Z.max_spec"]
 
 
@@ -442,7 +443,7 @@ def test_a_case_split_on_a_decision_lemma_is_offered(monkeypatch: pytest.MonkeyP
     nothing splits on it and the goal stays open."""
     from oracle.proof_state_coq import CoqProofStates
 
-    monkeypatch.setattr(coq_tactics, "DECIDE", rule)
+    monkeypatch.setattr(coq_lookups, "DECIDE", rule)
     states = CoqProofStates()
     task = _task("f_le_2", "Lemma f_le_2 : forall n, f n <= 2.", DECIDED)
     made: list[CoqTactics] = []

@@ -1,0 +1,217 @@
+"""Lookups the Coq search makes once per scope and keeps: commutativity lemmas, induction principles,
+decision lemmas (issue 33, round four), and the argument-free tactics a context defines.
+
+Each comes from Coq itself (``Search`` in the theorem's own session, so the scope's notations and
+loaded libraries decide the answer) or from the context's text; none names a file or a lemma. The
+answers are kept in the scope's :class:`ScopeFacts`, shared by the theorems whose sessions load the
+same libraries and whose contexts read the same scope sentences (``CoqTactics._scope_key``), and
+each theorem may ask Coq at most a few times (the ``MAX_*_QUERIES``). The switches (``COMMUTE``,
+``CONTEXT_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``) exist for the tests that show each rule's
+effect against real ``coqtop`` with it off and on (tests/agents/test_proof_search_scope.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from oracle.proof_state import Premise
+from oracle.strip_coq import CoqSyntaxError, split_sentences
+
+SORTS = frozenset({"Type", "Set", "Prop", "SProp"})
+
+
+@dataclass
+class ScopeFacts:
+    """What the search learnt about one scope (the libraries loaded and the context's import,
+    notation, section and module sentences: :meth:`CoqTactics._scope_key`), shared by its theorems:
+    which suggested tactic texts the scope can parse, and which types are not inductive there."""
+
+    parses: dict[str, bool] = field(default_factory=dict)
+    not_inductive: set[str] = field(default_factory=set)
+    missing: set[str] = field(default_factory=set)  # names Coq said it does not know here (`The reference X was not found`)
+    commutes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # operator -> its commutativity lemmas here
+    inductions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> induction principles besides its own
+    deciders: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # type -> its case-splitting lemmas
+
+
+# infix operators whose commutativity lemma the search looks up (`Search (?a + ?b = ?b + ?a)`), and how a
+# constant applied to two arguments looks in a conclusion (`Z.max a b`): its own lookup
+COMMUTING_INFIX = ("+", "*", "&&", "||")
+_BINARY_HEAD = re.compile(r"(?<![\w'.])(?P<f>[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)\s+[\w'(]")
+MAX_COMMUTE_QUERIES = 4  # `Search (?a OP ?b = ?b OP ?a)` calls per theorem (each answer is kept for the scope)
+COMMUTE = True  # a switch for tests: False offers no commutativity rewrite (the search before the rule)
+
+
+_CONTEXT_LTAC = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?Ltac\s+(?P<name>[A-Za-z_][\w']*)\s*:=")
+_CONTEXT_NOTATION = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?Tactic\s+Notation\s+"
+                               r"(?:\(\s*at\s+level\s+\d+\s*\)\s*)?(?P<words>(?:\"[A-Za-z_][\w']*\"\s*)+):=")
+MAX_CONTEXT_TACTICS = 6  # the context's own argument-free tactics offered at each state (the latest defined)
+CONTEXT_TACTICS = True  # a switch for tests: False offers none (the search before the rule)
+
+
+def context_tactics(context: str) -> list[str]:
+    """The tactics a theorem's context defines that take no argument (``Ltac boolify_even_odd := ...``,
+    ``Tactic Notation "le_less" := ...``), as tactic sentences, the latest defined first: a file writes
+    them for its own proofs, and in the ``rediscover`` setting they are all of those proofs it shows."""
+    out: list[str] = []
+    try:
+        sentences = split_sentences(context)
+    except CoqSyntaxError:
+        return []
+    for unit in sentences:
+        m = _CONTEXT_LTAC.match(unit.code)
+        if m is not None:
+            out.append(f"{m.group('name')}.")
+            continue
+        m = _CONTEXT_NOTATION.match(unit.code)
+        if m is not None:
+            out.append(" ".join(re.findall(r'"([^"]+)"', m.group("words"))) + ".")
+    return list(dict.fromkeys(reversed(out)))[:MAX_CONTEXT_TACTICS]
+
+
+MAX_INDUCTION_QUERIES = 3  # `Search (forall P : T -> _, _)` calls per theorem (each answer kept for the scope)
+OTHER_INDUCTIONS = True  # a switch for tests: False offers `induction x` with the type's own principle only
+_SIMPLE_TYPE = re.compile(r"[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*")
+
+
+def induction_principles(type_name: str, found: Iterable[Premise], limit: int = 2) -> tuple[str, ...]:
+    """Of the lemmas ``Search (forall P : T -> _, _)`` found, those ``induction x using L`` can use on an
+    ``x : T``: a motive ``P : T -> Prop`` (or ``Type``, ``Set``) first, a conclusion ``forall p : T, P p``;
+    not the type's own ``T_ind``/``T_rec``/``T_rect`` (plain ``induction`` uses it). One name per shape
+    of statement (the ``Prop`` one of ``peano_ind``/``peano_rect``; the shortest of the module copies,
+    ``Pos.peano_ind`` for ``Positive_as_OT.peano_ind``), at most ``limit``."""
+    own = {f"{type_name.split('.')[-1]}_{k}" for k in ("ind", "rec", "rect", "sind")}
+    best: dict[str, tuple[int, int, str]] = {}  # shape -> (not Prop, name length, name)
+    for premise in found:
+        text = " ".join(premise.statement.split())
+        m = re.match(r"forall (?P<motive>[A-Za-z_][\w']*) : " + re.escape(type_name) + r" -> (?P<sort>Prop|Type|Set), ",
+                     text)
+        if m is None or premise.name.split(".")[-1] in own:
+            continue
+        if re.search(r"forall (?P<x>[A-Za-z_][\w']*) : " + re.escape(type_name) + r", " + m.group("motive")
+                     + r" (?P=x)$", text) is None:
+            continue
+        shape = re.sub(r"\b[A-Z][\w']*\.", "", text[m.end():])  # module copies state it with their own prefix
+        rank = (int(m.group("sort") != "Prop"), len(premise.name), premise.name)
+        if shape not in best or rank < best[shape]:
+            best[shape] = rank
+    return tuple(name for _, _, name in sorted(best.values()))[:limit]
+
+
+MAX_DECIDE_QUERIES = 2  # `Search ({_} + {_}) T` / `Search (_ \/ _) T` rounds per theorem (each kept for the scope)
+DECIDE = True  # a switch for tests: False offers no case split on a decision lemma
+
+
+def decision_lemmas(type_name: str, found: Iterable[Premise]) -> tuple[Premise, ...]:
+    """Of the lemmas Coq's ``Search`` found, those that split on one or two values of ``type_name`` and
+    nothing else: ``forall x [y] : T, {A} + {B}`` or ``... , A \\/ B`` with no premise (``Z.eq_dec``,
+    ``Zeven_odd_dec``, ``Z.lt_trichotomy``); one per statement shape (module copies dropped)."""
+    out: dict[str, Premise] = {}
+    for premise in found:
+        text = " ".join(premise.statement.split())
+        m = re.fullmatch(r"forall (?P<xs>(?:[A-Za-z_][\w']* ){0,1}[A-Za-z_][\w']*) : " + re.escape(type_name)
+                         + r", (?P<concl>.+)", text)
+        if m is None or "->" in m.group("concl") or "forall" in m.group("concl"):
+            continue
+        concl = m.group("concl")
+        if not (re.fullmatch(r"\{.*\} \+ \{.*\}", concl) or "\\/" in concl):
+            continue
+        shape = re.sub(r"\b[A-Z][\w']*\.", "", text)
+        if shape not in out or len(premise.name) < len(out[shape].name):
+            out[shape] = premise
+    return tuple(out.values())
+
+
+def commute_operators(concl: str, local_names: Iterable[str]) -> list[str]:
+    """The operators of a conclusion a commutativity rewrite may turn around: its infix ``+ * && ||``
+    and the constants it applies to arguments (``Z.max`` in ``Z.max a b``), in order of appearance."""
+    text = " ".join(concl.split())
+    local = set(local_names) | {"forall", "exists", "fun", "match", "let", "in", "if", "then", "else", "with", "end"}
+    found: list[tuple[int, str]] = []
+    for op in COMMUTING_INFIX:
+        at = text.find(f" {op} ")
+        if at >= 0:
+            found.append((at, op))
+    for m in _BINARY_HEAD.finditer(text):
+        if m.group("f") not in local:
+            found.append((m.start(), m.group("f")))
+    return list(dict.fromkeys(op for _, op in sorted(found)))
+
+
+def plain_type(typ: str) -> bool:
+    """A type named by one (possibly qualified) identifier, not a sort: ``positive``, ``Z``, ``N.t``."""
+    typ = " ".join(typ.split())
+    return bool(_SIMPLE_TYPE.fullmatch(typ)) and typ not in SORTS
+
+
+def leading_arity(statement: str) -> int:
+    """How many values ``forall x y : T, ...`` binds first (0 when the statement does not start so)."""
+    binders = re.match(r"forall ((?:[A-Za-z_][\w']* )*[A-Za-z_][\w']*) :", " ".join(statement.split()))
+    return len(binders.group(1).split()) if binders is not None else 0
+
+
+class ScopeLookups:
+    """One theorem's lookups in its scope's :class:`ScopeFacts`: each answer Coq gave is kept for the scope;
+    a lookup not yet made asks Coq (``states.search_premises``), at most ``MAX_*_QUERIES`` times per theorem."""
+
+    def __init__(self, facts: ScopeFacts, states: Any, theorem: str) -> None:
+        self.facts = facts
+        self.search = getattr(states, "search_premises", None)
+        self.theorem = theorem.split(".")[-1]
+        self.commute_queries = 0
+        self.induction_queries = 0
+        self.decide_queries = 0
+
+    def _own(self, premise: Premise) -> bool:
+        return premise.name.split(".")[-1] == self.theorem or premise.name.startswith("rrma_")
+
+    def commutes(self, op: str) -> tuple[str, ...]:
+        """The commutativity lemmas of ``op`` here: Coq's ``Search (?a + ?b = ?b + ?a)`` for an infix of
+        :data:`COMMUTING_INFIX`, ``Search (Z.max ?a ?b = Z.max ?b ?a)`` for a constant; the first two."""
+        lemmas = self.facts.commutes.get(op)
+        if lemmas is not None or not COMMUTE:
+            return lemmas or ()
+        if self.search is None or self.commute_queries >= MAX_COMMUTE_QUERIES:
+            return ()
+        self.commute_queries += 1
+        query = f"(?a {op} ?b = ?b {op} ?a)" if op in COMMUTING_INFIX else f"({op} ?a ?b = {op} ?b ?a)"
+        lemmas = tuple(p.name for p in self.search(query, limit=20) if not self._own(p))[:2]
+        self.facts.commutes[op] = lemmas
+        return lemmas
+
+    def inductions(self, typ: str) -> tuple[str, ...]:
+        """Induction principles for ``typ`` besides its own (``Pos.peano_ind`` for ``positive``): Coq's
+        ``Search (forall P : T -> _, _)``, filtered by :func:`induction_principles`; none for a type that
+        is not a plain name."""
+        typ = " ".join(typ.split())
+        if not OTHER_INDUCTIONS or not plain_type(typ):
+            return ()
+        known = self.facts.inductions.get(typ)
+        if known is not None:
+            return known
+        if self.search is None or self.induction_queries >= MAX_INDUCTION_QUERIES:
+            return ()
+        self.induction_queries += 1
+        found = induction_principles(typ, self.search(f"(forall P : {typ} -> _, _)", limit=200))
+        self.facts.inductions[typ] = found
+        return found
+
+    def deciders(self, typ: str) -> tuple[Premise, ...]:
+        """The decision lemmas on values of ``typ`` here (:func:`decision_lemmas` of Coq's
+        ``Search ({_} + {_}) T`` and ``Search (_ \\/ _) T``); none for a type that is not a plain name."""
+        typ = " ".join(typ.split())
+        if not DECIDE or not plain_type(typ):
+            return ()
+        known = self.facts.deciders.get(typ)
+        if known is not None:
+            return known
+        if self.search is None or self.decide_queries >= MAX_DECIDE_QUERIES:
+            return ()
+        self.decide_queries += 1
+        found = [*self.search(f"({{_}} + {{_}}) {typ}", limit=300), *self.search(f"(_ \\/ _) {typ}", limit=300)]
+        lemmas = decision_lemmas(typ, [p for p in found if not self._own(p)])
+        self.facts.deciders[typ] = lemmas
+        return lemmas

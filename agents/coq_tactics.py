@@ -48,6 +48,7 @@ from agents.premises import (
     PremiseIndex,
     coq_file_premises,
     coq_file_proofs,
+    declared_names,
     is_rewrite_rule,
     similar,
     tokens,
@@ -739,7 +740,12 @@ class CoqTactics(TacticSource):
         axioms = check(list(tactics))
         if axioms is None:
             return "the proof does not close at Qed"
-        # rediscover: the view's earlier theorems are `Admitted` here (the checker has their proofs)
+        # rediscover: the view's earlier theorems are `Admitted` here (the checker has their proofs). A
+        # library's own axioms (`ClassicalDedekindReals.sig_forall_dec` under every classical real, `classic`)
+        # print qualified by their module: the checker allows those the original proof rests on
+        # (oracle.coq.replies.OriginalAxioms), which the agent cannot see, so it leaves them to the checker
         allowed = (*self.allowed_axioms, *(self.file_lemmas if self.setting == "rediscover" else ()))
-        bad = [a for a in axioms if a not in allowed and a.split(".")[-1] not in allowed]
+        declared = declared_names(self.task.context)  # the file's own axioms (`Axiom`, `Parameter`) too
+        bad = [a for a in axioms if a not in allowed and a.split(".")[-1] not in allowed and "." not in a
+               and a not in declared]
         return f"relies on {', '.join(bad)}" if bad else None

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from oracle.coq.cold import CoqChecker
 from oracle.coq.modules import attach_modules, libraries_loaded_by
+from oracle.coq.replies import OriginalAxioms
 from oracle.coq.sandboxing import (
     OBJECT_SUFFIXES,
     CoqSandbox,
@@ -97,6 +98,7 @@ class CoqOracle(Oracle):
         self.answers: tuple[Path, ...] = ()
         self.setting = DEFAULT_SETTING
         self.preload_dropped: list[TheoremTask] = []
+        self.original_axioms = OriginalAxioms()  # a proof may rest on the axioms its original rests on
         self._public: dict[int, str] = {}
 
     def source_files(self, workspace: Path) -> list[Path]:
@@ -196,7 +198,9 @@ class CoqOracle(Oracle):
                            metrics={"accepted": False, "reason": "the proposal has no proof", "cheat": False})
         task = self.tasks[name]
         given = self.params.get("timeout_s")  # absent or null: the trial's budget
-        verdict = self.checker.check(task, proof, timeout_s=float(given if given is not None else ctx.budget.seconds))
+        timeout_s = float(given if given is not None else ctx.budget.seconds)
+        verdict = self.original_axioms.judge(self.checker, task, self.checker.check(task, proof, timeout_s=timeout_s),
+                                             timeout_s=timeout_s)
         outcome = verdict_outcome(verdict, time.monotonic() - started)
         outcome.metrics["difficulty"] = task.difficulty
         return outcome

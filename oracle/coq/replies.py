@@ -8,7 +8,9 @@ is a problem, never a pass.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from typing import Any
 
 _INFOMSG = re.compile(r"</?infomsg>")
 PROMPT = re.compile(r"<prompt>(.*?)</prompt>", re.S)
@@ -65,12 +67,15 @@ def parse_assumptions(text: str) -> tuple[bool, list[str], str]:
     return not axioms and not problem, axioms, problem
 
 
+AXIOMS_REASON = "Print Assumptions not closed: relies on axiom(s) "
+
+
 def axiom_verdict(closed: bool, axioms: list[str], problem: str, allowed: tuple[str, ...]) -> tuple[bool, str]:
     if problem:
         return False, problem
     bad = [a for a in axioms if a not in allowed and a.split(".")[-1] not in allowed]
     if bad:
-        return False, f"Print Assumptions not closed: relies on axiom(s) {', '.join(bad)}"
+        return False, f"{AXIOMS_REASON}{', '.join(bad)}"
     return True, "accepted"
 
 
@@ -88,3 +93,43 @@ def errors_of(text: str) -> list[str]:
         if idx >= 0 and (idx == 0 or part[idx - 1] == "\n"):
             out.append(part[idx:].strip())
     return out
+
+
+
+class OriginalAxioms:
+    """A proof may rely on the axioms its theorem's original proof relies on, and on no other.
+
+    Why: a library's own foundations are axioms. Every lemma of Coq's classical reals rests on
+    ``ClassicalDedekindReals.sig_forall_dec`` and ``FunctionalExtensionality.functional_extensionality_dep``
+    (even ``Rplus_comm``), and ``Sets`` on ``classic`` and ``Extensionality_Ensembles``; refusing every
+    axiom refused the human proof of each such theorem too, so no Reals theorem could be solved. A proof
+    that needs an axiom the original does not (``classic`` for a constructive original) is still refused,
+    and an agent cannot declare one (the screen refuses ``Axiom``, ``Admitted``, ``Require``...).
+
+    The original's axioms are found lazily, by checking the original proof with the same checker the
+    first time a proof of that theorem is refused for axioms (one check per such theorem, cached)."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, str, str], frozenset[str]] = {}
+
+    def judge(self, checker: Any, task: Any, verdict: Any, *, timeout_s: float) -> Any:
+        """``verdict`` (a :class:`oracle.proof_common.Verdict`), accepted when it was refused only for axioms
+        the original proof relies on too; otherwise as it was, with the original's axioms named."""
+        if verdict.accepted or not verdict.reason.startswith(AXIOMS_REASON) or not str(task.original_proof).strip():
+            return verdict
+        key = (task.source_file, task.name, task.statement)
+        allowed = self.found.get(key)
+        if allowed is None:
+            original = checker.check(task, task.original_proof, timeout_s=timeout_s)
+            allowed = frozenset(original.axioms) if (original.accepted or original.reason.startswith(AXIOMS_REASON)) \
+                else frozenset()
+            self.found[key] = allowed
+        given = set(getattr(checker, "allowed_axioms", ()))
+        extra = [a for a in verdict.axioms if a not in allowed and a not in given and a.split(".")[-1] not in given]
+        if extra:
+            said = ", ".join(sorted(allowed)) or "no axiom"
+            return dataclasses.replace(verdict, reason=f"{AXIOMS_REASON}{', '.join(extra)}, which the original "
+                                                       f"proof does not (it relies on {said})")
+        return dataclasses.replace(verdict, accepted=True, cheat=False,
+                                   reason=f"accepted: relies on axiom(s) {', '.join(verdict.axioms)}, as the "
+                                          "original proof does")

@@ -462,3 +462,31 @@ def test_a_case_split_on_a_decision_lemma_is_offered(monkeypatch: pytest.MonkeyP
     else:
         assert result.proof is None
         assert not any(t[1].startswith("destruct (PQ_dec") for t in result.tree["tries"])
+
+
+# ----------------------------------------------------------------------------- 8. a library's own axioms
+
+@needs_coq
+def test_a_proof_resting_on_the_librarys_axioms_is_not_vetoed() -> None:
+    """Every classical-reals lemma rests on the reals' axioms (`ClassicalDedekindReals.sig_forall_dec`, ...): the
+    search used to veto each proof it found of a Reals goal ("relies on ..."), so it never proposed one. It now
+    leaves library axioms to the checker (which allows those the original proof rests on) and proposes
+    `Rplus_comm`'s proof; an axiom the file itself declares is left too."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    states = CoqProofStates()
+    reals = _task("rx", "Lemma rx : forall a b : R, a + b = b + a.", "Require Import Reals.\nOpen Scope R_scope.\n")
+    own = _task("own", "Lemma own : forall n, n + 0 = n.", "Axiom ax : forall n : nat, n + 0 = n.\n")
+    try:
+        found = {}
+        for task in (reals, own):
+            def source(root: ProofState, task: TheoremTask = task) -> CoqTactics:
+                return CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover")
+
+            found[task.name] = best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=200),
+                                                 tree_limit=100_000)
+    finally:
+        states.close()
+    for name, result in found.items():
+        assert result.proof is not None, (name, result.last_error)
+        assert not [t for t in result.tree["tries"] if t[2] == "v"], name  # no proof vetoed

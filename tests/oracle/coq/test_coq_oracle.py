@@ -70,3 +70,68 @@ def test_check_command_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[
     broken.write_text("Lemma l : True. (* unterminated\n")
     assert run_check("coq", broken, "l", good) == 2
     assert "unterminated comment" in capsys.readouterr().err
+
+
+# a file whose own foundations include an axiom, as Coq's classical reals rest on two (every Reals lemma,
+# even Rplus_comm, relies on ClassicalDedekindReals.sig_forall_dec and functional_extensionality_dep)
+WITH_AXIOM = ("Axiom ax : forall n : nat, n + 0 = n.\n"
+              "Lemma uses : forall n, n + 0 = n.\nProof. exact ax. Qed.\n"
+              "Lemma plain : 2 + 0 = 2.\nProof. reflexivity. Qed.\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_proof_may_rest_on_the_axioms_its_original_rests_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              rule: bool) -> None:
+    """A proof relying on the axiom the original proof relies on is accepted (before: refused, and so was the
+    original itself: no Reals theorem could be solved); the same axiom for a theorem whose original needs none
+    is still refused, naming what the original relies on."""
+    from oracle.coq.replies import OriginalAxioms
+
+    if not rule:
+        monkeypatch.setattr(OriginalAxioms, "judge", lambda self, checker, task, verdict, timeout_s: verdict)
+    source = tmp_path / "ax.v"
+    source.write_text(WITH_AXIOM)
+    oracle = CoqOracle({"sources": [str(source)], "warm": True})
+    oracle.prepare(tmp_path, tmp_path)
+    try:
+        def evaluate(theorem: str, proof: str) -> Outcome:
+            return oracle.evaluate(EvalContext(trial_id="t1", trial_dir=tmp_path, budget=Budget(seconds=60),
+                                               proposal=Proposal(theorem=theorem, proof=proof)))
+
+        own = evaluate("uses", "intro n. apply ax.")
+        borrowed = evaluate("plain", "apply ax.")
+    finally:
+        oracle.close()
+    assert borrowed.status == Status.rejected and borrowed.metrics["cheat"]
+    assert "relies on axiom(s) ax" in borrowed.metrics["reason"]
+    if rule:
+        assert own.status == Status.ok, own.metrics["reason"]
+        assert own.metrics["reason"] == "accepted: relies on axiom(s) ax, as the original proof does"
+        assert borrowed.metrics["reason"] == ("Print Assumptions not closed: relies on axiom(s) ax, which the original "
+                                              "proof does not (it relies on no axiom)")
+    else:
+        assert own.status == Status.rejected and "relies on axiom(s) ax" in own.metrics["reason"]
+
+
+@needs_coq
+def test_a_classical_reals_theorem_is_solved_and_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real case: a Reals lemma. Its human proof and a search's proof both rest on the reals' axioms; `check
+    coq` accepts both, naming them, and still refuses a proof that adds `classic`, which the original does not use."""
+    source = tmp_path / "r.v"
+    source.write_text("Require Import Reals Classical.\nOpen Scope R_scope.\n"
+                      "Lemma rx : forall a b : R, a + b = b + a.\nProof. intros; ring. Qed.\n")
+    proofs = {"human": "intros; ring.", "found": "exact Rplus_comm.",
+              "classic": "intros a b. destruct (classic (a = b)); ring."}
+    said = {}
+    for key, text in proofs.items():
+        (tmp_path / f"{key}.txt").write_text(text)
+        code = run_check("coq", source, "rx", tmp_path / f"{key}.txt")
+        said[key] = (code, json.loads(capsys.readouterr().out))
+    for key in ("human", "found"):
+        code, out = said[key]
+        assert code == 0 and out["accepted"], out
+        assert "ClassicalDedekindReals.sig_forall_dec" in out["reason"] and "as the original proof does" in out["reason"]
+    code, out = said["classic"]
+    assert code == 1 and not out["accepted"] and "classic" in out["axioms"], out
+    assert out["reason"].startswith("Print Assumptions not closed: relies on axiom(s) classic, which the original"), out

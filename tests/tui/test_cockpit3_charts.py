@@ -36,8 +36,6 @@ from tui.widgets.metric_chart import MetricChart
 from tui.widgets.score_chart import ScoreChart
 from tui.widgets.solved_chart import SolvedChart
 
-pytestmark = pytest.mark.asyncio
-
 SIZES = [(80, 24), (100, 30), (200, 50)]
 AXIS = "┤├│┼"
 # a braille cell's dots (bit -> its sub-row, 0 at the top of the cell): dots 1 2 3 7 left, 4 5 6 8 right
@@ -144,6 +142,7 @@ def dash_app(runs: Path, run_dir: Path) -> RRMAApp:
     return RRMAApp(runs, run_dir, reviewer="carol", clock=fixed_clock, poll_interval=0.05)
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("size", SIZES)
 async def test_score_chart_labels_sit_on_their_rows_and_the_baseline_and_best_on_theirs(
         tmp_path: Path, size: tuple[int, int]) -> None:
@@ -175,6 +174,7 @@ async def test_score_chart_labels_sit_on_their_rows_and_the_baseline_and_best_on
         assert drawn(chart.plot, log=True).canvas == plot.canvas  # drawn again (a repaint): the same picture
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("size", SIZES)
 async def test_a_4e9_score_gets_short_labels(tmp_path: Path, size: tuple[int, int]) -> None:
     runs = tmp_path / "runs"
@@ -223,6 +223,7 @@ def write_proof_bench(runs: Path) -> Path:
     return run_dir
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("size", SIZES)
 async def test_solved_chart_has_whole_ticks_on_their_rows(tmp_path: Path, size: tuple[int, int]) -> None:
     runs = tmp_path / "runs"
@@ -240,6 +241,7 @@ async def test_solved_chart_has_whole_ticks_on_their_rows(tmp_path: Path, size: 
         assert abs(plot.axis_value(braille_extreme(plot, lowest=False)) - 8) <= plot.row_span / 2
 
 
+@pytest.mark.asyncio
 async def test_solved_chart_follows_the_tables_filter(tmp_path: Path) -> None:
     """The issue's `(8 of 8)` while the bar said `6 of 24`: the chart counts what the table shows."""
     runs = tmp_path / "runs"
@@ -269,6 +271,7 @@ async def test_solved_chart_follows_the_tables_filter(tmp_path: Path) -> None:
         await wait_until(pilot, lambda: chart.title_text.startswith("theorems solved by trial (8 of 8)"))
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("size", SIZES)
 async def test_the_theorems_view_chart_counts_in_whole_ticks_on_their_rows(tmp_path: Path,
                                                                           size: tuple[int, int]) -> None:
@@ -284,6 +287,7 @@ async def test_the_theorems_view_chart_counts_in_whole_ticks_on_their_rows(tmp_p
         check_labels(drawn(chart.query_one(PlotextPlot)), whole=True)
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("size", SIZES)
 async def test_the_analysis_chart_labels_sit_on_their_rows(tmp_path: Path, size: tuple[int, int]) -> None:
     runs = tmp_path / "runs"
@@ -299,6 +303,7 @@ async def test_the_analysis_chart_labels_sit_on_their_rows(tmp_path: Path, size:
             check_labels(drawn(chart.plot, log=True))
 
 
+@pytest.mark.asyncio
 async def test_the_chart_takes_spare_width_past_140_columns(tmp_path: Path) -> None:
     """At 200 columns the chart stayed 44 wide beside a table that had every column whole at 96."""
     runs = tmp_path / "runs"

@@ -45,8 +45,6 @@ from tui.screens.theorems import TheoremsScreen
 from tui.widgets.line_table import LineTable
 from tui.widgets.score_chart import chart_series
 
-pytestmark = pytest.mark.asyncio
-
 # ----------------------------------------------------------------------------- a proof run of ten theorems
 
 THEOREMS = [("pair_eq", "easy"), ("add_zero_r", "medium"), ("mul_one", "easy"), ("hard_one", "hard"),
@@ -114,6 +112,7 @@ def expected_progress(run_dir: Path) -> dict[str, Any]:
             "queued": len(names) - len(solved) - len(given_up) - len(open_), "current": sorted(open_)[0]}
 
 
+@pytest.mark.asyncio
 async def test_a_proof_run_counts_all_of_its_theorems_everywhere(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     run_dir = write_proof_run(runs)
@@ -152,6 +151,7 @@ async def test_a_proof_run_counts_all_of_its_theorems_everywhere(tmp_path: Path)
         assert dash.state.theorems is not None
 
 
+@pytest.mark.asyncio
 async def test_the_difficulty_table_reads_the_difficulties_recorded_at_the_start(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     run_dir = write_proof_run(runs)
@@ -176,6 +176,7 @@ async def test_the_difficulty_table_reads_the_difficulties_recorded_at_the_start
 # ----------------------------------------------------------------------------- item 4: Δσ at 80 columns
 
 
+@pytest.mark.asyncio
 async def test_the_runs_list_keeps_the_delta_sigma_at_80_columns(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     baseline = (-9.16e-05, -9.18e-05, -9.14e-05)
@@ -198,6 +199,7 @@ async def test_the_runs_list_keeps_the_delta_sigma_at_80_columns(tmp_path: Path)
 # ----------------------------------------------------------------------------- item 7: one numbering
 
 
+@pytest.mark.asyncio
 async def test_the_analysis_view_numbers_trials_as_the_dashboard_chart(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     make_run(runs, "demo-run", trials=20)
@@ -247,6 +249,7 @@ def damaged_copies(runs: Path) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("inline", [True, False], ids=["checked-with-its-row", "checked-after-every-row"])
 async def test_the_runs_list_says_which_logs_fail_verification(tmp_path: Path, inline: bool,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
@@ -277,6 +280,7 @@ async def test_the_runs_list_says_which_logs_fail_verification(tmp_path: Path, i
         assert "✘ 2 failing verify" in lines[0], lines[0]
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("guarded", [True, False], ids=["asks-first", "guard-off"])
 async def test_r_on_a_cut_log_asks_first_quoting_the_finding(tmp_path: Path, guarded: bool,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
@@ -313,6 +317,7 @@ async def test_r_on_a_cut_log_asks_first_quoting_the_finding(tmp_path: Path, gua
         await wait_until(pilot, lambda: isinstance(app.screen, OrderScreen))
 
 
+@pytest.mark.asyncio
 async def test_r_on_an_intact_log_asks_only_the_resume(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     copies = damaged_copies(runs)
@@ -327,6 +332,7 @@ async def test_r_on_an_intact_log_asks_only_the_resume(tmp_path: Path) -> None:
         await wait_until(pilot, lambda: isinstance(app.screen, OrderScreen))
 
 
+@pytest.mark.asyncio
 async def test_a_log_cut_while_open_shows_in_the_header(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     copies = damaged_copies(runs)

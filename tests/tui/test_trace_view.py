@@ -21,8 +21,6 @@ from tui.screens.dashboard import DashboardScreen
 from tui.screens.trace import TraceScreen
 from tui.widgets.line_table import LineTable
 
-pytestmark = pytest.mark.asyncio
-
 PLAN = """## Plan
 
 The loss is still falling at the end, so the **learning rate** is too low (ZEBRA).
@@ -119,6 +117,7 @@ def make_app(tmp_path: Path, *, finished: bool = True) -> RRMAApp:
     return RRMAApp(runs, run_dir, reviewer="carol", clock=fixed_clock, poll_interval=0.05)
 
 
+@pytest.mark.asyncio
 async def test_call_and_result_one_block_times_usage_markdown_and_folding(tmp_path: Path) -> None:
     app = make_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -182,6 +181,7 @@ async def test_call_and_result_one_block_times_usage_markdown_and_folding(tmp_pa
         assert app.return_code is None
 
 
+@pytest.mark.asyncio
 async def test_search_counts_highlights_and_moves_with_n_and_shift_n(tmp_path: Path) -> None:
     log = MessageLog()
     app = make_app(tmp_path)
@@ -233,6 +233,7 @@ def test_snapshot_trace_80x24(snap_compare, tmp_path: Path) -> None:  # type: ig
     assert snap_compare(make_app(tmp_path), terminal_size=(80, 24), run_before=run_before)
 
 
+@pytest.mark.asyncio
 async def test_a_live_call_gets_its_result_and_the_match_count_grows(tmp_path: Path) -> None:
     app = make_app(tmp_path, finished=False)
     run_dir = tmp_path / "runs" / "trace-run"

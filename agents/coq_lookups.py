@@ -13,7 +13,7 @@ effect against real ``coqtop`` with it off and on (tests/agents/test_proof_searc
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,26 +161,31 @@ class ScopeLookups:
         self.facts = facts
         self.search = getattr(states, "search_premises", None)
         self.theorem = theorem.split(".")[-1]
-        self.commute_queries = 0
-        self.induction_queries = 0
-        self.decide_queries = 0
+        self.asked: dict[str, int] = {}  # lookup kind -> the times this theorem asked Coq
 
     def _own(self, premise: Premise) -> bool:
         return premise.name.split(".")[-1] == self.theorem or premise.name.startswith("rrma_")
 
+    def _kept(self, kind: str, store: dict[str, Any], key: str, limit: int, ask: Callable[[], Any]) -> Any:
+        """The scope's answer for ``key`` (``store``); when there is none, ``ask()`` Coq (at most ``limit``
+        times per theorem for this kind of lookup) and keep the answer for the scope."""
+        known = store.get(key)
+        if known is not None:
+            return known
+        if self.search is None or self.asked.get(kind, 0) >= limit:
+            return ()
+        self.asked[kind] = self.asked.get(kind, 0) + 1
+        store[key] = ask()
+        return store[key]
+
     def commutes(self, op: str) -> tuple[str, ...]:
         """The commutativity lemmas of ``op`` here: Coq's ``Search (?a + ?b = ?b + ?a)`` for an infix of
         :data:`COMMUTING_INFIX`, ``Search (Z.max ?a ?b = Z.max ?b ?a)`` for a constant; the first two."""
-        lemmas = self.facts.commutes.get(op)
-        if lemmas is not None or not COMMUTE:
-            return lemmas or ()
-        if self.search is None or self.commute_queries >= MAX_COMMUTE_QUERIES:
+        if not COMMUTE:
             return ()
-        self.commute_queries += 1
         query = f"(?a {op} ?b = ?b {op} ?a)" if op in COMMUTING_INFIX else f"({op} ?a ?b = {op} ?b ?a)"
-        lemmas = tuple(p.name for p in self.search(query, limit=20) if not self._own(p))[:2]
-        self.facts.commutes[op] = lemmas
-        return lemmas
+        return tuple(self._kept("commute", self.facts.commutes, op, MAX_COMMUTE_QUERIES, lambda: tuple(
+            p.name for p in self._searched(query, 20) if not self._own(p))[:2]))
 
     def inductions(self, typ: str) -> tuple[str, ...]:
         """Induction principles for ``typ`` besides its own (``Pos.peano_ind`` for ``positive``): Coq's
@@ -189,15 +194,8 @@ class ScopeLookups:
         typ = " ".join(typ.split())
         if not OTHER_INDUCTIONS or not plain_type(typ):
             return ()
-        known = self.facts.inductions.get(typ)
-        if known is not None:
-            return known
-        if self.search is None or self.induction_queries >= MAX_INDUCTION_QUERIES:
-            return ()
-        self.induction_queries += 1
-        found = induction_principles(typ, self.search(f"(forall P : {typ} -> _, _)", limit=200))
-        self.facts.inductions[typ] = found
-        return found
+        return tuple(self._kept("induction", self.facts.inductions, typ, MAX_INDUCTION_QUERIES, lambda: (
+            induction_principles(typ, self._searched(f"(forall P : {typ} -> _, _)", 200)))))
 
     def deciders(self, typ: str) -> tuple[Premise, ...]:
         """The decision lemmas on values of ``typ`` here (:func:`decision_lemmas` of Coq's
@@ -205,13 +203,9 @@ class ScopeLookups:
         typ = " ".join(typ.split())
         if not DECIDE or not plain_type(typ):
             return ()
-        known = self.facts.deciders.get(typ)
-        if known is not None:
-            return known
-        if self.search is None or self.decide_queries >= MAX_DECIDE_QUERIES:
-            return ()
-        self.decide_queries += 1
-        found = [*self.search(f"({{_}} + {{_}}) {typ}", limit=300), *self.search(f"(_ \\/ _) {typ}", limit=300)]
-        lemmas = decision_lemmas(typ, [p for p in found if not self._own(p)])
-        self.facts.deciders[typ] = lemmas
-        return lemmas
+        return tuple(self._kept("decide", self.facts.deciders, typ, MAX_DECIDE_QUERIES, lambda: decision_lemmas(
+            typ, [p for p in [*self._searched(f"({{_}} + {{_}}) {typ}", 300), *self._searched(f"(_ \\/ _) {typ}", 300)]
+                  if not self._own(p)])))
+
+    def _searched(self, query: str, limit: int) -> list[Premise]:
+        return list(self.search(query, limit=limit)) if self.search is not None else []

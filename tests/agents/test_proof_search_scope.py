@@ -23,7 +23,7 @@ import agents.coq_lookups as coq_lookups
 import agents.coq_tactics as coq_tactics
 import agents.learned_tactics as learned_tactics
 import agents.library_tactics as lt
-from agents.best_first import SearchBudget, best_first_search
+from agents.best_first import SearchBudget, SearchResult, best_first_search
 from agents.coq_tactics import CoqTactics, ScopeFacts, leading_binder_types
 from agents.learned_tactics import LearnedTactics
 from agents.premises import declared_names
@@ -37,6 +37,24 @@ needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coq
 
 def _task(name: str, statement: str, context: str) -> TheoremTask:
     return TheoremTask(name, statement, context, "", prover="coq")
+
+
+def _rules_search(task: TheoremTask, max_checks: int, seconds: float = 60) -> tuple[SearchResult, list[CoqTactics]]:
+    """A real-coqtop search of ``task`` by the rules alone (no library, no portfolio), and the sources it made."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    states = CoqProofStates()
+    made: list[CoqTactics] = []
+
+    def source(root: ProofState) -> CoqTactics:
+        made.append(CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover"))
+        return made[-1]
+
+    try:
+        return best_first_search(states, task, source, SearchBudget(seconds=seconds, max_checks=max_checks),
+                                 tree_limit=100_000), made
+    finally:
+        states.close()
 
 
 # ----------------------------------------------------------------------------- 1. a learnt step stays in its file
@@ -297,21 +315,9 @@ def test_a_lemma_stated_the_other_way_round_applies_after_a_commutativity_rewrit
     the search turns `+` around with the commutativity lemma Coq's `Search` finds in this scope
     (`Nat.add_comm`) and applies the lemma. Without the rule no candidate turns it around and the search
     ends with the goal open."""
-    from oracle.proof_state_coq import CoqProofStates
-
     monkeypatch.setattr(coq_lookups, "COMMUTE", rule)
-    states = CoqProofStates()
     task = _task("r_plus_q", "Lemma r_plus_q : forall a b, R a -> Q b -> Q (a + b).", COMMUTED)
-    made: list[CoqTactics] = []
-
-    def source(root: ProofState) -> CoqTactics:
-        made.append(CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover"))
-        return made[-1]
-
-    try:
-        result = best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=400), tree_limit=100_000)
-    finally:
-        states.close()
+    result, made = _rules_search(task, 400)
     commuted = [t for t in result.tree["tries"] if t[1].startswith("rewrite ") and t[1].endswith("add_comm.")]
     if rule:
         assert result.proof is not None, result.last_error
@@ -339,19 +345,8 @@ def test_context_tactics_lists_the_argument_free_ones_latest_first() -> None:
 def test_a_tactic_the_file_defines_is_offered(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
     """`P 38` where a section hypothesis gives `P (n * 7 + 3)`: no unifier finds `n := 5`, the file's own
     `p_tac` does. With the rule the search offers it and proves the goal; without it the goal stays open."""
-    from oracle.proof_state_coq import CoqProofStates
-
     monkeypatch.setattr(coq_lookups, "CONTEXT_TACTICS", rule)
-    states = CoqProofStates()
-    task = _task("p38", "Lemma p38 : P 38.", OWN_TACTIC)
-
-    def source(root: ProofState) -> CoqTactics:
-        return CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover")
-
-    try:
-        result = best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=300), tree_limit=100_000)
-    finally:
-        states.close()
+    result, _ = _rules_search(_task("p38", "Lemma p38 : P 38.", OWN_TACTIC), 300)
     if rule:
         assert result.proof is not None and result.tactics is not None, result.last_error
         assert result.tactics[-1] in ("p_tac.", "p again."), result.tactics
@@ -389,22 +384,10 @@ def test_induction_principles_keeps_those_induction_using_can_take() -> None:
 def test_induction_with_another_principle_of_the_type_is_offered(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
     """On a `positive`, the search also offers `induction p using Pos.peano_ind` (found by Coq's `Search (forall
     P : positive -> _, _)` in this scope) and Coq runs it; without the rule only `positive_ind` is used."""
-    from oracle.proof_state_coq import CoqProofStates
-
     monkeypatch.setattr(coq_lookups, "OTHER_INDUCTIONS", rule)
-    states = CoqProofStates()
     task = _task("pos_big", "Lemma pos_big : forall p : positive, Pos.to_nat p <> 0 /\\ Pos.to_nat p <> 7.",
                  "Require Import PArith.\n")
-    made: list[CoqTactics] = []
-
-    def source(root: ProofState) -> CoqTactics:
-        made.append(CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover"))
-        return made[-1]
-
-    try:
-        result = best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=150), tree_limit=100_000)
-    finally:
-        states.close()
+    result, made = _rules_search(task, 150)
     using = [t for t in result.tree["tries"] if " using " in t[1]]
     if rule:
         assert made[0].facts.inductions.get("positive"), made[0].facts.inductions
@@ -441,21 +424,8 @@ def test_a_case_split_on_a_decision_lemma_is_offered(monkeypatch: pytest.MonkeyP
     """`f n <= 2` where a section lemma decides `P n` or `Q n` and each fixes `f n`: the search splits with
     `destruct (PQ_dec n)` (Coq's `Search ({_} + {_}) nat` finds it) and closes both cases; without the rule
     nothing splits on it and the goal stays open."""
-    from oracle.proof_state_coq import CoqProofStates
-
     monkeypatch.setattr(coq_lookups, "DECIDE", rule)
-    states = CoqProofStates()
-    task = _task("f_le_2", "Lemma f_le_2 : forall n, f n <= 2.", DECIDED)
-    made: list[CoqTactics] = []
-
-    def source(root: ProofState) -> CoqTactics:
-        made.append(CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover"))
-        return made[-1]
-
-    try:
-        result = best_first_search(states, task, source, SearchBudget(seconds=90, max_checks=3000), tree_limit=100_000)
-    finally:
-        states.close()
+    result, _ = _rules_search(_task("f_le_2", "Lemma f_le_2 : forall n, f n <= 2.", DECIDED), 3000, seconds=90)
     if rule:
         assert result.proof is not None and result.tactics is not None, result.last_error
         assert "destruct (PQ_dec n)." in result.tactics, result.tactics
@@ -472,21 +442,9 @@ def test_a_proof_resting_on_the_librarys_axioms_is_not_vetoed() -> None:
     search used to veto each proof it found of a Reals goal ("relies on ..."), so it never proposed one. It now
     leaves library axioms to the checker (which allows those the original proof rests on) and proposes
     `Rplus_comm`'s proof; an axiom the file itself declares is left too."""
-    from oracle.proof_state_coq import CoqProofStates
-
-    states = CoqProofStates()
     reals = _task("rx", "Lemma rx : forall a b : R, a + b = b + a.", "Require Import Reals.\nOpen Scope R_scope.\n")
     own = _task("own", "Lemma own : forall n, n + 0 = n.", "Axiom ax : forall n : nat, n + 0 = n.\n")
-    try:
-        found = {}
-        for task in (reals, own):
-            def source(root: ProofState, task: TheoremTask = task) -> CoqTactics:
-                return CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover")
-
-            found[task.name] = best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=200),
-                                                 tree_limit=100_000)
-    finally:
-        states.close()
+    found = {task.name: _rules_search(task, 200)[0] for task in (reals, own)}
     for name, result in found.items():
         assert result.proof is not None, (name, result.last_error)
         assert not [t for t in result.tree["tries"] if t[2] == "v"], name  # no proof vetoed

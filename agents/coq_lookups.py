@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oracle.proof_state import Premise
-from oracle.strip_coq import CoqSyntaxError, split_sentences
 
 SORTS = frozenset({"Type", "Set", "Prop", "SProp"})
 
@@ -52,21 +51,18 @@ MAX_CONTEXT_TACTICS = 6  # the context's own argument-free tactics offered at ea
 CONTEXT_TACTICS = True  # a switch for tests: False offers none (the search before the rule)
 
 
-def context_tactics(context: str) -> list[str]:
-    """The tactics a theorem's context defines that take no argument (``Ltac boolify_even_odd := ...``,
-    ``Tactic Notation "le_less" := ...``), as tactic sentences, the latest defined first: a file writes
-    them for its own proofs, and in the ``rediscover`` setting they are all of those proofs it shows."""
+def context_tactics(sentences: Iterable[str]) -> list[str]:
+    """The tactics a theorem's context (its sentences, as :func:`oracle.strip_coq.split_sentences` cuts them)
+    defines that take no argument (``Ltac boolify_even_odd := ...``, ``Tactic Notation "le_less" := ...``),
+    as tactic sentences, the latest defined first: a file writes them for its own proofs, and in the
+    ``rediscover`` setting they are all of those proofs it shows."""
     out: list[str] = []
-    try:
-        sentences = split_sentences(context)
-    except CoqSyntaxError:
-        return []
-    for unit in sentences:
-        m = _CONTEXT_LTAC.match(unit.code)
+    for code in sentences:
+        m = _CONTEXT_LTAC.match(code)
         if m is not None:
             out.append(f"{m.group('name')}.")
             continue
-        m = _CONTEXT_NOTATION.match(unit.code)
+        m = _CONTEXT_NOTATION.match(code)
         if m is not None:
             out.append(" ".join(re.findall(r'"([^"]+)"', m.group("words"))) + ".")
     return list(dict.fromkeys(reversed(out)))[:MAX_CONTEXT_TACTICS]

@@ -237,7 +237,11 @@ class CoqTactics(TacticSource):
         self.llm = llm
         self.slow: dict[str, int] = {}  # tactic head -> timeouts in this theorem
         self.aliases: dict[str, str] = {}  # a gated tactic the context loads but does not import -> full name
-        self.scope_key = self._scope_key()
+        try:  # the context's sentences, cut once: the scope key and the context's own tactics read them
+            codes: tuple[str, ...] | None = tuple(u.code for u in split_sentences(task.context))
+        except CoqSyntaxError:
+            codes = None
+        self.scope_key = self._scope_key(codes)
         self.unknown: set[str] = self._unavailable(root)  # tactics this context cannot run (lia without Lia)
         self.allowed_axioms: tuple[str, ...] = ()
         self.suggesters = [*suggesters, *([llm] if llm is not None else [])]
@@ -250,7 +254,7 @@ class CoqTactics(TacticSource):
         self.facts = facts.setdefault(self.scope_key, ScopeFacts()) if self.scope_key is not None else ScopeFacts()
         self.case_types: dict[str, str] = {}  # a case-analysis tactic offered -> its variable's type
         self.lookups = ScopeLookups(self.facts, states, task.name)  # commutativity, induction, decision lemmas
-        self.own_tactics = context_tactics(task.context) if coq_lookups.CONTEXT_TACTICS else []
+        self.own_tactics = context_tactics(codes or ()) if coq_lookups.CONTEXT_TACTICS else []
 
     # -- the last resort: CoqHammer's `hammer` (its ATPs) on the statement, with the seconds kept back
 
@@ -302,17 +306,14 @@ class CoqTactics(TacticSource):
             self.probe_cache[key] = (frozenset(missing), dict(self.aliases))
         return missing
 
-    def _scope_key(self) -> tuple[object, ...] | None:
+    def _scope_key(self, codes: Sequence[str] | None) -> tuple[object, ...] | None:
         """What decides which tactics a context can run: the libraries its session loaded and its
-        sentences that import, define tactics or notations, or open and close scopes (None when
-        the backend cannot list its libraries)."""
+        sentences (``codes``) that import, define tactics or notations, or open and close scopes (None
+        when the backend cannot list its libraries or the context cannot be cut into sentences)."""
         loaded = getattr(self.states, "loaded_libraries", None)
-        if loaded is None:
+        if loaded is None or codes is None:
             return None
-        try:
-            scope = tuple(u.code for u in split_sentences(self.task.context) if _SCOPE_SENTENCE.match(u.code))
-        except CoqSyntaxError:
-            return None
+        scope = tuple(code for code in codes if _SCOPE_SENTENCE.match(code))
         return (tuple(loaded()), scope, self.hammer_wanted, self.task.noinit)
 
     def _runs(self, root: ProofState, tactic: str) -> bool:
@@ -743,7 +744,7 @@ class CoqTactics(TacticSource):
         # rediscover: the view's earlier theorems are `Admitted` here (the checker has their proofs). A
         # library's own axioms (`ClassicalDedekindReals.sig_forall_dec` under every classical real, `classic`)
         # print qualified by their module: the checker allows those the original proof rests on
-        # (oracle.coq.replies.OriginalAxioms), which the agent cannot see, so it leaves them to the checker
+        # (oracle.coq.reference.OriginalAxioms), which the agent cannot see, so it leaves them to the checker
         allowed = (*self.allowed_axioms, *(self.file_lemmas if self.setting == "rediscover" else ()))
         declared = declared_names(self.task.context)  # the file's own axioms (`Axiom`, `Parameter`) too
         bad = [a for a in axioms if a not in allowed and a.split(".")[-1] not in allowed and "." not in a

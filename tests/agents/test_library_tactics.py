@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from coq_index import compiled_and_indexed
 
 import agents.library_tactics as lt
 from agents.library_tactics import (
@@ -59,15 +60,8 @@ def _where() -> Path:
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """``Lib.v`` compiled and both ``Lib.v`` and ``Target.v`` indexed into a temporary folder."""
-    if shutil.which("coqc") is None:
-        pytest.skip("coqc not on PATH (Debian: apt-get install coq)")
-    src = tmp_path_factory.mktemp("lib")
-    (src / "Lib.v").write_text(LIB)
-    (src / "Target.v").write_text(TARGET)
-    args = ("-Q", str(src), "Lib")
-    subprocess.run(["coqc", *args, str(src / "Lib.v")], check=True, capture_output=True, timeout=120)
-    index = tmp_path_factory.mktemp("index")
-    written = lt.build([src / "Lib.v", src / "Target.v"], root=index, coq_args=args)
+    src, args, index, written = compiled_and_indexed(tmp_path_factory, "lib", {"Lib.v": LIB, "Target.v": TARGET},
+                                                     ["Lib.v", "Target.v"])
     assert {p.name for p in written} == {"Lib.Lib.json", "Lib.Target.json"}
     return {"src": src, "args": args, "index": index}
 

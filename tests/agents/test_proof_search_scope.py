@@ -14,10 +14,10 @@ with its rule switched off (the wasted tactic comes back, and Coq refuses it) an
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from coq_index import compiled_and_indexed
 
 import agents.coq_lookups as coq_lookups
 import agents.coq_tactics as coq_tactics
@@ -30,6 +30,7 @@ from agents.premises import declared_names
 from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
+from oracle.strip_coq import split_sentences
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
                                reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
@@ -132,14 +133,8 @@ Proof. intros a b hb ha. split; assumption. Qed.
 
 @pytest.fixture(scope="module")
 def ssr_library(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    if shutil.which("coqc") is None:
-        pytest.skip("coqc not on PATH (Debian: apt-get install coq)")
-    src = tmp_path_factory.mktemp("ssrlib")
-    (src / "SsrLib.v").write_text(SSR_LIB)
-    args = ("-Q", str(src), "Lib")
-    subprocess.run(["coqc", *args, str(src / "SsrLib.v")], check=True, capture_output=True, timeout=120)
-    index = tmp_path_factory.mktemp("ssrindex")
-    assert [p.name for p in lt.build([src / "SsrLib.v"], root=index, coq_args=args)] == ["Lib.SsrLib.json"]
+    _, args, index, written = compiled_and_indexed(tmp_path_factory, "ssrlib", {"SsrLib.v": SSR_LIB}, ["SsrLib.v"])
+    assert [p.name for p in written] == ["Lib.SsrLib.json"]
     return {"args": args, "index": index}
 
 
@@ -334,10 +329,14 @@ OWN_TACTIC = ("Section S.\nVariable P : nat -> Prop.\nHypothesis HP : forall n, 
               'Tactic Notation "p" "again" := apply (HP 5).\n')
 
 
+def _codes(context: str) -> list[str]:
+    return [u.code for u in split_sentences(context)]
+
+
 def test_context_tactics_lists_the_argument_free_ones_latest_first() -> None:
-    assert coq_lookups.context_tactics(OWN_TACTIC) == ["p again.", "p_tac."]
-    assert coq_lookups.context_tactics("Local Ltac a := idtac.\n#[global] Ltac b := idtac.\n") == ["b.", "a."]
-    assert coq_lookups.context_tactics("Lemma x : True.\nProof. exact I. Qed.\n") == []
+    assert coq_lookups.context_tactics(_codes(OWN_TACTIC)) == ["p again.", "p_tac."]
+    assert coq_lookups.context_tactics(_codes("Local Ltac a := idtac.\n#[global] Ltac b := idtac.\n")) == ["b.", "a."]
+    assert coq_lookups.context_tactics(_codes("Lemma x : True.\nProof. exact I. Qed.\n")) == []
 
 
 @needs_coq

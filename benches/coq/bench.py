@@ -14,13 +14,12 @@ their compiled forms. Exit 2 when Coq is missing or a file cannot be parsed. Als
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from benches.proofs import AGENT_BACKENDS, add_proof_arguments, run_proof_bench, standalone_main
-from oracle.coq.sandboxing import find_coq_binary
+from oracle.coq.sandboxing import coq_where, find_coq_binary
 from oracle.proof_common import DEFAULT_SETTING, SETTINGS, TheoremTask, theorem_keys
 from oracle.strip_coq import CoqSyntaxError, Skipped, strip_coq_file_with_notes
 from rrma.contracts import OracleError
@@ -36,14 +35,11 @@ SEARCH_BACKEND = AGENT_BACKENDS["search"][0]  # the agent --hammer's settings ar
 console = SafeConsole(stderr=True, emoji=False)  # checker messages print literally and inert
 
 
-def hammer_installed(coqc: str = "coqc") -> bool:
+def hammer_installed() -> bool:
     """Whether CoqHammer's tactics are installed where Coq finds them (Debian's ``libcoq-hammer``:
     ``$(coqc -where)/user-contrib/Hammer/Tactics/Tactics.vo``)."""
-    try:
-        where = subprocess.run([coqc, "-where"], capture_output=True, text=True, timeout=30, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return (Path(where) / "user-contrib" / "Hammer" / "Tactics" / "Tactics.vo").is_file()
+    where = coq_where()
+    return where is not None and (where / "user-contrib" / "Hammer" / "Tactics" / "Tactics.vo").is_file()
 
 
 def suite_files() -> list[Path]:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from oracle.coq.sandboxing import CoqNotFound, coq_installation, find_coq_binary
+from oracle.coq.sandboxing import CoqNotFound, coq_where, find_coq_binary
 from oracle.proof_common import TheoremTask
 
 _LOADED = re.compile(r"Loaded library files:(?P<body>.*?)(?:\n\s*\n|<prompt>|\Z)", re.S)
@@ -42,7 +42,7 @@ def logical_module(source: Path | str, coq_args: Sequence[str] = ()) -> str:
     for i, arg in enumerate(args):
         if arg in ("-Q", "-R") and i + 2 < len(args):
             roots.append((Path(args[i + 1]).resolve(), args[i + 2]))
-    where = next((p for p in coq_installation() if (p / "theories").is_dir()), None)
+    where = coq_where()
     if where is not None:
         roots += [(where / "theories", "Coq"), (where / "user-contrib", "")]
     for root, prefix in roots:

@@ -94,6 +94,11 @@ def coq_installation(coqc: str = "coqc") -> tuple[Path, ...]:
     return tuple(dict.fromkeys(p.resolve() for p in found if p.exists()))
 
 
+def coq_where() -> Path | None:
+    """The folder ``coqc -where`` names (it holds ``theories`` and ``user-contrib``); None without Coq."""
+    return next((p for p in coq_installation() if (p / "theories").is_dir()), None)
+
+
 def load_path_dirs(coq_args: Sequence[str]) -> tuple[Path, ...]:
     """The folders that ``-Q DIR LP``, ``-R DIR LP`` and ``-I DIR`` in ``coq_args`` give Coq."""
     dirs: list[Path] = []

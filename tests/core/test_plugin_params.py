@@ -255,7 +255,7 @@ def test_the_coq_bench_default_is_the_search_with_hammer_where_installed(monkeyp
     assert off.agents[0].backend == "proof-search" and off.agents[0].params == {} and "preload" not in off.oracle.params
     (named,) = _coq_bench_tasks(monkeypatch, ["--backend", "tactic-portfolio"])
     assert [a.backend for a in named.agents] == ["tactic-portfolio"] * 2 and "preload" not in named.oracle.params
-    monkeypatch.setattr(bench.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no coqc")))
+    monkeypatch.setattr(bench, "coq_where", lambda: None)
     assert bench.hammer_installed() is False  # Coq cannot say where it lives: no CoqHammer, no exception
 
 

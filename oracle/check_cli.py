@@ -88,8 +88,8 @@ def check_one(prover: str, file: Path, theorem: str, proof_file: Path, *, timeou
     checker = _checker(prover, file, [t.context for t in tasks.values()])
     try:
         verdict = checker.check(tasks[theorem], proof, timeout_s=timeout_s)
-        if prover == "coq":  # the axioms the original proof rests on are allowed (oracle.coq.replies.OriginalAxioms)
-            from oracle.coq.replies import OriginalAxioms
+        if prover == "coq":  # the axioms the original proof rests on are allowed (oracle.coq.reference.OriginalAxioms)
+            from oracle.coq.reference import OriginalAxioms
 
             verdict = OriginalAxioms().judge(checker, tasks[theorem], verdict, timeout_s=timeout_s)
     finally:

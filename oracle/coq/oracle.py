@@ -18,7 +18,7 @@ from pydantic import Field
 
 from oracle.coq.cold import CoqChecker
 from oracle.coq.modules import attach_modules, libraries_loaded_by
-from oracle.coq.replies import OriginalAxioms
+from oracle.coq.reference import OriginalAxioms
 from oracle.coq.sandboxing import (
     OBJECT_SUFFIXES,
     CoqSandbox,

@@ -8,9 +8,7 @@ is a problem, never a pass.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from typing import Any
 
 _INFOMSG = re.compile(r"</?infomsg>")
 PROMPT = re.compile(r"<prompt>(.*?)</prompt>", re.S)
@@ -95,41 +93,3 @@ def errors_of(text: str) -> list[str]:
     return out
 
 
-
-class OriginalAxioms:
-    """A proof may rely on the axioms its theorem's original proof relies on, and on no other.
-
-    Why: a library's own foundations are axioms. Every lemma of Coq's classical reals rests on
-    ``ClassicalDedekindReals.sig_forall_dec`` and ``FunctionalExtensionality.functional_extensionality_dep``
-    (even ``Rplus_comm``), and ``Sets`` on ``classic`` and ``Extensionality_Ensembles``; refusing every
-    axiom refused the human proof of each such theorem too, so no Reals theorem could be solved. A proof
-    that needs an axiom the original does not (``classic`` for a constructive original) is still refused,
-    and an agent cannot declare one (the screen refuses ``Axiom``, ``Admitted``, ``Require``...).
-
-    The original's axioms are found lazily, by checking the original proof with the same checker the
-    first time a proof of that theorem is refused for axioms (one check per such theorem, cached)."""
-
-    def __init__(self) -> None:
-        self.found: dict[tuple[str, str, str], frozenset[str]] = {}
-
-    def judge(self, checker: Any, task: Any, verdict: Any, *, timeout_s: float) -> Any:
-        """``verdict`` (a :class:`oracle.proof_common.Verdict`), accepted when it was refused only for axioms
-        the original proof relies on too; otherwise as it was, with the original's axioms named."""
-        if verdict.accepted or not verdict.reason.startswith(AXIOMS_REASON) or not str(task.original_proof).strip():
-            return verdict
-        key = (task.source_file, task.name, task.statement)
-        allowed = self.found.get(key)
-        if allowed is None:
-            original = checker.check(task, task.original_proof, timeout_s=timeout_s)
-            allowed = frozenset(original.axioms) if (original.accepted or original.reason.startswith(AXIOMS_REASON)) \
-                else frozenset()
-            self.found[key] = allowed
-        given = set(getattr(checker, "allowed_axioms", ()))
-        extra = [a for a in verdict.axioms if a not in allowed and a not in given and a.split(".")[-1] not in given]
-        if extra:
-            said = ", ".join(sorted(allowed)) or "no axiom"
-            return dataclasses.replace(verdict, reason=f"{AXIOMS_REASON}{', '.join(extra)}, which the original "
-                                                       f"proof does not (it relies on {said})")
-        return dataclasses.replace(verdict, accepted=True, cheat=False,
-                                   reason=f"accepted: relies on axiom(s) {', '.join(verdict.axioms)}, as the "
-                                          "original proof does")

@@ -86,7 +86,7 @@ def test_a_proof_may_rest_on_the_axioms_its_original_rests_on(tmp_path: Path, mo
     """A proof relying on the axiom the original proof relies on is accepted (before: refused, and so was the
     original itself: no Reals theorem could be solved); the same axiom for a theorem whose original needs none
     is still refused, naming what the original relies on."""
-    from oracle.coq.replies import OriginalAxioms
+    from oracle.coq.reference import OriginalAxioms
 
     if not rule:
         monkeypatch.setattr(OriginalAxioms, "judge", lambda self, checker, task, verdict, timeout_s: verdict)

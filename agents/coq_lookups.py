@@ -34,6 +34,8 @@ class ScopeFacts:
     commutes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # operator -> its commutativity lemmas here
     inductions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> induction principles besides its own
     deciders: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # type -> its case-splitting lemmas
+    included: tuple[Premise, ...] | None = None  # what the open modules' `Include`s brought in (agents/coq_scope.py)
+    located: dict[str, str | None] = field(default_factory=dict)  # an assumption's name -> `Locate`'s full name
 
 
 # infix operators whose commutativity lemma the search looks up (`Search (?a + ?b = ?b + ?a)`), and how a

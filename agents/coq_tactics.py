@@ -43,9 +43,11 @@ from agents.coq_lookups import (
     leading_arity,
     plain_type,
 )
+from agents.coq_scope import included_premises, open_modules, parameter_field
 from agents.llm_tactics import LLMTactics
 from agents.premises import (
     PremiseIndex,
+    conclusion_of,
     coq_file_premises,
     coq_file_proofs,
     declared_names,
@@ -193,6 +195,15 @@ def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
     return out
 
 
+def premise_pattern(statement: str) -> str:
+    """A lemma's conclusion as :func:`conclusion_pattern` writes a goal's, its bound variables as holes
+    (``_ * _ <= _ * _`` for ``forall n m p : t, 0 <= p -> n <= m -> p * n <= p * m``): the lemmas whose
+    pattern is a goal's are those ``apply`` may close it with."""
+    text = " ".join(statement.split())
+    bound = [n for m in re.finditer(r"(?:forall|∀)\s", text) for n in leading_binders(text[m.start():])]
+    return conclusion_pattern(conclusion_of(text), bound)
+
+
 class CoqTactics(TacticSource):
     """Coq candidates for one theorem (see the module docstring)."""
 
@@ -254,6 +265,13 @@ class CoqTactics(TacticSource):
         self.facts = facts.setdefault(self.scope_key, ScopeFacts()) if self.scope_key is not None else ScopeFacts()
         self.case_types: dict[str, str] = {}  # a case-analysis tactic offered -> its variable's type
         self.lookups = ScopeLookups(self.facts, states, task.name)  # commutativity, induction, decision lemmas
+        # the modules open at the theorem (a functor's parameters, its `Include`s): agents/coq_scope.py
+        self.modules = open_modules(codes or ())
+        if self.facts.included is None:
+            self.facts.included = included_premises(states, self.modules, task.name) if library else ()
+        self.included = [p for p in self.facts.included if p.name != task.name.split(".")[-1]]
+        if self.included:
+            self.library_index = self.library_index.add(self.included)
         self.own_tactics = context_tactics(codes or ()) if coq_lookups.CONTEXT_TACTICS else []
 
     # -- the last resort: CoqHammer's `hammer` (its ATPs) on the statement, with the seconds kept back
@@ -505,7 +523,7 @@ class CoqTactics(TacticSource):
         for name, typ in reversed(hyps):
             if _is_prop(typ):
                 out.append(Candidate(f"apply {name}.", 0.6))
-                if re.search(r"(?<![<>=])=(?![>=])|<->", typ):
+                if re.search(r"(?<![<>=])==?(?![>=])|<->", typ):
                     out.append(Candidate(f"rewrite {name}.", 0.7))
                     out.append(Candidate(f"rewrite <- {name}.", 0.9))
                 if re.search(r"/\\|\\/|^exists|<->", typ):
@@ -611,6 +629,7 @@ class CoqTactics(TacticSource):
             self.pattern_queries += 1
             found = [p for p in search(f"({pattern})", limit=200) if not p.name.startswith("rrma_")
                      and p.name.split(".")[-1] != self.task.name]
+            found += [p for p in self.included if premise_pattern(p.statement) == pattern]  # Search misses them
             found = PremiseIndex(found).rank(state.goals[0], 6) if found else []
             self.concl_premises[pattern] = found
         out: list[Candidate] = []
@@ -650,7 +669,7 @@ class CoqTactics(TacticSource):
         ``Zeven_plus_Zodd``'s ``Zodd (b + a)``), and ``symmetry.`` on an equation."""
         out: list[Candidate] = []
         text = " ".join(concl.split())
-        if re.search(r"(?<![<>=:])(?:=|<>)(?![=>])", text) and not text.startswith(("forall", "exists")):
+        if re.search(r"(?<![<>=:])(?:==?|<>)(?![=>])", text) and not text.startswith(("forall", "exists")):
             out.append(Candidate("symmetry.", 1.0))
         for op in commute_operators(text, [n for n, _ in hyps])[:3]:
             out.extend(Candidate(f"rewrite {name}.", 0.75 + 0.05 * k, source="rule")
@@ -734,6 +753,16 @@ class CoqTactics(TacticSource):
                 and head in result.message:
             self.unknown.add(head)
 
+    def _parameter_field(self, name: str) -> bool:
+        """Whether the assumption ``name`` is a field of an open functor's parameter (agents/coq_scope.py):
+        the original proof rests on it too, and the checker decides (``Locate`` asked once per scope)."""
+        locate = getattr(self.states, "locate", None)
+        if not self.modules or locate is None or not any(m.parameters for m in self.modules):
+            return False
+        if name not in self.facts.located:
+            self.facts.located[name] = locate(name)
+        return parameter_field(self.facts.located[name], self.modules)
+
     def validate(self, tactics: Sequence[str]) -> str | None:
         check = getattr(self.states, "assumptions_of_proof", None)
         if check is None:
@@ -748,5 +777,5 @@ class CoqTactics(TacticSource):
         allowed = (*self.allowed_axioms, *(self.file_lemmas if self.setting == "rediscover" else ()))
         declared = declared_names(self.task.context)  # the file's own axioms (`Axiom`, `Parameter`) too
         bad = [a for a in axioms if a not in allowed and a.split(".")[-1] not in allowed and "." not in a
-               and a not in declared]
+               and a not in declared and not self._parameter_field(a)]
         return f"relies on {', '.join(bad)}" if bad else None

@@ -19,6 +19,7 @@ cheap relevance score against the goal, so the search tries the few that share i
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -64,16 +65,22 @@ def coq_file_premises(context: str, *, admitted: bool = False) -> tuple[list[Pre
     ``admitted=True`` keeps the ``Admitted`` ones (the ``rediscover`` setting shows every earlier
     theorem that way: the checker has their proofs).
     Names defined inside a module that is closed by the end of the context are qualified
-    (``Nat.add_comm``); a functor's or a module type's contents are not reachable and are skipped.
+    (``Nat.add_comm``); a closed functor's or module type's contents are not reachable and are
+    skipped, while those of one still open at the end of the context (the theorem's own functor) are
+    reachable by their short names.
     """
     try:
         sentences = split_sentences(context)
     except CoqSyntaxError:
         return [], []
-    stack: list[tuple[str, bool, bool]] = []  # (name, is a Module (not a Section), reachable after End)
-    found: list[tuple[tuple[str, ...], str, str, bool]] = []  # (module path, name, statement, is theorem)
-    definitions: list[tuple[tuple[str, ...], str]] = []
-    pending: tuple[tuple[str, ...], str, str] | None = None
+    # (name, is a Module (not a Section), reachable after End, frame id)
+    stack: list[tuple[str, bool, bool, int]] = []
+    frames = itertools.count()
+    dead: set[int] = set()  # closed functors and module types: what they declared is not reachable
+    # (module path, name, statement, frames not reachable once closed)
+    found: list[tuple[tuple[str, ...], str, str, frozenset[int]]] = []
+    definitions: list[tuple[tuple[str, ...], str, frozenset[int]]] = []
+    pending: tuple[tuple[str, ...], str, str, frozenset[int]] | None = None
     for sent in sentences:
         code = sent.code
         if pending is not None:
@@ -81,45 +88,44 @@ def coq_file_premises(context: str, *, admitted: bool = False) -> tuple[list[Pre
             if end is not None:
                 if end.group("kw") in ("Qed", "Defined") or end.group("kw").startswith("Save") or (
                         admitted and end.group("kw") == "Admitted"):
-                    found.append((pending[0], pending[1], pending[2], True))
+                    found.append(pending)
                 pending = None
             continue
         if (m := _COQ_SECTION.match(code)) is not None:
-            stack.append((m.group("name"), False, True))
+            stack.append((m.group("name"), False, True, next(frames)))
             continue
         if (m := _COQ_MODULE.match(code)) is not None:
             rest = m.group("rest")
             if (":=" in rest and "<:" not in rest.split(":=")[0]) or rest.strip().startswith(":="):
                 continue  # `Module M := N.` is complete at once
             functor = "(" in rest.split(":")[0] if rest.strip() else False
-            stack.append((m.group("name"), True, not functor and "Type" not in m.group("type")))
+            stack.append((m.group("name"), True, not functor and "Type" not in m.group("type"), next(frames)))
             continue
         if (m := _COQ_END_SCOPE.match(code)) is not None:
             if stack and stack[-1][0] == m.group("name"):
-                stack.pop()
+                closed = stack.pop()
+                if not closed[2]:
+                    dead.add(closed[3])
             continue
         m = _COQ_DECL.match(code)
         if m is None:
             continue
         kw, name, rest = m.group("kw"), m.group("name"), m.group("rest")
         path = tuple(s[0] for s in stack if s[1])
-        reachable = all(s[2] for s in stack)
+        hidden = frozenset(s[3] for s in stack if not s[2])  # unreachable if any of these is closed later
         if kw in _COQ_THEOREM:
             if ":=" in rest.split(":", 1)[-1] and rest.rstrip().endswith("."):
                 # `Lemma l : T := term.` carries its proof: complete at once
-                if reachable:
-                    found.append((path, name, _statement_of(rest.split(":=")[0]), True))
+                found.append((path, name, _statement_of(rest.split(":=")[0]), hidden))
                 continue
-            pending = (path, name, _statement_of(rest)) if reachable else None
-            if pending is None:
-                pending = ((), "", "")  # consume its proof, record nothing
+            pending = (path, name, _statement_of(rest), hidden)
             continue
-        if kw in ("Definition", "Let") and reachable:
-            definitions.append((path, name))
+        if kw in ("Definition", "Let"):
+            definitions.append((path, name, hidden))
             head = rest.split(":=")[0]
             if ":" in head and rest.count(":=") >= 1 and ("=" in head or "->" in head or "<->" in head):
                 # a lemma stated as a Definition (``Definition foo n : P n := ...``)
-                found.append((path, name, _statement_of(head), True))
+                found.append((path, name, _statement_of(head), hidden))
     open_path = [s[0] for s in stack if s[1]]
 
     def reach(path: tuple[str, ...], name: str) -> str:
@@ -128,8 +134,8 @@ def coq_file_premises(context: str, *, admitted: bool = False) -> tuple[list[Pre
         return ".".join([*path, name])
 
     premises = [Premise(reach(path, name), stmt, "file", frozenset(tokens(stmt)))
-                for path, name, stmt, _ in found if name]
-    return premises, [reach(path, name) for path, name in definitions]
+                for path, name, stmt, hidden in found if name and not hidden & dead]
+    return premises, [reach(path, name) for path, name, hidden in definitions if not hidden & dead]
 
 
 # every sentence that puts a name into the environment (lemmas, definitions, section variables,
@@ -306,9 +312,10 @@ def conclusion_of(statement: str) -> str:
 
 
 def is_rewrite_rule(statement: str) -> bool:
-    """Whether the lemma's conclusion is an equation or an equivalence (``rewrite`` can use it)."""
+    """Whether the lemma's conclusion is an equation (``=``, or a setoid's ``==``, which ``rewrite`` reads
+    through the scope's ``Proper`` instances) or an equivalence (``rewrite`` can use it)."""
     concl = conclusion_of(statement)
-    return bool(re.search(r"(?<![<>=!:])=(?![=>])|<->|↔", concl))
+    return bool(re.search(r"(?<![<>=!:])==?(?![=>])|<->|↔", concl))
 
 
 __all__ = ["PremiseIndex", "conclusion_of", "coq_file_premises", "coq_file_proofs", "is_rewrite_rule", "lean_file_premises", "similar", "tokens"]

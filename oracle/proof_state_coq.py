@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from oracle.coq.replies import COQ_NAME, located_constant
 from oracle.coq.sandboxing import CoqSandbox, find_coq_binary
 from oracle.coq.screen import ProofRejected, screen_proof, screen_tactic
 from oracle.coq.session import CoqSession, CoqSessionError, Reply
@@ -129,6 +130,50 @@ def parse_search(text: str) -> list[Premise]:
             body.append(line.strip())
     if name is not None:
         out.append(Premise(name, _flat(body), origin="library"))
+    return out
+
+
+_MODULE_ENTRY = re.compile(r"^(?P<indent>\s+)(?:Parameter|Definition|Axiom)\s+(?P<name>[A-Za-z_][\w']*)\s*:")
+_CHECK_HEAD = re.compile(r"^(?P<name>[A-Za-z_][\w'.]*)\s*$")
+
+
+def parse_module_names(text: str) -> list[str]:
+    """The names a module (or functor, or module type) declares at its top level, from ``Print Module``:
+    its ``Parameter``/``Definition`` entries at the indentation of the first one (a nested module's
+    entries, deeper, are left out); in order, each once."""
+    out: list[str] = []
+    indent: int | None = None
+    for line in _PROMPT.sub("", text).replace("\r\n", "\n").split("\n"):
+        m = _MODULE_ENTRY.match(line)
+        if m is None:
+            continue
+        if indent is None:
+            indent = len(m.group("indent"))
+        if len(m.group("indent")) == indent and m.group("name") not in out:
+            out.append(m.group("name"))
+    return out
+
+
+def parse_checks(text: str, names: Sequence[str]) -> list[Premise]:
+    """The types ``Check N.`` printed for each of ``names`` (``N`` on its own line, then ``: type`` on
+    the indented lines after it); a name Coq did not print is left out."""
+    wanted = set(names)
+    out: list[Premise] = []
+    name: str | None = None
+    body: list[str] = []
+
+    def flush() -> None:
+        if name is not None and body:
+            out.append(Premise(name, _flat(body).removeprefix(":").strip(), origin="library"))
+
+    for line in _PROMPT.sub("", text).replace("\r\n", "\n").split("\n"):
+        if line and not line[0].isspace():
+            flush()
+            m = _CHECK_HEAD.match(line)
+            name, body = (m.group("name"), []) if m and m.group("name") in wanted else (None, [])
+        elif name is not None and line.strip():
+            body.append(line.strip())
+    flush()
     return out
 
 
@@ -297,6 +342,41 @@ class CoqProofStates:
         if reply.errors:
             return []
         return parse_search(reply.text)[:limit]
+
+    def module_lemmas(self, module: str, timeout_s: float = 10.0, limit: int = 1500) -> list[Premise]:
+        """The statements of what ``module`` (a module, functor or module type the context names, e.g. in
+        ``Include``) declares, as this scope states them: ``Print Module`` (or ``Print Module Type``) for the
+        names, then ``Check`` of each here (a functor's included copies, with this scope's notations).
+        Inside a module still being defined, Coq's ``Search`` does not show what ``Include`` brought in
+        (Coq 8.16), so this is how the search sees those lemmas. Empty when Coq does not say."""
+        if not COQ_NAME.fullmatch(module):
+            return []
+        deadline = time.monotonic() + timeout_s
+        try:
+            names: list[str] = []
+            for command in ("Print Module", "Print Module Type"):
+                reply = self._send(f"{command} {module}.", deadline)
+                if not reply.errors:
+                    names = parse_module_names(reply.text)
+                    break
+            names = names[:limit]
+            if not names:
+                return []
+            reply = self._send("\n".join(f"Check {n}." for n in names), deadline)
+        except ProofStateError:
+            return []
+        return parse_checks(reply.text, names)
+
+    def locate(self, name: str, timeout_s: float = 5.0) -> str | None:
+        """The full name ``Locate`` gives the constant ``name`` denotes here (``N.zero`` for a functor
+        parameter's field); None when it is not a constant or Coq does not say."""
+        if not COQ_NAME.fullmatch(name):
+            return None
+        try:
+            reply = self._send(f"Locate {name}.", time.monotonic() + timeout_s)
+        except ProofStateError:
+            return None
+        return None if reply.errors else located_constant(reply.text)
 
     def loaded_libraries(self, timeout_s: float = 20.0) -> list[str]:
         """The modules loaded in the session now (``Print Libraries``: the context's imports and

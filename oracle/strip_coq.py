@@ -21,6 +21,7 @@ file (byte for byte), so the original proof checks wherever the source file does
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -385,6 +386,46 @@ def hidden_contexts(text: str, ends: list[int]) -> list[str]:
         parts.append(text[pos:end])
         out.append("".join(parts))
     return out
+
+
+@dataclass(frozen=True)
+class OpenModule:
+    """A module (or module type) still open at the end of a context: its functor parameters' names and
+    the heads of its ``Include`` sentences (``NAddOrderProp`` for ``Include NAddOrderProp N.``)."""
+
+    name: str
+    parameters: tuple[str, ...]
+    includes: tuple[str, ...]
+
+
+_INCLUDE_RE = re.compile(r"^Include\s+(?:Type\s+)?(?P<expr>.+)\.$", re.S)
+_PARAMETER_RE = re.compile(rf"\(\s*(?:(?:Import|Export)\s+)?(?P<names>{_IDENT}(?:\s+{_IDENT})*)\s*:")
+_INCLUDED_HEAD_RE = re.compile(rf"^!?\(*\s*(?P<head>{_IDENT}(?:\.{_IDENT})*)")
+
+
+def open_modules(sentences: Iterable[str]) -> list[OpenModule]:
+    """The modules open at the end of ``sentences`` (a context's sentences, :func:`split_sentences`),
+    outermost first, with their parameters (``N`` of ``Module M (Import N : NAxiomsMiniSig').``) and
+    includes; a ``Module M := F N.`` is complete at once and opens nothing, a Section is no module."""
+    stack: list[tuple[str, bool, list[str], list[str]]] = []  # (name, is a module, parameters, includes)
+    for code in sentences:
+        if (m := _SECTION_RE.match(code)) is not None:
+            stack.append((m.group("name"), False, [], []))
+        elif (m := _MODULE_RE.match(code)) is not None:
+            rest = m.group("rest")
+            if ":=" not in rest:
+                binders = rest.split("<:")[0]
+                params = [n for p in _PARAMETER_RE.finditer(binders) for n in p.group("names").split()]
+                stack.append((m.group("name"), True, params, []))
+        elif (m := _END_SCOPE_RE.match(code)) is not None:
+            if stack and stack[-1][0] == m.group("name"):
+                stack.pop()
+        elif (m := _INCLUDE_RE.match(code)) is not None and stack:
+            for part in m.group("expr").split("<+"):
+                head = _INCLUDED_HEAD_RE.match(part.strip())
+                if head is not None and head.group("head") not in stack[-1][3]:
+                    stack[-1][3].append(head.group("head"))
+    return [OpenModule(name, tuple(params), tuple(incs)) for name, is_module, params, incs in stack if is_module]
 
 
 def open_scopes(context: str) -> list[str]:

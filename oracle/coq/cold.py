@@ -12,13 +12,21 @@ import re
 import secrets
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oracle.coq.modules import loaded_libraries, module_refusal
 from oracle.coq.reference import guard_command, reference_declaration
-from oracle.coq.replies import axiom_verdict, error_summary, parse_assumptions, parse_goals
+from oracle.coq.replies import (
+    COQ_NAME,
+    axiom_verdict,
+    error_summary,
+    located_constant,
+    parse_assumptions,
+    parse_goals,
+)
 from oracle.coq.sandboxing import CoqSandbox, find_coq_binary
 from oracle.coq.screen import KERNEL_REFUSED, ProofRejected, ProofScript, rejected, screen_proof
 from oracle.proof_common import Prover, TheoremTask, Verdict
@@ -147,6 +155,34 @@ class CoqChecker:
         closed, axioms, problem = parse_assumptions(tail)
         ok, reason = axiom_verdict(closed, axioms, problem, self.allowed_axioms)
         return Verdict(ok, reason, seconds=seconds, cheat=not ok, axioms=axioms)
+
+    def locate(self, task: TheoremTask, names: Sequence[str], *, timeout_s: float = 30.0) -> dict[str, str]:
+        """``Locate`` each of ``names`` right after ``task``'s context (one ``coqc`` run, a marker before
+        each answer): name -> the constant's full name; a name Coq does not place, or any failure, is
+        left out (see the warm checker's ``locate``)."""
+        names = [n for n in names if COQ_NAME.fullmatch(n)]
+        if not names:
+            return {}
+        token = secrets.token_hex(8)
+        text = task.context + "\n" + "".join(f"Locate rrma_at_{token}_{i}.\nLocate {n}.\n" for i, n in enumerate(names))
+        text += "".join(f"End {scope}.\n" for scope in reversed(open_scopes(task.context)))
+        with tempfile.TemporaryDirectory(prefix="rrma-coq-") as tmp:
+            Path(tmp, "Check.v").write_text(text, encoding="utf-8")
+            result = spawn([self.coqc, "-q", *(["-noinit"] if task.noinit else []), *self.coq_args, "Check.v"],
+                           cwd=tmp, budget=Budget(seconds=timeout_s, memory_mb=self.memory_mb,
+                                                  max_output_bytes=2**20),
+                           guard=self.sandbox.policy(tmp))
+        out = result.output.replace("\r\n", "\n")
+        paths: dict[str, str] = {}
+        for i, name in enumerate(names):
+            at = out.find(f"basename rrma_at_{token}_{i}")
+            if at < 0:
+                continue
+            after = out[out.find("\n", at) + 1:]
+            path = located_constant(after.split(f"basename rrma_at_{token}_{i + 1}")[0])
+            if path:
+                paths[name] = path
+        return paths
 
     def close(self) -> None:
         return None

@@ -15,6 +15,7 @@ from typing import Any
 
 from oracle.coq.replies import AXIOMS_REASON
 from oracle.proof_common import TheoremTask
+from oracle.strip_coq import CoqSyntaxError, open_modules, split_sentences
 
 _GUARD_HEAD = re.compile(r"\b(?:Theorem|Lemma|Example|Fact|Remark|Corollary|Proposition|Property)\s+(?P<name>[A-Za-z_][\w']*)")
 
@@ -56,7 +57,9 @@ class OriginalAxioms:
     and an agent cannot declare one (the screen refuses ``Axiom``, ``Admitted``, ``Require``...).
 
     The original's axioms are found lazily, by checking the original proof with the same checker the
-    first time a proof of that theorem is refused for axioms (one check per such theorem, cached)."""
+    first time a proof of that theorem is refused for axioms (one check per such theorem, cached).
+    Inside a functor, the fields of its parameter are hypotheses, not axioms: a proof may rest on any of
+    them (:func:`parameter_fields`)."""
 
     def __init__(self) -> None:
         self.found: dict[tuple[str, str, str], frozenset[str]] = {}
@@ -75,10 +78,35 @@ class OriginalAxioms:
             self.found[key] = allowed
         given = set(getattr(checker, "allowed_axioms", ()))
         extra = [a for a in verdict.axioms if a not in allowed and a not in given and a.split(".")[-1] not in given]
+        fields = parameter_fields(checker, task, extra, timeout_s=timeout_s) if extra and PARAMETER_FIELDS else []
+        extra = [a for a in extra if a not in fields]
         if extra:
             said = ", ".join(sorted(allowed)) or "no axiom"
             return dataclasses.replace(verdict, reason=f"{AXIOMS_REASON}{', '.join(extra)}, which the original "
                                                        f"proof does not (it relies on {said})")
+        also = f" (and on {', '.join(fields)}, of the open functor's parameter)" if fields else ""
         return dataclasses.replace(verdict, accepted=True, cheat=False,
                                    reason=f"accepted: relies on axiom(s) {', '.join(verdict.axioms)}, as the "
-                                          "original proof does")
+                                          f"original proof does{also}")
+
+
+PARAMETER_FIELDS = True  # a switch for tests: False refuses a field of a functor's parameter the original does not use
+
+
+def parameter_fields(checker: Any, task: Any, names: list[str], *, timeout_s: float) -> list[str]:
+    """Of ``names`` (assumptions a proof rests on), the fields of a parameter of a module the context leaves
+    open (``zero`` of ``N`` under ``Module NMulOrderProp (Import N : NAxiomsMiniSig').``): ``Locate`` names
+    them ``N.zero``. Such a field is a hypothesis of every theorem of the functor, not an axiom: the
+    statement is proved for any ``N`` that has it, whichever fields the proof uses. An agent cannot add
+    one (the screen refuses ``Module``, ``Axiom``, ``Parameter``), and an axiom the file or a library
+    declares is named by its own path (``Top.M.foo``, ``Coq.Logic.Classical_Prop.classic``)."""
+    locate = getattr(checker, "locate", None)
+    try:
+        sentences = [u.code for u in split_sentences(str(task.context))]
+    except CoqSyntaxError:
+        return []
+    params = {p for m in open_modules(sentences) for p in m.parameters}
+    if not params or locate is None:
+        return []
+    paths: dict[str, str] = locate(task, names, timeout_s=timeout_s)
+    return [n for n in names if "." in paths.get(n, "") and paths[n].split(".")[0] in params]

@@ -66,6 +66,14 @@ def parse_assumptions(text: str) -> tuple[bool, list[str], str]:
 
 
 AXIOMS_REASON = "Print Assumptions not closed: relies on axiom(s) "
+COQ_NAME = re.compile(r"[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*")
+
+
+def located_constant(text: str) -> str | None:
+    """The full name ``Locate X.`` printed for the constant ``X`` denotes (``N.zero`` for a functor
+    parameter's field, ``Coq.Logic.Classical_Prop.classic``); None when it names no constant."""
+    m = re.search(r"^Constant\s+(?P<path>[\w'.]+)", clean_reply(PROMPT.sub("", text)), re.M)
+    return m.group("path") if m else None
 
 
 def axiom_verdict(closed: bool, axioms: list[str], problem: str, allowed: tuple[str, ...]) -> tuple[bool, str]:

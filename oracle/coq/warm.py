@@ -14,13 +14,21 @@ import secrets
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oracle.coq.modules import loaded_libraries, module_refusal
 from oracle.coq.reference import guard_command, reference_declaration
-from oracle.coq.replies import axiom_verdict, error_summary, parse_assumptions, parse_goals
+from oracle.coq.replies import (
+    COQ_NAME,
+    axiom_verdict,
+    error_summary,
+    located_constant,
+    parse_assumptions,
+    parse_goals,
+)
 from oracle.coq.sandboxing import CoqSandbox, find_coq_binary
 from oracle.coq.screen import KERNEL_REFUSED, ProofRejected, ProofScript, rejected, screen_proof
 from oracle.coq.session import CoqSession, CoqSessionError
@@ -204,6 +212,35 @@ class WarmCoqPool:
         finally:
             if clean and session.alive:
                 self._rewind(session)
+
+    def locate(self, task: TheoremTask, names: Sequence[str], *, timeout_s: float = 30.0) -> dict[str, str]:
+        """``Locate`` each of ``names`` right after ``task``'s context: name -> the constant's full name
+        (:class:`oracle.coq.reference.OriginalAxioms` tells a functor parameter's fields by it). A name Coq
+        does not place, or any failure, is left out."""
+        names = [n for n in names if COQ_NAME.fullmatch(n)]
+        if not names:
+            return {}
+        try:
+            session = self.sessions.acquire()
+        except PoolClosed:
+            return {}
+        deadline = time.monotonic() + self.setup_seconds + timeout_s
+        try:
+            args = self.session_args(task)
+            if session is None or not session.alive or session.checks >= self.max_checks or session.args != args:
+                if session is not None:
+                    session.kill()
+                session = self._fresh(deadline, args)
+            session.load_context(task.context, deadline)
+            paths = {n: located_constant(session.send(f"Locate {n}.", deadline).text) for n in names}
+            return {n: p for n, p in paths.items() if p}
+        except (CoqSessionError, OracleError, TimeoutError):
+            if session is not None:
+                session.kill()
+            session = None
+            return {}
+        finally:
+            self.sessions.release(session)
 
     @staticmethod
     def _rewind(session: CoqSession) -> None:

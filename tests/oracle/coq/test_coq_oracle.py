@@ -135,3 +135,47 @@ def test_a_classical_reals_theorem_is_solved_and_checked(tmp_path: Path, capsys:
     code, out = said["classic"]
     assert code == 1 and not out["accepted"] and "classic" in out["axioms"], out
     assert out["reason"].startswith("Print Assumptions not closed: relies on axiom(s) classic, which the original"), out
+
+
+# a functor: its parameter's fields are hypotheses of every theorem in it (Print Assumptions lists them as
+# axioms, short-named); `own` is an axiom the file itself declares inside the functor
+FUNCTOR = ("Module Type S.\nParameter t : Type.\nParameters z o : t.\nParameter le : t -> t -> Prop.\n"
+           "Axiom le_z : le z z.\nAxiom le_o : le o o.\nEnd S.\n"
+           "Module F (Import M : S).\nAxiom own : forall x y : t, le x y.\n"
+           "Lemma either : le z z \\/ le o o.\nProof. left. apply le_z. Qed.\nEnd F.\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_proof_may_rest_on_any_field_of_the_open_functors_parameter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      warm: bool, rule: bool) -> None:
+    """Inside `Module F (Import M : S)`, a proof using a field of `M` the original does not use (`le_o`) proves
+    the same theorem of the functor: accepted with the rule (refused before it, as not the original's axiom). An
+    axiom the file declares in the functor (`own`) is still refused: `Locate` names it by the file's path, not `M`'s."""
+    import oracle.coq.reference as reference
+
+    monkeypatch.setattr(reference, "PARAMETER_FIELDS", rule)
+    source = tmp_path / "fun.v"
+    source.write_text(FUNCTOR)
+    oracle = CoqOracle({"sources": [str(source)], "warm": warm})
+    oracle.prepare(tmp_path, tmp_path)
+    try:
+        def evaluate(proof: str) -> Outcome:
+            return oracle.evaluate(EvalContext(trial_id="t1", trial_dir=tmp_path, budget=Budget(seconds=60),
+                                               proposal=Proposal(theorem="either", proof=proof)))
+
+        other_field = evaluate("right. apply le_o.")
+        file_axiom = evaluate("left. apply own.")
+        original = evaluate("left. apply le_z.")
+    finally:
+        oracle.close()
+    assert original.status == Status.ok, original.metrics["reason"]
+    assert file_axiom.status == Status.rejected and "relies on axiom(s) own" in file_axiom.metrics["reason"]
+    if rule:
+        assert other_field.status == Status.ok, other_field.metrics["reason"]
+        said = other_field.metrics["reason"].split("(and on ")[1]
+        assert said.endswith(", of the open functor's parameter)") and "le_o" in said and "own" not in said
+    else:
+        assert other_field.status == Status.rejected and "le_o, which the original proof does not" in \
+            other_field.metrics["reason"]

@@ -1,0 +1,67 @@
+"""What a theorem's open modules put in scope that the search cannot see otherwise (issue 33, round five).
+
+Why it exists: much of Coq's standard library (``Numbers``, ``Structures``, ``MSets``, ``FSets``) is
+written inside functors: ``Module NMulOrderProp (Import N : NAxiomsMiniSig'). Include NAddOrderProp N.``
+and then the file's theorems. Two things there differ from a plain file:
+
+* the functor's parameter is an assumption: ``Print Assumptions`` lists its fields (``zero``, ``t``,
+  ``mul_wd``...) as axioms, the human proof's too. The search used to veto every proof it found there
+  (:meth:`agents.coq_tactics.CoqTactics.validate`); a field of an open module's parameter
+  (:func:`parameter_field`: ``Locate`` names it ``N.zero``) is now left to the checker, whose rule
+  allows the axioms the original proof rests on (:class:`oracle.coq.reference.OriginalAxioms`);
+* what ``Include`` brought into the module being defined is missing from Coq's ``Search`` there (Coq
+  8.16: ``Search (_ * _ <= _ * _)`` inside ``NMulOrderProp`` finds no lemma of ``NAddOrderProp``, although
+  ``Check mul_le_mono_nonneg_l`` works), so premise selection saw none of the library the file builds
+  on. :func:`included_premises` lists them through ``Print Module`` and ``Check``
+  (:meth:`oracle.proof_state_coq.CoqProofStates.module_lemmas`), once per scope.
+
+:func:`oracle.strip_coq.open_modules` reads, from the context's sentences, the modules still open at the
+theorem, their parameters and their ``Include`` sentences (the checker reads the parameters the same way). The switches ``PARAMETER_FIELDS`` and ``INCLUDED`` exist
+for the tests that show each rule's effect against real ``coqtop`` with it off and on
+(tests/agents/test_proof_search_functors.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from oracle.proof_state import Premise
+from oracle.strip_coq import OpenModule, open_modules
+
+__all__ = ["OpenModule", "included_premises", "open_modules", "parameter_field"]
+
+PARAMETER_FIELDS = True  # a switch for tests: False vetoes a proof resting on a functor parameter's fields
+INCLUDED = True  # a switch for tests: False leaves what `Include` brought in out of premise selection
+MAX_INCLUDED = 1500  # premises read from one scope's included modules
+
+# a statement that is only a type (`t -> t -> t`, `bool`): a function or a carrier, nothing to apply
+_ONLY_TYPES = re.compile(r"[\w'.]+(?:\s*->\s*[\w'.]+)*")
+
+
+def parameter_field(path: str | None, modules: Sequence[OpenModule]) -> bool:
+    """Whether ``path`` (``Locate``'s full name of an assumption) is a field of a parameter of an open module
+    (``N.zero`` under ``Module M (Import N : NAxiomsMiniSig')``)."""
+    if not PARAMETER_FIELDS or path is None or "." not in path:
+        return False
+    return path.split(".")[0] in {p for m in modules for p in m.parameters}
+
+
+def included_premises(states: Any, modules: Sequence[OpenModule], theorem: str) -> tuple[Premise, ...]:
+    """The lemmas the open modules' ``Include`` sentences brought in, stated in this scope
+    (``states.module_lemmas``), the theorem's own name and bare types left out; at most :data:`MAX_INCLUDED`."""
+    lemmas = getattr(states, "module_lemmas", None)
+    if not INCLUDED or lemmas is None:
+        return ()
+    own = theorem.split(".")[-1]
+    out: dict[str, Premise] = {}
+    for module in modules:
+        for name in module.includes:
+            for premise in lemmas(name):
+                if premise.name != own and premise.name not in out \
+                        and not _ONLY_TYPES.fullmatch(" ".join(premise.statement.split())):
+                    out[premise.name] = premise
+                if len(out) >= MAX_INCLUDED:
+                    return tuple(out.values())
+    return tuple(out.values())

@@ -1,0 +1,126 @@
+"""Theorems inside a functor (issue 33, round five: out-of-sample 6's `NMulOrder.v` and `NZDomain.v`, 0 of 35).
+
+Much of Coq's standard library is written inside functors (``Module NMulOrderProp (Import N : ...).
+Include NAddOrderProp N.``). Three things kept the search from proving any theorem there, each shown here
+against a real ``coqtop`` with its rule off and on:
+
+1. ``Print Assumptions`` lists the parameter's fields as axioms, so the search vetoed every proof it found,
+   the human one included (:func:`agents.coq_scope.parameter_field`);
+2. Coq's ``Search`` does not show what ``Include`` brought into the module being defined, so premise
+   selection never offered the lemmas the file builds on (:func:`agents.coq_scope.included_premises`);
+3. the file's own earlier lemmas inside the open functor were dropped from the file premises as "not
+   reachable" (:func:`agents.premises.coq_file_premises`).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import agents.coq_scope as coq_scope
+from agents.best_first import SearchBudget, SearchResult, best_first_search
+from agents.coq_tactics import CoqTactics, premise_pattern
+from agents.premises import coq_file_premises, is_rewrite_rule
+from oracle.proof_common import TheoremTask
+from oracle.proof_state import ProofState
+from oracle.strip_coq import OpenModule, open_modules, split_sentences
+
+needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
+                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
+
+SIG = ("Module Type S.\nParameter t : Type.\nParameter f : t -> t.\nParameter P : t -> Prop.\n"
+       "Axiom Pf : forall x, P x -> P (f x).\nEnd S.\n")
+# `deep` is proved in a functor the target includes: only `Print Module`/`Check` can show it there
+FACTS = ("Module Facts (Import M : S).\nDefinition dbl x := f (f x).\n"
+         "Lemma deep : forall x, P x -> P (dbl (dbl x)).\nProof. intros x H. unfold dbl. apply Pf, Pf, Pf, Pf, H. Qed.\n"
+         "End Facts.\n")
+TARGET = SIG + FACTS + "Module Target (Import M : S).\nInclude Facts M.\n"
+
+
+def _codes(context: str) -> list[str]:
+    return [u.code for u in split_sentences(context)]
+
+
+def _search(task: TheoremTask, max_checks: int) -> SearchResult:
+    """A real-coqtop search of ``task`` by the rules and premises (no portfolio, no k-NN)."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    states = CoqProofStates()
+
+    def source(root: ProofState) -> CoqTactics:
+        return CoqTactics(states, task, root, library=True, portfolio=False, setting="rediscover")
+
+    try:
+        return best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=max_checks),
+                                 tree_limit=100_000)
+    finally:
+        states.close()
+
+
+def test_open_modules_reads_parameters_and_includes() -> None:
+    context = (SIG + FACTS + "Module Closed := Facts.\nSection Sec.\nEnd Sec.\n"
+               "Module Outer.\nModule Target (Import M : S) (N1 N2 : S) <: S.\nInclude Facts M <+ Facts N1.\n"
+               "Include (Facts N2).\nSection Inner.\n")
+    assert open_modules(_codes(context)) == [OpenModule("Outer", (), ()),
+                                             OpenModule("Target", ("M", "N1", "N2"), ("Facts",))]
+    assert open_modules(_codes(context + "End Inner.\nEnd Target.\nEnd Outer.\n")) == []
+
+
+def test_the_earlier_lemmas_of_the_open_functor_are_file_premises() -> None:
+    """A closed functor's lemmas are unreachable by name; the open functor's earlier lemmas are the theorem's
+    neighbours (they used to be dropped with the closed ones)."""
+    context = TARGET + "Lemma near : forall x, P x -> P (f x).\nProof. exact Pf. Qed.\n"
+    names = [p.name for p in coq_file_premises(context)[0]]
+    assert names == ["near"]
+
+
+def test_a_setoid_equation_is_a_rewrite_rule_and_patterns_read_lemmas() -> None:
+    assert is_rewrite_rule("forall n m : t, n * m == m * n") and not is_rewrite_rule("forall n m : t, n <= m")
+    assert premise_pattern("forall n m p : t, 0 <= p -> n <= m -> p * n <= p * m") == "_ * _ <= _ * _"
+
+
+@needs_coq
+def test_module_lemmas_shows_what_include_brought_in() -> None:
+    """Inside `Target`, Coq's `Search` finds `deep` nowhere; `module_lemmas` reads it, stated in this scope."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    task = TheoremTask("goal", "Lemma goal : forall x, P x -> P (dbl (dbl x)).", TARGET, "", prover="coq")
+    states = CoqProofStates()
+    try:
+        states.start(task)
+        searched = [p.name for p in states.search_premises("dbl")]
+        lemmas = {p.name: p.statement for p in states.module_lemmas("Facts")}
+        assert states.module_lemmas("Nope") == [] and states.module_lemmas("Facts; Quit") == []
+        located = states.locate("Pf")
+    finally:
+        states.close()
+    assert "deep" not in searched  # why the lookup exists
+    assert lemmas["deep"] == "forall x : t, P x -> P (dbl (dbl x))"
+    assert located == "M.Pf" and coq_scope.parameter_field(located, open_modules(_codes(TARGET)))
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_proof_resting_on_the_functors_parameter_is_not_vetoed(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """Inside a functor over the library's `OrderedType`, every proof of `eq_back` rests on the parameter's
+    `eq` and `eq_equiv`, which `Print Assumptions` lists as axioms: with the rule off the search vetoes each
+    proof it finds (as it vetoed every theorem of NMulOrder.v and NZDomain.v), with it on it proves it."""
+    monkeypatch.setattr(coq_scope, "PARAMETER_FIELDS", rule)
+    context = "Require Import Orders.\nModule Target (Import O : OrderedType).\n"
+    task = TheoremTask("eq_back", "Lemma eq_back : forall x y, eq x y -> eq y x.", context, "", prover="coq")
+    result = _search(task, max_checks=400)
+    assert (result.reason == "proved") is rule, (result.reason, result.last_error)
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_lemma_the_functor_included_is_offered(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`far` is two steps with the included `deep` (sixteen `Pf` steps through `dbl` without it): with the
+    included lemmas read, the search proves it with `deep`; without, it stays open within the same budget."""
+    monkeypatch.setattr(coq_scope, "INCLUDED", rule)
+    task = TheoremTask("far", "Lemma far : forall x, P x -> P (dbl (dbl (dbl (dbl x)))).", TARGET, "", prover="coq")
+    result = _search(task, max_checks=600)
+    assert (result.reason == "proved") is rule, (result.reason, result.last_error)
+    if rule:
+        assert any("deep" in t for t in result.tactics or ()), result.tactics

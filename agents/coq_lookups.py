@@ -183,7 +183,15 @@ class ScopeLookups:
             return ()
         query = f"(?a {op} ?b = ?b {op} ?a)" if op in COMMUTING_INFIX else f"({op} ?a ?b = {op} ?b ?a)"
         return tuple(self._kept("commute", self.facts.commutes, op, MAX_COMMUTE_QUERIES, lambda: tuple(
-            p.name for p in self._searched(query, 20) if not self._own(p))[:2]))
+            p.name for p in [*self._searched(query, 20), *self._included_commuting(op)] if not self._own(p))[:2]))
+
+    def _included_commuting(self, op: str) -> list[Premise]:
+        """The commutativity lemmas of ``op`` among what an open functor's ``Include`` brought in (Coq's
+        ``Search`` misses them there, agents/coq_scope.py), a setoid's ``==`` as well as ``=``."""
+        o = re.escape(op)
+        shape = (rf"forall (\w+) (\w+) : [\w'.]+, \1 {o} \2 ==? \2 {o} \1" if op in COMMUTING_INFIX
+                 else rf"forall (\w+) (\w+) : [\w'.]+, {o} \1 \2 ==? {o} \2 \1")
+        return [p for p in self.facts.included or () if re.fullmatch(shape, " ".join(p.statement.split()))]
 
     def inductions(self, typ: str) -> tuple[str, ...]:
         """Induction principles for ``typ`` besides its own (``Pos.peano_ind`` for ``positive``): Coq's

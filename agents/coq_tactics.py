@@ -75,6 +75,9 @@ COQ_CLOSERS: list[tuple[str, float]] = [
     ("now (intros; subst; auto).", 0.5), ("intuition lia.", 0.6), ("simpl in *; auto.", 0.4),
     ("simpl in *; lia.", 0.5), ("simpl in *; congruence.", 0.5), ("simpl in *; intuition.", 0.6),
     ("ring.", 0.3), ("field.", 0.4), ("lra.", 0.3), ("nra.", 0.6),
+    # the order tactic of Coq's ordered structures (Structures/OrdersTac.v: in every `Numbers` functor, and
+    # NZOrder's `order'`, which also knows 0 < 1): where the scope has them
+    ("order.", 0.3), ("order'.", 0.35),
 ]
 BUNDLE_MAX_COST = 0.35  # rule closers this cheap are tried together, in one `solve [...]`
 HAMMER_CLOSERS: list[tuple[str, float]] = [("sauto.", 0.5), ("hauto.", 0.5), ("qauto.", 0.5)]
@@ -153,7 +156,7 @@ def _is_prop(typ: str) -> bool:
 # CoqHammer): probed once per theorem, and no candidate that names a missing one is tried
 GATED_TACTICS = ("lia", "nia", "congruence", "tauto", "intuition", "firstorder", "easy", "now", "sauto",
                  "hauto", "qauto", "eauto", "f_equal", "discriminate", "decide", "ring", "field", "lra", "nra",
-                 "hammer")
+                 "hammer", "order", "order'")
 # Ltac tactics a context may load without importing them (CoqHammer's tactics load Lia; many Reals files
 # load Lra): reachable by their qualified names, which the probe tries when the short one is missing
 QUALIFIED_TACTICS = {"lia": "Coq.micromega.Lia.lia", "nia": "Coq.micromega.Lia.nia",

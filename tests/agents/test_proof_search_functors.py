@@ -124,3 +124,46 @@ def test_a_lemma_the_functor_included_is_offered(monkeypatch: pytest.MonkeyPatch
     assert (result.reason == "proved") is rule, (result.reason, result.last_error)
     if rule:
         assert any("deep" in t for t in result.tactics or ()), result.tactics
+
+
+@needs_coq
+def test_the_order_tactic_is_offered_where_the_scope_has_it() -> None:
+    """`order` (Structures/OrdersTac.v) closes order goals in every `Numbers` functor; where the scope has no
+    such tactic the probe marks it missing, and no candidate names it."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    numbers = ("Require Import NAxioms NProperties.\nModule T (Import N : NAxiomsSig').\nInclude NBasicProp N.\n")
+    goal = "Lemma chain : forall n m p, n <= m -> m < p -> n < p."
+    states = CoqProofStates()
+    try:
+        inside = TheoremTask("chain", goal, numbers, "", prover="coq")
+        root = states.start(inside)
+        tactics = CoqTactics(states, inside, root, library=False, portfolio=False, setting="rediscover")
+        intro = states.run_tactic(root, "intros.")
+        closed = states.run_tactic(intro.state, "order.") if intro.state is not None else None
+        plain = TheoremTask("plain", "Lemma plain : forall n m : nat, n <= m -> n <= S m.", "", "", prover="coq")
+        elsewhere = CoqTactics(states, plain, states.start(plain), library=False, portfolio=False, setting="rediscover")
+    finally:
+        states.close()
+    assert "order" not in tactics.unknown and "order'" not in tactics.unknown
+    assert closed is not None and closed.outcome == "proved"
+    assert {"order", "order'"} <= elsewhere.unknown
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_commutativity_lemma_the_functor_included_is_found(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """In a `Numbers` functor `mul_comm` is stated with the setoid's `==` and came in by `Include`: Coq's `Search
+    (?a * ?b = ?b * ?a)` finds nothing there; the included lemmas give it."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    monkeypatch.setattr(coq_scope, "INCLUDED", rule)
+    numbers = ("Require Import NAxioms NProperties.\nModule T (Import N : NAxiomsSig').\nInclude NBasicProp N.\n")
+    task = TheoremTask("swap", "Lemma swap : forall n m, n * m == m * n.", numbers, "", prover="coq")
+    states = CoqProofStates()
+    try:
+        tactics = CoqTactics(states, task, states.start(task), library=True, portfolio=False, setting="rediscover")
+        found = tactics.lookups.commutes("*")
+    finally:
+        states.close()
+    assert ("mul_comm" in found) is rule, found

@@ -87,6 +87,16 @@ class WarmCoqPool:
                           cwd=self.scratch, sandbox=self.sandbox,
                           start_timeout_s=max(0.0, setup_deadline - time.monotonic()))
 
+    def _usable(self, session: CoqSession | None, task: TheoremTask, setup_deadline: float) -> CoqSession:
+        """``session`` when it can judge ``task`` (alive, under its check count, started with the task's
+        arguments); else a fresh one (the old one killed)."""
+        args = self.session_args(task)
+        if session is None or not session.alive or session.checks >= self.max_checks or session.args != args:
+            if session is not None:
+                session.kill()
+            session = self._fresh(setup_deadline, args)
+        return session
+
     def session_args(self, task: TheoremTask) -> tuple[str, ...]:
         """The coqtop arguments ``task`` is checked with: without the prelude when the prelude loads
         the target's own module (:func:`attach_modules`)."""
@@ -104,11 +114,7 @@ class WarmCoqPool:
             return Verdict(False, f"session error: {exc}", seconds=time.monotonic() - started)
         setup_deadline = time.monotonic() + self.setup_seconds  # start-up and context: not the proof's seconds
         try:
-            args = self.session_args(task)
-            if session is None or not session.alive or session.checks >= self.max_checks or session.args != args:
-                if session is not None:
-                    session.kill()
-                session = self._fresh(setup_deadline, args)
+            session = self._usable(session, task, setup_deadline)
             verdict = self._run(session, task, script, started, timeout_s, setup_deadline)
             if verdict.reason.startswith(("timeout", "session")) or any(
                 marker in verdict.reason for marker in ("Out of memory", "Stack overflow")
@@ -226,11 +232,7 @@ class WarmCoqPool:
             return {}
         deadline = time.monotonic() + self.setup_seconds + timeout_s
         try:
-            args = self.session_args(task)
-            if session is None or not session.alive or session.checks >= self.max_checks or session.args != args:
-                if session is not None:
-                    session.kill()
-                session = self._fresh(deadline, args)
+            session = self._usable(session, task, deadline)
             session.load_context(task.context, deadline)
             paths = {n: located_constant(session.send(f"Locate {n}.", deadline).text) for n in names}
             return {n: p for n, p in paths.items() if p}

@@ -35,6 +35,7 @@ class ScopeFacts:
     inductions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> induction principles besides its own
     deciders: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # type -> its case-splitting lemmas
     included: tuple[Premise, ...] | None = None  # what the open modules' `Include`s brought in (agents/coq_scope.py)
+    module_tactics: tuple[str, ...] | None = None  # the innermost open module's argument-free tactics (the same)
     located: dict[str, str | None] = field(default_factory=dict)  # an assumption's name -> `Locate`'s full name
 
 

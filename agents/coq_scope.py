@@ -30,10 +30,11 @@ from typing import Any
 from oracle.proof_state import Premise
 from oracle.strip_coq import OpenModule, open_modules
 
-__all__ = ["OpenModule", "included_premises", "open_modules", "parameter_field"]
+__all__ = ["OpenModule", "included_premises", "module_tactics", "open_modules", "parameter_field"]
 
 PARAMETER_FIELDS = True  # a switch for tests: False vetoes a proof resting on a functor parameter's fields
 INCLUDED = True  # a switch for tests: False leaves what `Include` brought in out of premise selection
+MAX_MODULE_TACTICS = 4  # the open module's argument-free tactics offered at each state
 MAX_INCLUDED = 1500  # premises read from one scope's included modules
 
 # a statement that is only a type (`t -> t -> t`, `bool`): a function or a carrier, nothing to apply
@@ -65,3 +66,14 @@ def included_premises(states: Any, modules: Sequence[OpenModule], theorem: str) 
                 if len(out) >= MAX_INCLUDED:
                     return tuple(out.values())
     return tuple(out.values())
+
+
+def module_tactics(states: Any, modules: Sequence[OpenModule]) -> tuple[str, ...]:
+    """The argument-free tactics the innermost open module has (its own and its ``Include``s':
+    ``nzsimpl.``, ``order'.`` in a ``Numbers`` functor, ``states.module_tactics``), as tactic sentences:
+    a library's functors write them for their proofs, as a file writes its own; at most
+    :data:`MAX_MODULE_TACTICS`, none named ``Private_...``."""
+    found = getattr(states, "module_tactics", None)
+    if not INCLUDED or found is None or not modules or not modules[-1].includes:
+        return ()
+    return tuple(f"{n}." for n in found(modules[-1].name) if "Private" not in n)[:MAX_MODULE_TACTICS]

@@ -43,7 +43,7 @@ from agents.coq_lookups import (
     leading_arity,
     plain_type,
 )
-from agents.coq_scope import included_premises, open_modules, parameter_field
+from agents.coq_scope import included_premises, module_tactics, open_modules, parameter_field
 from agents.llm_tactics import LLMTactics
 from agents.premises import (
     PremiseIndex,
@@ -276,6 +276,9 @@ class CoqTactics(TacticSource):
         if self.included:
             self.library_index = self.library_index.add(self.included)
         self.own_tactics = context_tactics(codes or ()) if coq_lookups.CONTEXT_TACTICS else []
+        if self.facts.module_tactics is None:
+            self.facts.module_tactics = module_tactics(states, self.modules)
+        self.own_tactics += [t for t in self.facts.module_tactics if t not in self.own_tactics]
 
     # -- the last resort: CoqHammer's `hammer` (its ATPs) on the statement, with the seconds kept back
 

@@ -760,8 +760,8 @@ class CoqTactics(TacticSource):
             self.unknown.add(head)
 
     def _parameter_field(self, name: str) -> bool:
-        """Whether the assumption ``name`` is a field of an open functor's parameter (agents/coq_scope.py):
-        the original proof rests on it too, and the checker decides (``Locate`` asked once per scope)."""
+        """Whether the assumption ``name`` is a field of an open functor's parameter (agents/coq_scope.py): a
+        hypothesis of every theorem of the functor, which the checker allows (``Locate`` asked once per scope)."""
         locate = getattr(self.states, "locate", None)
         if not self.modules or locate is None or not any(m.parameters for m in self.modules):
             return False

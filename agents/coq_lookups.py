@@ -154,7 +154,9 @@ def leading_arity(statement: str) -> int:
 
 class ScopeLookups:
     """One theorem's lookups in its scope's :class:`ScopeFacts`: each answer Coq gave is kept for the scope;
-    a lookup not yet made asks Coq (``states.search_premises``), at most ``MAX_*_QUERIES`` times per theorem."""
+    a lookup not yet made asks Coq (``states.search_premises``), at most ``MAX_*_QUERIES`` times per theorem.
+    Inside a functor each also reads what its ``Include``s brought in (``ScopeFacts.included``), which
+    Coq's ``Search`` misses there (agents/coq_scope.py)."""
 
     def __init__(self, facts: ScopeFacts, states: Any, theorem: str) -> None:
         self.facts = facts
@@ -202,7 +204,8 @@ class ScopeLookups:
         if not OTHER_INDUCTIONS or not plain_type(typ):
             return ()
         return tuple(self._kept("induction", self.facts.inductions, typ, MAX_INDUCTION_QUERIES, lambda: (
-            induction_principles(typ, self._searched(f"(forall P : {typ} -> _, _)", 200)))))
+            induction_principles(typ, [*self._searched(f"(forall P : {typ} -> _, _)", 200),
+                                       *(self.facts.included or ())]))))
 
     def deciders(self, typ: str) -> tuple[Premise, ...]:
         """The decision lemmas on values of ``typ`` here (:func:`decision_lemmas` of Coq's
@@ -211,7 +214,8 @@ class ScopeLookups:
         if not DECIDE or not plain_type(typ):
             return ()
         return tuple(self._kept("decide", self.facts.deciders, typ, MAX_DECIDE_QUERIES, lambda: decision_lemmas(
-            typ, [p for p in [*self._searched(f"({{_}} + {{_}}) {typ}", 300), *self._searched(f"(_ \\/ _) {typ}", 300)]
+            typ, [p for p in [*self._searched(f"({{_}} + {{_}}) {typ}", 300), *self._searched(f"(_ \\/ _) {typ}", 300),
+                              *(self.facts.included or ())]
                   if not self._own(p)])))
 
     def _searched(self, query: str, limit: int) -> list[Premise]:

@@ -154,7 +154,8 @@ def test_the_order_tactic_is_offered_where_the_scope_has_it() -> None:
 @pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
 def test_a_commutativity_lemma_the_functor_included_is_found(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
     """In a `Numbers` functor `mul_comm` is stated with the setoid's `==` and came in by `Include`: Coq's `Search
-    (?a * ?b = ?b * ?a)` finds nothing there; the included lemmas give it. The same for the tactics the
+    (?a * ?b = ?b * ?a)` finds nothing there; the included lemmas give it. The same for the decision lemmas
+    (`le_gt_cases`, for a case split) and for the tactics the
     included functors define (`nzsimpl`): `Locate Ltac` places them in the open module."""
     from oracle.proof_state_coq import CoqProofStates
 
@@ -165,8 +166,10 @@ def test_a_commutativity_lemma_the_functor_included_is_found(monkeypatch: pytest
     try:
         tactics = CoqTactics(states, task, states.start(task), library=True, portfolio=False, setting="rediscover")
         found = tactics.lookups.commutes("*")
+        deciders = [p.name for p in tactics.lookups.deciders("t")]
     finally:
         states.close()
     assert ("mul_comm" in found) is rule, found
+    assert ("le_gt_cases" in deciders) is rule, deciders  # a case split on `n <= m \/ m < n`
     # the functor's own argument-free tactics (NZBase's `nzsimpl`), offered like a file's own
     assert ("nzsimpl." in tactics.own_tactics) is rule, tactics.own_tactics

@@ -7,18 +7,19 @@ and then the file's theorems. Two things there differ from a plain file:
 * the functor's parameter is an assumption: ``Print Assumptions`` lists its fields (``zero``, ``t``,
   ``mul_wd``...) as axioms, the human proof's too. The search used to veto every proof it found there
   (:meth:`agents.coq_tactics.CoqTactics.validate`); a field of an open module's parameter
-  (:func:`parameter_field`: ``Locate`` names it ``N.zero``) is now left to the checker, whose rule
-  allows the axioms the original proof rests on (:class:`oracle.coq.reference.OriginalAxioms`);
+  (:func:`parameter_field`: ``Locate`` names it ``N.zero``) is now left to the checker, which allows
+  any of them (:func:`oracle.coq.reference.parameter_fields`);
 * what ``Include`` brought into the module being defined is missing from Coq's ``Search`` there (Coq
   8.16: ``Search (_ * _ <= _ * _)`` inside ``NMulOrderProp`` finds no lemma of ``NAddOrderProp``, although
   ``Check mul_le_mono_nonneg_l`` works), so premise selection saw none of the library the file builds
   on. :func:`included_premises` lists them through ``Print Module`` and ``Check``
-  (:meth:`oracle.proof_state_coq.CoqProofStates.module_lemmas`), once per scope.
+  (:meth:`oracle.proof_state_coq.CoqProofStates.module_lemmas`), once per scope; the lookups of
+  :mod:`agents.coq_lookups` read them too, and :func:`module_tactics` the module's own tactics.
 
-:func:`oracle.strip_coq.open_modules` reads, from the context's sentences, the modules still open at the
-theorem, their parameters and their ``Include`` sentences (the checker reads the parameters the same way). The switches ``PARAMETER_FIELDS`` and ``INCLUDED`` exist
-for the tests that show each rule's effect against real ``coqtop`` with it off and on
-(tests/agents/test_proof_search_functors.py).
+:func:`oracle.strip_coq.open_modules` reads, from the context's sentences, the modules still open at
+the theorem, their parameters and their ``Include`` sentences (the checker reads the parameters the
+same way). The switches ``PARAMETER_FIELDS`` and ``INCLUDED`` exist for the tests that show each
+rule's effect against real ``coqtop`` with it off and on (tests/agents/test_proof_search_functors.py).
 """
 
 from __future__ import annotations

@@ -181,6 +181,7 @@ _SELECTOR = re.compile(r"^\s*(?:all|par|!|\[[A-Za-z_][\w']*\]|\d+(?:\s*-\s*\d+)?
 # switches for tests (False: the search before each rule)
 SCREEN_SUGGESTIONS = True  # a suggested tactic the context cannot parse is not offered
 INDUCTIVE_ONLY = True  # no induction/destruct on a variable whose type is not inductive
+FILE_AXIOMS = True  # the file's own `Axiom`s are premises (the checker allows those the original rests on)
 
 
 def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
@@ -229,7 +230,8 @@ class CoqTactics(TacticSource):
         self.setting = setting
         self.hammer_wanted = hammer
         # rediscover: the earlier theorems read `Admitted.` in the view (the checker has their proofs)
-        file_premises, self.definitions = coq_file_premises(task.context, admitted=setting == "rediscover")
+        file_premises, self.definitions = coq_file_premises(task.context, admitted=setting == "rediscover",
+                                                            axioms=FILE_AXIOMS)
         self.file_index = PremiseIndex(file_premises)
         self.file_lemmas = {p.name.split(".")[-1] for p in file_premises}
         # library setting only: earlier human proofs of the file, most similar statements first (whole

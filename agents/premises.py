@@ -8,8 +8,9 @@ cheap relevance score against the goal, so the search tries the few that share i
 
 * :func:`coq_file_premises` / :func:`lean_file_premises`: the lemmas of a theorem's context (the
   file before it), with the names they are reachable by at that point (a lemma of a closed Coq
-  module is ``M.lemma``); lemmas whose proof ends in ``Admitted`` and axioms are left out, so the
-  search never leans on something the oracle would refuse.
+  module is ``M.lemma``); lemmas whose proof ends in ``Admitted`` are left out, so the search never
+  leans on something the oracle would refuse, and so are axioms unless asked for (the oracle allows
+  those the original proof rests on).
 * :func:`tokens`: the symbols of a statement as the prover prints it (identifiers and notation
   runs such as ``++``, ``::``, ``<=``), which is what the goals show.
 * :class:`PremiseIndex`: inverse-document-frequency weights over the premise pool and
@@ -58,12 +59,15 @@ def _statement_of(rest: str) -> str:
     return " ".join(rest.strip().rstrip(".").split())
 
 
-def coq_file_premises(context: str, *, admitted: bool = False) -> tuple[list[Premise], list[str]]:
+def coq_file_premises(context: str, *, admitted: bool = False,
+                      axioms: bool = False) -> tuple[list[Premise], list[str]]:
     """(lemmas proved in ``context``, definitions to unfold), each reachable by the names returned.
 
     Lemmas closed by ``Admitted`` or ``Abort`` and every axiom-like declaration are left out;
     ``admitted=True`` keeps the ``Admitted`` ones (the ``rediscover`` setting shows every earlier
-    theorem that way: the checker has their proofs).
+    theorem that way: the checker has their proofs); ``axioms=True`` keeps the file's ``Axiom``s (the
+    checker allows a proof to rest on those its theorem's original rests on, and a file that declares
+    an axiom builds its theorems on it: ``Logic/ClassicalEpsilon.v``'s ``constructive_indefinite_description``).
     Names defined inside a module that is closed by the end of the context are qualified
     (``Nat.add_comm``); a closed functor's or module type's contents are not reachable and are
     skipped, while those of one still open at the end of the context (the theorem's own functor) are
@@ -119,6 +123,9 @@ def coq_file_premises(context: str, *, admitted: bool = False) -> tuple[list[Pre
                 found.append((path, name, _statement_of(rest.split(":=")[0]), hidden))
                 continue
             pending = (path, name, _statement_of(rest), hidden)
+            continue
+        if kw == "Axiom" and axioms and ":" in rest:
+            found.append((path, name, _statement_of(rest.split(":", 1)[1]), hidden))
             continue
         if kw in ("Definition", "Let"):
             definitions.append((path, name, hidden))

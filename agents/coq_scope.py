@@ -30,6 +30,7 @@ from typing import Any
 
 from oracle.proof_state import Premise
 from oracle.strip_coq import OpenModule, open_modules
+from oracle.strip_coq import parameter_field as is_parameter_field
 
 __all__ = ["OpenModule", "included_premises", "module_tactics", "open_modules", "parameter_field"]
 
@@ -44,25 +45,23 @@ _ONLY_TYPES = re.compile(r"[\w'.]+(?:\s*->\s*[\w'.]+)*")
 
 def parameter_field(path: str | None, modules: Sequence[OpenModule]) -> bool:
     """Whether ``path`` (``Locate``'s full name of an assumption) is a field of a parameter of an open module
-    (``N.zero`` under ``Module M (Import N : NAxiomsMiniSig')``)."""
-    if not PARAMETER_FIELDS or path is None or "." not in path:
-        return False
-    return path.split(".")[0] in {p for m in modules for p in m.parameters}
+    (``N.zero`` under ``Module M (Import N : NAxiomsMiniSig')``): :func:`oracle.strip_coq.parameter_field`,
+    the checker's own rule, behind this module's switch."""
+    return PARAMETER_FIELDS and is_parameter_field(path, modules)
 
 
-def included_premises(states: Any, modules: Sequence[OpenModule], theorem: str) -> tuple[Premise, ...]:
+def included_premises(states: Any, modules: Sequence[OpenModule]) -> tuple[Premise, ...]:
     """The lemmas the open modules' ``Include`` sentences brought in, stated in this scope
-    (``states.module_lemmas``), the theorem's own name and bare types left out; at most :data:`MAX_INCLUDED`."""
+    (``states.module_lemmas``), bare types left out; at most :data:`MAX_INCLUDED`. Kept for the scope:
+    each theorem leaves out its own name (:class:`agents.coq_tactics.CoqTactics`)."""
     lemmas = getattr(states, "module_lemmas", None)
     if not INCLUDED or lemmas is None:
         return ()
-    own = theorem.split(".")[-1]
     out: dict[str, Premise] = {}
     for module in modules:
         for name in module.includes:
             for premise in lemmas(name):
-                if premise.name != own and premise.name not in out \
-                        and not _ONLY_TYPES.fullmatch(" ".join(premise.statement.split())):
+                if premise.name not in out and not _ONLY_TYPES.fullmatch(" ".join(premise.statement.split())):
                     out[premise.name] = premise
                 if len(out) >= MAX_INCLUDED:
                     return tuple(out.values())

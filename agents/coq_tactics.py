@@ -273,7 +273,7 @@ class CoqTactics(TacticSource):
         # the modules open at the theorem (a functor's parameters, its `Include`s): agents/coq_scope.py
         self.modules = open_modules(codes or ())
         if self.facts.included is None:
-            self.facts.included = included_premises(states, self.modules, task.name) if library else ()
+            self.facts.included = included_premises(states, self.modules) if library else ()
         self.included = [p for p in self.facts.included if p.name != task.name.split(".")[-1]]
         if self.included:
             self.library_index = self.library_index.add(self.included)
@@ -765,7 +765,7 @@ class CoqTactics(TacticSource):
         """Whether the assumption ``name`` is a field of an open functor's parameter (agents/coq_scope.py): a
         hypothesis of every theorem of the functor, which the checker allows (``Locate`` asked once per scope)."""
         locate = getattr(self.states, "locate", None)
-        if not self.modules or locate is None or not any(m.parameters for m in self.modules):
+        if locate is None or not any(m.parameters for m in self.modules):
             return False
         if name not in self.facts.located:
             self.facts.located[name] = locate(name)

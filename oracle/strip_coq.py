@@ -21,7 +21,7 @@ file (byte for byte), so the original proof checks wherever the source file does
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -403,11 +403,11 @@ _PARAMETER_RE = re.compile(rf"\(\s*(?:(?:Import|Export)\s+)?(?P<names>{_IDENT}(?
 _INCLUDED_HEAD_RE = re.compile(rf"^!?\(*\s*(?P<head>{_IDENT}(?:\.{_IDENT})*)")
 
 
-def open_modules(sentences: Iterable[str]) -> list[OpenModule]:
-    """The modules open at the end of ``sentences`` (a context's sentences, :func:`split_sentences`),
-    outermost first, with their parameters (``N`` of ``Module M (Import N : NAxiomsMiniSig').``) and
-    includes; a ``Module M := F N.`` is complete at once and opens nothing, a Section is no module."""
-    stack: list[tuple[str, bool, list[str], list[str]]] = []  # (name, is a module, parameters, includes)
+def _open_frames(sentences: Iterable[str]) -> list[tuple[str, bool, list[str], list[str]]]:
+    """The Sections and Modules open at the end of ``sentences``, outermost first: (name, is a module,
+    its parameters, the heads of its ``Include`` sentences). A ``Module M := F N.`` is complete at once
+    and opens nothing."""
+    stack: list[tuple[str, bool, list[str], list[str]]] = []
     for code in sentences:
         if (m := _SECTION_RE.match(code)) is not None:
             stack.append((m.group("name"), False, [], []))
@@ -425,7 +425,24 @@ def open_modules(sentences: Iterable[str]) -> list[OpenModule]:
                 head = _INCLUDED_HEAD_RE.match(part.strip())
                 if head is not None and head.group("head") not in stack[-1][3]:
                     stack[-1][3].append(head.group("head"))
-    return [OpenModule(name, tuple(params), tuple(incs)) for name, is_module, params, incs in stack if is_module]
+    return stack
+
+
+def open_modules(sentences: Iterable[str]) -> list[OpenModule]:
+    """The modules open at the end of ``sentences`` (a context's sentences, :func:`split_sentences`),
+    outermost first, with their parameters (``N`` of ``Module M (Import N : NAxiomsMiniSig').``) and
+    includes; a Section is no module."""
+    return [OpenModule(name, tuple(params), tuple(incs)) for name, is_module, params, incs in _open_frames(sentences)
+            if is_module]
+
+
+def parameter_field(path: str | None, modules: Sequence[OpenModule]) -> bool:
+    """Whether ``path`` (``Locate``'s full name of a constant) is a field of a parameter of one of
+    ``modules`` (``N.zero`` under ``Module M (Import N : NAxiomsMiniSig').``): the first part of the path
+    is the parameter's name. The checker and the search both tell a functor's hypotheses by it."""
+    if path is None or "." not in path:
+        return False
+    return path.split(".")[0] in {p for m in modules for p in m.parameters}
 
 
 def open_scopes(context: str) -> list[str]:
@@ -433,14 +450,4 @@ def open_scopes(context: str) -> list[str]:
 
     The checker closes them (``End X.``) after the proof so that ``coqc`` accepts the file.
     """
-    stack: list[str] = []
-    for sent in split_sentences(context):
-        code = sent.code
-        if (m := _SECTION_RE.match(code)) is not None:
-            stack.append(m.group("name"))
-        elif (m := _MODULE_RE.match(code)) is not None:
-            if ":=" not in m.group("rest"):  # `Module M := N.` is closed at once
-                stack.append(m.group("name"))
-        elif (m := _END_SCOPE_RE.match(code)) is not None and stack and stack[-1] == m.group("name"):
-            stack.pop()
-    return stack
+    return [frame[0] for frame in _open_frames(u.code for u in split_sentences(context))]

@@ -15,7 +15,7 @@ from typing import Any
 
 from oracle.coq.replies import AXIOMS_REASON
 from oracle.proof_common import TheoremTask
-from oracle.strip_coq import CoqSyntaxError, open_modules, split_sentences
+from oracle.strip_coq import CoqSyntaxError, open_modules, parameter_field, split_sentences
 
 _GUARD_HEAD = re.compile(r"\b(?:Theorem|Lemma|Example|Fact|Remark|Corollary|Proposition|Property)\s+(?P<name>[A-Za-z_][\w']*)")
 
@@ -105,8 +105,8 @@ def parameter_fields(checker: Any, task: Any, names: list[str], *, timeout_s: fl
         sentences = [u.code for u in split_sentences(str(task.context))]
     except CoqSyntaxError:
         return []
-    params = {p for m in open_modules(sentences) for p in m.parameters}
-    if not params or locate is None:
+    modules = open_modules(sentences)
+    if locate is None or not any(m.parameters for m in modules):
         return []
     paths: dict[str, str] = locate(task, names, timeout_s=timeout_s)
-    return [n for n in names if "." in paths.get(n, "") and paths[n].split(".")[0] in params]
+    return [n for n in names if parameter_field(paths.get(n), modules)]

@@ -115,22 +115,27 @@ def parse_coq_goals(text: str) -> list[CoqGoal]:
     return goals
 
 
-def parse_search(text: str) -> list[Premise]:
-    """Lemmas printed by ``Search``: ``name:`` then its type on the following indented lines."""
-    out: list[Premise] = []
-    name: str | None = None
-    body: list[str] = []
+def _named_blocks(text: str, head: re.Pattern[str]) -> list[tuple[str, list[str]]]:
+    """(name, lines) for each block Coq printed as a line that ``head`` matches (its ``name`` group, and
+    its ``rest`` group, if any, as the first line) followed by indented lines; a flush-left line ``head``
+    does not match ends the block before it and starts none."""
+    out: list[tuple[str, list[str]]] = []
     for line in _PROMPT.sub("", text).replace("\r\n", "\n").split("\n"):
         if line and not line[0].isspace():
-            m = _SEARCH_HEAD.match(line)
-            if name is not None:
-                out.append(Premise(name, _flat(body), origin="library"))
-            name, body = (m.group("name"), [m.group("rest")]) if m else (None, [])
-        elif name is not None and line.strip():
-            body.append(line.strip())
-    if name is not None:
-        out.append(Premise(name, _flat(body), origin="library"))
-    return out
+            m = head.match(line)
+            if m is not None:
+                rest = m.groupdict().get("rest")
+                out.append((m.group("name"), [] if rest is None else [rest]))
+            else:
+                out.append(("", []))  # a line of something else: no block
+        elif out and out[-1][0] and line.strip():
+            out[-1][1].append(line.strip())
+    return [(name, body) for name, body in out if name]
+
+
+def parse_search(text: str) -> list[Premise]:
+    """Lemmas printed by ``Search``: ``name:`` then its type on the following indented lines."""
+    return [Premise(name, _flat(body), origin="library") for name, body in _named_blocks(text, _SEARCH_HEAD)]
 
 
 _MODULE_ENTRY = re.compile(r"^(?P<indent>\s+)(?:Parameter|Definition|Axiom)\s+(?P<name>[A-Za-z_][\w']*)\s*:")
@@ -158,23 +163,8 @@ def parse_checks(text: str, names: Sequence[str]) -> list[Premise]:
     """The types ``Check N.`` printed for each of ``names`` (``N`` on its own line, then ``: type`` on
     the indented lines after it); a name Coq did not print is left out."""
     wanted = set(names)
-    out: list[Premise] = []
-    name: str | None = None
-    body: list[str] = []
-
-    def flush() -> None:
-        if name is not None and body:
-            out.append(Premise(name, _flat(body).removeprefix(":").strip(), origin="library"))
-
-    for line in _PROMPT.sub("", text).replace("\r\n", "\n").split("\n"):
-        if line and not line[0].isspace():
-            flush()
-            m = _CHECK_HEAD.match(line)
-            name, body = (m.group("name"), []) if m and m.group("name") in wanted else (None, [])
-        elif name is not None and line.strip():
-            body.append(line.strip())
-    flush()
-    return out
+    return [Premise(name, _flat(body).removeprefix(":").strip(), origin="library")
+            for name, body in _named_blocks(text, _CHECK_HEAD) if name in wanted and body]
 
 
 def _unfinished(text: str) -> str | None:

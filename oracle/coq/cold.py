@@ -31,10 +31,16 @@ from oracle.coq.sandboxing import CoqSandbox, find_coq_binary
 from oracle.coq.screen import KERNEL_REFUSED, ProofRejected, ProofScript, rejected, screen_proof
 from oracle.proof_common import Prover, TheoremTask, Verdict
 from oracle.strip_coq import open_scopes
-from rrma.contain.spawn import spawn
+from rrma.contain.spawn import ProcessResult, spawn
 from rrma.trial import Budget, Status
 
 _COQC_ERROR = re.compile(r'File "[^"]*", line (\d+), characters (-?\d+)-(-?\d+):\n(Error.*?)(?=\nFile "|\Z)', re.S)
+
+
+def closing_scopes(task: TheoremTask) -> str:
+    """``End X.`` for each Section and Module the context leaves open, innermost first: ``coqc`` accepts
+    the file only with them closed."""
+    return "".join(f"End {scope}.\n" for scope in reversed(open_scopes(task.context)))
 
 
 @dataclass
@@ -69,9 +75,17 @@ class CoqChecker:
         text += f"Locate rrma_guard_{token}.\n" + guard_command(task.name, reference)
         text += f"Locate rrma_assumptions_{token}.\nPrint Assumptions {task.name}.\n"
         text += f"Locate rrma_libraries_{token}.\nPrint Libraries.\n"
-        for scope in reversed(open_scopes(task.context)):
-            text += f"End {scope}.\n"
-        return text, body_line, qed_line, guard_line
+        return text + closing_scopes(task), body_line, qed_line, guard_line
+
+    def _compile(self, task: TheoremTask, text: str, *, timeout_s: float, max_output_bytes: int) -> ProcessResult:
+        """``coqc`` on ``text`` as ``Check.v`` in a fresh harness-owned scratch (the file is written before
+        any process can touch it), under the sandbox and the budget; the spawn's result."""
+        with tempfile.TemporaryDirectory(prefix="rrma-coq-") as tmp:
+            Path(tmp, "Check.v").write_text(text, encoding="utf-8")
+            return spawn([self.coqc, "-q", *(["-noinit"] if task.noinit else []), *self.coq_args, "Check.v"],
+                         cwd=tmp, budget=Budget(seconds=timeout_s, memory_mb=self.memory_mb,
+                                                max_output_bytes=max_output_bytes),
+                         guard=self.sandbox.policy(tmp))
 
     def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict:
         started = time.monotonic()
@@ -84,15 +98,7 @@ class CoqChecker:
             return Verdict(False, f"the oracle cannot restate the statement of {task.name}",
                            seconds=time.monotonic() - started)
         text, body_line, qed_line, guard_line = self.build_script(task, script, token)
-        # a fresh harness-owned scratch per check: the file is written before any process can touch it
-        with tempfile.TemporaryDirectory(prefix="rrma-coq-") as tmp:
-            Path(tmp, "Check.v").write_text(text, encoding="utf-8")
-            result = spawn(
-                [self.coqc, "-q", *(["-noinit"] if task.noinit else []), *self.coq_args, "Check.v"],
-                cwd=tmp,
-                budget=Budget(seconds=timeout_s, memory_mb=self.memory_mb, max_output_bytes=4 * 2**20),
-                guard=self.sandbox.policy(tmp),
-            )
+        result = self._compile(task, text, timeout_s=timeout_s, max_output_bytes=4 * 2**20)
         seconds = time.monotonic() - started
         if result.status in (Status.timeout, Status.oom):
             return Verdict(False, f"{result.status.value}: {result.reason}", seconds=seconds)
@@ -165,13 +171,7 @@ class CoqChecker:
             return {}
         token = secrets.token_hex(8)
         text = task.context + "\n" + "".join(f"Locate rrma_at_{token}_{i}.\nLocate {n}.\n" for i, n in enumerate(names))
-        text += "".join(f"End {scope}.\n" for scope in reversed(open_scopes(task.context)))
-        with tempfile.TemporaryDirectory(prefix="rrma-coq-") as tmp:
-            Path(tmp, "Check.v").write_text(text, encoding="utf-8")
-            result = spawn([self.coqc, "-q", *(["-noinit"] if task.noinit else []), *self.coq_args, "Check.v"],
-                           cwd=tmp, budget=Budget(seconds=timeout_s, memory_mb=self.memory_mb,
-                                                  max_output_bytes=2**20),
-                           guard=self.sandbox.policy(tmp))
+        result = self._compile(task, text + closing_scopes(task), timeout_s=timeout_s, max_output_bytes=2**20)
         out = result.output.replace("\r\n", "\n")
         paths: dict[str, str] = {}
         for i, name in enumerate(names):

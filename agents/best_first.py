@@ -42,6 +42,7 @@ WIDEN_BEFORE = 0.8  # a search exhausted before this share of its seconds makes 
 SIZE_WEIGHT = 0.004  # per character of the first goal
 TREE_GOAL_CHARS = 400  # a goal's text kept in the trace
 TREE_MESSAGE_CHARS = 300  # a failed tactic's error (or veto) kept in the trace
+DISCHARGE = True  # a switch for tests: False leaves the goals a tactic opens to the search (before round six)
 OUTCOME_CODE = {"progress": "p", "proved": "P", "error": "e", "timeout": "t", "rejected": "r"}
 
 
@@ -209,9 +210,10 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         if proof_node is None:
             return SearchResult(None, None, checks, seconds, expanded, data, why, deepest=deepest,
                                 last_error=last_error, by_source=stats, start_seconds=start_seconds)
-        steps = [(nodes[path[k]].state.goals[0] if nodes[path[k]].state.goals else "", nodes[path[k + 1]].tactic)
+        tactics = shortened(path)
+        steps = [(nodes[path[k]].state.goals[0] if nodes[path[k]].state.goals else "", tactics[k])
                  for k in range(len(path) - 1)]
-        return SearchResult(states.proof_text(proof_node.tactics), proof_node.tactics, checks, seconds, expanded,
+        return SearchResult(states.proof_text(tactics), tactics, checks, seconds, expanded,
                             data, "proved", steps=steps, deepest=deepest, by_source=stats,
                             start_seconds=start_seconds, proof_sources=tuple(nodes[k].source for k in path[1:]))
 
@@ -278,6 +280,58 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         queue.sort(key=lambda item: (item[0], item[1]))
         pending[node.id] = queue
 
+    discharge = getattr(tactics_source, "discharge", None)
+    discharges: set[str] = set()  # the `T; try solve [...]` forms kept in the tree
+
+    def shortened(path: list[int]) -> tuple[str, ...]:
+        """The proof's tactics, each discharge step with the one closer that does its work where one does
+        (``rewrite f_r; try solve [lia].``: the same goals left, checked in the prover), so that the proof reads
+        as a person would write it; the whole proof is validated again, and kept as found if it is vetoed."""
+        nonlocal checks
+        tactics = list(nodes[path[-1]].tactics)
+        variants = getattr(tactics_source, "discharge_variants", None)
+        if variants is None or not discharges:
+            return tuple(tactics)
+        changed = False
+        for k in range(1, len(path)):
+            node, parent = nodes[path[k]], nodes[path[k - 1]]
+            if node.tactic not in discharges:
+                continue
+            for variant in variants(node.tactic):
+                if clock() - started >= budget.seconds + 2.0:
+                    break
+                again = states.run_tactic(parent.state, variant, budget.tactic_seconds)
+                checks += 1
+                if again.state is not None and again.outcome == ("proved" if not node.state.goals else "progress") \
+                        and again.state.key == node.state.key:
+                    tactics[k - 1], changed = variant, True
+                    break
+        if changed and tactics_source.validate(tactics) is not None:
+            return nodes[path[-1]].tactics
+        return tuple(tactics)
+
+    def discharged(node: Node, cand: Candidate, result: TacticResult) -> tuple[Candidate, TacticResult]:
+        """A tactic that opened goals (``rewrite`` with a conditional lemma, ``apply`` with premises, a case
+        split), run again with the source's cheap closers on every goal it leaves (``T; try solve [...]``):
+        kept when they closed some, so a side goal like ``n <= m`` with ``H : n <= m`` costs no search
+        of its own (one tactic run; none when the source offers no such form)."""
+        nonlocal checks
+        assert result.state is not None
+        both = discharge(cand.tactic) if discharge is not None and DISCHARGE else None
+        left = budget.seconds - (clock() - started)
+        if both is None or left < 1.0 or checks >= budget.max_checks or (node.id, both) in tried:
+            return cand, result
+        tried.add((node.id, both))
+        again = states.run_tactic(node.state, both, min(budget.tactic_seconds, max(0.5, left)))
+        checks += 1
+        spent = by_source.setdefault(cand.source, [0, 0.0, 0, 0])
+        spent[1] += again.seconds
+        if again.state is None or again.outcome not in ("progress", "proved") \
+                or len(again.state.goals) >= len(result.state.goals):
+            return cand, result
+        discharges.add(both)
+        return replace(cand, tactic=both), again
+
     def attempt(node: Node, cand: Candidate) -> SearchResult | None:
         nonlocal checks, last_error
         if clock() - started >= budget.seconds - reserve:
@@ -329,6 +383,10 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                 last_error = f"{cand.tactic} at depth {node.depth}: {result.message}"
             return None
         child_state = result.state
+        if result.outcome == "progress" and len(child_state.goals) > len(node.state.goals) and not cand.closer:
+            cand, result = discharged(node, cand, result)
+            assert result.state is not None
+            child_state = result.state
         closed = result.outcome == "proved" or closes_first_goal(node.state, child_state)
         if cand.closer and not closed:
             tree.add_try(node.id, cand.tactic, "n", -1, result.seconds)  # a closer that did not close

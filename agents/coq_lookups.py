@@ -37,6 +37,7 @@ class ScopeFacts:
     included: tuple[Premise, ...] | None = None  # what the open modules' `Include`s brought in (agents/coq_scope.py)
     module_tactics: tuple[str, ...] | None = None  # the innermost open module's argument-free tactics (the same)
     located: dict[str, str | None] = field(default_factory=dict)  # an assumption's name -> `Locate`'s full name
+    opaque: set[str] = field(default_factory=set)  # constants Coq said `unfold` cannot unfold here
 
 
 # infix operators whose commutativity lemma the search looks up (`Search (?a + ?b = ?b + ?a)`), and how a

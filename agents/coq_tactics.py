@@ -83,7 +83,8 @@ BUNDLE_MAX_COST = 0.35  # rule closers this cheap are tried together, in one `so
 HAMMER_CLOSERS: list[tuple[str, float]] = [("sauto.", 0.5), ("hauto.", 0.5), ("qauto.", 0.5)]
 _PROP_HINT = re.compile(r"(?<![<>=:!])=(?![>=])|<>|->|<->|/\\|\\/|~|\bTrue\b|\bFalse\b|<=|<|>|\bIn\b|\bForall\b|"
                         r"\bExists\b|\ble\b|\blt\b|\bNoDup\b|\bEven\b|\bOdd\b|\bPermutation\b|\bincl\b|\bsig\b")
-_MATCH = re.compile(r"\bmatch\s+(?P<scrut>[A-Za-z_][\w'.]*(?:\s+[A-Za-z_][\w'.]*)*|\([^()]*\))\s+with\b")
+_GROUP = r"\((?:[^()]|\([^()]*\))*\)"  # a parenthesised term, one level of parentheses inside
+_MATCH = re.compile(rf"\bmatch\s+(?P<scrut>[A-Za-z_][\w'.]*(?:\s+(?:[A-Za-z_][\w'.]*|{_GROUP}))*|{_GROUP})\s+with\b")
 _IDENT = re.compile(r"[A-Za-z_][\w']*")
 _BINDERS = re.compile(r"^(?:forall|∀)\s+(?P<binders>.*?),", re.S)
 
@@ -109,6 +110,19 @@ def if_scrutinees(concl: str) -> list[str]:
                     out.append(cond)
                 break
             i += 1
+    return out
+
+
+def match_scrutinees(text: str) -> list[str]:
+    """The values a ``match`` of ``text`` inspects, as ``destruct`` takes them: an application in parentheses
+    (``(Rcase_abs x)`` for ``match Rcase_abs x with``: ``destruct Rcase_abs x`` is a syntax error)."""
+    out: list[str] = []
+    for m in _MATCH.finditer(text):
+        scrut = m.group("scrut")
+        if re.search(r"\s", scrut) and not scrut.startswith("("):
+            scrut = f"({scrut})"
+        if scrut not in out:
+            out.append(scrut)
     return out
 
 
@@ -181,7 +195,23 @@ _SELECTOR = re.compile(r"^\s*(?:all|par|!|\[[A-Za-z_][\w']*\]|\d+(?:\s*-\s*\d+)?
 # switches for tests (False: the search before each rule)
 SCREEN_SUGGESTIONS = True  # a suggested tactic the context cannot parse is not offered
 INDUCTIVE_ONLY = True  # no induction/destruct on a variable whose type is not inductive
+# CoqHammer's tactics that may run out of time in one theorem before none is run any more (0: no limit). Each
+# timeout costs a whole tactic timer (2 s), and in the Reals files they time out more often than they close
+HAMMER_TIMEOUTS = 3
 FILE_AXIOMS = True  # the file's own `Axiom`s are premises (the checker allows those the original rests on)
+LIBRARY_UNFOLD = True  # `unfold C` for a library constant the conclusion names (round six; False: the file's own only)
+MAX_LIBRARY_UNFOLDS = 3
+_UNFOLD_ONE = re.compile(r"^unfold (?P<name>[A-Za-z_][\w'.]*)\.$")
+_CANNOT_UNFOLD = re.compile(r"is opaque|Cannot coerce .* to an evaluable reference|not (?:a )?(?:defined|evaluable)")
+# names a conclusion binds itself (`fun x =>`, `exists y,`, a match branch's `| S k =>`)
+_CONSTANT = re.compile(r"(?<![\w'.])(?P<name>[A-Za-z_][A-Za-z0-9_']*(?:\.[A-Za-z_][A-Za-z0-9_']*)*)(?![\w'.])")
+# `Lemma name binders :` before a statement's type (its binders are the statement's own names)
+_STATEMENT_HEAD = re.compile(r"^\s*(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global)\s+)?(?:Lemma|Theorem|Fact|Remark|Corollary|"
+                             r"Proposition|Example|Definition|Instance)\s+[A-Za-z_][\w']*")
+_BOUND = re.compile(r"(?:\bfun|\bforall|\bexists|∀|∃)\s+(?P<names>[^,]*?)(?:,|=>)|\|\s*(?P<pattern>[^|]*?)=>")
+# words of a printed goal that are not constants `unfold` could take
+_NOT_CONSTANTS = frozenset({"forall", "exists", "fun", "match", "with", "end", "let", "in", "if", "then", "else",
+                            "as", "return", "Type", "Set", "Prop", "SProp", "True", "False", "_"})
 
 
 def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
@@ -252,6 +282,7 @@ class CoqTactics(TacticSource):
         self.premises_per_node = premises_per_node
         self.llm = llm
         self.slow: dict[str, int] = {}  # tactic head -> timeouts in this theorem
+        self.hammer_timeouts = 0  # CoqHammer's tactics (any of them) that ran out of time in this theorem
         self.aliases: dict[str, str] = {}  # a gated tactic the context loads but does not import -> full name
         try:  # the context's sentences, cut once: the scope key and the context's own tactics read them
             codes: tuple[str, ...] | None = tuple(u.code for u in split_sentences(task.context))
@@ -497,10 +528,11 @@ class CoqTactics(TacticSource):
             out = self._cases_on_inductives(out, {**dict(hyps), **dict(binder_types)}, local_types)
             out = self._known_names(out, {n for n, _ in hyps} | {n for n, _ in binder_types})
             return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
-        for m in _MATCH.finditer(concl):
-            scrut = m.group("scrut")
+        for scrut in match_scrutinees(concl):
             out.append(Candidate(f"destruct {scrut}.", 0.4))
             out.append(Candidate(f"destruct {scrut} eqn:?.", 0.6))
+        for scrut in [s for _, t in hyps for s in match_scrutinees(t)][:2]:
+            out.append(Candidate(f"destruct {scrut}.", 0.5))
         for scrut in if_scrutinees(concl)[:2]:
             out.append(Candidate(f"destruct ({scrut}).", 0.4))
             out.append(Candidate(f"destruct ({scrut}) eqn:?.", 0.6))
@@ -528,6 +560,9 @@ class CoqTactics(TacticSource):
             if name in used or name.split(".")[-1] in used:
                 out.append(Candidate(f"unfold {name}.", 0.8))
                 out.append(Candidate(f"unfold {name} in *.", 1.0))
+        out.extend(Candidate(f"unfold {name}.", 0.85 + 0.05 * k)
+                   for k, name in enumerate(self._library_unfolds(
+                       concl, {n for n, _ in hyps} | {" ".join(t.split()) for _, t in hyps} | {n for n, _ in binder_types})))
         for name, typ in reversed(hyps):
             if _is_prop(typ):
                 out.append(Candidate(f"apply {name}.", 0.6))
@@ -574,6 +609,29 @@ class CoqTactics(TacticSource):
         out = self._cases_on_inductives(out, {**dict(hyps), **dict(binder_types)}, local_types)
         out = self._known_names(out, {n for n, _ in hyps} | {n for n, _ in binder_types})
         return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
+
+    def _library_unfolds(self, concl: str, local: set[str]) -> list[str]:
+        """The constants the conclusion applies by name, then those the theorem's statement names, that are
+        neither local nor the file's own definitions (those have their own ``unfold``), nor found opaque here:
+        ``Rsqr`` in ``Rsqr (x * y) = Rsqr x * Rsqr y``, where the stdlib's proofs ``unfold Rsqr`` and call
+        ``ring`` (Coq prints it ``(x * y)²``: a notation hides the name, the statement's text does not). At
+        most :data:`MAX_LIBRARY_UNFOLDS`; a constant ``unfold`` cannot unfold is remembered for the scope
+        (:meth:`observe`)."""
+        if not LIBRARY_UNFOLD:
+            return []
+        own = {d.split(".")[-1] for d in self.definitions}
+        statement = _STATEMENT_HEAD.sub("", self.task.statement, count=1)
+        out: list[str] = []
+        for text in (concl, statement):
+            bound = {n for m in _BOUND.finditer(text)
+                     for n in _IDENT.findall((m.group("names") or m.group("pattern") or "").split(":")[0])}
+            for m in _CONSTANT.finditer(text):
+                name = m.group("name")
+                if name in local or name in bound or name in own or name in _NOT_CONSTANTS \
+                        or name in self.facts.opaque or name in out:
+                    continue
+                out.append(name)
+        return out[:MAX_LIBRARY_UNFOLDS]
 
     def _known_names(self, candidates: list[Candidate], local: set[str]) -> list[Candidate]:
         """``candidates`` less those naming a reference Coq said this scope does not have (from any
@@ -733,6 +791,28 @@ class CoqTactics(TacticSource):
                    and bool(r.group("back")) == back)
         return same >= 2
 
+    def discharge(self, tactic: str) -> str | None:
+        """``tactic`` followed by the cheap closers this scope can run on every goal it leaves (``rewrite max_r;
+        try solve [reflexivity | assumption | ... | lia].``), for :func:`agents.best_first.best_first_search` to
+        close the side goals a step opens; None for a tactic that is not one plain sentence."""
+        body = tactic.strip()
+        if not body.endswith(".") or "\n" in body or ". " in body or body.endswith("..") or _SELECTOR.match(body):
+            return None
+        cheap = [c for c in self._filter([Candidate(t, cost, True, "rule") for t, cost in COQ_CLOSERS
+                                          if cost <= BUNDLE_MAX_COST])]
+        if not cheap:
+            return None
+        closers = " | ".join(c.tactic[:-1].removeprefix("idtac; ") for c in cheap)
+        return f"{body[:-1]}; try solve [{closers}]."
+
+    def discharge_variants(self, both: str) -> list[str]:
+        """``T; try solve [c].`` for each closer ``c`` of a :meth:`discharge` form ``T; try solve [c1 | c2 | ...].``,
+        in its order: the shorter texts a found proof may keep."""
+        m = re.fullmatch(r"(?P<tactic>.*); try solve \[(?P<closers>[^\[\]]*)\]\.", both, re.S)
+        if m is None:
+            return []
+        return [f"{m.group('tactic')}; try solve [{c.strip()}]." for c in m.group("closers").split(" | ")]
+
     def keep(self, candidate: Candidate) -> bool:
         """A queued case analysis on a type found not inductive since, or a tactic found unknown, is
         dropped without a run."""
@@ -742,6 +822,8 @@ class CoqTactics(TacticSource):
         if candidate.source == "hammer" and self.hammer_cap_seconds is not None \
                 and self.hammer_spent >= self.hammer_cap_seconds:
             return False  # CoqHammer's share of this theorem's seconds is spent
+        if candidate.source == "hammer" and HAMMER_TIMEOUTS and self.hammer_timeouts >= HAMMER_TIMEOUTS:
+            return False  # CoqHammer's tactics keep running out of time on this theorem's goals
         return candidate.tactic.split()[0].rstrip(".;") not in self.unknown
 
     def observe(self, candidate: Candidate, result: TacticResult) -> None:
@@ -752,9 +834,13 @@ class CoqTactics(TacticSource):
         if typ is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
             self.facts.not_inductive.add(" ".join(typ.split()))  # no more case analyses on this type here
         missing = _NOT_FOUND.search(result.message or "") if result.outcome == "error" else None
+        unfold = _UNFOLD_ONE.match(candidate.tactic)
+        if unfold is not None and result.outcome == "error" and _CANNOT_UNFOLD.search(result.message or ""):
+            self.facts.opaque.add(unfold.group("name"))  # never offered again in this scope
         if missing is not None and not _binds(candidate.tactic, missing.group("name")):
             self.facts.missing.add(missing.group("name"))  # a lemma this scope does not have (another file's)
         if result.outcome == "timeout":
+            self.hammer_timeouts += int(candidate.source == "hammer")
             self.slow[head] = self.slow.get(head, 0) + 1
             self.slow[candidate.tactic] = self.slow.get(candidate.tactic, 0) + 1
         elif result.outcome == "error" and re.search(r"(?:was not found|Unknown (?:tactic|command))", result.message) \

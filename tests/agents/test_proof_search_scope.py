@@ -390,7 +390,9 @@ def test_induction_with_another_principle_of_the_type_is_offered(monkeypatch: py
     using = [t for t in result.tree["tries"] if " using " in t[1]]
     if rule:
         assert made[0].facts.inductions.get("positive"), made[0].facts.inductions
-        assert any(t[1] == "induction p using Pos.peano_ind." and t[2] == "p" for t in using), using
+        # run as offered, or with the cheap closers on the goals it opens (best_first.DISCHARGE)
+        assert any(t[1].startswith(("induction p using Pos.peano_ind.", "induction p using Pos.peano_ind; try solve"))
+                   and t[2] == "p" for t in using), using
     else:
         assert not using and not made[0].facts.inductions
 

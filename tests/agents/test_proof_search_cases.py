@@ -1,0 +1,155 @@
+"""Case analyses the search offers (issue 33, round six), each shown against a real ``coqtop``.
+
+1. The value a ``match`` inspects is destructed in parentheses when it is an application: after ``unfold
+   sqrt`` (or ``Rabs``, ``Rmax``, ``Z.max``) the goal reads ``match Rcase_abs x with ...``, and the search
+   offered ``destruct Rcase_abs x.``, which Coq refuses as a syntax error. ``destruct (Rcase_abs x).`` is
+   the step the stdlib's own proofs take. The same for a ``match`` in a hypothesis (``unfold sqrt in H``).
+2. A library constant the theorem names is unfolded: ``Rsqr (x * y) = Rsqr x * Rsqr y`` is ``unfold Rsqr.
+   ring.``, but the search unfolded only the file's own definitions, and Coq prints ``Rsqr x`` as ``x²``, so
+   the name is read from the statement's text as well (switch ``coq_tactics.LIBRARY_UNFOLD``).
+3. The goals a step opens are offered the cheap closers at once: ``rewrite f_r`` with ``f_r : n <= m -> f n m
+   = m`` leaves ``n <= m`` beside the rewritten goal, and the search ran it again as ``rewrite f_r; try solve
+   [... | lia]``, so a side goal costs no search of its own (switch ``best_first.DISCHARGE``).
+4. CoqHammer's tactics stop after three of them ran out of time in one theorem (``coq_tactics.HAMMER_TIMEOUTS``):
+   on the Reals files each timeout cost a whole 2 s timer, and they took 40% of the search's seconds.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from coq_search import coq_search
+
+import agents.best_first as best_first
+import agents.coq_tactics as coq_tactics
+from agents.best_first import Node, SearchResult
+from agents.coq_lookups import ScopeFacts
+from agents.coq_tactics import CoqTactics, match_scrutinees
+from agents.tactic_suggester import Candidate
+from oracle.proof_common import TheoremTask
+from oracle.proof_state import TacticResult
+
+needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
+                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
+
+
+def _rules_search(task: TheoremTask, max_checks: int) -> SearchResult:
+    """A real-coqtop search of ``task`` by the rules alone (no library, no portfolio, no CoqHammer)."""
+    return coq_search(task, max_checks, library=False)
+
+
+def test_an_applied_scrutinee_is_destructed_in_parentheses() -> None:
+    assert match_scrutinees("match Rcase_abs x with | left _ => 0 | right a => Rsqrt (mk x (le a)) end = 0") \
+        == ["(Rcase_abs x)"]
+    # a variable alone stays bare; an inner match on an application with nested arguments is found too
+    assert match_scrutinees("match n with O => 1 | S k => match Nat.compare k (f (g y)) z with Lt => 0 "
+                            "| _ => 1 end end = 1") == ["n", "(Nat.compare k (f (g y)) z)"]
+    assert match_scrutinees("match (x, y) with (a, b) => a end = x") == ["(x, y)"]
+    assert match_scrutinees("x + 0 = x") == []
+
+
+CONTEXT = ("Definition pick (x y : nat) : nat := match Nat.compare x y with Lt => y | _ => x end.\n")
+STATEMENT = "Lemma pick_ge : forall x y : nat, pick x y >= x."
+
+
+@needs_coq
+@pytest.mark.parametrize("where", ["conclusion", "hypothesis"])
+def test_the_search_offers_a_destruct_coq_accepts_for_a_match_on_an_application(where: str) -> None:
+    """Unfolded, ``pick x y`` is ``match Nat.compare x y with ...``: the offered ``destruct`` runs in Coq, where
+    the unparenthesised form the search used to offer is a syntax error."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    task = TheoremTask("pick_ge", STATEMENT, CONTEXT, "", prover="coq")
+    states = CoqProofStates()
+    try:
+        state = states.start(task)
+        steps = ["intros x y.", "unfold pick."] if where == "conclusion" else \
+            ["intros x y.", "pose proof (eq_refl (pick x y)) as H.", "unfold pick in H."]
+        for step in steps:
+            result = states.run_tactic(state, step)
+            assert result.state is not None, (step, result.message)
+            state = result.state
+        source = CoqTactics(states, task, state, library=False, portfolio=False, setting="rediscover")
+        offered = [c.tactic for c in source.candidates(Node(1, 0, steps[-1], state, len(steps), 0.0, tuple(steps)))]
+        assert "destruct (Nat.compare x y)." in offered, offered
+        assert "destruct Nat.compare x y." not in offered
+        assert states.run_tactic(state, "destruct (Nat.compare x y).").state is not None
+        assert "Syntax error" in states.run_tactic(state, "destruct Nat.compare x y.").message
+    finally:
+        states.close()
+
+
+REALS = "Require Import Rbase.\nLocal Open Scope R_scope.\n"
+
+
+def _bare(definitions: list[str], statement: str) -> CoqTactics:
+    source = object.__new__(CoqTactics)  # only what _library_unfolds reads
+    source.definitions, source.facts = definitions, ScopeFacts()
+    source.task = TheoremTask("t", statement, "", "", prover="coq")
+    return source
+
+
+def test_the_library_constants_to_unfold_leave_out_locals_bound_names_own_definitions_and_opaque_ones() -> None:
+    source = _bare(["mine"], "Lemma t : forall x y : R, Rsqr (x * y) = Rsqr x * Rsqr y.")
+    # the printed goal hides Rsqr behind its notation: the statement's text names it
+    assert source._library_unfolds("(x * y)\u00b2 = x\u00b2 * y\u00b2", {"x", "y", "R"}) == ["Rsqr"]
+    assert source._library_unfolds("exists z, fun w => mine z w = Rabs (f z) /\\ match g with | Some k => k "
+                                   "| None => 0 end = 0", {"f", "g", "R"}) == ["Rabs", "Rsqr"]  # then the statement's
+    source.facts.opaque.add("Rabs")
+    assert "Rabs" not in source._library_unfolds("Rabs x = x", {"x"})
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_library_definition_the_statement_names_is_unfolded(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    monkeypatch.setattr(coq_tactics, "LIBRARY_UNFOLD", rule)
+    task = TheoremTask("t", "Lemma t : forall x y : R, Rsqr (x + y) = Rsqr x + Rsqr y + 2 * x * y.", REALS, "",
+                       prover="coq")
+    result = _rules_search(task, max_checks=300)
+    if rule:
+        assert result.tactics is not None and "unfold Rsqr." in result.tactics, result.last_error
+    else:
+        assert result.tactics is None  # `ring` alone cannot see through Rsqr
+
+
+SIDE = ("Require Import Lia.\nDefinition f (n m : nat) : nat := if Nat.leb n m then m else n.\n"
+        "Lemma f_r : forall n m, n <= m -> f n m = m.\nAdmitted.\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_the_side_goals_a_rewrite_opens_are_closed_with_it(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """Two rewrites with a conditional lemma, each side goal `lia`'s (`auto using f_r` cannot): found in 600
+    tactic runs with the rule (the proof keeps the one closer that did the work); without it, the side goals wait
+    in the frontier behind the rewritten goals."""
+    monkeypatch.setattr(best_first, "DISCHARGE", rule)
+    task = TheoremTask("t", "Lemma t : forall n m p : nat, m = n + 1 -> p = m + 2 -> f n m + f m p = m + p.", SIDE,
+                       "", prover="coq")
+    result = _rules_search(task, max_checks=600)
+    if rule:
+        assert result.tactics is not None and "rewrite f_r; try solve [lia]." in result.tactics, result.tactics
+    else:
+        assert result.tactics is None, result.tactics
+
+
+def _keeper() -> CoqTactics:
+    source = object.__new__(CoqTactics)  # only what keep and observe read
+    source.case_types, source.facts, source.unknown, source.slow = {}, ScopeFacts(), set(), {}
+    source.hammer_cap_seconds, source.hammer_spent, source.hammer_timeouts = None, 0.0, 0
+    return source
+
+
+@pytest.mark.parametrize("limit", [3, 0], ids=["rule on", "rule off"])
+def test_coqhammers_tactics_stop_after_three_timeouts_in_a_theorem(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    monkeypatch.setattr(coq_tactics, "HAMMER_TIMEOUTS", limit)
+    source = _keeper()
+    queued = Candidate("hauto use: foo.", 0.5, True, "hammer")
+    rule = Candidate("auto.", 0.2, True, "rule")
+    for tactic in ("sauto.", "qauto.", "sauto use: bar."):  # three different tactics, one family
+        assert source.keep(queued)
+        source.observe(Candidate(tactic, 0.5, True, "hammer"), TacticResult("timeout", message="no answer within 2 s"))
+    source.observe(rule, TacticResult("timeout", message="no answer within 2 s"))  # not CoqHammer's: not counted
+    assert source.hammer_timeouts == 3
+    assert source.keep(queued) is (limit == 0)
+    assert source.keep(rule)

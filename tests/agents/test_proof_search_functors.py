@@ -20,13 +20,13 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from coq_search import coq_search
 
 import agents.coq_scope as coq_scope
-from agents.best_first import SearchBudget, SearchResult, best_first_search
+from agents.best_first import SearchResult
 from agents.coq_tactics import CoqTactics, premise_pattern
 from agents.premises import coq_file_premises, is_rewrite_rule
 from oracle.proof_common import TheoremTask
-from oracle.proof_state import ProofState
 from oracle.strip_coq import OpenModule, open_modules, split_sentences
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
@@ -47,18 +47,7 @@ def _codes(context: str) -> list[str]:
 
 def _search(task: TheoremTask, max_checks: int) -> SearchResult:
     """A real-coqtop search of ``task`` by the rules and premises (no portfolio, no k-NN)."""
-    from oracle.proof_state_coq import CoqProofStates
-
-    states = CoqProofStates()
-
-    def source(root: ProofState) -> CoqTactics:
-        return CoqTactics(states, task, root, library=True, portfolio=False, setting="rediscover")
-
-    try:
-        return best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=max_checks),
-                                 tree_limit=100_000)
-    finally:
-        states.close()
+    return coq_search(task, max_checks, library=True)
 
 
 def test_open_modules_reads_parameters_and_includes() -> None:

@@ -126,6 +126,21 @@ def match_scrutinees(text: str) -> list[str]:
     return out
 
 
+def _free_constants(text: str) -> list[str]:
+    """The names ``text`` applies that it does not bind itself (:data:`_BOUND`) and that are no keyword or
+    sort, in order, each once."""
+    bound = {n for m in _BOUND.finditer(text)
+             for n in _IDENT.findall((m.group("names") or m.group("pattern") or "").split(":")[0])}
+    names = (m.group("name") for m in _CONSTANT.finditer(text))
+    return list(dict.fromkeys(n for n in names if n not in bound and n not in _NOT_CONSTANTS))
+
+
+def _alternatives(closers: Sequence[Candidate]) -> str:
+    """One-sentence closers as the alternatives of a ``solve [...]`` (``reflexivity | Coq.micromega.Lia.lia``:
+    no final dot, no ``idtac;`` guard, which only a whole sentence needs)."""
+    return " | ".join(c.tactic[:-1].removeprefix("idtac; ") for c in closers)
+
+
 def leading_binders(concl: str) -> list[str]:
     """The names bound by a goal's leading ``forall`` (``forall (n : nat) (l : list A) d,``)."""
     m = _BINDERS.match(concl.strip())
@@ -199,15 +214,16 @@ INDUCTIVE_ONLY = True  # no induction/destruct on a variable whose type is not i
 # timeout costs a whole tactic timer (2 s), and in the Reals files they time out more often than they close
 HAMMER_TIMEOUTS = 3
 FILE_AXIOMS = True  # the file's own `Axiom`s are premises (the checker allows those the original rests on)
-LIBRARY_UNFOLD = True  # `unfold C` for a library constant the conclusion names (round six; False: the file's own only)
+LIBRARY_UNFOLD = True  # `unfold C` for a library constant the goal or statement names (round six; False: the file's own only)
 MAX_LIBRARY_UNFOLDS = 3
 _UNFOLD_ONE = re.compile(r"^unfold (?P<name>[A-Za-z_][\w'.]*)\.$")
 _CANNOT_UNFOLD = re.compile(r"is opaque|Cannot coerce .* to an evaluable reference|not (?:a )?(?:defined|evaluable)")
-# names a conclusion binds itself (`fun x =>`, `exists y,`, a match branch's `| S k =>`)
+# a (possibly qualified) name, ASCII only (`x²` is a notation, not a constant)
 _CONSTANT = re.compile(r"(?<![\w'.])(?P<name>[A-Za-z_][A-Za-z0-9_']*(?:\.[A-Za-z_][A-Za-z0-9_']*)*)(?![\w'.])")
 # `Lemma name binders :` before a statement's type (its binders are the statement's own names)
 _STATEMENT_HEAD = re.compile(r"^\s*(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global)\s+)?(?:Lemma|Theorem|Fact|Remark|Corollary|"
                              r"Proposition|Example|Definition|Instance)\s+[A-Za-z_][\w']*")
+# names a conclusion binds itself (`fun x =>`, `exists y,`, a match branch's `| S k =>`)
 _BOUND = re.compile(r"(?:\bfun|\bforall|\bexists|∀|∃)\s+(?P<names>[^,]*?)(?:,|=>)|\|\s*(?P<pattern>[^|]*?)=>")
 # words of a printed goal that are not constants `unfold` could take
 _NOT_CONSTANTS = frozenset({"forall", "exists", "fun", "match", "with", "end", "let", "in", "if", "then", "else",
@@ -283,6 +299,7 @@ class CoqTactics(TacticSource):
         self.llm = llm
         self.slow: dict[str, int] = {}  # tactic head -> timeouts in this theorem
         self.hammer_timeouts = 0  # CoqHammer's tactics (any of them) that ran out of time in this theorem
+        self._statement_constants: list[str] | None = None  # the statement's names `unfold` may take
         self.aliases: dict[str, str] = {}  # a gated tactic the context loads but does not import -> full name
         try:  # the context's sentences, cut once: the scope key and the context's own tactics read them
             codes: tuple[str, ...] | None = tuple(u.code for u in split_sentences(task.context))
@@ -619,17 +636,12 @@ class CoqTactics(TacticSource):
         (:meth:`observe`)."""
         if not LIBRARY_UNFOLD:
             return []
+        if self._statement_constants is None:  # the statement is the theorem's: read once
+            self._statement_constants = _free_constants(_STATEMENT_HEAD.sub("", self.task.statement, count=1))
         own = {d.split(".")[-1] for d in self.definitions}
-        statement = _STATEMENT_HEAD.sub("", self.task.statement, count=1)
         out: list[str] = []
-        for text in (concl, statement):
-            bound = {n for m in _BOUND.finditer(text)
-                     for n in _IDENT.findall((m.group("names") or m.group("pattern") or "").split(":")[0])}
-            for m in _CONSTANT.finditer(text):
-                name = m.group("name")
-                if name in local or name in bound or name in own or name in _NOT_CONSTANTS \
-                        or name in self.facts.opaque or name in out:
-                    continue
+        for name in (*_free_constants(concl), *self._statement_constants):
+            if name not in local and name not in own and name not in self.facts.opaque and name not in out:
                 out.append(name)
         return out[:MAX_LIBRARY_UNFOLDS]
 
@@ -674,8 +686,7 @@ class CoqTactics(TacticSource):
                  and c.tactic.endswith(".") and ". " not in c.tactic and "\n" not in c.tactic and "[" not in c.tactic]
         if len(cheap) < 2:
             return candidates
-        body = " | ".join(c.tactic[:-1].removeprefix("idtac; ") for c in cheap)
-        bundle = Candidate(f"solve [{body}].", min(c.cost for c in cheap), True, "rule",
+        bundle = Candidate(f"solve [{_alternatives(cheap)}].", min(c.cost for c in cheap), True, "rule",
                            members=tuple(c.tactic for c in cheap))
         members = set(bundle.members)
         return [bundle, *(c for c in candidates if c.tactic not in members)]
@@ -802,8 +813,7 @@ class CoqTactics(TacticSource):
                                           if cost <= BUNDLE_MAX_COST])]
         if not cheap:
             return None
-        closers = " | ".join(c.tactic[:-1].removeprefix("idtac; ") for c in cheap)
-        return f"{body[:-1]}; try solve [{closers}]."
+        return f"{body[:-1]}; try solve [{_alternatives(cheap)}]."
 
     def discharge_variants(self, both: str) -> list[str]:
         """``T; try solve [c].`` for each closer ``c`` of a :meth:`discharge` form ``T; try solve [c1 | c2 | ...].``,

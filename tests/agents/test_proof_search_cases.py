@@ -85,7 +85,7 @@ REALS = "Require Import Rbase.\nLocal Open Scope R_scope.\n"
 
 def _bare(definitions: list[str], statement: str) -> CoqTactics:
     source = object.__new__(CoqTactics)  # only what _library_unfolds reads
-    source.definitions, source.facts = definitions, ScopeFacts()
+    source.definitions, source.facts, source._statement_constants = definitions, ScopeFacts(), None
     source.task = TheoremTask("t", statement, "", "", prover="coq")
     return source
 

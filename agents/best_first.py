@@ -325,6 +325,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         again = states.run_tactic(node.state, both, min(budget.tactic_seconds, max(0.5, left)))
         checks += 1
         spent = by_source.setdefault(cand.source, [0, 0.0, 0, 0])
+        spent[0] += 1
         spent[1] += again.seconds
         if again.state is None or again.outcome not in ("progress", "proved") \
                 or len(again.state.goals) >= len(result.state.goals):

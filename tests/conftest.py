@@ -33,6 +33,9 @@ for _name in SCRUBBED:
 # the proof search's library index (agents/library_tactics.py) defaults to the user's cache: the suite never
 # reads one a developer built (a test that needs an index builds a small one and names it)
 os.environ["RRMA_TACTIC_INDEX"] = str(Path(tempfile.gettempdir()) / "rrma-test-no-tactic-index")
+# nor does `bench coq` build one into it before its first theorem (benches/coq/bench.py --library-index): a
+# test that wants the build asks for it
+os.environ["RRMA_LIBRARY_INDEX_BUILD"] = "0"
 SHARED = Path(os.environ.get("RRMA_SHARED", REPO.parent / "shared")).resolve()
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))

@@ -14,6 +14,8 @@ their compiled forms. Exit 2 when Coq is missing or a file cannot be parsed. Als
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +34,7 @@ HAMMER_PRELOAD = "From Hammer Require Import Tactics.\n"
 HAMMER_PLUGIN_PRELOAD = "From Hammer Require Import Hammer.\n"
 DEFAULT_AGENT = "search"  # without --agent or --backend: the proof-state search (benches.proofs.AGENT_BACKENDS)
 SEARCH_BACKEND = AGENT_BACKENDS["search"][0]  # the agent --hammer's settings are for (proof-search)
+BUILD_ENV = "RRMA_LIBRARY_INDEX_BUILD"  # "0": --library-index defaults to off (the suite sets it: tests/conftest.py)
 console = SafeConsole(stderr=True, emoji=False)  # checker messages print literally and inert
 
 
@@ -96,6 +99,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"load CoqHammer's tactics before every theorem's context ({HAMMER_PRELOAD.strip()!r}, "
                              "Debian's libcoq-hammer) and let the search agent try sauto/hauto (default: on for "
                              "the search agent when CoqHammer is installed; --no-hammer turns it off)")
+    parser.add_argument("--library-index", action=argparse.BooleanOptionalAction, default=None,
+                        help="before the first theorem, index the human proofs of the stdlib files the sources "
+                             "load (never the sources) where the search agent's library index lacks them "
+                             "(agents/library_tactics.py; a few seconds a module, once per machine) (default: on "
+                             f"for the search agent; {BUILD_ENV}=0 makes the default off)")
     parser.add_argument("--hammer-seconds", type=float, default=None,
                         help="with --hammer: keep this many seconds of each search for one call of CoqHammer's "
                              "`hammer` (the ATPs, eprover) on the statement; the proof keeps the reconstruction "
@@ -132,11 +140,45 @@ def run(args: argparse.Namespace) -> int:
         given[SEARCH_BACKEND] = {**given.get(SEARCH_BACKEND, {}), "hammer": True,
                                  **({"hammer_seconds": hammer_seconds} if hammer_seconds else {})}
         args.backend_params = given
+    if not prepare_library(args, tasks, str(params.get("preload", ""))):
+        return 2
     if getattr(args, "red_team", None) is None:
         args.red_team = True  # the Coq bench always shows that known cheats are rejected
     if not getattr(args, "quiet", False):
         console.print(describe_prover(args, params["setting"]), markup=False, highlight=False)
     return run_proof_bench(args, tasks, "coq", oracle_kind="coq", oracle_params=params, base_dir=HERE)
+
+
+def prepare_library(args: argparse.Namespace, tasks: list[TheoremTask], preload: str) -> bool:
+    """``--library-index``: index the sources' dependencies the search agent's index lacks, saying
+    how many and how long; False (after one line) when that failed."""
+    from agents.library_tactics import prepare
+
+    chosen = getattr(args, "library_index", None)
+    given = dict((getattr(args, "backend_params", None) or {}).get(SEARCH_BACKEND, {}))
+    if chosen is None:
+        chosen = ("search" in (getattr(args, "agent", None) or []) and os.environ.get(BUILD_ENV, "1") != "0"
+                  and bool(given.get("library_tactics", True)))
+    if not chosen:
+        return True
+    quiet = bool(getattr(args, "quiet", False))
+    sources = sorted({Path(t.source_file) for t in tasks if t.source_file})
+    root = Path(str(given["library_index"])) if given.get("library_index") else None
+
+    def say(line: str) -> None:
+        if not quiet:
+            console.print(f"library index: {line}", markup=False, highlight=False)
+
+    try:
+        done = prepare(sources, preload=preload, root=root, say=say)
+    except (OSError, subprocess.SubprocessError, CoqSyntaxError) as exc:
+        console.print(f"bench coq: the library index could not be built: {exc} (--no-library-index runs "
+                      "without it)", markup=False, highlight=False)
+        return False
+    if not quiet:
+        console.print(f"library index: {done.files} modules the sources load, {done.built} indexed now "
+                      f"({done.seconds} s), {done.files - done.built} up to date", markup=False, highlight=False)
+    return True
 
 
 def describe_prover(args: argparse.Namespace, setting: object) -> str:

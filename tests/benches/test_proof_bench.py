@@ -500,3 +500,33 @@ def test_bench_coq_solves_a_clear_majority(tmp_path: Path, capsys: pytest.Captur
     assert "cheating_attempts_accepted" not in out
     assert f"cheating_attempts_rejected: {total}" in out
     assert "setting: rediscover" in out and "vs original: " in out
+
+
+@needs_coq
+def test_bench_coq_indexes_the_sources_library_before_the_first_theorem(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fresh machine has no library index, so the search would learn nothing from the library that
+    a machine where it was built by hand learns from. `bench coq` builds what the sources load, once:
+    the dependency's entry appears, the source's own proofs are never indexed, a second run builds
+    nothing; --no-library-index (and the suite's default, RRMA_LIBRARY_INDEX_BUILD=0) builds nothing."""
+    from benches.coq.bench import main
+
+    index = tmp_path / "index"
+    monkeypatch.setenv("RRMA_TACTIC_INDEX", str(index))
+    src = tmp_path / "T.v"
+    src.write_text("Require Import Coq.Logic.Decidable.\nTheorem t : True.\nProof. exact I. Qed.\n")
+    base = ["--source", str(src), "--attempts", "1", "--no-hammer"]
+    assert main([*base, "--runs", str(tmp_path / "r0")]) == 0  # the suite's default: off
+    assert not index.exists()
+    assert main([*base, "--runs", str(tmp_path / "r1"), "--library-index", "--no-library-index"]) == 0
+    assert not index.exists()
+    capsys.readouterr()
+    assert main([*base, "--runs", str(tmp_path / "r2"), "--library-index"]) == 0
+    err = capsys.readouterr().err
+    entry = json.loads((index / "Coq.Logic.Decidable.json").read_text())
+    assert entry["proofs"] and all(p["theorem"] != "t" for p in entry["proofs"])
+    built = sorted(p.name for p in index.glob("*.json"))
+    assert "Coq.Init.Logic.json" in built and not any("T" == p.split(".")[-2] for p in built)
+    assert f"library index: {len(built)} modules the sources load, {len(built)} indexed now" in err, err
+    assert main([*base, "--runs", str(tmp_path / "r3"), "--library-index"]) == 0
+    assert f"{len(built)} modules the sources load, 0 indexed now" in capsys.readouterr().err

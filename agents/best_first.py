@@ -27,7 +27,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
@@ -43,7 +43,28 @@ SIZE_WEIGHT = 0.004  # per character of the first goal
 TREE_GOAL_CHARS = 400  # a goal's text kept in the trace
 TREE_MESSAGE_CHARS = 300  # a failed tactic's error (or veto) kept in the trace
 DISCHARGE = True  # a switch for tests: False leaves the goals a tactic opens to the search (before round six)
+SIDE_MARGIN_S = 3.0  # a side pass ends this long before the budget, leaving time to replay what it found
+SIDE_REPLAY_S = 10.0  # at most this long for each step of its proof here
+SIDE_SOURCE = "side-hammer"  # the source its steps are counted under (by_source, proof_sources)
 OUTCOME_CODE = {"progress": "p", "proved": "P", "error": "e", "timeout": "t", "rejected": "r"}
+
+
+class SideRun(Protocol):
+    """A prover call running beside the search (:class:`agents.side_hammer.SideOutcome`)."""
+
+    tactics: tuple[str, ...] | None  # from the statement, once it found a proof
+    ended: str
+
+
+class SidePass(Protocol):
+    """Something that proves the theorem beside the search, on another core
+    (:class:`agents.side_hammer.SideHammer`): started with the search, its proof replayed by it."""
+
+    def begin(self, task: TheoremTask, deadline: float) -> SideRun | None: ...
+
+    def wait(self, until: float) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 @dataclass
@@ -81,6 +102,7 @@ class SearchResult:
     by_source: dict[str, list[float]] = field(default_factory=dict)
     start_seconds: float = 0.0  # bringing the prover to the statement (the context, the probe, premises)
     proof_sources: tuple[str, ...] = ()  # the source of each tactic of the proof found
+    side: str = ""  # how the side pass (SidePass) ended: "" without one
 
 
 def conclusion(goal: str) -> str:
@@ -164,8 +186,12 @@ class TacticSource:
 
 def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[ProofState], TacticSource],
                       budget: SearchBudget, *, tree_limit: int = 600,
-                      clock: Callable[[], float] = time.monotonic) -> SearchResult:
-    """Search for a proof of ``task`` (see the module docstring); never raises on a failed start."""
+                      clock: Callable[[], float] = time.monotonic, side: SidePass | None = None) -> SearchResult:
+    """Search for a proof of ``task`` (see the module docstring); never raises on a failed start.
+
+    ``side``: started once the statement is open here, to end :data:`SIDE_MARGIN_S` before the budget (its deadline on
+    ``clock``); a proof it finds is replayed here (and validated by the source) as soon as the search
+    sees it, or when the search ends before the budget, after waiting for it."""
     started = clock()
     tree = SearchTree(states.prover, task.name, tree_limit)
     try:
@@ -174,6 +200,8 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         return SearchResult(None, None, 0, clock() - started, 0,
                             tree.to_json(result="error", proof_nodes=[], budget=budget, checks=0,
                                          seconds=clock() - started), f"cannot start: {exc}")
+    # after the search's own start: the side pass compares what its session loads with this one's
+    side_run = side.begin(task, started + budget.seconds - SIDE_MARGIN_S) if side is not None else None
     tactics_source = source(root_state)
     start_seconds = clock() - started
     by_source: dict[str, list[float]] = {}
@@ -195,6 +223,8 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
     last_error = ""
 
     def finish(proof_node: Node | None, why: str) -> SearchResult:
+        if side is not None and side_run is not None:
+            side.stop()  # the search is over: a side call still running is of no use
         seconds = clock() - started
         path: list[int] = []
         if proof_node is not None:
@@ -207,15 +237,18 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                             checks=checks, seconds=seconds)
         deepest = max((n.depth for n in nodes), default=0)
         stats = {k: [int(v[0]), round(v[1], 2), int(v[2]), int(v[3])] for k, v in by_source.items()}
+        side_ended = side_run.ended if side_run is not None else ("skipped: busy" if side is not None else "")
         if proof_node is None:
             return SearchResult(None, None, checks, seconds, expanded, data, why, deepest=deepest,
-                                last_error=last_error, by_source=stats, start_seconds=start_seconds)
+                                last_error=last_error, by_source=stats, start_seconds=start_seconds,
+                                side=side_ended)
         tactics = shortened(path)
         steps = [(nodes[path[k]].state.goals[0] if nodes[path[k]].state.goals else "", tactics[k])
                  for k in range(len(path) - 1)]
         return SearchResult(states.proof_text(tactics), tactics, checks, seconds, expanded,
                             data, "proved", steps=steps, deepest=deepest, by_source=stats,
-                            start_seconds=start_seconds, proof_sources=tuple(nodes[k].source for k in path[1:]))
+                            start_seconds=start_seconds, proof_sources=tuple(nodes[k].source for k in path[1:]),
+                            side=side_ended)
 
     tried: set[tuple[int, str]] = set()  # (node, tactic) already run: a wider pass never repeats one
     stop: list[str] = []
@@ -267,6 +300,52 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                 tree.add_node(child)
                 return finish(child, "proved")
         return None
+
+    def from_side() -> SearchResult | None:
+        """The side pass's proof, replayed from the root in this session: each step must run and the
+        last close the theorem, and the source must not veto it; else None (the search goes on)."""
+        nonlocal checks, last_error
+        found = side_run.tactics if side_run is not None else None
+        if not found:
+            return None
+        node = nodes[0]
+        spent = by_source.setdefault(SIDE_SOURCE, [0, 0.0, 0, 0])
+        for tactic in found:
+            left = budget.seconds + SIDE_MARGIN_S - (clock() - started)
+            result = states.run_tactic(node.state, tactic, max(budget.tactic_seconds, min(left, SIDE_REPLAY_S)))
+            checks += 1
+            spent[0] += 1
+            spent[1] += result.seconds
+            code = OUTCOME_CODE[result.outcome]
+            if result.state is None or result.outcome not in ("progress", "proved"):
+                tree.add_try(node.id, tactic, code, -1, result.seconds, result.message)
+                last_error = f"{tactic} (found beside the search) did not replay: {result.message}"
+                return None
+            child = Node(len(nodes), node.id, tactic, result.state, node.depth + 1, node.cost, (*node.tactics, tactic),
+                         SIDE_SOURCE)
+            if result.outcome == "proved":
+                veto = tactics_source.validate(child.tactics)
+                if veto is not None:
+                    tree.add_try(node.id, tactic, "v", -1, result.seconds, veto)
+                    last_error = f"{tactic} (found beside the search) was vetoed: {veto}"
+                    return None
+            nodes.append(child)
+            tree.add_node(child)
+            tree.add_try(node.id, tactic, code, child.id, result.seconds)
+            spent[2] += 1
+            if result.outcome == "proved":
+                spent[3] += 1
+                return finish(child, "proved")
+            node = child
+        last_error = f"{' '.join(found)} (found beside the search) left goals open here"
+        return None
+
+    def ending(why: str) -> SearchResult:
+        """The search is over: the side pass's proof (waited for while the budget lasts), the source's
+        last resort, or none."""
+        if side is not None and side_run is not None and side_run.tactics is None:
+            side.wait(started + budget.seconds - SIDE_MARGIN_S + 1.0)
+        return from_side() or last_resort() or finish(None, why)
 
     def expected_seconds(tactic: str) -> float:
         spent, runs = seconds_of.get(tactic_head(tactic), (0.0, 0))
@@ -432,13 +511,18 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                 _, _, cand = queue.pop(0)
                 if (node_id, cand.tactic) in tried or not tactics_source.keep(cand):
                     continue
+                if side_run is not None and side_run.tactics is not None:
+                    adopted = from_side()
+                    if adopted is not None:
+                        return adopted
+                    side_run = None  # its proof did not replay here: the search goes on alone
                 proof = attempt(node, cand)
                 if proof is not None:
                     return proof
             if queue and node_id not in closed_nodes:
                 heapq.heappush(heap, (queue[0][0], next(counter), node_id))
         if stop:
-            return last_resort() or finish(None, stop[0])
+            return ending(stop[0])
         # exhausted with budget left: a second, wider pass over every open state (the narrow first
         # pass proposes nothing more; the rest of the budget is better spent widening it)
         widen = getattr(tactics_source, "widen", None)
@@ -450,7 +534,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             if n.state.goals and n.id not in closed_nodes:
                 pending.pop(n.id, None)  # expanded again: the wider source's candidates, none run twice
                 heapq.heappush(heap, (priority(n.cost, n.state), next(counter), n.id))
-    return last_resort() or finish(None, reason)
+    return ending(reason)
 
 
 def tactic_head(tactic: str) -> str:

@@ -26,7 +26,9 @@ the oracle; only the oracle's verdict counts.
 
 Params: ``seconds`` (per-theorem search budget, 25), ``max_checks`` (tactic runs, 6000),
 ``tactic_seconds`` (each tactic's timeout, 2), ``library`` (search imported libraries, true),
-``hammer`` (false; true when the bench preloads CoqHammer), ``hammer_share`` (1: the share of
+``hammer`` (false; true when the bench preloads CoqHammer), ``hammer_beside`` (true: with ``hammer``,
+CoqHammer's ``hammer`` runs on each statement in a second session beside the search,
+:mod:`agents.side_hammer`), ``hammer_share`` (1: the share of
 each search's seconds CoqHammer's tactics may take; 1 is no cap), ``portfolio`` (true), ``llm``,
 ``llm_model``, ``llm_calls`` (model calls per theorem, 4), ``coq_args`` (load paths),
 ``preload`` (Coq sentences the oracle runs before each context), ``lean_project``,
@@ -41,12 +43,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from agents import side_hammer
 from agents.best_first import SearchBudget, SearchResult, TacticSource, best_first_search
 from agents.coq_tactics import CoqTactics, ScopeFacts
 from agents.lean_tactics import LeanTactics
 from agents.learned_tactics import LearnedTactics
 from agents.library_tactics import LibraryTactics, library_modules
 from agents.llm_tactics import LLMTactics
+from agents.side_hammer import SideHammer
 from agents.tactic_suggester import TacticSuggester
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, ProofStates
@@ -70,6 +74,9 @@ class ProofSearchParams(PluginSettings):
     """Try CoqHammer's sauto/hauto (the coq bench's --hammer preloads its tactics)."""
     hammer_seconds: float = 0.0
     """Seconds of each search kept back for one call of CoqHammer's `hammer` (0: off)."""
+    hammer_beside: bool = True
+    """With hammer: CoqHammer's `hammer` (its ATP, eprover) on each statement in a second coqtop beside the
+    search, on the other core, when the plugin and eprover are installed; the search replays what it finds."""
     hammer_share: float = Field(1.0, ge=0.0, le=1.0)
     """Share of each search's seconds CoqHammer's tactics (sauto, hauto, qauto) may take (1: no cap)."""
     portfolio: bool = True
@@ -120,6 +127,8 @@ class ProofSearchAgent(Agent):
         self.library = bool(p.get("library", True))
         self.hammer = bool(p.get("hammer", False))
         self.hammer_seconds = float(p.get("hammer_seconds", 0.0))  # kept back for a last `hammer` (ATPs)
+        self.hammer_beside = bool(p.get("hammer_beside", True))
+        self._side: dict[str, SideHammer] = {}  # the second session's hammer, per hiding (as _states)
         share = float(p.get("hammer_share", 1.0))
         self.hammer_cap = share * self.budget.seconds if share < 1.0 else None
         self.portfolio = bool(p.get("portfolio", True))
@@ -170,6 +179,25 @@ class ProofSearchAgent(Agent):
             states = LeanReplProofStates(self.lean_project, hidden=hidden)
         self._states[key] = states
         return states
+
+    def _side_for(self, prover: str, hidden: tuple[Path, ...]) -> SideHammer | None:
+        """CoqHammer's `hammer` beside the search (agents/side_hammer.py), one per hiding; None when it is
+        off, the prover is not Coq, or the plugin or eprover is missing."""
+        if prover != "coq" or not (self.hammer and self.hammer_beside) or not side_hammer.available():
+            return None
+        key = f"{prover}:{hash(tuple(sorted(map(str, hidden))))}"
+        side = self._side.get(key)
+        if side is None:
+            for other in list(self._side):
+                self._side.pop(other).close()
+            from oracle.proof_state_coq import CoqProofStates
+
+            main = self._backend(prover, hidden)
+            side = self._side[key] = SideHammer(lambda: CoqProofStates(
+                coq_args=self.coq_args, hidden=hidden, nice=side_hammer.NICE, memory_mb=side_hammer.MEMORY_MB,
+                preload=side_hammer.preload(side_hammer.ATP_SECONDS, side_hammer.RECONSTRUCT_SECONDS) + self.preload),
+                lambda: getattr(main, "loaded_libraries", list)())
+        return side
 
     def _library_for(self, states: Any, task: TheoremTask) -> LibraryTactics | None:
         """The library k-NN for this theorem, restricted to the modules its session has loaded (the
@@ -226,7 +254,8 @@ class ProofSearchAgent(Agent):
                 return tactics
             return LeanTactics(task, portfolio=self.portfolio, llm=llm)
 
-        result = best_first_search(states, task, source, self.budget, tree_limit=self.tree_limit)
+        result = best_first_search(states, task, source, self.budget, tree_limit=self.tree_limit,
+                                   side=self._side_for(prover, ctx.hidden))
         self.searches.append(result)
         if result.proof is not None and self.learn:
             self.learned.learn(task, result.steps)
@@ -237,7 +266,8 @@ class ProofSearchAgent(Agent):
                               "expanded": result.expanded, "seconds": round(result.seconds, 3),
                               "deepest": result.deepest, "last_error": result.last_error[:300],
                               "tactics": list(result.tactics or []), "sources": list(result.proof_sources),
-                              "by_source": result.by_source, "start_seconds": round(result.start_seconds, 3)})
+                              "by_source": result.by_source, "start_seconds": round(result.start_seconds, 3),
+                              **({"side": result.side} if result.side else {})})
         if result.proof is None or result.proof in record.proposed or result.proof in ctx.tried:
             return None
         record.proposed.add(result.proof)
@@ -253,3 +283,6 @@ class ProofSearchAgent(Agent):
         for states in self._states.values():
             states.close()
         self._states.clear()
+        for side in self._side.values():
+            side.close()
+        self._side.clear()

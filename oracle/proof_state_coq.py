@@ -20,6 +20,7 @@ Also here: :func:`parse_coq_goals` (the goal display as hypotheses and conclusio
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import tempfile
@@ -201,7 +202,7 @@ class CoqProofStates:
     prover: Prover = "coq"
 
     def __init__(self, *, coqtop: str = "coqtop", coq_args: Sequence[str] = (), memory_mb: int = 2048,
-                 preload: str = "", hidden: Sequence[Path] = ()) -> None:
+                 preload: str = "", hidden: Sequence[Path] = (), nice: int = 0) -> None:
         self.coqtop = find_coq_binary(coqtop)
         self.coq_args = tuple(coq_args)
         self.sandbox = CoqSandbox(hidden=tuple(Path(h) for h in hidden), coq_args=self.coq_args,
@@ -209,6 +210,7 @@ class CoqProofStates:
         self.scratch: Path | None = None  # the session's working folder (harness-owned, made on first use)
         self.memory_mb = memory_mb
         self.preload = preload
+        self.nice = nice  # the session's priority below this process's (a session beside another on 2 cores)
         self.session: CoqSession | None = None
         self.task: TheoremTask | None = None
         self.doc: _Doc | None = None
@@ -226,7 +228,7 @@ class CoqProofStates:
             if self.scratch is None or not self.scratch.is_dir() or self.scratch.is_symlink():
                 self.scratch = Path(tempfile.mkdtemp(prefix="rrma-proof-states-"))
             self.session = CoqSession(self.coqtop, memory_mb=self.memory_mb, args=args, cwd=self.scratch,
-                                      sandbox=self.sandbox)
+                                      sandbox=self.sandbox, nice=self.nice)
             self.restarts += 1
         return self.session
 
@@ -235,6 +237,19 @@ class CoqProofStates:
             self.session.kill()
         self.session = None
         self.doc = None
+
+    def interrupt(self) -> bool:
+        """Stop the tactic running now (from another thread), keeping the session (CoqSession.interrupt);
+        the next command may answer ``User interrupt.`` if it had already ended: see :meth:`settle`."""
+        session = self.session
+        return session is not None and session.interrupt()
+
+    def settle(self) -> None:
+        """Run a no-op, so that an interrupt that came after the command it was meant for is spent."""
+        session = self.session
+        if session is not None and session.alive:
+            with contextlib.suppress(CoqSessionError, TimeoutError):
+                session.send("Check True.", time.monotonic() + 10)
 
     def close(self) -> None:
         self._drop_session()

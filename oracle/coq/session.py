@@ -34,13 +34,42 @@ class CoqSessionError(RuntimeError):
 # ----------------------------------------------------------------------------- warm sessions
 
 
-def _limit_memory(memory_mb: int) -> Any:
+def _limit_memory(memory_mb: int, nice: int = 0) -> Any:
     def apply() -> None:
         limit = memory_mb * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if nice > 0:  # a lower priority, inherited by what coqtop starts (CoqHammer's ATPs)
+            os.nice(nice)
 
     return apply
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid``, parents before children (Linux's ``/proc/PID/task/TID/children``)."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop(0)
+        try:
+            threads = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in threads:
+            try:
+                kids = [int(k) for k in Path(f"/proc/{parent}/task/{tid}/children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+            out.extend(kids)
+            todo.extend(kids)
+    return out
 
 
 @dataclass
@@ -75,7 +104,7 @@ class CoqSession:
 
     def __init__(self, coqtop: str, *, memory_mb: int = 2048, start_timeout_s: float = 30.0,
                  args: tuple[str, ...] = (), cwd: Path | str | None = None,
-                 sandbox: CoqSandbox | None = None) -> None:
+                 sandbox: CoqSandbox | None = None, nice: int = 0) -> None:
         # long-lived, so not under spawn: started contained (`sandbox`'s policy, `cwd` its scratch)
         if sandbox is not None and cwd is None:
             raise ValueError("a sandboxed coqtop session needs its scratch directory (cwd)")
@@ -88,7 +117,7 @@ class CoqSession:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_limit_memory(memory_mb),
+                preexec_fn=_limit_memory(memory_mb, nice),
             )
         except SandboxRequired as exc:
             raise CoqSessionError(f"the Coq checker's {exc}") from exc
@@ -146,6 +175,24 @@ class CoqSession:
         signal_own_group(self.proc, self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+
+    def interrupt(self) -> bool:
+        """Stop the command coqtop runs now and keep the session: SIGKILL to what coqtop started
+        (CoqHammer's ATPs and workers), SIGINT to coqtop (inside the sandbox: the first ``coqtop``
+        below this process), which answers that command with ``User interrupt.``. False when no
+        coqtop was found (the session is not running)."""
+        if not self.alive:
+            return False
+        tree = _descendants(self.proc.pid)
+        coqtop = next((p for p in [self.proc.pid, *tree] if _comm(p) == "coqtop"), None)
+        if coqtop is None:
+            return False
+        for pid in reversed(_descendants(coqtop)):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.kill(coqtop, signal.SIGINT)
+        return True
 
     def send(self, chunk: str, deadline: float) -> Reply:
         """Send ``chunk`` (whole sentences) and return its reply; raises TimeoutError at the deadline."""

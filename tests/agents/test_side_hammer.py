@@ -1,0 +1,279 @@
+"""CoqHammer's ``hammer`` beside the search, on the second core (agents/side_hammer.py, issue 33 round seven).
+
+With a scripted prover: a proof the side pass finds is the search's answer only once it replays in the
+search's own session and the source does not veto it; the search waits for the side pass when it runs
+out of candidates first, and takes its proof as soon as it is there. With real Coq, CoqHammer's plugin
+and eprover: a theorem the search alone cannot prove (no candidates) is proved by the side pass's
+reconstruction, replayed in the search's session, and the side session has loaded exactly the
+libraries the search's has.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Sequence
+
+import pytest
+
+from agents import side_hammer
+from agents.best_first import SIDE_SOURCE, Node, SearchBudget, TacticSource, best_first_search
+from agents.side_hammer import SideHammer, SideOutcome, reconstruction
+from agents.tactic_suggester import Candidate
+from oracle.proof_common import TheoremTask
+from oracle.proof_state import ProofState, TacticResult
+
+TASK = TheoremTask("t", "Lemma t : True.", "", "", prover="coq")
+
+
+class Scripted:
+    """A prover stand-in whose tactics' outcomes and seconds come from a table; time is a counter."""
+
+    prover = "coq"
+
+    def __init__(self, effects: dict[str, tuple[str, float]]) -> None:
+        self.effects, self.now = effects, 0.0
+        self.ran: list[str] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def start(self, task: TheoremTask, timeout_s: float = 60.0) -> ProofState:
+        return ProofState((), ("|- goal",))
+
+    def run_tactic(self, state: ProofState, tactic: str, timeout_s: float = 2.0) -> TacticResult:
+        self.ran.append(tactic)
+        outcome, seconds = self.effects.get(tactic, ("error", 0.01))
+        self.now += seconds
+        path = (*state.handle, tactic)
+        if outcome == "proved":
+            return TacticResult("proved", ProofState(path, ()), seconds=seconds)
+        if outcome == "progress":
+            return TacticResult("progress", ProofState(path, (f"|- {' '.join(path)}",)), seconds=seconds)
+        return TacticResult("error", message="no such lemma here", seconds=seconds)
+
+    def proof_text(self, tactics: Sequence[str]) -> str:
+        return "\n".join(tactics)
+
+
+class Table(TacticSource):
+    def __init__(self, cands: list[Candidate], veto: str | None = None) -> None:
+        self.cands, self.veto = cands, veto
+
+    def candidates(self, node: Node) -> list[Candidate]:
+        return [] if node.depth >= 2 else list(self.cands)
+
+    def validate(self, tactics: Sequence[str]) -> str | None:
+        return self.veto
+
+
+class Side:
+    """A side pass whose proof appears once the search's clock reaches ``at``; wait() moves the clock there."""
+
+    def __init__(self, states: Scripted, tactics: tuple[str, ...], at: float = 0.0) -> None:
+        self.states, self.found, self.at = states, tactics, at
+        self.begun: list[float] = []
+        self.stopped = False
+
+    def begin(self, task: TheoremTask, deadline: float) -> Run:
+        self.begun.append(deadline)
+        return Run(self)
+
+    def wait(self, until: float) -> None:
+        self.states.now = max(self.states.now, min(until, self.at))
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+class Run:
+    def __init__(self, side: Side) -> None:
+        self.side, self.ended = side, "running"
+
+    @property
+    def tactics(self) -> tuple[str, ...] | None:
+        return self.side.found if self.side.states.now >= self.side.at else None
+
+
+REPLAYS = {"intros.": ("progress", 0.1), "hauto use: lemma_a.": ("proved", 0.5)}
+
+
+def _search(states: Scripted, source: TacticSource, side: Side | None) -> object:
+    return best_first_search(states, TASK, lambda root: source, SearchBudget(seconds=25, max_checks=1000),
+                             clock=states.clock, side=side)
+
+
+def test_the_side_pass_proof_is_taken_once_it_replays_here() -> None:
+    states = Scripted(REPLAYS)
+    off = _search(states, Table([]), None)
+    assert off.proof is None and off.reason == "exhausted"  # type: ignore[attr-defined]
+    states = Scripted(REPLAYS)
+    side = Side(states, ("intros.", "hauto use: lemma_a."), at=12.0)
+    on = _search(states, Table([]), side)
+    assert on.proof == "intros.\nhauto use: lemma_a."  # type: ignore[attr-defined]
+    assert on.proof_sources == (SIDE_SOURCE, SIDE_SOURCE)  # type: ignore[attr-defined]
+    assert on.by_source[SIDE_SOURCE][0] == 2  # type: ignore[attr-defined]
+    assert side.begun == [25 - 3.0]  # started with the search, to end before its budget
+    assert states.now >= 12.0  # the search, out of candidates at once, waited for it
+
+
+def test_a_side_proof_that_does_not_replay_or_is_vetoed_is_not_taken() -> None:
+    states = Scripted(REPLAYS)
+    missing = _search(states, Table([]), Side(states, ("intros.", "hauto use: the_original.")))
+    assert missing.proof is None and "did not replay" in missing.last_error  # type: ignore[attr-defined]
+    states = Scripted(REPLAYS)
+    vetoed = _search(states, Table([], veto="uses an axiom"), Side(states, ("intros.", "hauto use: lemma_a.")))
+    assert vetoed.proof is None and "vetoed: uses an axiom" in vetoed.last_error  # type: ignore[attr-defined]
+
+
+def test_the_search_takes_the_side_proof_as_soon_as_it_is_there() -> None:
+    slow = [Candidate(f"slow{k}.", 0.1) for k in range(200)]
+    effects = {**REPLAYS, **{c.tactic: ("progress", 1.0) for c in slow}}
+    states = Scripted(effects)
+    side = Side(states, ("intros.", "hauto use: lemma_a."), at=5.0)
+    result = _search(states, Table(slow), side)
+    assert result.proof == "intros.\nhauto use: lemma_a."  # type: ignore[attr-defined]
+    assert side.stopped  # the search told it it is over
+    assert states.now < 8.0  # not at the end of the budget
+    states = Scripted(effects)
+    alone = _search(states, Table(slow), None)
+    assert alone.proof is None and states.now >= 25.0  # type: ignore[attr-defined]
+
+
+def test_reconstruction_reads_the_tactic_hammer_prints() -> None:
+    notes = "Reconstructing the proof...\nTactic srun eauto succeeded.\nReplace the hammer tactic with:\n\tsrun eauto use: app_nil_end.\n"
+    assert reconstruction(notes) == "srun eauto use: app_nil_end."
+    assert reconstruction("Replace the hammer tactic with: sfirstorder \n\nNo more goals.") == "sfirstorder."
+    assert reconstruction("Hammer failed: ATPs failed to find a proof.") is None
+
+
+needs_hammer = pytest.mark.skipif(shutil.which("coqtop") is None or not side_hammer.available(),
+                                  reason="needs coqtop, CoqHammer's plugin (libcoq-hammer) and eprover")
+
+
+@needs_hammer
+def test_a_real_hammer_beside_proves_what_the_search_alone_does_not() -> None:
+    from oracle.proof_state_coq import CoqProofStates
+
+    preload = "From Hammer Require Import Tactics.\n"
+    task = TheoremTask("rev_app_len", "Lemma rev_app_len : forall l m : list nat, "
+                       "length (rev (l ++ m)) = length m + length l.", "Require Import List.\n", "", prover="coq")
+    states = CoqProofStates(preload=preload)
+    side = SideHammer(lambda: CoqProofStates(preload=side_hammer.preload(12, 5) + preload, nice=side_hammer.NICE,
+                                             memory_mb=side_hammer.MEMORY_MB), states.loaded_libraries)
+    try:
+        alone = best_first_search(states, task, lambda root: Table([]), SearchBudget(seconds=25))
+        assert alone.proof is None
+        started = time.monotonic()
+        found = best_first_search(states, task, lambda root: Table([]), SearchBudget(seconds=25), side=side)
+        assert found.proof is not None and "use:" in found.proof, (found.side, found.last_error)
+        assert found.proof_sources[-1] == SIDE_SOURCE and time.monotonic() - started < 30
+        assert side._states is not None
+        assert set(side._states.loaded_libraries()) == set(states.loaded_libraries())  # nothing more to draw on
+    finally:
+        side.close()
+        states.close()
+
+
+def test_a_busy_side_pass_skips_the_next_theorem() -> None:
+    import threading
+
+    release = threading.Event()
+
+    class Hung:
+        def start(self, task: TheoremTask, timeout_s: float = 60.0) -> ProofState:
+            release.wait(10)
+            raise RuntimeError("stopped")
+
+        def close(self) -> None:
+            release.set()
+
+    side = SideHammer(Hung, lambda: [side_hammer.TACTICS_MODULE])
+    first = side.begin(TASK, time.monotonic() + 5)
+    assert isinstance(first, SideOutcome) and side.begin(TASK, time.monotonic() + 5) is None
+    assert side.skipped == 1
+    side.close()
+    assert side.done() and first.ended.startswith("error: RuntimeError")
+
+
+class SideStates:
+    """The side session's stand-in: it has loaded ``libraries``; ``hammer`` prints ``reconstruction``."""
+
+    def __init__(self, libraries: list[str], reconstruction: str) -> None:
+        self.libraries, self.reconstruction = libraries, reconstruction
+
+    def start(self, task: TheoremTask, timeout_s: float = 60.0) -> ProofState:
+        return ProofState((), ("|- goal",))
+
+    def loaded_libraries(self) -> list[str]:
+        return self.libraries
+
+    def run_tactic(self, state: ProofState, tactic: str, timeout_s: float = 2.0) -> TacticResult:
+        if tactic == "hammer.":
+            return TacticResult("proved", ProofState(("hammer.",), ()), seconds=1.0,
+                                notes=f"Replace the hammer tactic with:\n\t{self.reconstruction}\n")
+        return TacticResult("error", message="nothing to introduce")
+
+    def close(self) -> None:
+        return None
+
+
+def _side_run(side: SideHammer) -> SideOutcome:
+    run = side.begin(TASK, time.monotonic() + 20)
+    assert run is not None
+    side.wait(time.monotonic() + 10)
+    return run
+
+
+def test_hammer_runs_only_where_the_side_session_loads_what_the_search_s_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stripped module, loaded in the side session only, is what `hammer` found for PreOmega's
+    `rem_bound_pos_neg` (`srun eauto use: PreOmega.Z.rem_bound_pos_neg`): the side pass must not run there."""
+    main = [side_hammer.TACTICS_MODULE, "Coq.ZArith.BinInt"]
+    more = SideStates([*main, "Coq.omega.PreOmega"], "srun eauto use: PreOmega.Z.rem_bound_pos_neg.")
+    monkeypatch.setattr(side_hammer, "SAME_LIBRARIES", False)
+    assert _side_run(SideHammer(lambda: more, lambda: main)).tactics == ("srun eauto use: PreOmega.Z.rem_bound_pos_neg.",)
+    monkeypatch.setattr(side_hammer, "SAME_LIBRARIES", True)
+    refused = _side_run(SideHammer(lambda: more, lambda: main))
+    assert refused.tactics is None and "loads 1 modules the search's does not" in refused.ended
+    same = _side_run(SideHammer(lambda: SideStates(main, "sfirstorder."), lambda: main))
+    assert same.tactics == ("sfirstorder.",)
+    without = SideHammer(lambda: SideStates(main, "sfirstorder."), lambda: ["Coq.ZArith.BinInt"])
+    skipped = without.begin(TASK, time.monotonic() + 20)
+    assert skipped is not None and skipped.tactics is None and "does not load CoqHammer's tactics" in skipped.ended
+
+
+@needs_hammer
+def test_stopping_a_running_hammer_keeps_the_side_session_warm() -> None:
+    """The search ended first: the running `hammer` is interrupted (its ATPs killed), the call ends at
+    once, and the same session takes the next theorem."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    preload = "From Hammer Require Import Tactics.\n"
+    states = CoqProofStates(preload=preload)
+    side = SideHammer(lambda: CoqProofStates(preload=side_hammer.preload(12, 5) + preload, nice=side_hammer.NICE,
+                                             memory_mb=side_hammer.MEMORY_MB), states.loaded_libraries)
+    false = TheoremTask("no", "Lemma no : forall x y : nat, x * y = x + y.", "Require Import Arith List.\n", "", prover="coq")
+    true = TheoremTask("yes", "Lemma yes : forall l : list nat, l ++ nil = l.", "Require Import Arith List.\n", "",
+                       prover="coq")
+    try:
+        states.start(false)
+        run = side.begin(false, time.monotonic() + 25)
+        assert run is not None
+        time.sleep(6)
+        assert not side.done()  # eprover is at work on a false statement
+        session = side._states.session
+        stopped = time.monotonic()
+        side.stop()
+        assert side.done() and time.monotonic() - stopped < 5, run.ended
+        assert run.tactics is None and run.ended == "stopped: the search ended first", run.ended
+        assert session.alive and side._states.session is session  # the same coqtop, warm
+        from oracle.coq.session import _comm, _descendants
+
+        assert not [p for p in _descendants(session.proc.pid) if _comm(p) == "eprover"]  # its ATPs are gone
+        states.start(true)
+        again = side.begin(true, time.monotonic() + 25)
+        side.wait(time.monotonic() + 30)
+        assert again is not None and again.tactics is not None, again.ended if again else None
+    finally:
+        side.close()
+        states.close()

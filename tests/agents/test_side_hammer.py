@@ -121,6 +121,8 @@ def test_a_side_proof_that_does_not_replay_or_is_vetoed_is_not_taken() -> None:
     states = Scripted(REPLAYS)
     missing = _search(states, Table([]), Side(states, ("intros.", "hauto use: the_original.")))
     assert missing.proof is None and "did not replay" in missing.last_error  # type: ignore[attr-defined]
+    assert missing.side.endswith("not taken: hauto use: the_original. did not replay")  # type: ignore[attr-defined]
+    assert states.ran.count("hauto use: the_original.") == 1  # replayed once, not at every step after
     states = Scripted(REPLAYS)
     vetoed = _search(states, Table([], veto="uses an axiom"), Side(states, ("intros.", "hauto use: lemma_a.")))
     assert vetoed.proof is None and "vetoed: uses an axiom" in vetoed.last_error  # type: ignore[attr-defined]

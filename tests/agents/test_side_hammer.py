@@ -161,15 +161,15 @@ def test_a_real_hammer_beside_proves_what_the_search_alone_does_not() -> None:
     task = TheoremTask("rev_app_len", "Lemma rev_app_len : forall l m : list nat, "
                        "length (rev (l ++ m)) = length m + length l.", "Require Import List.\n", "", prover="coq")
     states = CoqProofStates(preload=preload)
-    side = SideHammer(lambda: CoqProofStates(preload=side_hammer.preload(12, 5) + preload, nice=side_hammer.NICE,
+    # limits well above the bench's: the suite runs beside other work, and eprover's limit is CPU time
+    side = SideHammer(lambda: CoqProofStates(preload=side_hammer.preload(20, 20) + preload, nice=side_hammer.NICE,
                                              memory_mb=side_hammer.MEMORY_MB), states.loaded_libraries)
     try:
-        alone = best_first_search(states, task, lambda root: Table([]), SearchBudget(seconds=25))
+        alone = best_first_search(states, task, lambda root: Table([]), SearchBudget(seconds=90))
         assert alone.proof is None
-        started = time.monotonic()
-        found = best_first_search(states, task, lambda root: Table([]), SearchBudget(seconds=25), side=side)
+        found = best_first_search(states, task, lambda root: Table([]), SearchBudget(seconds=90), side=side)
         assert found.proof is not None and "use:" in found.proof, (found.side, found.last_error)
-        assert found.proof_sources[-1] == SIDE_SOURCE and time.monotonic() - started < 30
+        assert found.proof_sources[-1] == SIDE_SOURCE
         assert side._states is not None
         assert set(side._states.loaded_libraries()) == set(states.loaded_libraries())  # nothing more to draw on
     finally:
@@ -252,14 +252,14 @@ def test_stopping_a_running_hammer_keeps_the_side_session_warm() -> None:
 
     preload = "From Hammer Require Import Tactics.\n"
     states = CoqProofStates(preload=preload)
-    side = SideHammer(lambda: CoqProofStates(preload=side_hammer.preload(12, 5) + preload, nice=side_hammer.NICE,
+    side = SideHammer(lambda: CoqProofStates(preload=side_hammer.preload(20, 20) + preload, nice=side_hammer.NICE,
                                              memory_mb=side_hammer.MEMORY_MB), states.loaded_libraries)
     false = TheoremTask("no", "Lemma no : forall x y : nat, x * y = x + y.", "Require Import Arith List.\n", "", prover="coq")
     true = TheoremTask("yes", "Lemma yes : forall l : list nat, l ++ nil = l.", "Require Import Arith List.\n", "",
                        prover="coq")
     try:
         states.start(false)
-        run = side.begin(false, time.monotonic() + 25)
+        run = side.begin(false, time.monotonic() + 90)
         assert run is not None
         time.sleep(6)
         assert not side.done()  # eprover is at work on a false statement
@@ -273,8 +273,8 @@ def test_stopping_a_running_hammer_keeps_the_side_session_warm() -> None:
 
         assert not [p for p in _descendants(session.proc.pid) if _comm(p) == "eprover"]  # its ATPs are gone
         states.start(true)
-        again = side.begin(true, time.monotonic() + 25)
-        side.wait(time.monotonic() + 30)
+        again = side.begin(true, time.monotonic() + 90)
+        side.wait(time.monotonic() + 95)
         assert again is not None and again.tactics is not None, again.ended if again else None
     finally:
         side.close()

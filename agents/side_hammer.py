@@ -3,8 +3,8 @@
 The search (:mod:`agents.best_first`) drives one ``coqtop``: one core. The bench's budget is 30 s of
 wall time per theorem on two cores, so the second one idled. :class:`SideHammer` gives it to
 CoqHammer's full ``hammer`` (premise selection, the ATP Debian's ``eprover``, then reconstruction):
-a second session with the theorem's own context, the plugin declared after it, at a lower priority
-(so the search keeps its core), runs ``intros. hammer.`` while the search runs. When it succeeds,
+a second session with the theorem's own context, at a lower priority (so the search keeps its
+core), runs ``intros. hammer.`` while the search runs. When it succeeds,
 the search stops and replays the reconstruction ``hammer`` prints (``Replace the hammer tactic with:
 ...``; it needs no ATP) in its own session, where it must close the goal and pass the source's
 checks like any tactic; then the oracle checks it as any proof.
@@ -28,7 +28,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from oracle.coq.sandboxing import coq_where
@@ -79,7 +79,6 @@ class SideOutcome:
     tactics: tuple[str, ...] | None = None
     ended: str = "running"
     seconds: float = 0.0
-    log: list[str] = field(default_factory=list)
 
 
 class SideHammer:
@@ -94,10 +93,9 @@ class SideHammer:
         self._main_libraries = main_libraries  # what the search's session has loaded for this theorem
         self._states: Any = None
         self._thread: threading.Thread | None = None
-        self._current: SideOutcome | None = None
         self._stopping = threading.Event()  # stop() asked the running call to end
         self.broken = ""  # why the side session cannot run (then no side pass is started again)
-        self.started = self.skipped = self.found = 0
+        self.skipped = 0  # theorems that began while a call still ran
 
     def begin(self, task: TheoremTask, deadline: float) -> SideOutcome | None:
         """Start ``hammer`` on ``task`` to end by ``deadline`` (monotonic); None when the previous
@@ -111,11 +109,9 @@ class SideHammer:
         if TACTICS_MODULE not in loaded:  # its reconstructions would not run where the proof is checked
             return SideOutcome(ended="skipped: the search's session does not load CoqHammer's tactics")
         outcome = SideOutcome()
-        self._current = outcome
         self._stopping.clear()
         self._thread = threading.Thread(target=self._run, args=(task, deadline, outcome, loaded),
                                         name=f"side-hammer-{task.name}", daemon=True)
-        self.started += 1
         self._thread.start()
         return outcome
 
@@ -127,7 +123,7 @@ class SideHammer:
             states = self._states
             root = states.start(task, timeout_s=max(5.0, deadline - time.monotonic()))
             extra = sorted(set(states.loaded_libraries()) - loaded)
-            if extra and SAME_LIBRARIES:  # `hammer` could draw on a library the checker does not load (the stripped module itself)
+            if extra and SAME_LIBRARIES:  # `hammer` could draw on what the checker does not load (the stripped module)
                 outcome.ended = f"skipped: the side session loads {len(extra)} modules the search's does not: {extra[:3]}"
                 return
             intro = states.run_tactic(root, "intros.", 2.0)
@@ -143,7 +139,6 @@ class SideHammer:
                 return
             outcome.tactics = (*prefix, replay)
             outcome.ended = "found"
-            self.found += 1
         except Exception as exc:  # the side pass must never take the search down: say why
             outcome.ended = f"error: {type(exc).__name__}: {exc}"[:300]
             if self._states is None:  # no session could be made: none will be

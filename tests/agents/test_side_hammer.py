@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 
 import pytest
+from scripted_prover import ScriptedStates
 
 from agents import side_hammer
 from agents.best_first import SIDE_SOURCE, Node, SearchBudget, TacticSource, best_first_search
@@ -24,36 +25,6 @@ from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, TacticResult
 
 TASK = TheoremTask("t", "Lemma t : True.", "", "", prover="coq")
-
-
-class Scripted:
-    """A prover stand-in whose tactics' outcomes and seconds come from a table; time is a counter."""
-
-    prover = "coq"
-
-    def __init__(self, effects: dict[str, tuple[str, float]]) -> None:
-        self.effects, self.now = effects, 0.0
-        self.ran: list[str] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def start(self, task: TheoremTask, timeout_s: float = 60.0) -> ProofState:
-        return ProofState((), ("|- goal",))
-
-    def run_tactic(self, state: ProofState, tactic: str, timeout_s: float = 2.0) -> TacticResult:
-        self.ran.append(tactic)
-        outcome, seconds = self.effects.get(tactic, ("error", 0.01))
-        self.now += seconds
-        path = (*state.handle, tactic)
-        if outcome == "proved":
-            return TacticResult("proved", ProofState(path, ()), seconds=seconds)
-        if outcome == "progress":
-            return TacticResult("progress", ProofState(path, (f"|- {' '.join(path)}",)), seconds=seconds)
-        return TacticResult("error", message="no such lemma here", seconds=seconds)
-
-    def proof_text(self, tactics: Sequence[str]) -> str:
-        return "\n".join(tactics)
 
 
 class Table(TacticSource):
@@ -70,7 +41,7 @@ class Table(TacticSource):
 class Side:
     """A side pass whose proof appears once the search's clock reaches ``at``; wait() moves the clock there."""
 
-    def __init__(self, states: Scripted, tactics: tuple[str, ...], at: float = 0.0) -> None:
+    def __init__(self, states: ScriptedStates, tactics: tuple[str, ...], at: float = 0.0) -> None:
         self.states, self.found, self.at = states, tactics, at
         self.begun: list[float] = []
         self.stopped = False
@@ -98,16 +69,16 @@ class Run:
 REPLAYS = {"intros.": ("progress", 0.1), "hauto use: lemma_a.": ("proved", 0.5)}
 
 
-def _search(states: Scripted, source: TacticSource, side: Side | None) -> object:
+def _search(states: ScriptedStates, source: TacticSource, side: Side | None) -> object:
     return best_first_search(states, TASK, lambda root: source, SearchBudget(seconds=25, max_checks=1000),
                              clock=states.clock, side=side)
 
 
 def test_the_side_pass_proof_is_taken_once_it_replays_here() -> None:
-    states = Scripted(REPLAYS)
+    states = ScriptedStates(REPLAYS)
     off = _search(states, Table([]), None)
     assert off.proof is None and off.reason == "exhausted"  # type: ignore[attr-defined]
-    states = Scripted(REPLAYS)
+    states = ScriptedStates(REPLAYS)
     side = Side(states, ("intros.", "hauto use: lemma_a."), at=12.0)
     on = _search(states, Table([]), side)
     assert on.proof == "intros.\nhauto use: lemma_a."  # type: ignore[attr-defined]
@@ -118,12 +89,12 @@ def test_the_side_pass_proof_is_taken_once_it_replays_here() -> None:
 
 
 def test_a_side_proof_that_does_not_replay_or_is_vetoed_is_not_taken() -> None:
-    states = Scripted(REPLAYS)
+    states = ScriptedStates(REPLAYS)
     missing = _search(states, Table([]), Side(states, ("intros.", "hauto use: the_original.")))
     assert missing.proof is None and "did not replay" in missing.last_error  # type: ignore[attr-defined]
     assert missing.side.endswith("not taken: hauto use: the_original. did not replay")  # type: ignore[attr-defined]
-    assert states.ran.count("hauto use: the_original.") == 1  # replayed once, not at every step after
-    states = Scripted(REPLAYS)
+    assert [t for _, t in states.ran].count("hauto use: the_original.") == 1  # replayed once, not at every step
+    states = ScriptedStates(REPLAYS)
     vetoed = _search(states, Table([], veto="uses an axiom"), Side(states, ("intros.", "hauto use: lemma_a.")))
     assert vetoed.proof is None and "vetoed: uses an axiom" in vetoed.last_error  # type: ignore[attr-defined]
 
@@ -131,13 +102,13 @@ def test_a_side_proof_that_does_not_replay_or_is_vetoed_is_not_taken() -> None:
 def test_the_search_takes_the_side_proof_as_soon_as_it_is_there() -> None:
     slow = [Candidate(f"slow{k}.", 0.1) for k in range(200)]
     effects = {**REPLAYS, **{c.tactic: ("progress", 1.0) for c in slow}}
-    states = Scripted(effects)
+    states = ScriptedStates(effects)
     side = Side(states, ("intros.", "hauto use: lemma_a."), at=5.0)
     result = _search(states, Table(slow), side)
     assert result.proof == "intros.\nhauto use: lemma_a."  # type: ignore[attr-defined]
     assert side.stopped  # the search told it it is over
     assert states.now < 8.0  # not at the end of the budget
-    states = Scripted(effects)
+    states = ScriptedStates(effects)
     alone = _search(states, Table(slow), None)
     assert alone.proof is None and states.now >= 25.0  # type: ignore[attr-defined]
 

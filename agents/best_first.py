@@ -203,7 +203,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                                          seconds=clock() - started), f"cannot start: {exc}")
     # after the search's own start: the side pass compares what its session loads with this one's
     side_run = side.begin(task, started + budget.seconds - SIDE_MARGIN_S) if side is not None else None
-    side_replay: list[str] = []  # why the side pass's proof was not taken, once it was replayed ("": taken)
+    side_refused: str | None = None  # once the side pass's proof was replayed: "" taken, else why not
     tactics_source = source(root_state)
     start_seconds = clock() - started
     by_source: dict[str, list[float]] = {}
@@ -240,8 +240,8 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         deepest = max((n.depth for n in nodes), default=0)
         stats = {k: [int(v[0]), round(v[1], 2), int(v[2]), int(v[3])] for k, v in by_source.items()}
         side_ended = side_run.ended if side_run is not None else ("skipped: busy" if side is not None else "")
-        if side_replay and side_replay[0]:
-            side_ended += f"; not taken: {side_replay[0]}"
+        if side_refused:
+            side_ended += f"; not taken: {side_refused}"
         if proof_node is None:
             return SearchResult(None, None, checks, seconds, expanded, data, why, deepest=deepest,
                                 last_error=last_error, by_source=stats, start_seconds=start_seconds,
@@ -308,11 +308,11 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
     def from_side() -> SearchResult | None:
         """The side pass's proof, replayed from the root in this session: each step must run and the
         last close the theorem, and the source must not veto it; else None (the search goes on)."""
-        nonlocal checks, last_error
+        nonlocal checks, last_error, side_refused
         found = side_run.tactics if side_run is not None else None
-        if not found or side_replay:
+        if not found or side_refused is not None:
             return None
-        side_replay.append("")
+        side_refused = ""
         node = nodes[0]
         spent = by_source.setdefault(SIDE_SOURCE, [0, 0.0, 0, 0])
         for tactic in found:
@@ -325,7 +325,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             if result.state is None or result.outcome not in ("progress", "proved"):
                 tree.add_try(node.id, tactic, code, -1, result.seconds, result.message)
                 last_error = f"{tactic} (found beside the search) did not replay: {result.message}"
-                side_replay[0] = f"{tactic} did not replay"
+                side_refused = f"{tactic} did not replay"
                 return None
             child = Node(len(nodes), node.id, tactic, result.state, node.depth + 1, node.cost, (*node.tactics, tactic),
                          SIDE_SOURCE)
@@ -334,7 +334,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                 if veto is not None:
                     tree.add_try(node.id, tactic, "v", -1, result.seconds, veto)
                     last_error = f"{tactic} (found beside the search) was vetoed: {veto}"
-                    side_replay[0] = "vetoed"
+                    side_refused = "vetoed"
                     return None
             nodes.append(child)
             tree.add_node(child)
@@ -345,7 +345,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                 return finish(child, "proved")
             node = child
         last_error = f"{' '.join(found)} (found beside the search) left goals open here"
-        side_replay[0] = "left goals open"
+        side_refused = "left goals open"
         return None
 
     def ending(why: str) -> SearchResult:
@@ -519,10 +519,9 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                 _, _, cand = queue.pop(0)
                 if (node_id, cand.tactic) in tried or not tactics_source.keep(cand):
                     continue
-                if side_run is not None and side_run.tactics is not None and not side_replay:
-                    adopted = from_side()
-                    if adopted is not None:
-                        return adopted  # else its proof did not replay here: the search goes on alone
+                adopted = from_side()  # the side pass's proof, the first time it is there
+                if adopted is not None:
+                    return adopted  # else there is none yet, or it did not replay here: the search goes on
                 proof = attempt(node, cand)
                 if proof is not None:
                     return proof

@@ -107,6 +107,11 @@ class ProofSearchParams(PluginSettings):
     """The library index (default: the one built in place)."""
 
 
+def _session_key(prover: str, hidden: tuple[Path, ...]) -> str:
+    """Which prover session a theorem uses: a session sees one theorem file's hiding (``Context.hidden``)."""
+    return f"{prover}:{hash(tuple(sorted(map(str, hidden))))}"
+
+
 @dataclass
 class _Theorem:
     searched: bool = False
@@ -159,7 +164,7 @@ class ProofSearchAgent(Agent):
 
     def _backend(self, prover: str, hidden: tuple[Path, ...] = ()) -> ProofStates:
         """The prover session of this agent; its processes never see ``hidden`` (``Context.hidden``)."""
-        key = f"{prover}:{hash(tuple(sorted(map(str, hidden))))}"  # a session sees one theorem file's hiding
+        key = _session_key(prover, hidden)
         states = self._states.get(key)
         if states is not None:
             return states
@@ -185,7 +190,7 @@ class ProofSearchAgent(Agent):
         off, the prover is not Coq, or the plugin or eprover is missing."""
         if prover != "coq" or not (self.hammer and self.hammer_beside) or not side_hammer.available():
             return None
-        key = f"{prover}:{hash(tuple(sorted(map(str, hidden))))}"
+        key = _session_key(prover, hidden)
         side = self._side.get(key)
         if side is None:
             for other in list(self._side):

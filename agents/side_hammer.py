@@ -99,9 +99,9 @@ class SideHammer:
 
     def begin(self, task: TheoremTask, deadline: float) -> SideOutcome | None:
         """Start ``hammer`` on ``task`` to end by ``deadline`` (monotonic); None when the previous
-        call still runs or the session cannot run."""
+        call still runs (the search says "skipped: busy")."""
         if self.broken:
-            return None
+            return SideOutcome(ended=f"skipped: no side session: {self.broken}"[:300])
         if self._thread is not None and self._thread.is_alive():
             self.skipped += 1
             return None

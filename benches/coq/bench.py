@@ -125,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
         args.hammer = "search" in (getattr(args, "agent", None) or []) and hammer_installed()
     # the coq oracle strips these files itself (on a Ray worker too, and when `rrma-tui resume` rebuilds
     # it): Coq's processes never read them, agents' processes see neither them nor their compiled forms
-    params: dict[str, object] = {"sources": sorted({t.source_file for t in tasks}),
+    sources = sorted({t.source_file for t in tasks})
+    params: dict[str, object] = {"sources": sources,
                                  "warm": not getattr(args, "cold", False),
                                  "setting": getattr(args, "setting", None) or DEFAULT_SETTING}
     hammer_seconds = float(getattr(args, "hammer_seconds", None) or 0.0)
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         given[SEARCH_BACKEND] = {**given.get(SEARCH_BACKEND, {}), "hammer": True,
                                  **({"hammer_seconds": hammer_seconds} if hammer_seconds else {})}
         args.backend_params = given
-    if not prepare_library(args, tasks, str(params.get("preload", ""))):
+    if not prepare_library(args, [Path(f) for f in sources if f], str(params.get("preload", ""))):
         return 2
     if getattr(args, "red_team", None) is None:
         args.red_team = True  # the Coq bench always shows that known cheats are rejected
@@ -149,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     return run_proof_bench(args, tasks, "coq", oracle_kind="coq", oracle_params=params, base_dir=HERE)
 
 
-def prepare_library(args: argparse.Namespace, tasks: list[TheoremTask], preload: str) -> bool:
+def prepare_library(args: argparse.Namespace, sources: list[Path], preload: str) -> bool:
     """``--library-index``: index the sources' dependencies the search agent's index lacks, saying
     how many and how long; False (after one line) when that failed."""
     from agents.library_tactics import prepare
@@ -162,7 +163,6 @@ def prepare_library(args: argparse.Namespace, tasks: list[TheoremTask], preload:
     if not chosen:
         return True
     quiet = bool(getattr(args, "quiet", False))
-    sources = sorted({Path(t.source_file) for t in tasks if t.source_file})
     root = Path(str(given["library_index"])) if given.get("library_index") else None
 
     def say(line: str) -> None:

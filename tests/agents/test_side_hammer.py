@@ -250,3 +250,14 @@ def test_stopping_a_running_hammer_keeps_the_side_session_warm() -> None:
     finally:
         side.close()
         states.close()
+
+
+def test_a_side_session_that_cannot_be_made_says_so_on_every_later_theorem() -> None:
+    def no_session() -> SideStates:
+        raise RuntimeError("coqtop is gone")
+
+    side = SideHammer(no_session, lambda: [side_hammer.TACTICS_MODULE])
+    first = _side_run(side)
+    assert first.ended == "error: RuntimeError: coqtop is gone" and side.broken
+    later = side.begin(TASK, time.monotonic() + 20)
+    assert later is not None and later.tactics is None and later.ended.startswith("skipped: no side session: error")

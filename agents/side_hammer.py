@@ -48,6 +48,10 @@ RECONSTRUCT_SECONDS = 5  # `Set Hammer ReconstrLimit` (CoqHammer's default)
 STOP_SECONDS = 2.0  # how long an interrupted call may take to end before its session is closed
 MEMORY_MB = 4096  # the side session's address space: at the search's 2 GiB, `hammer` ran coqtop out of memory
 _REPLACE = re.compile(r"Replace the hammer tactic with:\s*(?P<tac>.+?)(?:\n\s*\n|$)", re.S)
+# `srun T opts` as the plugin prints it (`srun eauto use: l unfold: c`) does not parse: the grammar reads `eauto use`
+# as a tactic applied to `use` and fails at the colon. `srun (T) opts` parses in any session with CoqHammer's tactics
+_SRUN = re.compile(r"^srun\s+(?P<tac>[A-Za-z_][\w'.]*)(?=\s|\.$)")
+PARENTHESISE_SRUN = True  # a switch for tests: False replays the printed text (round seven: a syntax error)
 
 
 def available() -> bool:
@@ -68,6 +72,8 @@ def reconstruction(notes: str) -> str | None:
     if m is None:
         return None
     tactic = " ".join(m.group("tac").split())
+    if PARENTHESISE_SRUN:
+        tactic = _SRUN.sub(r"srun (\g<tac>)", tactic)
     return tactic if tactic.endswith(".") else tactic + "."
 
 

@@ -115,9 +115,43 @@ def test_the_search_takes_the_side_proof_as_soon_as_it_is_there() -> None:
 
 def test_reconstruction_reads_the_tactic_hammer_prints() -> None:
     notes = "Reconstructing the proof...\nTactic srun eauto succeeded.\nReplace the hammer tactic with:\n\tsrun eauto use: app_nil_end.\n"
-    assert reconstruction(notes) == "srun eauto use: app_nil_end."
+    assert reconstruction(notes) == "srun (eauto) use: app_nil_end."  # the form that parses (test below)
     assert reconstruction("Replace the hammer tactic with: sfirstorder \n\nNo more goals.") == "sfirstorder."
     assert reconstruction("Hammer failed: ATPs failed to find a proof.") is None
+
+
+def _hammer_tactics() -> bool:
+    from oracle.coq.sandboxing import coq_where
+
+    where = coq_where()
+    return shutil.which("coqtop") is not None and where is not None \
+        and (where / "user-contrib" / "Hammer" / "Tactics" / "Tactics.vo").is_file()
+
+
+@pytest.mark.skipif(not _hammer_tactics(), reason="needs coqtop and CoqHammer's tactics (libcoq-hammer)")
+def test_an_srun_reconstruction_replays_in_a_session_with_coqhammers_tactics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``hammer`` prints ``srun eauto use: ... unfold: ...``, which Coq's grammar does not read (round seven dropped
+    two such proofs); with the tactic in parentheses the same reconstruction closes the goal."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    notes = "Replace the hammer tactic with:\n\tsrun eauto use: Nat.add_0_r unfold: Nat.add.\n"
+    task = TheoremTask("add_0", "Lemma add_0 : forall n : nat, n + 0 = n.", "Require Import Arith.\n", "",
+                       prover="coq")
+    states = CoqProofStates(preload="From Hammer Require Import Tactics.\n")
+    try:
+        root = states.start(task, timeout_s=60)
+        intros = states.run_tactic(root, "intros.", timeout_s=10)
+        assert intros.outcome == "progress" and intros.state is not None
+        outcomes = {}
+        for on in (False, True):
+            monkeypatch.setattr(side_hammer, "PARENTHESISE_SRUN", on)
+            tactic = reconstruction(notes)
+            assert tactic is not None
+            outcomes[on] = states.run_tactic(intros.state, tactic, timeout_s=20)
+        assert outcomes[False].outcome == "error" and "Syntax error" in outcomes[False].message
+        assert outcomes[True].outcome == "proved", outcomes[True].message
+    finally:
+        states.close()
 
 
 needs_hammer = pytest.mark.skipif(shutil.which("coqtop") is None or not side_hammer.available(),

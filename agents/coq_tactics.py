@@ -213,6 +213,10 @@ INDUCTIVE_ONLY = True  # no induction/destruct on a variable whose type is not i
 # CoqHammer's tactics that may run out of time in one theorem before none is run any more (0: no limit). Each
 # timeout costs a whole tactic timer (2 s), and in the Reals files they time out more often than they close
 HAMMER_TIMEOUTS = 3
+# the same for the steps this run learned from its own proofs (agents/learned_tactics.py; round eight): a step learnt
+# early (`induction f; sauto.`) is offered in every later theorem with a like goal, and on out-of-sample 9 each such
+# theorem spent 8-12 s of its 25 s on 4-6 of them running out of time (0: no limit)
+LEARNED_TIMEOUTS = 2
 FILE_AXIOMS = True  # the file's own `Axiom`s are premises (the checker allows those the original rests on)
 LIBRARY_UNFOLD = True  # `unfold C` for a library constant the goal or statement names (round six; False: the file's own only)
 MAX_LIBRARY_UNFOLDS = 3
@@ -299,6 +303,7 @@ class CoqTactics(TacticSource):
         self.llm = llm
         self.slow: dict[str, int] = {}  # tactic head -> timeouts in this theorem
         self.hammer_timeouts = 0  # CoqHammer's tactics (any of them) that ran out of time in this theorem
+        self.learned_timeouts = 0  # the run's learned steps that ran out of time in this theorem
         self._statement_constants: list[str] | None = None  # the statement's names `unfold` may take
         self.aliases: dict[str, str] = {}  # a gated tactic the context loads but does not import -> full name
         try:  # the context's sentences, cut once: the scope key and the context's own tactics read them
@@ -834,6 +839,8 @@ class CoqTactics(TacticSource):
             return False  # CoqHammer's share of this theorem's seconds is spent
         if candidate.source == "hammer" and HAMMER_TIMEOUTS and self.hammer_timeouts >= HAMMER_TIMEOUTS:
             return False  # CoqHammer's tactics keep running out of time on this theorem's goals
+        if candidate.source == "learned" and LEARNED_TIMEOUTS and self.learned_timeouts >= LEARNED_TIMEOUTS:
+            return False  # so do the steps learnt from this run's earlier proofs
         return candidate.tactic.split()[0].rstrip(".;") not in self.unknown
 
     def observe(self, candidate: Candidate, result: TacticResult) -> None:
@@ -851,6 +858,7 @@ class CoqTactics(TacticSource):
             self.facts.missing.add(missing.group("name"))  # a lemma this scope does not have (another file's)
         if result.outcome == "timeout":
             self.hammer_timeouts += int(candidate.source == "hammer")
+            self.learned_timeouts += int(candidate.source == "learned")
             self.slow[head] = self.slow.get(head, 0) + 1
             self.slow[candidate.tactic] = self.slow.get(candidate.tactic, 0) + 1
         elif result.outcome == "error" and re.search(r"(?:was not found|Unknown (?:tactic|command))", result.message) \

@@ -12,6 +12,8 @@
    [... | lia]``, so a side goal costs no search of its own (switch ``best_first.DISCHARGE``).
 4. CoqHammer's tactics stop after three of them ran out of time in one theorem (``coq_tactics.HAMMER_TIMEOUTS``):
    on the Reals files each timeout cost a whole 2 s timer, and they took 40% of the search's seconds.
+5. The steps the run learnt from its own proofs stop after two of them ran out of time in one theorem
+   (``coq_tactics.LEARNED_TIMEOUTS``, round eight).
 """
 
 from __future__ import annotations
@@ -137,6 +139,7 @@ def _keeper() -> CoqTactics:
     source = object.__new__(CoqTactics)  # only what keep and observe read
     source.case_types, source.facts, source.unknown, source.slow = {}, ScopeFacts(), set(), {}
     source.hammer_cap_seconds, source.hammer_spent, source.hammer_timeouts = None, 0.0, 0
+    source.learned_timeouts = 0
     return source
 
 
@@ -153,3 +156,21 @@ def test_coqhammers_tactics_stop_after_three_timeouts_in_a_theorem(monkeypatch: 
     assert source.hammer_timeouts == 3
     assert source.keep(queued) is (limit == 0)
     assert source.keep(rule)
+
+
+@pytest.mark.parametrize("limit", [2, 0], ids=["rule on", "rule off"])
+def test_learned_steps_stop_after_two_timeouts_in_a_theorem(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    """Round eight: the steps a run learnt from its own early proofs stop in a theorem after two of them ran out
+    of time there; other sources' timeouts do not count, and the next theorem (a fresh source) offers them again."""
+    monkeypatch.setattr(coq_tactics, "LEARNED_TIMEOUTS", limit)
+    source = _keeper()
+    queued = Candidate("induction n; sauto.", 0.45, False, "learned")
+    hammer = Candidate("sauto.", 0.5, True, "hammer")
+    for tactic in ("induction f; sauto.", "destruct x; hauto."):
+        assert source.keep(queued)
+        source.observe(Candidate(tactic, 0.45, False, "learned"), TacticResult("timeout", message="no answer within 2 s"))
+    source.observe(hammer, TacticResult("timeout", message="no answer within 2 s"))  # CoqHammer's: its own count
+    assert source.learned_timeouts == 2
+    assert source.keep(queued) is (limit == 0)
+    assert source.keep(hammer)
+    assert _keeper().keep(queued)

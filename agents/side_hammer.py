@@ -48,8 +48,9 @@ RECONSTRUCT_SECONDS = 5  # `Set Hammer ReconstrLimit` (CoqHammer's default)
 STOP_SECONDS = 2.0  # how long an interrupted call may take to end before its session is closed
 MEMORY_MB = 4096  # the side session's address space: at the search's 2 GiB, `hammer` ran coqtop out of memory
 _REPLACE = re.compile(r"Replace the hammer tactic with:\s*(?P<tac>.+?)(?:\n\s*\n|$)", re.S)
-# `srun T opts` as the plugin prints it (`srun eauto use: l unfold: c`) does not parse: the grammar reads `eauto use`
-# as a tactic applied to `use` and fails at the colon. `srun (T) opts` parses in any session with CoqHammer's tactics
+# `srun T opts` as the plugin prints it (`srun eauto use: l unfold: c`) does not parse, with the plugin loaded or not:
+# the grammar reads `eauto use` as one tactic and fails at the colon. `srun (T) opts` parses wherever CoqHammer's
+# tactics are loaded (the search's session and the checker)
 _SRUN = re.compile(r"^srun\s+(?P<tac>[A-Za-z_][\w'.]*)(?=\s|\.$)")
 PARENTHESISE_SRUN = True  # a switch for tests: False replays the printed text (round seven: a syntax error)
 

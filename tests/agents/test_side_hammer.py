@@ -238,7 +238,7 @@ def test_hammer_runs_only_where_the_side_session_loads_what_the_search_s_does(mo
     main = [side_hammer.TACTICS_MODULE, "Coq.ZArith.BinInt"]
     more = SideStates([*main, "Coq.omega.PreOmega"], "srun eauto use: PreOmega.Z.rem_bound_pos_neg.")
     monkeypatch.setattr(side_hammer, "SAME_LIBRARIES", False)
-    assert _side_run(SideHammer(lambda: more, lambda: main)).tactics == ("srun eauto use: PreOmega.Z.rem_bound_pos_neg.",)
+    assert _side_run(SideHammer(lambda: more, lambda: main)).tactics == ("srun (eauto) use: PreOmega.Z.rem_bound_pos_neg.",)
     monkeypatch.setattr(side_hammer, "SAME_LIBRARIES", True)
     refused = _side_run(SideHammer(lambda: more, lambda: main))
     assert refused.tactics is None and "loads 1 modules the search's does not" in refused.ended

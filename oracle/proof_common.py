@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 Prover = Literal["lean", "coq"]
 # fields of a TheoremTask an agent never sees: the answer, and the file that holds every answer
-PRIVATE_FIELDS = ("original_proof", "source_file", "module")
+PRIVATE_FIELDS = ("original_proof", "source_file")
 # the two declared settings of a strip-and-rediscover run (docs/proofs.md): in ``rediscover`` an agent
 # sees the earlier theorems' statements only (their proofs read ``Admitted.``); in ``library``
 # (Tactician's setting) it sees the file before the theorem as written, earlier human proofs included
@@ -42,7 +42,10 @@ class TheoremTask:
 
         The source file is left out on purpose: it holds every original proof, and a name in a
         prompt is an invitation to read it (agents' processes cannot: the benches declare it held
-        out). The line number stays (it says nothing an agent could open).
+        out). The line number stays (it says nothing an agent could open). So does the module's logical
+        name (``Coq.Classes.CMorphisms``): an agent's Coq session runs the context as that module, as the
+        checker does (``coqtop -top``, :func:`oracle.coq.modules.session_args`), where some files only
+        compile; such a session cannot load the module's compiled form, and the file stays held out.
         """
         data = asdict(self)
         for private in PRIVATE_FIELDS:

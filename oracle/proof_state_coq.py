@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from oracle.coq.modules import session_args
 from oracle.coq.replies import COQ_NAME, located_constant
 from oracle.coq.sandboxing import CoqSandbox, find_coq_binary
 from oracle.coq.screen import ProofRejected, screen_proof, screen_tactic
@@ -220,8 +221,8 @@ class CoqProofStates:
 
     # ------------------------------------------------------------------ session
 
-    def _session(self, noinit: bool = False) -> CoqSession:
-        args = (*(("-noinit",) if noinit else ()), *self.coq_args)  # as the checker runs the theorem
+    def _session(self, task: TheoremTask) -> CoqSession:
+        args = session_args(task, self.coq_args)  # as the checker runs the theorem (its module's name included)
         if self.session is None or not self.session.alive or self.session.args != args:
             if self.session is not None:
                 self.session.kill()
@@ -263,7 +264,7 @@ class CoqProofStates:
         deadline = time.monotonic() + timeout_s
         self.task, self.doc = task, None
         try:
-            session = self._session(task.noinit)
+            session = self._session(task)
             base = session.load_context(self.preload + task.context, deadline)
             back = session.send(f"BackTo {base}.", deadline)  # the same context is kept, not re-run:
             if back.errors:  # leave whatever the last search left open

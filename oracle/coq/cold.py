@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oracle.coq import modules
 from oracle.coq.modules import loaded_libraries, module_refusal
 from oracle.coq.reference import guard_command, reference_declaration
 from oracle.coq.replies import (
@@ -81,8 +82,15 @@ class CoqChecker:
         """``coqc`` on ``text`` as ``Check.v`` in a fresh harness-owned scratch (the file is written before
         any process can touch it), under the sandbox and the budget; the spawn's result."""
         with tempfile.TemporaryDirectory(prefix="rrma-coq-") as tmp:
-            Path(tmp, "Check.v").write_text(text, encoding="utf-8")
-            return spawn([self.coqc, "-q", *(["-noinit"] if task.noinit else []), *self.coq_args, "Check.v"],
+            # coqc names the module by the file's place in a load path (it has no `-top`): the file of module
+            # `Coq.Classes.CMorphisms` is `Classes/CMorphisms.v` under `-Q . Coq`, as the warm checker's
+            # session runs as that module (oracle.coq.modules.session_args)
+            parts = task.module.split(".") if modules.TOP_MODULE and task.module else []
+            where = Path(*parts[1:-1], f"{parts[-1]}.v") if len(parts) > 1 else Path("Check.v")
+            load = ["-Q", ".", parts[0]] if len(parts) > 1 else []
+            Path(tmp, where.parent).mkdir(parents=True, exist_ok=True)
+            Path(tmp, where).write_text(text, encoding="utf-8")
+            return spawn([self.coqc, "-q", *(["-noinit"] if task.noinit else []), *self.coq_args, *load, str(where)],
                          cwd=tmp, budget=Budget(seconds=timeout_s, memory_mb=self.memory_mb,
                                                 max_output_bytes=max_output_bytes),
                          guard=self.sandbox.policy(tmp))

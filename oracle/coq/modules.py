@@ -79,6 +79,23 @@ def attach_modules(tasks: Sequence[TheoremTask], coq_args: Sequence[str] = ()) -
     return out
 
 
+# Coq names the module a session defines `Top` unless told (`coqtop -top M`); a stdlib file run under another name
+# can fail where it compiled: Coq's generalized rewriting finds CMorphisms' relations by that module's own path, so
+# in `Classes/CMorphisms.v`'s context as `Top` the obligations' `transitivity` fails ("The relation R is not a
+# declared transitive relation") and 20 of its 28 theorems could not start (round eight). As its own module, the
+# session also cannot load the target's compiled module at all ("Cannot load a library with the same name as the
+# current one"). A switch for tests: False runs every context as `Top` again
+TOP_MODULE = True
+
+
+def session_args(task: TheoremTask, coq_args: Sequence[str] = ()) -> tuple[str, ...]:
+    """The ``coqtop`` arguments a theorem's context runs with, in the checker and in an agent's session alike:
+    without the prelude when the prelude loads the target's module (:func:`attach_modules`), and as that
+    module (``-top``) where it has a logical name."""
+    top = ("-top", task.module) if TOP_MODULE and task.module else ()
+    return (*(("-noinit",) if task.noinit else ()), *top, *coq_args)
+
+
 def module_refusal(task: TheoremTask, loaded: Iterable[str]) -> str:
     """Why the checker will not judge ``task`` in a session that has ``loaded`` ("" when it may)."""
     if task.module and task.module in set(loaded):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oracle.coq.modules import loaded_libraries, module_refusal
+from oracle.coq.modules import loaded_libraries, module_refusal, session_args
 from oracle.coq.reference import guard_command, reference_declaration
 from oracle.coq.replies import (
     COQ_NAME,
@@ -98,9 +98,9 @@ class WarmCoqPool:
         return session
 
     def session_args(self, task: TheoremTask) -> tuple[str, ...]:
-        """The coqtop arguments ``task`` is checked with: without the prelude when the prelude loads
-        the target's own module (:func:`attach_modules`)."""
-        return (*(("-noinit",) if task.noinit else ()), *self.coq_args)
+        """The coqtop arguments ``task`` is checked with (:func:`oracle.coq.modules.session_args`: without the
+        prelude when it loads the target's own module, and as that module)."""
+        return session_args(task, self.coq_args)
 
     def check(self, task: TheoremTask, proof: str, *, timeout_s: float = 30.0) -> Verdict:
         started = time.monotonic()

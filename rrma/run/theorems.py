@@ -48,8 +48,10 @@ from rrma.run.context import clip_middle, summarize
 from rrma.task import LoopConfig, RedTeamCheat
 from rrma.trial import Proposal, Status
 
-AGENT_VIEW = ("name", "statement", "context", "difficulty", "prover", "line", "noinit", "setting")  # what an agent is told of a theorem
-# (noinit: the theorem is checked without Coq's prelude; setting: rediscover or library, docs/proofs.md)
+AGENT_VIEW = ("name", "statement", "context", "difficulty", "prover", "line", "noinit", "module",
+              "setting")  # what an agent is told of a theorem (noinit: the theorem is checked without Coq's
+# prelude; module: the logical name its context runs as, in the checker and in an agent's session; setting:
+# rediscover or library, docs/proofs.md)
 COMPLETED = "completed"  # the run's end reason once every theorem is done
 FEEDBACK_CHARS = 4000  # of a trial's feedback in a prover's context: the checker's messages and goals
 OWN_K, RECENT_K, BLACKBOARD_K = 5, 8, 60  # an agent's own trials, the theorem's latest, blackboard posts

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import oracle.coq.cold as cold_module
+import oracle.coq.modules as modules_module
 import oracle.coq.oracle as oracle_module
 import oracle.coq.warm as warm_module
 from agents.best_first import Node
@@ -67,15 +68,18 @@ def test_peano_original_refused_by_every_name(tmp_path: Path, warm: bool) -> Non
 
 
 @needs_coq
-@pytest.mark.parametrize("defence", ["off", "no -noinit", "no library check"])
+@pytest.mark.parametrize("defence", ["off", "no -noinit", "no library check", "-top only"])
 def test_peano_attack_works_with_the_defence_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   defence: str) -> None:
     """Each layer alone refuses the attack: without -noinit the Print Libraries check refuses the
-    session; without that check -noinit leaves the original unreachable; with both off it passes."""
-    if defence in ("off", "no -noinit"):  # the prelude is not known to load the module: no -noinit
+    session; without that check -noinit leaves the original unreachable; a session run as the module
+    itself (``-top``, round eight) cannot load it; with all three off it passes."""
+    if defence != "-top only":
+        monkeypatch.setattr(modules_module, "TOP_MODULE", False)
+    if defence in ("off", "no -noinit", "-top only"):  # the prelude is not known to load the module: no -noinit
         monkeypatch.setattr(oracle_module, "attach_modules",
                             lambda tasks, coq_args=(): [replace(t, module="Coq.Init.Peano") for t in tasks])
-    if defence in ("off", "no library check"):
+    if defence in ("off", "no library check", "-top only"):
         for module in (cold_module, warm_module):
             monkeypatch.setattr(module, "module_refusal", lambda task, loaded: "")
     oracle = _oracle(tmp_path, [str(_where() / "theories" / "Init" / "Peano.v")], theorems=["plus_n_Sm"])
@@ -103,8 +107,10 @@ needs_hammer = pytest.mark.skipif(not (shutil.which("coqc") and (_where() / "use
 def test_hammer_preload_cannot_reach_the_stripped_list_lemma(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              defence: bool) -> None:
     """``--hammer`` loads List: the preload is dropped for List.v's theorems. With the drop and the
-    library check off, ``apply Coq.Lists.List.app_nil_r.`` is accepted."""
+    library check off, and the session not run as List's own module (``-top``, which cannot load it), ``apply
+    Coq.Lists.List.app_nil_r.`` is accepted."""
     if not defence:
+        monkeypatch.setattr(modules_module, "TOP_MODULE", False)
         monkeypatch.setattr(oracle_module, "with_preload",
                             lambda tasks, preload, coq_args=(): ([replace(t, context=preload + t.context)
                                                                   for t in tasks], []))

@@ -354,11 +354,38 @@ def stripped_source(text: str) -> str:
 
 HIDDEN_PROOF = "Admitted."
 
+# A proof can run vernacular commands whose effect outlives it: QArith/Qreduction.v opens and closes
+# Z_scope inside the proof of Qred_correct, so a later statement (Qred_opp) parses `-` in Q_scope only
+# once that proof has run (4 of its 10 theorems could not start on out-of-sample 10's blind run). The
+# hidden view keeps these commands after `Admitted.`, in their order; tactics go with the proof. Only
+# commands that change how later sentences are read (scopes, notations, arguments, options, opacity,
+# instances): a `Hint`, `Ltac` or `Tactic Notation` written inside a proof is proof code, and stays
+# hidden with it (none in the stdlib). False restores the view without them (for tests).
+KEEP_PROOF_COMMANDS = True
+_PROOF_COMMAND_RE = re.compile(
+    r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?"
+    r"(?:(?:Open|Close|Delimit|Bind|Declare)\s+Scope|Arguments|Set|Unset|Notation|Infix|Reserved\s+(?:Notation|Infix)"
+    r"|Create\s+HintDb|Existing\s+Instances?|Opaque|Transparent|Typeclasses\s+(?:Opaque|Transparent))(?![\w'])"
+)
+
+
+def proof_commands(proof: str) -> list[str]:
+    """The sentences of ``proof`` (a proof script) that are commands with an effect beyond the proof
+    (scopes, notations, arguments, options, opacity, instances), in order, without
+    their comments; proof steps are left out."""
+    return [s.code for s in split_sentences(proof) if s.terminated and _PROOF_COMMAND_RE.match(s.code)]
+
+
+def _hidden_proof(original_proof: str) -> str:
+    """What stands for a hidden proof: ``Admitted.`` and, after it, the proof's lasting commands."""
+    kept = proof_commands(original_proof) if KEEP_PROOF_COMMANDS else []
+    return "".join("\n" + sentence for sentence in [HIDDEN_PROOF, *kept])
+
 
 def hide_proofs(text: str) -> str:
     """``text`` (a file, or a theorem's context) with the proof of every theorem the stripper reads
-    replaced by ``Admitted.``: what an agent sees of the earlier theorems in the ``rediscover``
-    setting (their statements, usable as lemmas; no human proof). A declaration the stripper skips
+    replaced by ``Admitted.`` and the proof's lasting commands (KEEP_PROOF_COMMANDS): what an agent sees
+    of the earlier theorems in the ``rediscover`` setting (their statements, usable as lemmas; no human proof). A declaration the stripper skips
     (its proof cannot be read exactly) keeps its text; a text that cannot be cut into sentences
     raises CoqSyntaxError (nothing is shown rather than a proof)."""
     return hidden_contexts(text, [len(text)])[0]
@@ -372,7 +399,7 @@ def hidden_contexts(text: str, ends: list[int]) -> list[str]:
     for task in tasks:
         decl_end = len(task.context) + len(task.statement)
         proof_start = text.index(task.original_proof, decl_end)
-        pieces.append((decl_end, proof_start + len(task.original_proof), "\n" + HIDDEN_PROOF))
+        pieces.append((decl_end, proof_start + len(task.original_proof), _hidden_proof(task.original_proof)))
     out: list[str] = []
     for end in ends:
         parts: list[str] = []

@@ -79,8 +79,8 @@ class CoqChecker:
         return text + closing_scopes(task), body_line, qed_line, guard_line
 
     def _compile(self, task: TheoremTask, text: str, *, timeout_s: float, max_output_bytes: int) -> ProcessResult:
-        """``coqc`` on ``text`` as ``Check.v`` in a fresh harness-owned scratch (the file is written before
-        any process can touch it), under the sandbox and the budget; the spawn's result."""
+        """``coqc`` on ``text`` as ``Check.v`` (or at its module's place, below) in a fresh harness-owned scratch
+        (the file is written before any process can touch it), under the sandbox and the budget; the spawn's result."""
         with tempfile.TemporaryDirectory(prefix="rrma-coq-") as tmp:
             # coqc names the module by the file's place in a load path (it has no `-top`): the file of module
             # `Coq.Classes.CMorphisms` is `Classes/CMorphisms.v` under `-Q . Coq`, as the warm checker's

@@ -2,8 +2,8 @@
 in the checker and in an agent's proof-state session alike (issue 33, round eight).
 
 Out-of-sample 10's first run met ``Classes/CMorphisms.v``: run as ``Top``, its context stops at an obligation's
-``transitivity`` ("The relation R is not a declared transitive relation": generalized rewriting finds the file's
-relations by the module's own path), so 20 of its 28 theorems could not start, for the search or the checker.
+``transitivity`` ("The relation R is not a declared transitive relation"; the file compiles only as
+``Coq.Classes.CMorphisms``), so 20 of its 28 theorems could not start, for the search or the checker.
 Each test shows the failure with the switch (``modules.TOP_MODULE``) off and the fix with it on, with real Coq.
 """
 

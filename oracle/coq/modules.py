@@ -81,10 +81,10 @@ def attach_modules(tasks: Sequence[TheoremTask], coq_args: Sequence[str] = ()) -
 
 # Coq names the module a session defines `Top` unless told (`coqtop -top M`); a stdlib file run under another name
 # can fail where it compiled: `Classes/CMorphisms.v` compiles as `Coq.Classes.CMorphisms` only; as `Top` its
-# obligations' `transitivity` fails ("The relation R is not a
-# declared transitive relation") and 20 of its 28 theorems could not start (round eight). As its own module, the
-# session also cannot load the target's compiled module at all ("Cannot load a library with the same name as the
-# current one"). A switch for tests: False runs every context as `Top` again
+# obligations' `transitivity` fails ("The relation R is not a declared transitive relation") and 20 of its 28
+# theorems could not start (round eight). As its own module, the session also cannot load the target's compiled
+# module at all ("Cannot load a library with the same name as the current one"). A switch for tests: False runs
+# every context as `Top` again
 TOP_MODULE = True
 
 

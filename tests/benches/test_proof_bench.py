@@ -248,7 +248,8 @@ def test_isolated_agents_see_no_blackboard_and_no_other_trials(tmp_path: Path, i
     seen = _spied(_only_run(tmp_path))
     later = [s for s in seen if s["theorem"]["name"] == "t2"]
     assert later and all(s["theorem"] == {"name": "t2", "statement": "Theorem t2 : False.", "context": "",
-                                          "difficulty": "easy", "prover": "coq", "line": 0, "noinit": False}
+                                          "difficulty": "easy", "prover": "coq", "line": 0, "noinit": False,
+                                          "module": ""}  # the logical name its context runs as (round eight)
                          for s in later)
     others = [s for s in seen if any(a != s["agent"] for a in s["recent"])]
     if isolated:

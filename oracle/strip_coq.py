@@ -371,8 +371,8 @@ _PROOF_COMMAND_RE = re.compile(
 
 def proof_commands(proof: str) -> list[str]:
     """The sentences of ``proof`` (a proof script) that are commands with an effect beyond the proof
-    (scopes, notations, arguments, options, opacity, instances), in order, without
-    their comments; proof steps are left out."""
+    (scopes, notations, arguments, options, opacity, instances), in order, without their comments;
+    proof steps are left out."""
     return [s.code for s in split_sentences(proof) if s.terminated and _PROOF_COMMAND_RE.match(s.code)]
 
 
@@ -384,10 +384,10 @@ def _hidden_proof(original_proof: str) -> str:
 
 def hide_proofs(text: str) -> str:
     """``text`` (a file, or a theorem's context) with the proof of every theorem the stripper reads
-    replaced by ``Admitted.`` and the proof's lasting commands (KEEP_PROOF_COMMANDS): what an agent sees
-    of the earlier theorems in the ``rediscover`` setting (their statements, usable as lemmas; no human proof). A declaration the stripper skips
-    (its proof cannot be read exactly) keeps its text; a text that cannot be cut into sentences
-    raises CoqSyntaxError (nothing is shown rather than a proof)."""
+    replaced by ``Admitted.`` and the proof's lasting commands (KEEP_PROOF_COMMANDS): what an agent
+    sees of the earlier theorems in the ``rediscover`` setting (their statements, usable as lemmas; no
+    human proof). A declaration the stripper skips (its proof cannot be read exactly) keeps its text; a
+    text that cannot be cut into sentences raises CoqSyntaxError (nothing is shown rather than a proof)."""
     return hidden_contexts(text, [len(text)])[0]
 
 

@@ -10,7 +10,6 @@ Each test shows the failure with the switch (``modules.TOP_MODULE``) off and the
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 
 import oracle.coq.modules as modules
 from oracle.coq import CoqOracle
+from oracle.coq.sandboxing import coq_where
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofStateError
 from rrma.contracts import EvalContext
@@ -27,9 +27,9 @@ THEOREM = "symmetric_equiv_flip"  # the first theorem after the obligation that 
 
 
 def _cmorphisms() -> Path | None:
-    if shutil.which("coqc") is None or shutil.which("coqtop") is None:
+    where = coq_where()
+    if shutil.which("coqc") is None or shutil.which("coqtop") is None or where is None:
         return None
-    where = Path(subprocess.run(["coqc", "-where"], capture_output=True, text=True, check=True).stdout.strip())
     path = where / "theories" / "Classes" / "CMorphisms.v"
     return path if path.is_file() else None
 

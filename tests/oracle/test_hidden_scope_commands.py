@@ -1,8 +1,8 @@
 """The rediscover view keeps the commands of a hidden proof whose effect outlives it.
 
-A human proof may open or close a scope, declare a notation or a hint; the statements after it are
-parsed in the state it leaves. ``hidden_contexts`` replaces the proof by ``Admitted.`` and keeps those
-commands after it (``KEEP_PROOF_COMMANDS``), never a tactic. Without them a later statement can fail
+A human proof may open or close a scope or declare a notation; the statements after it are parsed in
+the state it leaves. ``hidden_contexts`` replaces the proof by ``Admitted.`` and keeps those commands
+after it (``KEEP_PROOF_COMMANDS``), never a tactic, nor a ``Hint`` or ``Ltac`` (proof code). Without them a later statement can fail
 to parse, as ``Qred_opp`` of the standard library's ``QArith/Qreduction.v`` did (Z_scope closed inside
 the proof of ``Qred_correct`` stayed open in the view).
 """
@@ -18,6 +18,7 @@ import pytest
 import oracle.strip_coq as strip_module
 from benches.coq.bench import load_tasks
 from oracle.coq.oracle import public_contexts
+from oracle.coq.sandboxing import coq_where
 from oracle.strip_coq import hidden_contexts, hide_proofs, proof_commands, strip_coq_text
 
 # Z_scope is open when `first` starts; its proof closes it, and `later` only parses with it closed
@@ -117,9 +118,9 @@ def test_later_statement_parses_only_with_the_kept_close_scope(
 
 def test_qred_opp_starts_in_the_stdlib_rediscover_view(
         coqc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    where = subprocess.run([coqc, "-where"], capture_output=True, text=True, timeout=60).stdout.strip()
-    source = Path(where) / "theories" / "QArith" / "Qreduction.v"
-    if not source.is_file():
+    where = coq_where()
+    source = where / "theories" / "QArith" / "Qreduction.v" if where is not None else None
+    if source is None or not source.is_file():
         pytest.skip(f"{source} is not installed")
     tasks = load_tasks([source], say=lambda line: None)
     task = next(t for t in tasks if t.name == "Qred_opp")

@@ -25,9 +25,10 @@ _LOADED = re.compile(r"Loaded library files:(?P<body>.*?)(?:\n\s*\n|<prompt>|\Z)
 
 
 def loaded_libraries(text: str) -> list[str]:
-    """The module names a ``Print Libraries.`` reply lists (empty when it lists none)."""
+    """The module names a ``Print Libraries.`` reply lists (empty when it lists none: Coq then writes
+    ``Loaded library files: none``, as after a ``-noinit`` preload that failed to load)."""
     match = _LOADED.search(text)
-    if match is None:
+    if match is None or match.group("body").strip() == "none":
         return []
     return [line.strip() for line in match.group("body").splitlines() if re.fullmatch(r"\s*[\w'.]+\s*", line)]
 

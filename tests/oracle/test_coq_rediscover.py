@@ -127,6 +127,33 @@ def test_hammer_preload_cannot_reach_the_stripped_list_lemma(tmp_path: Path, mon
         oracle.close()
 
 
+def test_a_print_libraries_reply_that_lists_none_names_no_module() -> None:
+    assert loaded_libraries("Coq < Loaded library files: none\n\nCoq < ") == []
+    assert loaded_libraries("Loaded library files: Coq.Init.Ltac\n  Coq.Init.Notations\n") == [
+        "Coq.Init.Ltac", "Coq.Init.Notations"]
+
+
+@needs_hammer
+@pytest.mark.slow
+@pytest.mark.parametrize("fixed", [True, False], ids=["fixed", "none-as-a-module"])
+def test_the_hammer_preload_is_dropped_for_a_file_of_the_prelude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 fixed: bool) -> None:
+    """``Init/Peano.v`` is checked without the prelude; CoqHammer's ``Tactics`` cannot load there (``Print
+    Libraries`` then answers "none"). Read as a module named "none", the preload stayed, and no proof of
+    the file could be accepted: its context did not compile (round nine's sweep of every stdlib file)."""
+    if not fixed:
+        monkeypatch.setattr(oracle_module, "libraries_loaded_by", lambda preload, noinit=False, coq_args=(): (
+            frozenset({"none"}) if noinit else frozenset({"Coq.Init.Prelude"})))
+    oracle = _oracle(tmp_path, [str(_where() / "theories" / "Init" / "Peano.v")], theorems=["plus_n_Sm"],
+                     preload=HAMMER)
+    try:
+        assert (HAMMER not in oracle.tasks["plus_n_Sm"].context) is fixed
+        assert _check(oracle, "plus_n_Sm", GENUINE)["accepted"] is fixed
+        assert not any(_check(oracle, "plus_n_Sm", proof)["accepted"] for proof in PEANO_ATTACKS)
+    finally:
+        oracle.close()
+
+
 SOURCE = """Require Import Arith.
 Module A.
 Lemma twice : forall n : nat, n + 0 = n.

@@ -41,6 +41,7 @@ _END_RE = re.compile(rf"^(?P<kw>Qed|Defined|Admitted|Abort(?:\s+All)?|Save\s+{_I
 _DIFFICULTY_RE = re.compile(r"\(\*\s*difficulty\s*:\s*(?P<level>[A-Za-z]+)\s*\*\)\s*$")
 _SECTION_RE = re.compile(rf"^Section\s+(?P<name>{_IDENT})\s*\.$")
 _MODULE_RE = re.compile(rf"^Module\s+(?:Type\s+)?(?:(?:Import|Export)\s+)?(?P<name>{_IDENT})\b(?P<rest>.*)\.$", re.S)
+_WITH_CLAUSE_RE = re.compile(rf"\bwith\s+(?:Module|Definition)\s+{_IDENT}(?:\.{_IDENT})*\s*:=")
 _END_SCOPE_RE = re.compile(rf"^End\s+(?P<name>{_IDENT})\s*\.$")
 _PROOF_WORD_RE = re.compile(r"^Proof(?![\w'])")
 _PROOF_OPENER_RE = re.compile(r"^Proof(?:\s+(?:using|with)(?![\w']).*)?\s*\.$", re.S)
@@ -376,10 +377,41 @@ def proof_commands(proof: str) -> list[str]:
     return [s.code for s in split_sentences(proof) if s.terminated and _PROOF_COMMAND_RE.match(s.code)]
 
 
-def _hidden_proof(original_proof: str) -> str:
-    """What stands for a hidden proof: ``Admitted.`` and, after it, the proof's lasting commands."""
+# A theorem proved inside a Section keeps, once the Section closes, only the section variables its proof
+# used (Coq reads them off the proof term at `Qed`). An `Admitted.` proof has no term, so Coq keeps them
+# all: in Sorting/Permutation.v a lemma of `Section Permutation_map` (`Variable A B : Type.`) took an
+# extra `Type` argument, and a later proof outside the section no longer typechecked; in FSets/FMapList.v
+# the module's signature check failed at `End Make.` (37 stdlib files: round nine's sweep). The hidden
+# view declares what the proof used before `Admitted.`: the proof's own `Proof using` sentence when it
+# has one, else the one Coq suggests for the original (``Set Suggest Proof Using``, given to
+# :func:`hidden_contexts` by the checker's side). It names section variables only, which the closed
+# theorem's type shows anyway. False restores the bare `Admitted.` (for tests).
+DECLARE_PROOF_USING = True
+_PROOF_USING_RE = re.compile(r"^Proof\s+using(?![\w'])")
+_SUGGESTION_RE = re.compile(r"The proof of (?P<name>[\w'.]+)\s+should start with one of the following commands:"
+                            r"\s*\n\s*Proof using(?P<using>[^\n]*?)\s*\.[ \t]*(?:\n|\Z)")
+
+
+def proof_using_suggestions(output: str) -> list[tuple[str, str]]:
+    """(theorem, ``Proof using ...`` sentence) for each suggestion in a Coq run's ``output`` under ``Set
+    Suggest Proof Using`` (the first, exact one of Coq's choices), in the order Coq printed them."""
+    return [(m.group("name").rsplit(".", 1)[-1], f"Proof using {m.group('using').strip()}.".replace(" .", "."))
+            for m in _SUGGESTION_RE.finditer(output)]
+
+
+def _own_proof_using(original_proof: str) -> str:
+    """The proof's first sentence when it is a ``Proof using ...`` declaration, else ""."""
+    for sentence in split_sentences(original_proof):
+        return sentence.code if sentence.terminated and _PROOF_USING_RE.match(sentence.code) else ""
+    return ""
+
+
+def _hidden_proof(original_proof: str, using: str = "") -> str:
+    """What stands for a hidden proof: the section variables it used (its own ``Proof using``, else
+    ``using``), ``Admitted.`` and, after it, the proof's lasting commands."""
+    head = (_own_proof_using(original_proof) or using) if DECLARE_PROOF_USING else ""
     kept = proof_commands(original_proof) if KEEP_PROOF_COMMANDS else []
-    return "".join("\n" + sentence for sentence in [HIDDEN_PROOF, *kept])
+    return "".join("\n" + sentence for sentence in [*([head] if head else []), HIDDEN_PROOF, *kept])
 
 
 def hide_proofs(text: str) -> str:
@@ -391,15 +423,24 @@ def hide_proofs(text: str) -> str:
     return hidden_contexts(text, [len(text)])[0]
 
 
-def hidden_contexts(text: str, ends: list[int]) -> list[str]:
+def hidden_contexts(text: str, ends: list[int], suggestions: Sequence[tuple[str, str]] = ()) -> list[str]:
     """``hide_proofs(text[:end])`` for each offset of ``ends`` that falls between declarations (each
-    theorem's context length), computed with one pass over ``text``."""
+    theorem's context length), computed with one pass over ``text``. ``suggestions``: Coq's ``Proof
+    using`` suggestions for ``text`` with its proofs (:func:`proof_using_suggestions`), matched to the
+    theorems by name in file order."""
     tasks, _ = strip_coq_text_with_notes(text)
+    using: dict[int, str] = {}
+    at = 0
+    for name, sentence in suggestions:
+        match = next((i for i in range(at, len(tasks)) if tasks[i].name == name), None)
+        if match is not None:
+            using[match], at = sentence, match + 1
     pieces: list[tuple[int, int, str]] = []  # (start, end) of each replaced proof in text, replacement
-    for task in tasks:
+    for i, task in enumerate(tasks):
         decl_end = len(task.context) + len(task.statement)
         proof_start = text.index(task.original_proof, decl_end)
-        pieces.append((decl_end, proof_start + len(task.original_proof), _hidden_proof(task.original_proof)))
+        pieces.append((decl_end, proof_start + len(task.original_proof),
+                       _hidden_proof(task.original_proof, using.get(i, ""))))
     out: list[str] = []
     for end in ends:
         parts: list[str] = []
@@ -439,7 +480,7 @@ def _open_frames(sentences: Iterable[str]) -> list[tuple[str, bool, list[str], l
         if (m := _SECTION_RE.match(code)) is not None:
             stack.append((m.group("name"), False, [], []))
         elif (m := _MODULE_RE.match(code)) is not None:
-            rest = m.group("rest")
+            rest = _WITH_CLAUSE_RE.sub(" ", m.group("rest"))  # `<: S with Module E := X.` still opens a module
             if ":=" not in rest:
                 binders = rest.split("<:")[0]
                 params = [n for p in _PARAMETER_RE.finditer(binders) for n in p.group("names").split()]

@@ -31,10 +31,11 @@ from oracle.coq.replies import (
 from oracle.coq.sandboxing import CoqSandbox, find_coq_binary
 from oracle.coq.screen import KERNEL_REFUSED, ProofRejected, ProofScript, rejected, screen_proof
 from oracle.proof_common import Prover, TheoremTask, Verdict
-from oracle.strip_coq import open_scopes
+from oracle.strip_coq import open_scopes, proof_using_suggestions
 from rrma.contain.spawn import ProcessResult, spawn
 from rrma.trial import Budget, Status
 
+SUGGEST_PROOF_USING = "Set Suggest Proof Using.\n"
 _COQC_ERROR = re.compile(r'File "[^"]*", line (\d+), characters (-?\d+)-(-?\d+):\n(Error.*?)(?=\nFile "|\Z)', re.S)
 
 
@@ -191,6 +192,15 @@ class CoqChecker:
             if path:
                 paths[name] = path
         return paths
+
+    def proof_using(self, task: TheoremTask, *, timeout_s: float = 300.0) -> list[tuple[str, str]]:
+        """Coq's ``Proof using`` suggestion for each theorem proved in a Section up to and including
+        ``task``, with the file's own proofs (one ``coqc`` run of the original under ``Set Suggest Proof
+        Using``; :func:`oracle.strip_coq.proof_using_suggestions`). What a failed run printed before it
+        stopped is kept; a run that printed none gives []."""
+        text = SUGGEST_PROOF_USING + task.context + task.statement + "\n" + task.original_proof + "\n"
+        result = self._compile(task, text + closing_scopes(task), timeout_s=timeout_s, max_output_bytes=8 * 2**20)
+        return proof_using_suggestions(result.output.replace("\r\n", "\n"))
 
     def close(self) -> None:
         return None

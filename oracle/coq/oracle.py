@@ -8,8 +8,9 @@ file that holds it; in the ``rediscover`` setting it sees earlier proofs as ``Ad
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -56,7 +57,7 @@ class CoqParams(PluginSettings):
     setting: Literal["rediscover", "library"] | None = None
     """What an agent sees (default rediscover): earlier theorems' statements only, or the file before the theorem as written."""
     preload: str | None = None
-    """Coq sentences put before every theorem's context (e.g. CoqHammer's `From Hammer Require Import Tactics.`)."""
+    """Coq sentences run after every theorem's context, before its statement (e.g. CoqHammer's `From Hammer Require Import Tactics.`)."""
     warm: bool = True
     """A pool of coqtop sessions (false: one coqc per check)."""
     pool_size: int = Field(1, ge=1, le=1024)
@@ -75,8 +76,9 @@ class CoqOracle(Oracle):
     params: ``sources`` (a list) or ``source``: ``.v`` files, or folders of them (every ``.v`` inside,
     recursively), absolute or relative to the workspace; keep them outside the workspace (a
     workspace file is copied into every trial). ``theorems``: only these, in this order (default:
-    every theorem the files hold that the stripper can read). ``preload``: Coq sentences put before
-    every theorem's context (e.g. CoqHammer's ``From Hammer Require Import Tactics.``). ``warm``
+    every theorem the files hold that the stripper can read). ``preload``: Coq sentences run after
+    every theorem's context, before its statement (e.g. CoqHammer's ``From Hammer Require Import
+    Tactics.``; :func:`with_preload`). ``warm``
     (default true: a pool of coqtop sessions; false: one coqc per check), ``pool_size`` (1),
     ``allowed_axioms`` ([]), ``coq_args`` ([]), ``timeout_s`` (default: the trial budget).
 
@@ -135,8 +137,9 @@ class CoqOracle(Oracle):
         self.setting = str(self.params.get("setting") or DEFAULT_SETTING)
         if self.setting not in SETTINGS:
             raise OracleError(f"coq oracle: params.setting must be one of {', '.join(SETTINGS)}, not {self.setting!r}")
-        found = attach_modules(found, coq_args)
-        found, self.preload_dropped = with_preload(found, str(self.params.get("preload") or ""), coq_args)
+        bare = attach_modules(found, coq_args)
+        found, self.preload_dropped = with_preload(bare, str(self.params.get("preload") or ""), coq_args)
+        bare_of = {id(task): plain for task, plain in zip(found, bare, strict=True)}
         named = dict(zip(theorem_keys(found), found, strict=True))
         try:
             named = select_theorems(named, self.params.get("theorems"), "coq oracle")
@@ -146,8 +149,14 @@ class CoqOracle(Oracle):
             raise OracleError("coq oracle: the files hold no theorem the stripper can read"
                               + (f" ({len(self.skipped)} skipped; the first: {self.skipped[0]})" if self.skipped else ""))
         self.tasks = named
-        try:
-            self._public = public_contexts(list(named.values())) if self.setting == "rediscover" else {}
+        checker_sandbox = CoqSandbox(hidden=checker_hidden(files, coq_args), coq_args=coq_args,
+                                     required=sandbox.mode() == "require")
+        try:  # the views are cut from the files' own text; each ends with its theorem's preload, as the context
+            plain = [bare_of[id(task)] for task in named.values()]
+            views = public_contexts(plain, lambda task: CoqChecker(
+                coq_args=coq_args, sandbox=checker_sandbox).proof_using(task)) if self.setting == "rediscover" else {}
+            self._public = {id(task): views[id(bare_of[id(task)])] + task.context[len(bare_of[id(task)].context):]
+                            for task in named.values()} if views else {}
         except CoqSyntaxError as exc:
             raise OracleError(f"coq oracle: {exc}") from exc
         self.answers = answer_paths(files)
@@ -156,8 +165,7 @@ class CoqOracle(Oracle):
             pool_size=int(self.params.get("pool_size", 1)),
             allowed_axioms=tuple(self.params.get("allowed_axioms", ())),
             coq_args=coq_args,
-            sandbox=CoqSandbox(hidden=checker_hidden(files, coq_args), coq_args=coq_args,
-                               required=sandbox.mode() == "require"),
+            sandbox=checker_sandbox,
         )
         return {"coq": coq_version(), "theorems": len(named), "skipped": len(self.skipped), "setting": self.setting,
                 "preload_dropped": sorted({Path(t.source_file).name for t in self.preload_dropped})}
@@ -212,9 +220,13 @@ class CoqOracle(Oracle):
 
 def with_preload(tasks: Sequence[TheoremTask], preload: str,
                  coq_args: Sequence[str] = ()) -> tuple[list[TheoremTask], list[TheoremTask]]:
-    """(``tasks`` with ``preload`` put before each context, the tasks left without it): a preload
-    that loads a theorem's own module (CoqHammer's ``Tactics`` loads List, Arith, ZArith, Bool) would
-    make the original reachable, so that theorem's context stays as its file has it."""
+    """(``tasks`` with ``preload`` run after each context, right before the statement; the tasks left
+    without it). After, not before: the file's own proofs run as the file has them. CoqHammer's
+    ``Tactics`` loaded first changed how `intuition` and others behave in 9 stdlib files
+    (``MSets/MSetFacts.v``, ``Lists/ListSet.v``, ...), so their contexts stopped compiling part way
+    and no later theorem could be checked (round nine's sweep). A preload that loads a theorem's own
+    module (``Tactics`` loads List, Arith, ZArith, Bool) would make the original reachable, so that
+    theorem's context stays as its file has it; so does one whose loads Coq cannot tell."""
     if not preload:
         return list(tasks), []
     preload = preload if preload.endswith("\n") else preload + "\n"
@@ -226,14 +238,21 @@ def with_preload(tasks: Sequence[TheoremTask], preload: str,
             dropped.append(task)
             out.append(task)
         else:
-            out.append(replace(task, context=preload + task.context))
+            gap = "" if not task.context or task.context.endswith("\n") else "\n"
+            out.append(replace(task, context=task.context + gap + preload))
     return out, dropped
 
 
-def public_contexts(tasks: Sequence[TheoremTask]) -> dict[int, str]:
+# a sentence that declares a section variable (a theorem's closed type keeps those its proof used)
+_SECTION_VARIABLE_RE = re.compile(r"(?m)^[ \t]*(?:#\[[^\]]*\]\s*)?(?:Variables?|Hypothes[ie]s|Context|Let)(?![\w'])")
+
+
+def public_contexts(tasks: Sequence[TheoremTask],
+                    suggest: Callable[[TheoremTask], Sequence[tuple[str, str]]] | None = None) -> dict[int, str]:
     """What an agent sees of each task's context in the ``rediscover`` setting (keyed by ``id(task)``):
     the context with every earlier theorem's proof replaced by ``Admitted.``
-    (:func:`oracle.strip_coq.hidden_contexts`, one pass per file)."""
+    (:func:`oracle.strip_coq.hidden_contexts`, one pass per file). ``suggest`` (the cold checker's
+    ``proof_using``) gives the section variables each proof used, for files that declare some."""
     by_file: dict[str, list[TheoremTask]] = {}
     for task in tasks:
         by_file.setdefault(task.source_file, []).append(task)
@@ -242,7 +261,8 @@ def public_contexts(tasks: Sequence[TheoremTask]) -> dict[int, str]:
         last = max(group, key=lambda t: len(t.context))
         text = last.context + last.statement
         heads = [len(t.context) for t in group]
-        for task, hidden in zip(group, hidden_contexts(text, heads), strict=True):
+        suggestions = suggest(last) if suggest and "Section" in text and _SECTION_VARIABLE_RE.search(text) else ()
+        for task, hidden in zip(group, hidden_contexts(text, heads, suggestions), strict=True):
             out[id(task)] = hidden
     return out
 

@@ -324,7 +324,9 @@ def test_coq_oracle_takes_sources_a_selection_and_a_preload(tmp_path: Path) -> N
         views = oracle.theorems()
         assert [v["name"] for v in views] == ["x (a.v:1)", "y", "x (b.v:1)"]  # a shared name told apart
         assert [v["file"] for v in views] == ["a.v", "a.v", "b.v"] and str(folder) not in json.dumps(views)
-        assert all(v["context"].startswith("Require Import Arith.\n") and "original_proof" not in v for v in views)
+        # the preload runs after the file's own sentences, right before the statement
+        assert all(v["context"].endswith("Require Import Arith.\n") and "original_proof" not in v for v in views)
+        assert views[1]["context"] == "Theorem x : True.\nAdmitted.\nRequire Import Arith.\n"
         assert set(oracle.held_out()) >= {(folder / "a.v").resolve(), (folder / "sub" / "b.v").resolve()}
 
         def evaluate(theorem: str, proof: str) -> Any:

@@ -112,7 +112,7 @@ def test_hammer_preload_cannot_reach_the_stripped_list_lemma(tmp_path: Path, mon
     if not defence:
         monkeypatch.setattr(modules_module, "TOP_MODULE", False)
         monkeypatch.setattr(oracle_module, "with_preload",
-                            lambda tasks, preload, coq_args=(): ([replace(t, context=preload + t.context)
+                            lambda tasks, preload, coq_args=(): ([replace(t, context=t.context + preload)
                                                                   for t in tasks], []))
         for module in (cold_module, warm_module):
             monkeypatch.setattr(module, "module_refusal", lambda task, loaded: "")
@@ -150,6 +150,31 @@ def test_the_hammer_preload_is_dropped_for_a_file_of_the_prelude(tmp_path: Path,
         assert (HAMMER not in oracle.tasks["plus_n_Sm"].context) is fixed
         assert _check(oracle, "plus_n_Sm", GENUINE)["accepted"] is fixed
         assert not any(_check(oracle, "plus_n_Sm", proof)["accepted"] for proof in PEANO_ATTACKS)
+    finally:
+        oracle.close()
+
+
+@needs_hammer
+@pytest.mark.slow
+@pytest.mark.parametrize("after", [True, False], ids=["after-the-context", "before-the-context"])
+def test_the_hammer_preload_runs_after_the_files_own_proofs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            after: bool) -> None:
+    """Loaded before the context, CoqHammer's ``Tactics`` changes how a human proof of ``Lists/ListSet.v``
+    runs (line 281: "No such goal"): the context stops compiling there and none of the 20 theorems after
+    it can be accepted. Run after the context, right before the statement, the file's proofs run as
+    written and the last theorem's own proof is accepted."""
+    if not after:
+        monkeypatch.setattr(oracle_module, "with_preload", lambda tasks, preload, coq_args=(): (
+            [replace(t, context=preload + t.context) for t in tasks], []))
+    oracle = _oracle(tmp_path, [str(_where() / "theories" / "Lists" / "ListSet.v")], theorems=["set_diff_trivial"],
+                     preload=HAMMER)
+    try:
+        assert oracle.tasks["set_diff_trivial"].context.endswith(HAMMER) is after
+        verdict = _check(oracle, "set_diff_trivial", "red; intros a x H. apply (set_diff_elim2 _ _ _ H). "
+                                                      "apply (set_diff_elim1 _ _ _ H).")
+        assert verdict["accepted"] is after, verdict
+        if not after:
+            assert verdict["reason"].startswith("the context does not compile: Error: No such goal"), verdict
     finally:
         oracle.close()
 

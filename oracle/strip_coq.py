@@ -471,20 +471,20 @@ _PARAMETER_RE = re.compile(rf"\(\s*(?:(?:Import|Export)\s+)?(?P<names>{_IDENT}(?
 _INCLUDED_HEAD_RE = re.compile(rf"^!?\(*\s*(?P<head>{_IDENT}(?:\.{_IDENT})*)")
 
 
-def _open_frames(sentences: Iterable[str]) -> list[tuple[str, bool, list[str], list[str]]]:
+def _open_frames(sentences: Iterable[str]) -> list[tuple[str, bool, list[str], list[str], int]]:
     """The Sections and Modules open at the end of ``sentences``, outermost first: (name, is a module,
-    its parameters, the heads of its ``Include`` sentences). A ``Module M := F N.`` is complete at once
-    and opens nothing."""
-    stack: list[tuple[str, bool, list[str], list[str]]] = []
-    for code in sentences:
+    its parameters, the heads of its ``Include`` sentences, the index of its opening sentence). A
+    ``Module M := F N.`` is complete at once and opens nothing."""
+    stack: list[tuple[str, bool, list[str], list[str], int]] = []
+    for at, code in enumerate(sentences):
         if (m := _SECTION_RE.match(code)) is not None:
-            stack.append((m.group("name"), False, [], []))
+            stack.append((m.group("name"), False, [], [], at))
         elif (m := _MODULE_RE.match(code)) is not None:
             rest = _WITH_CLAUSE_RE.sub(" ", m.group("rest"))  # `<: S with Module E := X.` still opens a module
             if ":=" not in rest:
                 binders = rest.split("<:")[0]
                 params = [n for p in _PARAMETER_RE.finditer(binders) for n in p.group("names").split()]
-                stack.append((m.group("name"), True, params, []))
+                stack.append((m.group("name"), True, params, [], at))
         elif (m := _END_SCOPE_RE.match(code)) is not None:
             if stack and stack[-1][0] == m.group("name"):
                 stack.pop()
@@ -496,11 +496,45 @@ def _open_frames(sentences: Iterable[str]) -> list[tuple[str, bool, list[str], l
     return stack
 
 
+def _constraint_at(rest: str) -> int | None:
+    """Where the signature constraint (``<: S`` or ``: S``) of a module header's ``rest`` (after its
+    name) starts, outside the parameters' parentheses; None when it has none."""
+    depth = 0
+    for i, ch in enumerate(rest):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and (ch == ":" or rest.startswith("<:", i)):
+            return i
+    return None
+
+
+def unsealed_context(context: str) -> str:
+    """``context`` with the signature constraint cut from the header of each module still open at its
+    end (``Module M (X : T) <: S with Module E := X.`` reads ``Module M (X : T).``), the line count
+    kept. ``coqc`` checks a module against its signature where the cold checker closes it (``End M.``,
+    :func:`open_scopes`), and a module closed before its last field fails that check ("The field E is
+    missing"), so no theorem of it could be checked (11 stdlib files). Inside the module the constraint
+    changes nothing."""
+    sentences = split_sentences(context)
+    out = context
+    for frame in reversed(_open_frames(s.code for s in sentences)):  # the last header first: offsets hold
+        header = sentences[frame[4]]
+        m = _MODULE_RE.match(header.code)
+        cut = _constraint_at(m.group("rest")) if frame[1] and m is not None else None
+        if m is None or cut is None:
+            continue
+        opened = header.code[:m.start("rest") + cut].rstrip() + "."
+        out = out[:header.start] + opened + "\n" * context.count("\n", header.start, header.end) + out[header.end:]
+    return out
+
+
 def open_modules(sentences: Iterable[str]) -> list[OpenModule]:
     """The modules open at the end of ``sentences`` (a context's sentences, :func:`split_sentences`),
     outermost first, with their parameters (``N`` of ``Module M (Import N : NAxiomsMiniSig').``) and
     includes; a Section is no module."""
-    return [OpenModule(name, tuple(params), tuple(incs)) for name, is_module, params, incs in _open_frames(sentences)
+    return [OpenModule(name, tuple(params), tuple(incs)) for name, is_module, params, incs, _ in _open_frames(sentences)
             if is_module]
 
 

@@ -31,7 +31,7 @@ from oracle.coq.replies import (
 from oracle.coq.sandboxing import CoqSandbox, find_coq_binary
 from oracle.coq.screen import KERNEL_REFUSED, ProofRejected, ProofScript, rejected, screen_proof
 from oracle.proof_common import Prover, TheoremTask, Verdict
-from oracle.strip_coq import open_scopes, proof_using_suggestions
+from oracle.strip_coq import open_scopes, proof_using_suggestions, unsealed_context
 from rrma.contain.spawn import ProcessResult, spawn
 from rrma.trial import Budget, Status
 
@@ -41,7 +41,8 @@ _COQC_ERROR = re.compile(r'File "[^"]*", line (\d+), characters (-?\d+)-(-?\d+):
 
 def closing_scopes(task: TheoremTask) -> str:
     """``End X.`` for each Section and Module the context leaves open, innermost first: ``coqc`` accepts
-    the file only with them closed."""
+    the file only with them closed (and a module closed early only without its signature constraint:
+    the checker's text has :func:`oracle.strip_coq.unsealed_context`)."""
     return "".join(f"End {scope}.\n" for scope in reversed(open_scopes(task.context)))
 
 
@@ -68,7 +69,7 @@ class CoqChecker:
         syntactically the reference's type (``constr_eq``).
         """
         reference = f"rrma_ref_{token}"
-        head = task.context + reference_declaration(task, reference) + task.statement + "\n" + script.opener + "\n"
+        head = unsealed_context(task.context) + reference_declaration(task, reference) + task.statement + "\n" + script.opener + "\n"
         body_line = head.count("\n") + 1
         text = head + script.body + "\n"
         qed_line = text.count("\n") + 3  # Locate, Show, then Qed
@@ -179,7 +180,7 @@ class CoqChecker:
         if not names:
             return {}
         token = secrets.token_hex(8)
-        text = task.context + "\n" + "".join(f"Locate rrma_at_{token}_{i}.\nLocate {n}.\n" for i, n in enumerate(names))
+        text = unsealed_context(task.context) + "\n" + "".join(f"Locate rrma_at_{token}_{i}.\nLocate {n}.\n" for i, n in enumerate(names))
         result = self._compile(task, text + closing_scopes(task), timeout_s=timeout_s, max_output_bytes=2**20)
         out = result.output.replace("\r\n", "\n")
         paths: dict[str, str] = {}
@@ -198,7 +199,7 @@ class CoqChecker:
         ``task``, with the file's own proofs (one ``coqc`` run of the original under ``Set Suggest Proof
         Using``; :func:`oracle.strip_coq.proof_using_suggestions`). What a failed run printed before it
         stopped is kept; a run that printed none gives []."""
-        text = SUGGEST_PROOF_USING + task.context + task.statement + "\n" + task.original_proof + "\n"
+        text = SUGGEST_PROOF_USING + unsealed_context(task.context) + task.statement + "\n" + task.original_proof + "\n"
         result = self._compile(task, text + closing_scopes(task), timeout_s=timeout_s, max_output_bytes=8 * 2**20)
         return proof_using_suggestions(result.output.replace("\r\n", "\n"))
 

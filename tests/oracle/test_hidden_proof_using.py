@@ -7,7 +7,9 @@ later sentence that uses it outside the Section (a kept definition, a module's s
 point. The view puts the proof's own ``Proof using`` sentence, or the one Coq suggests for the original
 (``Set Suggest Proof Using``, one ``coqc`` run per file), before ``Admitted.``
 (``oracle.strip_coq.DECLARE_PROOF_USING``). Also here: a module header with ``<: S with Module E := X``
-opens a module (the cold checker closes it).
+opens a module, and the cold checker, which must close every open module for ``coqc``, cuts the
+signature constraint of the modules it closes early (``unsealed_context``): 11 stdlib files had a
+theorem before their module's last field.
 """
 
 from __future__ import annotations
@@ -126,3 +128,43 @@ def test_a_module_header_with_a_with_clause_opens_the_module() -> None:
     assert open_scopes(context) == ["Make_ord"]
     assert open_scopes("Module M : S with Definition t := nat := F X.\n") == []
     assert open_scopes("Module N := F X.\nModule P <: S.\n") == ["P"]
+
+
+def test_unsealing_cuts_only_the_constraint_of_a_module_still_open() -> None:
+    context = ("Module Type S.\nEnd S.\nModule Done <: S.\nEnd Done.\n"
+               "Module Make (X : T) (* the map *) <:\n  S with Module E := X.\nDefinition t := nat.\n")
+    unsealed = strip_module.unsealed_context(context)
+    assert unsealed == ("Module Type S.\nEnd S.\nModule Done <: S.\nEnd Done.\n"
+                        "Module Make (X : T).\n\nDefinition t := nat.\n")
+    assert unsealed.count("\n") == context.count("\n") and open_scopes(unsealed) == ["Make"]
+    assert strip_module.unsealed_context("Module M : S.\nSection A.\n") == "Module M.\nSection A.\n"
+
+
+# `early` is proved inside M before M defines the fields its signature asks for
+SEALED = """Module Type S.
+Parameter t : Type.
+Parameter x : t.
+End S.
+Module M <: S.
+Definition t := nat.
+Lemma early : 0 = 0.
+Proof. reflexivity. Qed.
+Definition x := 0.
+End M.
+"""
+
+
+@pytest.mark.parametrize("unsealed", [True, False], ids=["unsealed", "constraint-kept"])
+def test_the_cold_checker_checks_a_theorem_before_its_modules_last_field(
+        coqc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unsealed: bool) -> None:
+    import oracle.coq.cold as cold_module
+
+    if not unsealed:
+        monkeypatch.setattr(cold_module, "unsealed_context", lambda context: context)
+    source = tmp_path / "Sealed.v"
+    source.write_text(SEALED, encoding="utf-8")
+    task = load_tasks([source], say=lambda line: None)[0]
+    verdict = CoqChecker().check(task, "reflexivity.")
+    assert verdict.accepted is unsealed, verdict
+    if not unsealed:  # closing M failed its signature check, and an honest proof read as a cheat
+        assert any("The field x is missing" in str(m) for m in verdict.messages) and verdict.cheat, verdict

@@ -381,7 +381,7 @@ def proof_commands(proof: str) -> list[str]:
 # used (Coq reads them off the proof term at `Qed`). An `Admitted.` proof has no term, so Coq keeps them
 # all: in Sorting/Permutation.v a lemma of `Section Permutation_map` (`Variable A B : Type.`) took an
 # extra `Type` argument, and a later proof outside the section no longer typechecked; in FSets/FMapList.v
-# the module's signature check failed at `End Make.` (37 stdlib files: round nine's sweep). The hidden
+# the module's signature check failed at `End Make.` (about a dozen stdlib files: round nine's sweep). The hidden
 # view declares what the proof used before `Admitted.`: the proof's own `Proof using` sentence when it
 # has one, else the one Coq suggests for the original (``Set Suggest Proof Using``, given to
 # :func:`hidden_contexts` by the checker's side). It names section variables only, which the closed
@@ -390,6 +390,16 @@ DECLARE_PROOF_USING = True
 _PROOF_USING_RE = re.compile(r"^Proof\s+using(?![\w'])")
 _SUGGESTION_RE = re.compile(r"The proof of (?P<name>[\w'.]+)\s+should start with one of the following commands:"
                             r"\s*\n\s*Proof using(?P<using>[^\n]*?)\s*\.[ \t]*(?:\n|\Z)")
+
+
+# Coq suggests nothing for a proof that ends with `Defined` (Init/Logic.v's `eq_sym`, in a Section with
+# `Variables x y z : A.`): such a hidden proof declares the variables its statement uses, the usual case
+DEFINED_USING = "Proof using Type."
+_DEFINED_RE = re.compile(r"(?:^|[\s.])Defined\s*\.\s*$")
+
+
+def _in_section(context: str) -> bool:
+    return any(not frame[1] for frame in _open_frames(s.code for s in split_sentences(context)))
 
 
 def proof_using_suggestions(output: str) -> list[tuple[str, str]]:
@@ -439,6 +449,8 @@ def hidden_contexts(text: str, ends: list[int], suggestions: Sequence[tuple[str,
     for i, task in enumerate(tasks):
         decl_end = len(task.context) + len(task.statement)
         proof_start = text.index(task.original_proof, decl_end)
+        if i not in using and suggestions and _DEFINED_RE.search(task.original_proof) and _in_section(task.context):
+            using[i] = DEFINED_USING
         pieces.append((decl_end, proof_start + len(task.original_proof),
                        _hidden_proof(task.original_proof, using.get(i, ""))))
     out: list[str] = []

@@ -3,8 +3,8 @@
 A theorem proved inside a Section keeps, once the Section closes, only the section variables its proof
 used; ``Admitted.`` has no proof term, so Coq keeps them all and the theorem's closed type changes. A
 later sentence that uses it outside the Section (a kept definition, a module's signature check at its
-``End``) then fails in the view, and every theorem after it cannot start: 37 stdlib files had such a
-point. The view puts the proof's own ``Proof using`` sentence, or the one Coq suggests for the original
+``End``) then fails in the view, and every theorem after it cannot start: about a dozen stdlib files
+(FSets, MSets, Sorting, setoid_ring, ssr) had such a point. The view puts the proof's own ``Proof using`` sentence, or the one Coq suggests for the original
 (``Set Suggest Proof Using``, one ``coqc`` run per file), before ``Admitted.``
 (``oracle.strip_coq.DECLARE_PROOF_USING``). Also here: a module header with ``<: S with Module E := X``
 opens a module, and the cold checker, which must close every open module for ``coqc``, cuts the
@@ -100,6 +100,36 @@ def test_a_later_use_outside_the_section_compiles_only_with_the_declaration(
     if not declared:
         # `pick` kept `B : Type` as its second argument, where `first` gives 0
         assert 'The term "0" has type "nat" while it is expected to have type "Type"' in result.stderr
+
+
+# Coq suggests nothing for a `Defined` proof; `sym` uses x and y only, as its statement
+DEFINED = """Section S.
+Variables (A : Type) (x y z : A).
+Theorem sym : x = y -> y = x.
+Proof. destruct 1. reflexivity. Defined.
+Lemma other : x = x.
+Proof. reflexivity. Qed.
+End S.
+Definition flip (a b : nat) (e : a = b) : b = a := sym nat a b e.
+Lemma later : 1 = 1.
+Proof. reflexivity. Qed.
+"""
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["declared", "bare-admitted"])
+def test_a_defined_proof_in_a_section_declares_its_statements_variables(
+        coqc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, declared: bool) -> None:
+    monkeypatch.setattr(strip_module, "DECLARE_PROOF_USING", declared)
+    source = tmp_path / "Defined.v"
+    source.write_text(DEFINED, encoding="utf-8")
+    tasks = load_tasks([source], say=lambda line: None)
+    later = tasks[-1]
+    suggestions = CoqChecker().proof_using(later)
+    assert [name for name, _ in suggestions] == ["other"]  # none for `sym`
+    view = public_contexts(tasks, lambda task: suggestions)[id(later)]
+    assert ("Proof using Type.\nAdmitted." in view) is declared
+    result = _compiles(coqc, tmp_path, view + later.statement + "\nAdmitted.\n")
+    assert (result.returncode == 0) is declared, result.stdout + result.stderr
 
 
 @pytest.mark.slow  # compiles Sorting/Permutation.v three times (a few seconds each)

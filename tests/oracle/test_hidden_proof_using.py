@@ -4,9 +4,10 @@ A theorem proved inside a Section keeps, once the Section closes, only the secti
 used; ``Admitted.`` has no proof term, so Coq keeps them all and the theorem's closed type changes. A
 later sentence that uses it outside the Section (a kept definition, a module's signature check at its
 ``End``) then fails in the view, and every theorem after it cannot start: about a dozen stdlib files
-(FSets, MSets, Sorting, setoid_ring, ssr) had such a point. The view puts the proof's own ``Proof using`` sentence, or the one Coq suggests for the original
-(``Set Suggest Proof Using``, one ``coqc`` run per file), before ``Admitted.``
-(``oracle.strip_coq.DECLARE_PROOF_USING``). Also here: a module header with ``<: S with Module E := X``
+(FSets, MSets, Sorting, setoid_ring, ssr) had such a point. The view puts the proof's own ``Proof
+using`` sentence, or the one Coq suggests for the original (``Set Suggest Proof Using``, one ``coqc``
+run per file; ``Proof using Type.`` for a ``Defined`` proof, for which Coq suggests none), before
+``Admitted.`` (``oracle.strip_coq.DECLARE_PROOF_USING``). Also here: a module header with ``<: S with Module E := X``
 opens a module, and the cold checker, which must close every open module for ``coqc``, cuts the
 signature constraint of the modules it closes early (``unsealed_context``): 11 stdlib files had a
 theorem before their module's last field.

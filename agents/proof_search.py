@@ -31,7 +31,8 @@ CoqHammer's ``hammer`` runs on each statement in a second session beside the sea
 :mod:`agents.side_hammer`), ``hammer_share`` (1: the share of
 each search's seconds CoqHammer's tactics may take; 1 is no cap), ``portfolio`` (true), ``llm``,
 ``llm_model``, ``llm_calls`` (model calls per theorem, 4), ``coq_args`` (load paths),
-``preload`` (Coq sentences the oracle runs after each context), ``lean_project``,
+``preload`` (Coq sentences the search's session runs before each context; the oracle's own preload is
+already at the end of the context it shows), ``lean_project``,
 ``lean_backend`` (``repl`` or ``dojo``), ``tree_limit`` (tries kept in the trace, 600).
 """
 
@@ -86,7 +87,7 @@ class ProofSearchParams(PluginSettings):
     coq_args: list[str] = Field(default_factory=list)
     """Coq's load paths (as the oracle's coq_args)."""
     preload: str = ""
-    """Coq sentences the oracle runs after each theorem's context, before its statement."""
+    """Coq sentences the search's session runs before each theorem's context (the oracle's preload is already in the context)."""
     allowed_axioms: list[str] = Field(default_factory=list)
     """Axioms a found proof may lean on."""
     lean_project: str | None = None

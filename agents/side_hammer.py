@@ -63,7 +63,7 @@ def available() -> bool:
 
 
 def preload(atp_seconds: int, reconstruct_seconds: int) -> str:
-    """The sentences the side session runs after each context (the tactics, the plugin, its limits)."""
+    """The sentences the side session runs before each context (the tactics, the plugin, its limits)."""
     return PLUGIN.format(atp=max(1, atp_seconds), reconstruct=max(1, reconstruct_seconds))
 
 

@@ -193,7 +193,8 @@ class _Doc:
 class CoqProofStates:
     """Proof states of one theorem at a time in a ``coqtop`` session (see the module docstring).
 
-    ``preload``: sentences run after every context (e.g. ``Require Hammer.Tactics.Tactics.``); the
+    ``preload``: sentences run before every context (e.g. the side hammer's ``Declare ML Module``, which
+    Coq refuses inside a section; the oracle's own preload comes after the context, in it); the
     oracle that re-checks the proofs must load the same. ``memory_mb`` caps the session
     (``RLIMIT_AS``); a session that dies or times out is replaced on the next :meth:`start`.
     ``hidden``: what the agent's own process must never see (``Context.hidden``: the run, the
@@ -265,7 +266,7 @@ class CoqProofStates:
         self.task, self.doc = task, None
         try:
             session = self._session(task)
-            base = session.load_context(task.context + "\n" + self.preload, deadline)  # after: see with_preload
+            base = session.load_context(self.preload + task.context, deadline)
             back = session.send(f"BackTo {base}.", deadline)  # the same context is kept, not re-run:
             if back.errors:  # leave whatever the last search left open
                 raise CoqSessionError(f"BackTo failed: {back.errors[0][:200]}")

@@ -182,6 +182,30 @@ def test_a_real_hammer_beside_proves_what_the_search_alone_does_not() -> None:
         states.close()
 
 
+@needs_hammer
+@pytest.mark.parametrize("before", [True, False], ids=["before-the-context", "after-the-context"])
+def test_the_side_session_starts_on_a_theorem_inside_a_section(before: bool) -> None:
+    """The side session's plugin (``Declare ML Module``) must run before the context: Coq refuses it inside
+    a section. (Round nine moved the oracle's preload after the context; the side session's stays before.)"""
+    from oracle.proof_state import ProofStateError
+    from oracle.proof_state_coq import CoqProofStates
+
+    task = TheoremTask("in_section", "Lemma in_section : forall x : A, x = x.",
+                       "Section S.\nVariable A : Type.\n", "", prover="coq")
+    plugin = side_hammer.preload(5, 5)
+    states = CoqProofStates(preload=plugin if before else "", memory_mb=side_hammer.MEMORY_MB)
+    if not before:
+        task = TheoremTask(task.name, task.statement, task.context + plugin, "", prover="coq")
+    try:
+        if before:
+            assert states.start(task, timeout_s=120).goals
+        else:
+            with pytest.raises(ProofStateError, match="section"):
+                states.start(task, timeout_s=120)
+    finally:
+        states.close()
+
+
 def test_a_busy_side_pass_skips_the_next_theorem() -> None:
     import threading
 

@@ -57,7 +57,7 @@ from oracle.proof_state import ProofState
 from oracle.proof_state_coq import CoqGoal, parse_coq_goals
 from oracle.strip_coq import CoqSyntaxError, split_sentences
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: each file runs as its own module (round nine)
 MAX_ERRORS = 20  # a file that fails this often is given up (what ran is kept)
 GOAL_CHARS = 1500  # a recorded goal's display is clipped to this
 _IDENT = re.compile(r"[A-Za-z_][\w'.]*[\w']|[A-Za-z_]")
@@ -160,6 +160,7 @@ def index_file(path: Path, *, module: str, coq_args: Sequence[str] = (), noinit:
     ``error``: why the run stopped early, if it did). The session is not sandboxed: this is an
     offline step over the installation's own sources, run by the user.
     """
+    from oracle.coq.modules import session_args
     from oracle.coq.sandboxing import find_coq_binary
     from oracle.coq.session import CoqSession
 
@@ -169,8 +170,11 @@ def index_file(path: Path, *, module: str, coq_args: Sequence[str] = (), noinit:
         sentences = split_sentences(text)
     except CoqSyntaxError as exc:
         return {"module": module, "steps": [], "proofs": [], "error": str(exc)}
-    session = CoqSession(find_coq_binary(coqtop), args=(*(("-noinit",) if noinit else ()), *coq_args),
-                         memory_mb=4096)
+    # as the module itself (`-top`), as the checker runs a context: some files only compile under their own
+    # name (`QArith_base.Qnum` in QArith/QArith_base.v; Classes/CMorphisms.v's relations)
+    probe = TheoremTask(name="", statement="", context="", original_proof="", prover="coq", module=module,
+                        noinit=noinit)
+    session = CoqSession(find_coq_binary(coqtop), args=session_args(probe, coq_args), memory_mb=4096)
     steps: list[dict[str, Any]] = []
     proofs: list[dict[str, Any]] = []
     errors: list[str] = []

@@ -161,3 +161,23 @@ def test_an_empty_index_folder_suggests_nothing(tmp_path: Path) -> None:
     task = TheoremTask(name="t", statement="Lemma t : True.", context="", original_proof="", prover="coq")
     lib.use(["Coq.Init.Logic"], task)
     assert lib.candidates(task, ProofState((), ("|- True",))) == []
+
+
+@needs_coq
+@pytest.mark.parametrize("top", [True, False], ids=["as-its-module", "as-Top"])
+def test_a_file_that_compiles_only_as_its_own_module_is_indexed_whole(monkeypatch: pytest.MonkeyPatch,
+                                                                       top: bool) -> None:
+    """Classes/CMorphisms.v's generalized rewriting finds the file's relations by its own path: run as
+    ``Top`` (before round nine), 14 of its proofs failed and their steps were lost to the index."""
+    import oracle.coq.modules as modules_module
+    from oracle.coq.sandboxing import coq_where
+
+    where = coq_where()
+    source = where / "theories" / "Classes" / "CMorphisms.v" if where is not None else None
+    if source is None or not source.is_file():
+        pytest.skip("the Coq standard library's sources are not installed")
+    monkeypatch.setattr(modules_module, "TOP_MODULE", top)
+    entry = lt.index_file(source, module="Coq.Classes.CMorphisms")
+    assert (entry["errors"] == 0) is top, entry["error"]
+    if not top:
+        assert "not a declared transitive relation" in entry["error"]

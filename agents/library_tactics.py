@@ -272,7 +272,8 @@ def _binders(concl: str) -> list[str]:
 
 def build(paths: Sequence[Path], *, root: Path | None = None, coq_args: Sequence[str] = (),
           force: bool = False, say: Any = None) -> list[Path]:
-    """Index each file whose entry is missing or stale (another source hash); the entries written."""
+    """Index each file whose entry is missing or stale (another source hash or :data:`INDEX_VERSION`); the
+    entries written."""
     from oracle.coq.modules import attach_modules, logical_module
 
     root = root or cache_dir()
@@ -289,8 +290,9 @@ def build(paths: Sequence[Path], *, root: Path | None = None, coq_args: Sequence
         target = _entry_path(root, module)
         if not force and target.is_file():
             try:
-                if json.loads(target.read_text()).get("source") == digest:
-                    continue
+                held = json.loads(target.read_text())
+                if held.get("source") == digest and held.get("version") == INDEX_VERSION:  # else stale: the
+                    continue  # loader skips an entry of another version, so it must be rebuilt
             except (OSError, ValueError):
                 pass
         probe = TheoremTask(name="", statement="", context="", original_proof="", prover="coq",

@@ -181,3 +181,25 @@ def test_a_file_that_compiles_only_as_its_own_module_is_indexed_whole(monkeypatc
     assert (entry["errors"] == 0) is top, entry["error"]
     if not top:
         assert "not a declared transitive relation" in entry["error"]
+
+
+@needs_coq
+@pytest.mark.parametrize("version_checked", [True, False], ids=["rebuilt", "kept-and-ignored"])
+def test_an_entry_of_an_older_index_version_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        version_checked: bool) -> None:
+    """The loader skips an entry of another INDEX_VERSION; ``build`` must then count it stale, or a version
+    bump leaves the index empty while every entry reads "up to date" (round nine, before this check)."""
+    source = tmp_path / "Small.v"
+    source.write_text("Lemma small : forall n : nat, n + 0 = n.\nProof. intros n. induction n; simpl; auto. Qed.\n")
+    args = ("-Q", str(tmp_path), "Small")
+    index = tmp_path / "index"
+    assert [p.name for p in lt.build([source], root=index, coq_args=args)] == ["Small.Small.json"]
+    entry = index / "Small.Small.json"
+    old = json.loads(entry.read_text())
+    entry.write_text(json.dumps({**old, "version": lt.INDEX_VERSION - 1}))
+    if not version_checked:  # build reads the old entry as current (as when it compared the source's hash
+        monkeypatch.setattr(lt, "INDEX_VERSION", lt.INDEX_VERSION - 1)  # alone), then the loader skips it
+    rebuilt = lt.build([source], root=index, coq_args=args)
+    assert bool(rebuilt) is version_checked
+    monkeypatch.undo()
+    assert bool(LibraryTactics(index).load().module_names) is version_checked

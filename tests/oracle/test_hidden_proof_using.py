@@ -15,7 +15,6 @@ theorem before their module's last field.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from benches.coq.bench import load_tasks
 from oracle.coq.cold import CoqChecker, closing_scopes
 from oracle.coq.oracle import public_contexts
 from oracle.coq.sandboxing import coq_where
+from oracle.proof_common import TheoremTask
 from oracle.strip_coq import hidden_contexts, open_scopes, proof_using_suggestions, strip_coq_text
 
 # `pick` is proved in a Section with two type variables and uses only `A`; `first` (kept: it is a
@@ -44,19 +44,17 @@ Proof. intros n. exact (pick nat n). Qed.
 """
 
 
-@pytest.fixture(scope="module")
-def coqc(in_ci: bool) -> str:
-    found = shutil.which("coqc")
-    if found is None:
-        if in_ci:
-            pytest.fail("CI installs Coq (apt-get install coq), but coqc is not on PATH")
-        pytest.skip("coqc is not on PATH (Debian: apt-get install coq)")
-    return found
-
-
 def _compiles(coqc: str, tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "View.v").write_text(source, encoding="utf-8")
     return subprocess.run([coqc, "-q", "View.v"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+
+def _last(tmp_path: Path, name: str, text: str) -> tuple[list[TheoremTask], TheoremTask]:
+    """The tasks of ``text`` written as ``name``, and the last one."""
+    source = tmp_path / name
+    source.write_text(text, encoding="utf-8")
+    tasks = load_tasks([source], say=lambda line: None)
+    return tasks, tasks[-1]
 
 
 def test_suggestions_are_read_in_order_with_the_exact_choice_first() -> None:
@@ -86,10 +84,7 @@ def test_suggestions_go_to_the_theorem_of_that_name_in_file_order() -> None:
 def test_a_later_use_outside_the_section_compiles_only_with_the_declaration(
         coqc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, declared: bool) -> None:
     monkeypatch.setattr(strip_module, "DECLARE_PROOF_USING", declared)
-    source = tmp_path / "Sectioned.v"
-    source.write_text(SECTIONED, encoding="utf-8")
-    tasks = load_tasks([source], say=lambda line: None)
-    later = tasks[-1]
+    tasks, later = _last(tmp_path, "Sectioned.v", SECTIONED)
     view = public_contexts(tasks, CoqChecker().proof_using)[id(later)]
     if declared:
         assert "Proof using.\nAdmitted." in view and "Proof using inhabited.\nAdmitted." in view
@@ -121,10 +116,7 @@ Proof. reflexivity. Qed.
 def test_a_defined_proof_in_a_section_declares_its_statements_variables(
         coqc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, declared: bool) -> None:
     monkeypatch.setattr(strip_module, "DECLARE_PROOF_USING", declared)
-    source = tmp_path / "Defined.v"
-    source.write_text(DEFINED, encoding="utf-8")
-    tasks = load_tasks([source], say=lambda line: None)
-    later = tasks[-1]
+    tasks, later = _last(tmp_path, "Defined.v", DEFINED)
     suggestions = CoqChecker().proof_using(later)
     assert [name for name, _ in suggestions] == ["other"]  # none for `sym`
     view = public_contexts(tasks, lambda task: suggestions)[id(later)]

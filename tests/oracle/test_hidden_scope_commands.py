@@ -9,7 +9,6 @@ the proof of ``Qred_correct`` stayed open in the view).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -36,16 +35,6 @@ Proof. rewrite Nat.mul_1_r. reflexivity. Qed.
 
 MIXED_PROOF = ("Proof. intros. Open Scope Z_scope. simpl. Local Close Scope Z_scope. "
                "Hint Resolve foo : core. auto. Qed.")
-
-
-@pytest.fixture(scope="module")
-def coqc(in_ci: bool) -> str:
-    found = shutil.which("coqc")
-    if found is None:
-        if in_ci:
-            pytest.fail("CI installs Coq (apt-get install coq), but coqc is not on PATH")
-        pytest.skip("coqc is not on PATH (Debian: apt-get install coq)")
-    return found
 
 
 def _compiles(coqc: str, tmp_path: Path, source: str, name: str) -> subprocess.CompletedProcess[str]:

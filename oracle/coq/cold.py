@@ -69,7 +69,8 @@ class CoqChecker:
         syntactically the reference's type (``constr_eq``).
         """
         reference = f"rrma_ref_{token}"
-        head = unsealed_context(task.context) + reference_declaration(task, reference) + task.statement + "\n" + script.opener + "\n"
+        head = (unsealed_context(task.context) + reference_declaration(task, reference) + task.statement + "\n"
+                + script.opener + "\n")
         body_line = head.count("\n") + 1
         text = head + script.body + "\n"
         qed_line = text.count("\n") + 3  # Locate, Show, then Qed
@@ -180,7 +181,8 @@ class CoqChecker:
         if not names:
             return {}
         token = secrets.token_hex(8)
-        text = unsealed_context(task.context) + "\n" + "".join(f"Locate rrma_at_{token}_{i}.\nLocate {n}.\n" for i, n in enumerate(names))
+        text = unsealed_context(task.context) + "\n" + "".join(f"Locate rrma_at_{token}_{i}.\nLocate {n}.\n"
+                                                            for i, n in enumerate(names))
         result = self._compile(task, text + closing_scopes(task), timeout_s=timeout_s, max_output_bytes=2**20)
         out = result.output.replace("\r\n", "\n")
         paths: dict[str, str] = {}

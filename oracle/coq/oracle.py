@@ -221,12 +221,13 @@ class CoqOracle(Oracle):
 def with_preload(tasks: Sequence[TheoremTask], preload: str,
                  coq_args: Sequence[str] = ()) -> tuple[list[TheoremTask], list[TheoremTask]]:
     """(``tasks`` with ``preload`` run after each context, right before the statement; the tasks left
-    without it). After, not before: the file's own proofs run as the file has them. CoqHammer's
-    ``Tactics`` loaded first changed how `intuition` and others behave in 9 stdlib files
-    (``MSets/MSetFacts.v``, ``Lists/ListSet.v``, ...), so their contexts stopped compiling part way
-    and no later theorem could be checked (round nine's sweep). A preload that loads a theorem's own
-    module (``Tactics`` loads List, Arith, ZArith, Bool) would make the original reachable, so that
-    theorem's context stays as its file has it; so does one whose loads Coq cannot tell."""
+    without it). After, not before: the file's own proofs run as the file has them. Loaded first,
+    CoqHammer's ``Tactics`` (which loads ssreflect, Program.Equality and Lia) made human proofs fail in
+    9 stdlib files ("No such goal" in ``Lists/ListSet.v``; ``MSets/MSetFacts.v``, ...), so their
+    contexts stopped compiling part way and no later theorem could be checked (round nine's sweep).
+    A preload that loads a theorem's own module (``Tactics`` loads List, Arith, ZArith, Bool) would
+    make the original reachable, so that theorem's context stays as its file has it; so does one
+    whose loads Coq cannot tell."""
     if not preload:
         return list(tasks), []
     preload = preload if preload.endswith("\n") else preload + "\n"

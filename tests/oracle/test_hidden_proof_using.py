@@ -9,7 +9,7 @@ using`` sentence, or the one Coq suggests for the original (``Set Suggest Proof 
 run per file; ``Proof using Type.`` for a ``Defined`` proof, for which Coq suggests none), before
 ``Admitted.`` (``oracle.strip_coq.DECLARE_PROOF_USING``). Also here: a module header with ``<: S with Module E := X``
 opens a module, and the cold checker, which must close every open module for ``coqc``, cuts the
-signature constraint of the modules it closes early (``unsealed_context``): 11 stdlib files had a
+signature constraint of the modules it closes early (``unsealed_context``): 12 stdlib files had a
 theorem before their module's last field.
 """
 

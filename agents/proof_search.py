@@ -234,10 +234,7 @@ class ProofSearchAgent(Agent):
             return None  # one search per theorem: its budget is spent
         record.searched = True
         prover = str(th.get("prover", "coq"))
-        task = TheoremTask(name=name, statement=str(th.get("statement", "")), context=str(th.get("context", "")),
-                           original_proof="", difficulty=str(th.get("difficulty", "unknown")),
-                           prover="lean" if prover == "lean" else "coq",  # the view names no source file
-                           noinit=bool(th.get("noinit", False)), module=str(th.get("module", "")))
+        task = TheoremTask.from_view(th)
         try:
             states = self._backend(prover, ctx.hidden)
         except Exception as exc:  # the prover is missing here: say so in the trace, propose nothing

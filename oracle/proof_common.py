@@ -52,6 +52,17 @@ class TheoremTask:
             data.pop(private)
         return data
 
+    @classmethod
+    def from_view(cls, view: dict[str, Any]) -> TheoremTask:
+        """The task an agent works on, from the view it is told (:meth:`public`, :func:`theorem_views`): its
+        name as proposals give it, no original proof and no source file."""
+        prover = str(view.get("prover", "coq"))
+        return cls(name=str(view["name"]), statement=str(view.get("statement", "")),
+                   context=str(view.get("context", "")), original_proof="",
+                   difficulty=str(view.get("difficulty", "unknown")),
+                   prover="lean" if prover == "lean" else "coq",  # the view names no source file
+                   noinit=bool(view.get("noinit", False)), module=str(view.get("module", "")))
+
 
 @dataclass
 class Verdict:

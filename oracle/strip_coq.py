@@ -381,11 +381,12 @@ def proof_commands(proof: str) -> list[str]:
 # used (Coq reads them off the proof term at `Qed`). An `Admitted.` proof has no term, so Coq keeps them
 # all: in Sorting/Permutation.v a lemma of `Section Permutation_map` (`Variable A B : Type.`) took an
 # extra `Type` argument, and a later proof outside the section no longer typechecked; in FSets/FMapList.v
-# the module's signature check failed at `End Make.` (about a dozen stdlib files: round nine's sweep). The hidden
-# view declares what the proof used before `Admitted.`: the proof's own `Proof using` sentence when it
-# has one, else the one Coq suggests for the original (``Set Suggest Proof Using``, given to
-# :func:`hidden_contexts` by the checker's side). It names section variables only, which the closed
-# theorem's type shows anyway. False restores the bare `Admitted.` (for tests).
+# the module's signature check failed at `End Make.` (about a dozen stdlib files: round nine's sweep).
+# The hidden view declares what the proof used before `Admitted.`: the proof's own `Proof using`
+# sentence when it has one, else the one Coq suggests for the original (``Set Suggest Proof Using``,
+# given to :func:`hidden_contexts` by the checker's side), else DEFINED_USING (below). It names section
+# variables only, which the closed theorem's type shows anyway. False restores the bare `Admitted.`
+# (for tests).
 DECLARE_PROOF_USING = True
 _PROOF_USING_RE = re.compile(r"^Proof\s+using(?![\w'])")
 _SUGGESTION_RE = re.compile(r"The proof of (?P<name>[\w'.]+)\s+should start with one of the following commands:"

@@ -97,8 +97,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "as written, earlier proofs included: Tactician's setting)")
     parser.add_argument("--hammer", action=argparse.BooleanOptionalAction, default=None,
                         help=f"load CoqHammer's tactics after every theorem's context, before its statement "
-                             f"({HAMMER_PRELOAD.strip()!r}, Debian's libcoq-hammer) and let the search agent try sauto/hauto (default: on for "
-                             "the search agent when CoqHammer is installed; --no-hammer turns it off)")
+                             f"({HAMMER_PRELOAD.strip()!r}, Debian's libcoq-hammer) and let the search agent try "
+                             "sauto/hauto (default: on for the search agent when CoqHammer is installed; --no-hammer "
+                             "turns it off)")
     parser.add_argument("--library-index", action=argparse.BooleanOptionalAction, default=None,
                         help="before the first theorem, index the human proofs of the stdlib files the sources "
                              "load (never the sources) where the search agent's library index lacks them "

@@ -76,8 +76,7 @@ def sweep_file(path: Path, *, hammer: bool = True, warm: bool = True, timeout_s:
         try:
             view = oracle.theorems()[-1]
             key = view["name"]
-            task = TheoremTask(name=oracle.tasks[key].name, statement=view["statement"], context=view["context"],
-                               original_proof="", prover="coq", module=view["module"], noinit=view["noinit"])
+            task = TheoremTask.from_view(view)  # as the proof search builds it
             states = CoqProofStates(hidden=oracle.held_out_for(key))
             try:
                 states.start(task, timeout_s=timeout_s)

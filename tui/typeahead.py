@@ -6,9 +6,11 @@ callback queued behind the keys already read). So in a burst (a paste, a fast ty
 already on its way to the table before the filter box took focus: ``/t0003`` opened the trace (``t``) and
 ``/alice⏎`` in the timeline opened a trial (issue 35). :class:`TypeAhead` keeps the order the person typed in:
 
-- after any key has been handled by the app (its binding run or not), later keys are held until the callbacks
-  that key's action queued (a ``focus()``, a screen pushed) have run; a screen pushed by it is waited for until
-  it has resumed and focused the widget it asked for;
+- after any key has been handled by the app (its binding run or not), later keys are held until the keys
+  forwarded before the hold began have come back up (or stopped on their way) and the callbacks that key's action
+  queued (a ``focus()``, a screen pushed) have run; a screen pushed by it is waited for until it has resumed and
+  focused the widget it asked for. Ending the hold sooner let a key typed after a paste (its Enter) overtake the
+  paste's last keys, still climbing from a busy table: ``/t0003⏎`` filtered by ``t00`` on a loaded machine;
 - a key that was forwarded to a widget which has since lost the focus reaches the app as a stale key: it is not
   matched against the bindings of the screen underneath but sent, in order, to the widget now focused;
 - held keys are then dispatched again from the app, as if they had just been typed.
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
 SCREEN_FOCUS_WAIT = 1.0  # seconds: the held keys go on after this even if a screen pushed never resumed
+HOLD_WAIT = 5.0  # seconds: the held keys go on after this even if a key's way up never drained (a widget closed)
 ROUTED_KEPT = 256  # keys remembered with the widget they were forwarded to (those stopped on the way never return)
 
 
@@ -48,6 +51,7 @@ class TypeAhead:
         self.routed: OrderedDict[int, tuple[events.Key, DOMNode]] = OrderedDict()  # id(key) -> (key, forwarded to)
         self._screen_wait: Screen[Any] | None = None  # a screen pushed by a key, whose focus is awaited
         self._timer: Timer | None = None
+        self._hold = 0  # which hold the queued callbacks belong to (one ended by its timer must not end the next)
 
     def target(self) -> DOMNode:
         """Where the app forwards a key now (Textual's rule: the focused widget, else the screen)."""
@@ -80,15 +84,48 @@ class TypeAhead:
         if self.holding:
             return
         self.holding = True
-        self.app.call_later(self._settle, screen_before)
+        self._hold += 1
+        self._timer = self.app.set_timer(HOLD_WAIT, self.release)
+        self._drain(self._in_flight(), self._hold, screen_before)
 
-    async def _settle(self, screen_before: Screen[Any]) -> None:
+    def _in_flight(self) -> list[DOMNode]:
+        """The widgets keys were forwarded to and have not come back from (or were stopped at), each once."""
+        nodes: list[DOMNode] = []
+        for _key, node in self.routed.values():
+            if node.is_attached and node not in nodes:
+                nodes.append(node)
+        return nodes
+
+    def _drain(self, nodes: list[DOMNode], hold: int, screen_before: Screen[Any]) -> None:
+        """Settle once every key already queued at ``nodes`` has come back to the app or stopped on its way.
+
+        A key climbs by being posted to each ancestor's queue in turn, and every queue runs in order, so a
+        callback sent up the same way (the widget, each ancestor, the app) arrives behind all of them."""
+        if not nodes:
+            self.app.call_later(self._settle, screen_before, hold)
+            return
+        path = [nodes[0], *nodes[0].ancestors]  # the ancestors end with the app
+
+        def step(at: int) -> None:
+            while at < len(path):
+                if path[at].call_later(step, at + 1):
+                    return
+                at += 1  # a widget closed meanwhile: its keys are gone, go on from its parent
+            self._drain(nodes[1:], hold, screen_before)
+
+        step(0)
+
+    async def _settle(self, screen_before: Screen[Any], hold: int) -> None:
+        if hold != self._hold or not self.holding:
+            return  # its hold ended by the timer (a newer one may be on)
         screen = self.app.screen
         if screen is not screen_before and screen.focused is None:
             # a screen just pushed focuses a widget when it resumes (focus_moved), or never: its own queue says
             # when it has resumed (a callback behind its ScreenResume), then the app's queue runs the focus()
             # its on_mount asked for; the timer only covers a screen that goes before it ever resumes
             self._screen_wait = screen
+            if self._timer is not None:
+                self._timer.stop()
             self._timer = self.app.set_timer(SCREEN_FOCUS_WAIT, self.release)
             screen.call_later(self.app.call_later, self._screen_resumed, screen)
             return

@@ -8,6 +8,7 @@ the driver back to back, as a terminal delivers a paste; the tmux test sends the
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import sys
@@ -123,3 +124,37 @@ def test_a_pasted_filter_in_a_real_terminal_opens_nothing(tmp_path: Path) -> Non
         tmux.quit_cleanly()
     finally:
         subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
+
+
+@pytest.mark.asyncio
+async def test_a_key_typed_after_the_hold_waits_for_the_burst_still_on_its_way(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race CI met in a real terminal: under load the burst's last keys were still on their way back from the
+    table when the hold ended, so the Enter typed after them reached the filter box first (``t00`` was applied and
+    ``03`` fell to the table). A table slow with keys makes the race certain; Enter is typed the moment the hold
+    ends."""
+    runs = tmp_path / "runs"
+    make_run(runs, "demo-run", trials=12)
+    app = RRMAApp(runs, runs / "demo-run", reviewer="carol", clock=fixed_clock)
+
+    async def slow_key(self: LineTable, event: events.Key) -> None:
+        await asyncio.sleep(0.05)  # a busy table (a redraw, a loaded machine): keys bubble back late
+
+    monkeypatch.setattr(LineTable, "_on_key", slow_key, raising=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        release = app.typeahead.release
+        typed: list[bool] = []
+
+        async def release_then_enter() -> None:
+            await release()
+            if not typed:
+                typed.append(True)
+                burst(app, "enter")  # typed by the person after the paste; it arrives now
+
+        monkeypatch.setattr(app.typeahead, "release", release_then_enter)
+        burst(app, "slash", "t", "0", "0", "0", "3")
+        await wait_until(pilot, lambda: bool(typed) and screen.text_filter != "")
+        await pilot.pause(0.5)
+        assert screen.text_filter == "t0003"
+        assert app.screen is screen, f"the burst opened {type(app.screen).__name__}"

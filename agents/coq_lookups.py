@@ -1,12 +1,13 @@
 """Lookups the Coq search makes once per scope and keeps: commutativity lemmas, induction principles,
-decision lemmas (issue 33, round four), and the argument-free tactics a context defines.
+decision lemmas (issue 33, round four), and the tactics a context defines (argument-free, or taking one or two
+terms: round ten).
 
 Each comes from Coq itself (``Search`` in the theorem's own session, so the scope's notations and
 loaded libraries decide the answer) or from the context's text; none names a file or a lemma. The
 answers are kept in the scope's :class:`ScopeFacts`, shared by the theorems whose sessions load the
 same libraries and whose contexts read the same scope sentences (``CoqTactics._scope_key``), and
 each theorem may ask Coq at most a few times (the ``MAX_*_QUERIES``). The switches (``COMMUTE``,
-``CONTEXT_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``) exist for the tests that show each rule's
+``CONTEXT_TACTICS``, ``CONTEXT_ARG_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``, ``SPEC_SPLITS``) exist for the tests that show each rule's
 effect against real ``coqtop`` with it off and on (tests/agents/test_proof_search_scope.py).
 """
 
@@ -53,6 +54,14 @@ _CONTEXT_NOTATION = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\
                                r"(?:\(\s*at\s+level\s+\d+\s*\)\s*)?(?P<words>(?:\"[A-Za-z_][\w']*\"\s*)+):=")
 MAX_CONTEXT_TACTICS = 6  # the context's own argument-free tactics offered at each state (the latest defined)
 CONTEXT_TACTICS = True  # a switch for tests: False offers none (the search before the rule)
+# `Ltac destruct_max n := ...`, `Tactic Notation "case_on" constr(x) := ...`: a tactic of one or two terms
+_CONTEXT_LTAC_ARGS = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?Ltac\s+(?P<name>[A-Za-z_][\w']*)"
+                                r"(?P<params>(?:\s+[A-Za-z_][\w']*){1,2})\s*:=")
+_CONTEXT_NOTATION_ARGS = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?Tactic\s+Notation\s+"
+                                    r"(?:\(\s*at\s+level\s+\d+\s*\)\s*)?(?P<words>(?:\"[A-Za-z_][\w']*\"\s*)+)"
+                                    r"(?P<params>(?:(?:constr|ident)\(\s*[A-Za-z_][\w']*\s*\)\s*){1,2}):=")
+MAX_CONTEXT_ARG_TACTICS = 3  # the context's own tactics of one or two terms offered at each state (the latest)
+CONTEXT_ARG_TACTICS = True  # a switch for tests: False offers none of them (the search before round ten)
 
 
 def context_tactics(sentences: Iterable[str]) -> list[str]:
@@ -70,6 +79,24 @@ def context_tactics(sentences: Iterable[str]) -> list[str]:
         if m is not None:
             out.append(" ".join(re.findall(r'"([^"]+)"', m.group("words"))) + ".")
     return list(dict.fromkeys(reversed(out)))[:MAX_CONTEXT_TACTICS]
+
+
+def context_arg_tactics(sentences: Iterable[str]) -> list[tuple[str, int]]:
+    """The tactics a theorem's context defines that take one or two terms, as (the words that call it, how
+    many terms), the latest defined first: ``Ltac destruct_max n := destruct (le_ge_cases 0 n); ...`` is
+    ``("destruct_max", 1)``. A file writes such a tactic for the case analyses its own proofs repeat; the
+    search calls it on the goal's local values (:meth:`agents.coq_tactics.CoqTactics.candidates`). An Ltac
+    parameter may stand for a tactic or a hypothesis instead: that call fails at once, and costs one run."""
+    out: list[tuple[str, int]] = []
+    for code in sentences:
+        m = _CONTEXT_LTAC_ARGS.match(code)
+        if m is not None:
+            out.append((m.group("name"), len(m.group("params").split())))
+            continue
+        m = _CONTEXT_NOTATION_ARGS.match(code)
+        if m is not None:
+            out.append((" ".join(re.findall(r'"([^"]+)"', m.group("words"))), m.group("params").count("(")))
+    return list(dict.fromkeys(reversed(out)))[:MAX_CONTEXT_ARG_TACTICS]
 
 
 MAX_INDUCTION_QUERIES = 3  # `Search (forall P : T -> _, _)` calls per theorem (each answer kept for the scope)
@@ -105,10 +132,16 @@ MAX_DECIDE_QUERIES = 2  # `Search ({_} + {_}) T` / `Search (_ \/ _) T` rounds pe
 DECIDE = True  # a switch for tests: False offers no case split on a decision lemma
 
 
+SPEC_TYPES = ("CompareSpec ", "BoolSpec ")  # the prelude's case-splitting specifications (Init/Datatypes.v)
+SPEC_SPLITS = True  # a switch for tests: False keeps no lemma of the SPEC_TYPES (the search before round ten)
+
+
 def decision_lemmas(type_name: str, found: Iterable[Premise]) -> tuple[Premise, ...]:
     """Of the lemmas Coq's ``Search`` found, those that split on one or two values of ``type_name`` and
     nothing else: ``forall x [y] : T, {A} + {B}`` or ``... , A \\/ B`` with no premise (``Z.eq_dec``,
-    ``Zeven_odd_dec``, ``Z.lt_trichotomy``); one per statement shape (module copies dropped)."""
+    ``Zeven_odd_dec``, ``Z.lt_trichotomy``), or one of the prelude's specification types (``CompareSpec``,
+    ``BoolSpec``: ``compare_spec``, whose cases rewrite ``compare x y`` in the goal; round ten); one per
+    statement shape (module copies dropped)."""
     out: dict[str, Premise] = {}
     for premise in found:
         text = " ".join(premise.statement.split())
@@ -117,7 +150,7 @@ def decision_lemmas(type_name: str, found: Iterable[Premise]) -> tuple[Premise, 
         if m is None or "->" in m.group("concl") or "forall" in m.group("concl"):
             continue
         concl = m.group("concl")
-        if not (re.fullmatch(r"\{.*\} \+ \{.*\}", concl) or "\\/" in concl):
+        if not (re.fullmatch(r"\{.*\} \+ \{.*\}", concl) or "\\/" in concl or (SPEC_SPLITS and concl.startswith(SPEC_TYPES))):
             continue
         shape = re.sub(r"\b[A-Z][\w']*\.", "", text)
         if shape not in out or len(premise.name) < len(out[shape].name):
@@ -210,12 +243,15 @@ class ScopeLookups:
 
     def deciders(self, typ: str) -> tuple[Premise, ...]:
         """The decision lemmas on values of ``typ`` here (:func:`decision_lemmas` of Coq's
-        ``Search ({_} + {_}) T`` and ``Search (_ \\/ _) T``); none for a type that is not a plain name."""
+        ``Search ({_} + {_}) T``, ``Search (_ \\/ _) T`` and a search for each of the :data:`SPEC_TYPES`); none for
+        a type that is not a plain name."""
         typ = " ".join(typ.split())
         if not DECIDE or not plain_type(typ):
             return ()
         return tuple(self._kept("decide", self.facts.deciders, typ, MAX_DECIDE_QUERIES, lambda: decision_lemmas(
             typ, [p for p in [*self._searched(f"({{_}} + {{_}}) {typ}", 300), *self._searched(f"(_ \\/ _) {typ}", 300),
+                              *self._searched(f"(CompareSpec _ _ _ _) {typ}", 100),
+                              *self._searched(f"(BoolSpec _ _ _) {typ}", 100),
                               *(self.facts.included or ())]
                   if not self._own(p)])))
 

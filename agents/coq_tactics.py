@@ -39,6 +39,7 @@ from agents.coq_lookups import (
     ScopeFacts,
     ScopeLookups,
     commute_operators,
+    context_arg_tactics,
     context_tactics,
     leading_arity,
     plain_type,
@@ -331,6 +332,7 @@ class CoqTactics(TacticSource):
         if self.included:
             self.library_index = self.library_index.add(self.included)
         self.own_tactics = context_tactics(codes or ()) if coq_lookups.CONTEXT_TACTICS else []
+        self.arg_tactics = context_arg_tactics(codes or ()) if coq_lookups.CONTEXT_ARG_TACTICS else []
         if self.facts.module_tactics is None:
             self.facts.module_tactics = module_tactics(states, self.modules)
         self.own_tactics += [t for t in self.facts.module_tactics if t not in self.own_tactics]
@@ -626,11 +628,24 @@ class CoqTactics(TacticSource):
         out.extend(self._commute_candidates(concl, hyps))
         out.extend(self._decide_candidates(goal_text, hyps))
         out.extend(Candidate(t, 0.6 + 0.03 * k) for k, t in enumerate(self.own_tactics))
+        out.extend(self._arg_tactic_candidates(hyps))
         for suggester in self.suggesters:
             out.extend(suggester.candidates(self.task, state))
         out = self._cases_on_inductives(out, {**dict(hyps), **dict(binder_types)}, local_types)
         out = self._known_names(out, {n for n, _ in hyps} | {n for n, _ in binder_types})
         return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
+
+    def _arg_tactic_candidates(self, hyps: list[tuple[str, str]]) -> list[Candidate]:
+        """The context's own tactics of one or two terms (:func:`agents.coq_lookups.context_arg_tactics`) on the
+        latest two local values (``destruct_max n.``; a pair each way for two terms), two calls per tactic."""
+        if not self.arg_tactics:
+            return []
+        values = [name for name, typ in hyps if plain_type(typ) and not _is_prop(typ)][-2:][::-1]
+        out: list[Candidate] = []
+        for k, (words, arity) in enumerate(self.arg_tactics):
+            args = [(v,) for v in values] if arity == 1 else [(a, b) for a in values for b in values if a != b]
+            out.extend(Candidate(f"{words} {' '.join(a)}.", 0.65 + 0.05 * k + 0.02 * j) for j, a in enumerate(args[:2]))
+        return out
 
     def _library_unfolds(self, concl: str, local: set[str]) -> list[str]:
         """The constants the conclusion applies by name, then those the theorem's statement names, that are

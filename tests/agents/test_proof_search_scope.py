@@ -354,6 +354,38 @@ def test_a_tactic_the_file_defines_is_offered(monkeypatch: pytest.MonkeyPatch, r
         assert not any(t[1] in ("p_tac.", "p again.") for t in result.tree["tries"])
 
 
+PAIRS = ("Section S.\nVariable P : nat -> Prop.\nHypothesis P0 : P 0.\nHypothesis P1 : P 1.\n"
+         "Hypothesis PS : forall n, P n -> P (S (S n)).\n"
+         "Ltac pairs x := cut (P x /\\ P (S x)); [tauto | induction x as [|x IH]; "
+         "[split; [exact P0 | exact P1] | split; [tauto | apply PS; tauto]]].\n"
+         "Ltac seek_both x y := idtac.\n"
+         'Tactic Notation "at_value" constr(x) := idtac.\n')
+
+
+def test_context_arg_tactics_lists_those_of_one_or_two_terms_latest_first() -> None:
+    assert coq_lookups.context_arg_tactics(_codes(PAIRS)) == [("at_value", 1), ("seek_both", 2), ("pairs", 1)]
+    assert coq_lookups.context_arg_tactics(_codes(OWN_TACTIC)) == [("takes_one", 1)]
+    assert coq_lookups.context_arg_tactics(_codes("Ltac a := idtac.\nLtac b x y z := idtac.\n")) == []
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_tactic_of_a_term_the_file_defines_is_called_on_the_local_values(monkeypatch: pytest.MonkeyPatch,
+                                                                          rule: bool) -> None:
+    """`forall k, P k` where P holds at 0 and 1 and two steps on: plain induction on `k` leaves `P (S k)` from
+    `P k`, which does not follow; the file's `pairs x` (an induction on `P x /\\ P (S x)`) does it. With the rule
+    the search calls `pairs k` after `intros` and proves it; without it the goal stays open (round ten: the
+    `destruct_max n` of `ZSgnAbs.v`)."""
+    monkeypatch.setattr(coq_lookups, "CONTEXT_ARG_TACTICS", rule)
+    result, _ = _rules_search(_task("all_p", "Lemma all_p : forall k : nat, P k.", PAIRS), 300)
+    called = [t for t in result.tree["tries"] if t[1].startswith("pairs ")]
+    if rule:
+        assert result.proof is not None and result.tactics is not None, result.last_error
+        assert any(t.startswith("pairs ") for t in result.tactics), result.tactics
+    else:
+        assert result.proof is None and not called
+
+
 # ----------------------------------------------------------------------------- 6. induction principles besides the type's own
 
 def test_induction_principles_keeps_those_induction_using_can_take() -> None:
@@ -417,6 +449,31 @@ def test_decision_lemmas_keeps_splits_on_values_of_the_type() -> None:
              Premise("Nat.eq_dec", "forall n m : nat, {n = m} + {n <> m}")]
     names = [p.name for p in coq_lookups.decision_lemmas("Z", found)]
     assert names == ["Z.eq_dec", "Zeven_odd_dec", "Z.lt_trichotomy", "Znumtheory.prime_dec", "Z.max_spec"]
+    specs = [Premise("Z.compare_spec", "forall x y : Z, CompareSpec (x = y) (x < y) (y < x) (Z.compare x y)"),
+             Premise("Z.leb_spec0", "forall x y : Z, BoolSpec (x <= y) (y < x) (Z.leb x y)"),
+             Premise("Z.compare_antisym", "forall n m : Z, Z.compare m n = CompOpp (Z.compare n m)")]
+    assert [p.name for p in coq_lookups.decision_lemmas("Z", specs)] == ["Z.compare_spec", "Z.leb_spec0"]
+
+
+SPECIFIED = ("Section S.\nVariable cmp : nat -> nat -> comparison.\n"
+             "Hypothesis cmp_spec : forall x y : nat, CompareSpec (x = y) (x < y) (y < x) (cmp x y).\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_case_split_on_a_compare_spec_is_offered(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`cmp x y = Eq -> x = y` where a section lemma says what `cmp x y` is in each case (a `CompareSpec`,
+    as `compare_spec` does in every ordered structure): `destruct (cmp_spec x y)` rewrites `cmp x y` to `Eq`,
+    `Lt`, `Gt` and each case closes. Without the rule no candidate splits on it and the goal stays open."""
+    monkeypatch.setattr(coq_lookups, "SPEC_SPLITS", rule)
+    result, _ = _rules_search(_task("cmp_eq", "Lemma cmp_eq : forall x y : nat, cmp x y = Eq -> x = y.", SPECIFIED),
+                              1500, seconds=60)
+    split = [t for t in result.tree["tries"] if t[1].startswith("destruct (cmp_spec")]
+    if rule:
+        assert result.proof is not None and result.tactics is not None, result.last_error
+        assert any(t.startswith("destruct (cmp_spec") for t in result.tactics), result.tactics
+    else:
+        assert result.proof is None and not split
 
 
 @needs_coq

@@ -329,6 +329,17 @@ OWN_TACTIC = ("Section S.\nVariable P : nat -> Prop.\nHypothesis HP : forall n, 
               'Tactic Notation "p" "again" := apply (HP 5).\n')
 
 
+def _proved_by_the_rule(result: SearchResult, rule: bool, step: str) -> None:
+    """With the rule on the proof takes a step that starts with ``step``; with it off no such step is even tried
+    and the goal stays open."""
+    if rule:
+        assert result.proof is not None and result.tactics is not None, result.last_error
+        assert any(t.startswith(step) for t in result.tactics), result.tactics
+    else:
+        assert result.proof is None
+        assert not any(t[1].startswith(step) for t in result.tree["tries"])
+
+
 def _codes(context: str) -> list[str]:
     return [u.code for u in split_sentences(context)]
 
@@ -378,12 +389,7 @@ def test_a_tactic_of_a_term_the_file_defines_is_called_on_the_local_values(monke
     `destruct_max n` of `ZSgnAbs.v`)."""
     monkeypatch.setattr(coq_lookups, "CONTEXT_ARG_TACTICS", rule)
     result, _ = _rules_search(_task("all_p", "Lemma all_p : forall k : nat, P k.", PAIRS), 300)
-    called = [t for t in result.tree["tries"] if t[1].startswith("pairs ")]
-    if rule:
-        assert result.proof is not None and result.tactics is not None, result.last_error
-        assert any(t.startswith("pairs ") for t in result.tactics), result.tactics
-    else:
-        assert result.proof is None and not called
+    _proved_by_the_rule(result, rule, "pairs ")
 
 
 # ----------------------------------------------------------------------------- 6. induction principles besides the type's own
@@ -468,12 +474,7 @@ def test_a_case_split_on_a_compare_spec_is_offered(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(coq_lookups, "SPEC_SPLITS", rule)
     result, _ = _rules_search(_task("cmp_eq", "Lemma cmp_eq : forall x y : nat, cmp x y = Eq -> x = y.", SPECIFIED),
                               1500, seconds=60)
-    split = [t for t in result.tree["tries"] if t[1].startswith("destruct (cmp_spec")]
-    if rule:
-        assert result.proof is not None and result.tactics is not None, result.last_error
-        assert any(t.startswith("destruct (cmp_spec") for t in result.tactics), result.tactics
-    else:
-        assert result.proof is None and not split
+    _proved_by_the_rule(result, rule, "destruct (cmp_spec")
 
 
 @needs_coq

@@ -7,8 +7,9 @@ loaded libraries decide the answer) or from the context's text; none names a fil
 answers are kept in the scope's :class:`ScopeFacts`, shared by the theorems whose sessions load the
 same libraries and whose contexts read the same scope sentences (``CoqTactics._scope_key``), and
 each theorem may ask Coq at most a few times (the ``MAX_*_QUERIES``). The switches (``COMMUTE``,
-``CONTEXT_TACTICS``, ``CONTEXT_ARG_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``, ``SPEC_SPLITS``) exist for the tests that show each rule's
-effect against real ``coqtop`` with it off and on (tests/agents/test_proof_search_scope.py).
+``CONTEXT_TACTICS``, ``CONTEXT_ARG_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``, ``SPEC_SPLITS``) exist for the
+tests that show each rule's effect against real ``coqtop`` with it off and on
+(tests/agents/test_proof_search_scope.py).
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def induction_principles(type_name: str, found: Iterable[Premise], limit: int = 
     return tuple(name for _, _, name in sorted(best.values()))[:limit]
 
 
-MAX_DECIDE_QUERIES = 2  # `Search ({_} + {_}) T` / `Search (_ \/ _) T` rounds per theorem (each kept for the scope)
+MAX_DECIDE_QUERIES = 2  # rounds of the deciders' `Search`es (`{_} + {_}`, `_ \/ _`, the SPEC_TYPES) per
+# theorem (each round's answer kept for the scope)
 DECIDE = True  # a switch for tests: False offers no case split on a decision lemma
 
 
@@ -150,7 +152,8 @@ def decision_lemmas(type_name: str, found: Iterable[Premise]) -> tuple[Premise, 
         if m is None or "->" in m.group("concl") or "forall" in m.group("concl"):
             continue
         concl = m.group("concl")
-        if not (re.fullmatch(r"\{.*\} \+ \{.*\}", concl) or "\\/" in concl or (SPEC_SPLITS and concl.startswith(SPEC_TYPES))):
+        splits = re.fullmatch(r"\{.*\} \+ \{.*\}", concl) or "\\/" in concl
+        if not (splits or (SPEC_SPLITS and concl.startswith(SPEC_TYPES))):
             continue
         shape = re.sub(r"\b[A-Z][\w']*\.", "", text)
         if shape not in out or len(premise.name) < len(out[shape].name):

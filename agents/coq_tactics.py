@@ -644,7 +644,8 @@ class CoqTactics(TacticSource):
         out: list[Candidate] = []
         for k, (words, arity) in enumerate(self.arg_tactics):
             args = [(v,) for v in values] if arity == 1 else [(a, b) for a in values for b in values if a != b]
-            out.extend(Candidate(f"{words} {' '.join(a)}.", 0.65 + 0.05 * k + 0.02 * j) for j, a in enumerate(args[:2]))
+            out.extend(Candidate(f"{words} {' '.join(a)}.", 0.65 + 0.05 * k + 0.02 * j)
+                       for j, a in enumerate(args[:2]))
         return out
 
     def _library_unfolds(self, concl: str, local: set[str]) -> list[str]:

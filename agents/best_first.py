@@ -456,7 +456,8 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                     raise ProofStateError("too little time left to restart")
                 states.start(task, timeout_s=left)
             except ProofStateError as exc:
-                last_error = f"the prover's session was lost and not restarted: {exc}"
+                last_error = (f"the prover's session was lost at depth {node.depth} (by {cand.tactic!r}, which did not "
+                              f"stop at its timeout) and not restarted: {exc}")
                 stop.append("session lost")
                 return None
         tactics_source.observe(cand, result)

@@ -1,13 +1,13 @@
 """Lookups the Coq search makes once per scope and keeps: commutativity lemmas, induction principles,
-decision lemmas (issue 33, round four), and the tactics a context defines (argument-free, or taking one or two
-terms: round ten).
+decision lemmas (issue 33, round four), the tactics a context defines (argument-free, or taking one or two
+terms: round ten), and transitivity lemmas (round eleven).
 
 Each comes from Coq itself (``Search`` in the theorem's own session, so the scope's notations and
 loaded libraries decide the answer) or from the context's text; none names a file or a lemma. The
 answers are kept in the scope's :class:`ScopeFacts`, shared by the theorems whose sessions load the
 same libraries and whose contexts read the same scope sentences (``CoqTactics._scope_key``), and
 each theorem may ask Coq at most a few times (the ``MAX_*_QUERIES``). The switches (``COMMUTE``,
-``CONTEXT_TACTICS``, ``CONTEXT_ARG_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``, ``SPEC_SPLITS``) exist for the
+``CONTEXT_TACTICS``, ``CONTEXT_ARG_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``, ``SPEC_SPLITS``, ``TRANSITIVE``) exist for the
 tests that show each rule's effect against real ``coqtop`` with it off and on
 (tests/agents/test_proof_search_scope.py).
 """
@@ -37,9 +37,11 @@ class ScopeFacts:
     inductions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> induction principles besides its own
     deciders: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # type -> its case-splitting lemmas
     included: tuple[Premise, ...] | None = None  # what the open modules' `Include`s brought in (agents/coq_scope.py)
-    module_tactics: tuple[str, ...] | None = None  # the innermost open module's argument-free tactics (the same)
+    # the innermost open module's tactics, as (name, how many terms it takes) (the same)
+    module_tactics: tuple[tuple[str, int], ...] | None = None
     located: dict[str, str | None] = field(default_factory=dict)  # an assumption's name -> `Locate`'s full name
     opaque: set[str] = field(default_factory=set)  # constants Coq said `unfold` cannot unfold here
+    transitive: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # relation pattern -> its chain lemmas
 
 
 # infix operators whose commutativity lemma the search looks up (`Search (?a + ?b = ?b + ?a)`), and how a
@@ -177,6 +179,100 @@ def commute_operators(concl: str, local_names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(op for _, op in sorted(found)))
 
 
+# a step through a transitivity lemma (round eleven): `n < m` from `H : n <= p` is `eapply le_lt_trans;
+# [eassumption | ]` and a goal `p < m` left over
+TRANSITIVE = True  # a switch for tests: False offers no such step (the search before round eleven)
+MAX_TRANS_QUERIES = 2  # `Search (_ ?a ?b -> _ ?b ?c -> ?a < ?c)` calls per theorem (each answer kept for the scope)
+RELATION_INFIX = frozenset({"<=", "<", ">=", ">", "==", "===", "≤", "≥"})
+_NOT_RELATIONS = frozenset({"not", "eq", "iff", "and", "or", "forall", "exists", "fun", "match", "let", "if"})
+_CONNECTIVES = frozenset({"->", "→", "<->", "/\\", "\\/", "=", "<>", ",", ":", "|", "=>"})
+
+
+def _top_words(text: str) -> list[str]:
+    """``text`` cut at its spaces outside brackets: ``P n < S (P m)`` is ``[P, n, <, S, (P m)]``."""
+    words: list[str] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch == " " and depth == 0:
+            if i > start:
+                words.append(text[start:i])
+            start = i + 1
+    if start < len(text):
+        words.append(text[start:])
+    return words
+
+
+def relation_of(text: str, local_names: Iterable[str] = ()) -> tuple[str, str, str] | None:
+    """A proposition that relates two terms by a relation a transitivity lemma may chain, as (the relation as a
+    ``Search`` pattern of two holes, the left term, the right term): ``P n < m`` is ``("?a < ?c", "P n", "m")``,
+    ``Qle x (y + z)`` is ``("Qle ?a ?c", "x", "(y + z)")``. None for an equation (``rewrite`` chains those),
+    a connective, a product, or a relation that is a local name (``R x y`` with ``R`` a hypothesis)."""
+    words = _top_words(" ".join(text.split()))
+    if not words or words[0] in _NOT_RELATIONS or words[0].startswith("~") \
+            or any(w in _CONNECTIVES or w.endswith(",") for w in words):
+        return None
+    ops = [k for k, w in enumerate(words) if w in RELATION_INFIX]
+    if len(ops) == 1 and 0 < ops[0] < len(words) - 1:
+        k = ops[0]
+        return f"?a {words[k]} ?c", " ".join(words[:k]), " ".join(words[k + 1:])
+    if ops:
+        return None
+    local = set(local_names)
+    if len(words) == 3 and re.fullmatch(r"[A-Za-z_][\w'.]*", words[0]) and words[0] not in local \
+            and words[0] not in _NOT_RELATIONS:
+        return f"{words[0]} ?a ?c", words[1], words[2]
+    return None
+
+
+def premises_of(statement: str) -> tuple[list[str], str] | None:
+    """A statement ``forall x y : T, A -> B -> C`` as ([A, B], C) (its top-level arrows after its leading
+    binders); None when something other than plain binders comes first."""
+    text = " ".join(statement.split())
+    m = re.match(r"(?:forall|∀)\s+(?P<binders>[^,]*),\s*", text)
+    body = text[m.end():] if m is not None else text
+    if m is not None and re.search(r"[^\w'():\s.]", m.group("binders")):
+        return None
+    parts: list[str] = []
+    depth, start, i = 0, 0, 0
+    while i < len(body):
+        ch = body[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and body.startswith("->", i):
+            parts.append(body[start:i].strip())
+            start = i + 2
+            i += 1
+        i += 1
+    parts.append(body[start:].strip())
+    return parts[:-1], parts[-1]
+
+
+def transitivity_lemmas(pattern: str, found: Iterable[Premise]) -> tuple[Premise, ...]:
+    """Of the lemmas Coq's ``Search`` found, those that chain two relations into the relation ``pattern``
+    (:func:`relation_of`) with no other premise: ``forall n m p, n <= m -> m < p -> n < p``; one per
+    statement shape (module copies dropped), shortest name first."""
+    out: dict[str, Premise] = {}
+    for premise in found:
+        split = premises_of(premise.statement)
+        if split is None or len(split[0]) != 2:
+            continue
+        first, second, concl = relation_of(split[0][0]), relation_of(split[0][1]), relation_of(split[1])
+        if first is None or second is None or concl is None or concl[0] != pattern:
+            continue
+        if not (first[1] == concl[1] and first[2] == second[1] and second[2] == concl[2]):
+            continue
+        shape = re.sub(r"\b[A-Z][\w']*\.", "", " ".join(premise.statement.split()))
+        if shape not in out or len(premise.name) < len(out[shape].name):
+            out[shape] = premise
+    return tuple(sorted(out.values(), key=lambda p: len(p.name)))
+
+
 def plain_type(typ: str) -> bool:
     """A type named by one (possibly qualified) identifier, not a sort: ``positive``, ``Z``, ``N.t``."""
     typ = " ".join(typ.split())
@@ -257,6 +353,15 @@ class ScopeLookups:
                               *self._searched(f"(BoolSpec _ _ _) {typ}", 100),
                               *(self.facts.included or ())]
                   if not self._own(p)])))
+
+    def transitive(self, pattern: str) -> tuple[Premise, ...]:
+        """The transitivity lemmas into the relation ``pattern`` here (:func:`transitivity_lemmas` of Coq's
+        ``Search (_ ?a ?b -> _ ?b ?c -> ?a < ?c)``, and of what an open functor's ``Include``s brought in)."""
+        if not TRANSITIVE or not pattern:
+            return ()
+        return tuple(self._kept("trans", self.facts.transitive, pattern, MAX_TRANS_QUERIES, lambda: transitivity_lemmas(
+            pattern, [p for p in [*self._searched(f"(_ ?a ?b -> _ ?b ?c -> {pattern})", 100),
+                                  *(self.facts.included or ())] if not self._own(p)])))
 
     def _searched(self, query: str, limit: int) -> list[Premise]:
         return list(self.search(query, limit=limit)) if self.search is not None else []

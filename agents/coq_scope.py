@@ -37,6 +37,8 @@ __all__ = ["OpenModule", "included_premises", "module_tactics", "open_modules", 
 PARAMETER_FIELDS = True  # a switch for tests: False vetoes a proof resting on a functor parameter's fields
 INCLUDED = True  # a switch for tests: False leaves what `Include` brought in out of premise selection
 MAX_MODULE_TACTICS = 4  # the open module's argument-free tactics offered at each state
+MAX_MODULE_ARG_TACTICS = 4  # the open module's tactics of one or two terms offered at each state (round eleven)
+MODULE_ARG_TACTICS = True  # a switch for tests: False offers none of those (the search before round eleven)
 MAX_INCLUDED = 1500  # premises read from one scope's included modules
 
 # a statement that is only a type (`t -> t -> t`, `bool`): a function or a carrier, nothing to apply
@@ -68,12 +70,17 @@ def included_premises(states: Any, modules: Sequence[OpenModule]) -> tuple[Premi
     return tuple(out.values())
 
 
-def module_tactics(states: Any, modules: Sequence[OpenModule]) -> tuple[str, ...]:
-    """The argument-free tactics the innermost open module has (its own and its ``Include``s':
-    ``nzsimpl.``, ``order'.`` in a ``Numbers`` functor, ``states.module_tactics``), as tactic sentences:
-    a library's functors write them for their proofs, as a file writes its own; at most
-    :data:`MAX_MODULE_TACTICS`, none named ``Private_...``."""
-    found = getattr(states, "module_tactics", None)
+def module_tactics(states: Any, modules: Sequence[OpenModule]) -> tuple[tuple[str, int], ...]:
+    """The tactics the innermost open module has (its own and its ``Include``s': ``nzsimpl``, ``order'``,
+    ``cases n`` in a ``Numbers`` functor, ``states.module_tactic_signatures``), as (name, how many terms it
+    takes): a library's functors write them for their proofs, as a file writes its own. At most
+    :data:`MAX_MODULE_TACTICS` argument-free ones and :data:`MAX_MODULE_ARG_TACTICS` taking one or two terms
+    (round eleven: ``NBase.v``'s ``cases n`` and ``induct n`` begin NOrder.v's proofs), none named
+    ``Private_...``."""
+    found = getattr(states, "module_tactic_signatures", None)
     if not INCLUDED or found is None or not modules or not modules[-1].includes:
         return ()
-    return tuple(f"{n}." for n in found(modules[-1].name) if "Private" not in n)[:MAX_MODULE_TACTICS]
+    named = [(n, k) for n, k in found(modules[-1].name) if "Private" not in n]
+    plain = [(n, 0) for n, k in named if k == 0][:MAX_MODULE_TACTICS]
+    taking = [(n, k) for n, k in named if k > 0][:MAX_MODULE_ARG_TACTICS] if MODULE_ARG_TACTICS else []
+    return (*plain, *taking)

@@ -43,6 +43,8 @@ from agents.coq_lookups import (
     context_tactics,
     leading_arity,
     plain_type,
+    premises_of,
+    relation_of,
 )
 from agents.coq_scope import included_premises, module_tactics, open_modules, parameter_field
 from agents.llm_tactics import LLMTactics
@@ -198,6 +200,7 @@ _SCOPE_SENTENCE = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+
 _QUALIFIED_HEAD = re.compile(r"^[A-Z][\w']*(?:\.[A-Za-z_][\w']*)+(?=[\s;|.]|$)")
 _REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+)\s*\.$")
 MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
+MAX_TRANS_STEPS = 4  # steps through a transitivity lemma offered at one state (agents.coq_lookups.TRANSITIVE)
 # a case analysis on a variable whose type is not an inductive type: Coq's answer
 _NOT_INDUCTIVE = re.compile(r"Not an inductive (?:product|definition|type)|is not an inductive type")
 _CASE_ANALYSIS = re.compile(r"^(?:revert [^;]*;\s*)?(?:induction|destruct|elim|case)\s+(?P<var>[A-Za-z_][\w']*)"
@@ -335,7 +338,8 @@ class CoqTactics(TacticSource):
         self.arg_tactics = context_arg_tactics(codes or ()) if coq_lookups.CONTEXT_ARG_TACTICS else []
         if self.facts.module_tactics is None:
             self.facts.module_tactics = module_tactics(states, self.modules)
-        self.own_tactics += [t for t in self.facts.module_tactics if t not in self.own_tactics]
+        self.own_tactics += [f"{n}." for n, k in self.facts.module_tactics if k == 0 and f"{n}." not in self.own_tactics]
+        self.arg_tactics += [(n, k) for n, k in self.facts.module_tactics if k > 0 and (n, k) not in self.arg_tactics]
 
     # -- the last resort: CoqHammer's `hammer` (its ATPs) on the statement, with the seconds kept back
 
@@ -627,6 +631,7 @@ class CoqTactics(TacticSource):
         out.extend(self._concl_candidates(state, concl, hyps))
         out.extend(self._commute_candidates(concl, hyps))
         out.extend(self._decide_candidates(goal_text, hyps))
+        out.extend(self._trans_candidates(concl, hyps))
         out.extend(Candidate(t, 0.6 + 0.03 * k) for k, t in enumerate(self.own_tactics))
         out.extend(self._arg_tactic_candidates(hyps))
         for suggester in self.suggesters:
@@ -636,8 +641,8 @@ class CoqTactics(TacticSource):
         return self._bundled([c for c in self._filter(out) if not self.loops(node, c.tactic)])
 
     def _arg_tactic_candidates(self, hyps: list[tuple[str, str]]) -> list[Candidate]:
-        """The context's own tactics of one or two terms (:func:`agents.coq_lookups.context_arg_tactics`) on the
-        latest two local values (``destruct_max n.``; a pair each way for two terms), two calls per tactic."""
+        """The context's own tactics of one or two terms (:func:`agents.coq_lookups.context_arg_tactics`), then the
+        open functor's (:func:`agents.coq_scope.module_tactics`: ``cases n``), on the latest two local values (``destruct_max n.``; a pair each way for two terms), two calls per tactic."""
         if not self.arg_tactics:
             return []
         values = [name for name, typ in hyps if plain_type(typ) and not _is_prop(typ)][-2:][::-1]
@@ -760,6 +765,29 @@ class CoqTactics(TacticSource):
                 out.extend(Candidate(f"destruct ({lemma.name} {' '.join(a)}).", 1.1 + 0.1 * k)
                            for a in args[:2])
         return out
+
+    def _trans_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
+        """A step through a transitivity lemma whose one premise a hypothesis gives (round eleven): for the
+        goal ``P n < m`` and ``H : n < m``, ``eapply le_lt_trans; [ | eassumption].`` leaves ``P n <= n``
+        (:meth:`ScopeLookups.transitive`). A lemma is offered on the side whose relation is a hypothesis's,
+        for the latest three hypotheses; at most :data:`MAX_TRANS_STEPS` steps."""
+        goal = relation_of(concl, [n for n, _ in hyps])
+        if goal is None:
+            return []
+        given = {rel[0] for _, t in hyps[::-1][:3] if (rel := relation_of(t)) is not None}
+        if not given:
+            return []
+        out: list[Candidate] = []
+        for lemma in self.lookups.transitive(goal[0]):
+            split = premises_of(lemma.statement)
+            if split is None:
+                continue
+            first, second = (relation_of(p) for p in split[0])
+            if first is not None and first[0] in given:
+                out.append(Candidate(f"eapply {lemma.name}; [eassumption | ].", 0.9 + 0.05 * len(out), source="rule"))
+            if second is not None and second[0] in given:
+                out.append(Candidate(f"eapply {lemma.name}; [ | eassumption].", 0.9 + 0.05 * len(out), source="rule"))
+        return out[:MAX_TRANS_STEPS]
 
     def _commute_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """Turn an operator of the conclusion around (``rewrite Z.add_comm.``, :meth:`ScopeLookups.commutes`),

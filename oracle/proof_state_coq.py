@@ -375,25 +375,34 @@ class CoqProofStates:
         return parse_checks(reply.text, names)
 
     def module_tactics(self, module: str, timeout_s: float = 10.0, limit: int = 400) -> list[str]:
-        """The argument-free Ltac tactics of the open module ``module`` (its own and those its ``Include``s
-        brought in: ``nzsimpl``, ``order'`` in a ``Numbers`` functor): ``Print Ltac Signatures`` for the
-        names that take no argument, ``Locate Ltac`` of each for the ones defined in ``module``. Empty when
-        Coq does not say."""
+        """The argument-free Ltac tactics of the open module ``module`` (:meth:`module_tactic_signatures`)."""
+        return [name for name, arity in self.module_tactic_signatures(module, timeout_s, limit) if arity == 0]
+
+    def module_tactic_signatures(self, module: str, timeout_s: float = 10.0,
+                                 limit: int = 400) -> list[tuple[str, int]]:
+        """The Ltac tactics of the open module ``module`` (its own and those its ``Include``s brought in:
+        ``nzsimpl``, ``order'``, ``cases n``, ``double_induct n m`` in a ``Numbers`` functor) that take at most
+        two arguments, as (name, how many): ``Print Ltac Signatures`` for the names and their parameters,
+        ``Locate Ltac`` of each for the ones defined in ``module``. Empty when Coq does not say."""
         if not COQ_NAME.fullmatch(module):
             return []
         deadline = time.monotonic() + timeout_s
         try:
             printed = self._send("Print Ltac Signatures.", deadline)
-            names = [line.strip() for line in _PROMPT.sub("", printed.text).split("\n")
-                     if re.fullmatch(r"\s*[A-Za-z_][\w']*\s*", line)][:limit]
-            if printed.errors or not names:
+            signatures: dict[str, int] = {}
+            for line in _PROMPT.sub("", printed.text).split("\n"):
+                m = re.fullmatch(r"\s*(?P<name>[A-Za-z_][\w']*)(?P<params>(?:\s+[A-Za-z_][\w']*){0,2})\s*", line)
+                if m is not None and len(signatures) < limit:
+                    signatures.setdefault(m.group("name"), len(m.group("params").split()))
+            if printed.errors or not signatures:
                 return []
-            located = self._send("\n".join(f"Locate Ltac {n}." for n in names), deadline)
+            located = self._send("\n".join(f"Locate Ltac {n}." for n in signatures), deadline)
         except ProofStateError:
             return []
         paths = re.findall(r"^Ltac\s+(\S+)", _PROMPT.sub("", located.text), re.M)
         inside = re.compile(rf"(?:^|\.){re.escape(module)}\.(?P<name>[A-Za-z_][\w']*)$")
-        return list(dict.fromkeys(m.group("name") for p in paths if (m := inside.search(p)) and m.group("name") in names))
+        names = dict.fromkeys(m.group("name") for p in paths if (m := inside.search(p)) and m.group("name") in signatures)
+        return [(name, signatures[name]) for name in names]
 
     def locate(self, name: str, timeout_s: float = 5.0) -> str | None:
         """The full name ``Locate`` gives the constant ``name`` denotes here (``N.zero`` for a functor

@@ -65,6 +65,15 @@ def test_a_lost_session_is_restarted_and_the_search_goes_on() -> None:
     assert states.starts == 2 and result.proof == "done."
 
 
+def test_a_session_lost_too_late_to_restart_names_the_tactic_that_lost_it() -> None:
+    """With less than RESTART_MIN_S left the search stops; its report says which tactic the session was lost by."""
+    states = ScriptedStates({"hang.": ("error", 0.1), "done.": ("proved", 0.1)}, lost="hang.")
+    result = best_first_search(states, TASK, lambda root: Table([Candidate("hang.", 0.1), Candidate("done.", 0.5)]),
+                               SearchBudget(seconds=search.RESTART_MIN_S - 1, max_checks=40), clock=states.clock)
+    assert states.starts == 1 and result.proof is None and result.reason == "session lost"
+    assert "by 'hang.'" in result.last_error and "too little time left to restart" in result.last_error
+
+
 def test_if_conditions_are_read_whole() -> None:
     concl = "(if P ((a + b) / 2) then a else (a + b) / 2) <= (if Nat.eqb n 0 then 1 else 2)"
     assert if_scrutinees(concl) == ["P ((a + b) / 2)", "Nat.eqb n 0"]

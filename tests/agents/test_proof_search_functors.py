@@ -22,6 +22,7 @@ import shutil
 import pytest
 from coq_search import coq_search
 
+import agents.coq_lookups as coq_lookups
 import agents.coq_scope as coq_scope
 from agents.best_first import SearchResult
 from agents.coq_tactics import CoqTactics, premise_pattern
@@ -165,6 +166,31 @@ def test_a_commutativity_lemma_the_functor_included_is_found(monkeypatch: pytest
     assert ("le_gt_cases" in deciders) is rule, deciders  # a case split on `n <= m \/ m < n`
     # the functor's own argument-free tactics (NZBase's `nzsimpl`), offered like a file's own
     assert ("nzsimpl." in tactics.own_tactics) is rule, tactics.own_tactics
+
+
+# a tactic of one term that a functor defines and the target includes (as NBase.v's `cases n` reaches NOrder.v)
+PAIRED = ("Module Type PS.\nParameter P : nat -> Prop.\nAxiom P0 : P 0.\nAxiom P1 : P 1.\n"
+          "Axiom PSS : forall n, P n -> P (S (S n)).\nEnd PS.\n"
+          "Module Tacs (Import M : PS).\n"
+          "Ltac pairs x := cut (P x /\\ P (S x)); [tauto | induction x as [|x IH]; "
+          "[split; [exact P0 | exact P1] | split; [tauto | apply PSS; tauto]]].\nEnd Tacs.\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_tactic_of_one_term_the_functor_included_is_offered(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """Every `P k` from `P 0`, `P 1` and a two-step rule needs a two-step induction, which the included functor
+    writes as `pairs x`: `Print Ltac Signatures` and `Locate Ltac` place it in the open module with its one
+    parameter, and the search calls it on `k`. Without the rule (the file's own tactics off in both, so only the
+    module's lookup can offer it) the goal stays open."""
+    monkeypatch.setattr(coq_lookups, "CONTEXT_ARG_TACTICS", False)
+    monkeypatch.setattr(coq_scope, "MODULE_ARG_TACTICS", rule)
+    context = PAIRED + "Module Target (Import M : PS).\nInclude Tacs M.\n"
+    task = TheoremTask("all_p", "Lemma all_p : forall k : nat, P k.", context, "", prover="coq")
+    result = _search(task, max_checks=300)
+    assert (result.reason == "proved") is rule, (result.reason, result.last_error)
+    if rule:
+        assert "pairs k." in (result.tactics or ()), result.tactics
 
 
 @needs_coq

@@ -493,6 +493,44 @@ def test_a_case_split_on_a_decision_lemma_is_offered(monkeypatch: pytest.MonkeyP
         assert not any(t[1].startswith("destruct (PQ_dec") for t in result.tree["tries"])
 
 
+def test_transitivity_lemmas_keeps_the_chains_into_the_relation() -> None:
+    from oracle.proof_state import Premise
+
+    assert coq_lookups.relation_of("P n < m") == ("?a < ?c", "P n", "m")
+    assert coq_lookups.relation_of("Qle x (y + z)") == ("Qle ?a ?c", "x", "(y + z)")
+    for not_one in ("a = b", "~ x < y", "forall x, x < y", "x < y < z", "A /\\ B", "R x y"):
+        assert coq_lookups.relation_of(not_one, ["R"]) is None, not_one
+    found = [Premise("Nat.le_lt_trans", "forall n m p : nat, n <= m -> m < p -> n < p"),
+             Premise("PeanoNat.Nat.le_lt_trans", "forall n m p : nat, n <= m -> m < p -> n < p"),
+             Premise("Nat.lt_stepr", "forall x y z : nat, x < y -> y = z -> x < z"),
+             Premise("Nat.lt_trans", "forall n m p : nat, n < m -> m < p -> n < p"),
+             Premise("pos_trans", "forall n m p : nat, 0 < n -> n < m -> m < p -> n < p"),
+             Premise("turned", "forall n m p : nat, n <= m -> p < m -> n < p"),
+             Premise("Nat.le_trans", "forall n m p : nat, n <= m -> m <= p -> n <= p")]
+    assert [p.name for p in coq_lookups.transitivity_lemmas("?a < ?c", found)] == ["Nat.lt_trans", "Nat.le_lt_trans"]
+    assert [p.name for p in coq_lookups.transitivity_lemmas("?a <= ?c", found)] == ["Nat.le_trans"]
+
+
+# an order whose chain lemma only a search over the scope finds: the statements nearest the goal (by its symbols,
+# `lt` and `P`) are the distractors, so neither `auto using` nor `eapply` of the ranked premises reaches it
+CHAINED = ("Parameter t : Type.\nParameters le lt : t -> t -> Prop.\nParameter P : t -> t.\n"
+           "Axiom le_lt_tr : forall n m p : t, le n m -> lt m p -> lt n p.\n"
+           "Axiom le_P : forall n : t, le (P n) n.\n"
+           + "".join(f"Axiom d{k} : forall n : t, le (P n) (P n) -> lt (P n) (P n) -> lt ({'P (' * k}n{')' * k}) (P n).\n"
+                     for k in range(2, 12)))
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_step_through_a_transitivity_lemma_is_offered(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`lt (P n) m` from `H : lt n m`: Coq's `Search (_ ?a ?b -> _ ?b ?c -> lt ?a ?c)` finds `le_lt_tr`, whose second
+    premise is `H`'s relation, and `eapply le_lt_tr; [ | eassumption]` leaves `le (P n) n` (NOrder.v's `lt_lt_pred`:
+    `apply le_lt_trans with n`). Without the rule nothing takes that step and the goal stays open."""
+    monkeypatch.setattr(coq_lookups, "TRANSITIVE", rule)
+    result, _ = _rules_search(_task("lt_P", "Lemma lt_P : forall n m : t, lt n m -> lt (P n) m.", CHAINED), 1500)
+    _proved_by_the_rule(result, rule, "eapply le_lt_tr; [ | eassumption]")
+
+
 # ----------------------------------------------------------------------------- 8. a library's own axioms
 
 @needs_coq

@@ -188,7 +188,7 @@ _NOT_RELATIONS = frozenset({"not", "eq", "iff", "and", "or", "forall", "exists",
 _CONNECTIVES = frozenset({"->", "→", "<->", "/\\", "\\/", "=", "<>", ",", ":", "|", "=>"})
 
 
-def _top_words(text: str) -> list[str]:
+def top_words(text: str) -> list[str]:
     """``text`` cut at its spaces outside brackets: ``P n < S (P m)`` is ``[P, n, <, S, (P m)]``."""
     words: list[str] = []
     depth, start = 0, 0
@@ -211,7 +211,7 @@ def relation_of(text: str, local_names: Iterable[str] = ()) -> tuple[str, str, s
     ``Search`` pattern of two holes, the left term, the right term): ``P n < m`` is ``("?a < ?c", "P n", "m")``,
     ``Qle x (y + z)`` is ``("Qle ?a ?c", "x", "(y + z)")``. None for an equation (``rewrite`` chains those),
     a connective, a product, or a relation that is a local name (``R x y`` with ``R`` a hypothesis)."""
-    words = _top_words(" ".join(text.split()))
+    words = top_words(" ".join(text.split()))
     if not words or words[0] in _NOT_RELATIONS or words[0].startswith("~") \
             or any(w in _CONNECTIVES or w.endswith(",") for w in words):
         return None

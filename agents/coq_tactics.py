@@ -45,6 +45,7 @@ from agents.coq_lookups import (
     plain_type,
     premises_of,
     relation_of,
+    top_words,
 )
 from agents.coq_scope import included_premises, module_tactics, open_modules, parameter_field
 from agents.llm_tactics import LLMTactics
@@ -200,6 +201,7 @@ _SCOPE_SENTENCE = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+
 _QUALIFIED_HEAD = re.compile(r"^[A-Z][\w']*(?:\.[A-Za-z_][\w']*)+(?=[\s;|.]|$)")
 _REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+)\s*\.$")
 MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
+WITNESSES = True  # a switch for tests: False offers no `exists v` nor `red` on a bracketed notation (round eleven)
 MAX_TRANS_STEPS = 4  # steps through a transitivity lemma offered at one state (agents.coq_lookups.TRANSITIVE)
 # a case analysis on a variable whose type is not an inductive type: Coq's answer
 _NOT_INDUCTIVE = re.compile(r"Not an inductive (?:product|definition|type)|is not an inductive type")
@@ -575,6 +577,9 @@ class CoqTactics(TacticSource):
             out.append(Candidate("right.", 0.7))
         if concl.startswith(("exists", "{")):
             out.append(Candidate("eexists.", 0.8))
+            if WITNESSES:  # a witness named: the latest two local values, then `0` and `1` (round eleven)
+                values = [n for n, t in hyps if plain_type(t) and not _is_prop(t)][-2:][::-1]
+                out.extend(Candidate(f"exists {v}.", 0.85 + 0.03 * k) for k, v in enumerate([*values, "0", "1"]))
         if re.match(r"^[^=]*\S \S[^=]* = [^=]*\S \S", concl):
             out.append(Candidate("f_equal.", 0.9))
         head = re.match(r"^(?:~\s*)?\(?\s*(?P<head>[A-Za-z_][\w'.]*)", concl)
@@ -583,6 +588,9 @@ class CoqTactics(TacticSource):
             # the conclusion is an applied constant (`Un_growing u`, `continuity f`): unfold it
             out.append(Candidate("red.", 0.6))
             out.append(Candidate(f"unfold {head.group('head')}.", 0.7))
+        elif WITNESSES and len(top_words(concl)) == 1 and concl.startswith("("):
+            # the whole conclusion is one bracketed notation (`(n | m)`, divisibility): `red` shows its definition
+            out.append(Candidate("red.", 0.6))
         used = set(tokens(goal_text))
         for name in self.definitions:
             if name in used or name.split(".")[-1] in used:

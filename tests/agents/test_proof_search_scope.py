@@ -531,6 +531,26 @@ def test_a_step_through_a_transitivity_lemma_is_offered(monkeypatch: pytest.Monk
     _proved_by_the_rule(result, rule, "eapply le_lt_tr; [ | eassumption]")
 
 
+# divisibility as the Numbers functors write it: a bracketed notation over an `exists`
+DIVIDES = ("Parameter t : Type.\nParameter mul : t -> t -> t.\nParameters zero one : t.\n"
+           "Axiom one_mul : forall n : t, mul one n = n.\nAxiom mul_zero : forall n : t, mul zero n = zero.\n"
+           "Definition divides (a b : t) := exists c, b = mul c a.\n"
+           "Notation \"( a | b )\" := (divides a b) (at level 0, a at level 99) : type_scope.\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_bracketed_notation_is_unfolded_and_its_witness_named(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`(n | n)` and `(n | zero)` (NZGcd.v's `divide_refl`, `divide_0_r`): no rule read a conclusion that is one
+    bracketed notation over local values, so nothing unfolded it. With the rule `red` shows the `exists`, which
+    `eauto` closes here (in NZGcd.v a named witness did: `exists n.`, `exists 0.`, `exists 1.`); without it both
+    stay open."""
+    monkeypatch.setattr(coq_tactics, "WITNESSES", rule)
+    for name, statement in (("div_refl", "forall n : t, (n | n)"), ("div_zero", "forall n : t, (n | zero)")):
+        result, _ = _rules_search(_task(name, f"Lemma {name} : {statement}.", DIVIDES), 400)
+        _proved_by_the_rule(result, rule, "red.")
+
+
 # ----------------------------------------------------------------------------- 8. a library's own axioms
 
 @needs_coq

@@ -188,22 +188,29 @@ _NOT_RELATIONS = frozenset({"not", "eq", "iff", "and", "or", "forall", "exists",
 _CONNECTIVES = frozenset({"->", "→", "<->", "/\\", "\\/", "=", "<>", ",", ":", "|", "=>"})
 
 
-def top_words(text: str) -> list[str]:
-    """``text`` cut at its spaces outside brackets: ``P n < S (P m)`` is ``[P, n, <, S, (P m)]``."""
-    words: list[str] = []
-    depth, start = 0, 0
-    for i, ch in enumerate(text):
+def split_top(text: str, sep: str) -> list[str]:
+    """``text`` cut at each ``sep`` outside brackets: ``split_top("P n < S (P m)", " ")`` is
+    ``["P", "n", "<", "S", "(P m)"]``; the pieces are stripped, empty ones dropped."""
+    parts: list[str] = []
+    depth, start, i = 0, 0, 0
+    while i < len(text):
+        ch = text[i]
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth = max(0, depth - 1)
-        elif ch == " " and depth == 0:
-            if i > start:
-                words.append(text[start:i])
-            start = i + 1
-    if start < len(text):
-        words.append(text[start:])
-    return words
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i].strip())
+            start = i + len(sep)
+            i += len(sep) - 1
+        i += 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def top_words(text: str) -> list[str]:
+    """``text`` cut at its spaces outside brackets (:func:`split_top`)."""
+    return split_top(text, " ")
 
 
 def relation_of(text: str, local_names: Iterable[str] = ()) -> tuple[str, str, str] | None:
@@ -236,21 +243,8 @@ def premises_of(statement: str) -> tuple[list[str], str] | None:
     body = text[m.end():] if m is not None else text
     if m is not None and re.search(r"[^\w'():\s.]", m.group("binders")):
         return None
-    parts: list[str] = []
-    depth, start, i = 0, 0, 0
-    while i < len(body):
-        ch = body[i]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth = max(0, depth - 1)
-        elif depth == 0 and body.startswith("->", i):
-            parts.append(body[start:i].strip())
-            start = i + 2
-            i += 1
-        i += 1
-    parts.append(body[start:].strip())
-    return parts[:-1], parts[-1]
+    parts = split_top(body, "->")
+    return (parts[:-1], parts[-1]) if parts else None
 
 
 def transitivity_lemmas(pattern: str, found: Iterable[Premise]) -> tuple[Premise, ...]:

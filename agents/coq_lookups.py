@@ -7,7 +7,8 @@ loaded libraries decide the answer) or from the context's text; none names a fil
 answers are kept in the scope's :class:`ScopeFacts`, shared by the theorems whose sessions load the
 same libraries and whose contexts read the same scope sentences (``CoqTactics._scope_key``), and
 each theorem may ask Coq at most a few times (the ``MAX_*_QUERIES``). The switches (``COMMUTE``,
-``CONTEXT_TACTICS``, ``CONTEXT_ARG_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``, ``SPEC_SPLITS``, ``TRANSITIVE``) exist for the
+``CONTEXT_TACTICS``, ``CONTEXT_ARG_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``, ``SPEC_SPLITS``, ``TRANSITIVE``)
+exist for the
 tests that show each rule's effect against real ``coqtop`` with it off and on
 (tests/agents/test_proof_search_scope.py).
 """

@@ -340,7 +340,8 @@ class CoqTactics(TacticSource):
         self.arg_tactics = context_arg_tactics(codes or ()) if coq_lookups.CONTEXT_ARG_TACTICS else []
         if self.facts.module_tactics is None:
             self.facts.module_tactics = module_tactics(states, self.modules)
-        self.own_tactics += [f"{n}." for n, k in self.facts.module_tactics if k == 0 and f"{n}." not in self.own_tactics]
+        self.own_tactics += [f"{n}." for n, k in self.facts.module_tactics
+                             if k == 0 and f"{n}." not in self.own_tactics]
         self.arg_tactics += [(n, k) for n, k in self.facts.module_tactics if k > 0 and (n, k) not in self.arg_tactics]
 
     # -- the last resort: CoqHammer's `hammer` (its ATPs) on the statement, with the seconds kept back
@@ -650,7 +651,8 @@ class CoqTactics(TacticSource):
 
     def _arg_tactic_candidates(self, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """The context's own tactics of one or two terms (:func:`agents.coq_lookups.context_arg_tactics`), then the
-        open functor's (:func:`agents.coq_scope.module_tactics`: ``cases n``), on the latest two local values (``destruct_max n.``; a pair each way for two terms), two calls per tactic."""
+        open functor's (:func:`agents.coq_scope.module_tactics`: ``cases n``), on the latest two local values
+        (``destruct_max n.``; a pair each way for two terms), two calls per tactic."""
         if not self.arg_tactics:
             return []
         values = [name for name, typ in hyps if plain_type(typ) and not _is_prop(typ)][-2:][::-1]

@@ -401,7 +401,8 @@ class CoqProofStates:
             return []
         paths = re.findall(r"^Ltac\s+(\S+)", _PROMPT.sub("", located.text), re.M)
         inside = re.compile(rf"(?:^|\.){re.escape(module)}\.(?P<name>[A-Za-z_][\w']*)$")
-        names = dict.fromkeys(m.group("name") for p in paths if (m := inside.search(p)) and m.group("name") in signatures)
+        names = dict.fromkeys(m.group("name") for p in paths
+                              if (m := inside.search(p)) and m.group("name") in signatures)
         return [(name, signatures[name]) for name in names]
 
     def locate(self, name: str, timeout_s: float = 5.0) -> str | None:

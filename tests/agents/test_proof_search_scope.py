@@ -516,8 +516,8 @@ def test_transitivity_lemmas_keeps_the_chains_into_the_relation() -> None:
 CHAINED = ("Parameter t : Type.\nParameters le lt : t -> t -> Prop.\nParameter P : t -> t.\n"
            "Axiom le_lt_tr : forall n m p : t, le n m -> lt m p -> lt n p.\n"
            "Axiom le_P : forall n : t, le (P n) n.\n"
-           + "".join(f"Axiom d{k} : forall n : t, le (P n) (P n) -> lt (P n) (P n) -> lt ({'P (' * k}n{')' * k}) (P n).\n"
-                     for k in range(2, 12)))
+           + "".join(f"Axiom d{k} : forall n : t, le (P n) (P n) -> lt (P n) (P n) -> "
+                     f"lt ({'P (' * k}n{')' * k}) (P n).\n" for k in range(2, 12)))
 
 
 @needs_coq

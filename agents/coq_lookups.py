@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from oracle.proof_state import Premise
 
@@ -42,7 +42,7 @@ class ScopeFacts:
     module_tactics: tuple[tuple[str, int], ...] | None = None
     located: dict[str, str | None] = field(default_factory=dict)  # an assumption's name -> `Locate`'s full name
     opaque: set[str] = field(default_factory=set)  # constants Coq said `unfold` cannot unfold here
-    transitive: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # relation pattern -> its chain lemmas
+    transitive: dict[str, tuple[Chain, ...]] = field(default_factory=dict)  # relation pattern -> its chain lemmas
 
 
 # infix operators whose commutativity lemma the search looks up (`Search (?a + ?b = ?b + ?a)`), and how a
@@ -248,11 +248,19 @@ def premises_of(statement: str) -> tuple[list[str], str] | None:
     return (parts[:-1], parts[-1]) if parts else None
 
 
-def transitivity_lemmas(pattern: str, found: Iterable[Premise]) -> tuple[Premise, ...]:
+class Chain(NamedTuple):
+    """A transitivity lemma, with the relations of its two premises as :func:`relation_of` writes them."""
+
+    lemma: Premise
+    first: str
+    second: str
+
+
+def transitivity_lemmas(pattern: str, found: Iterable[Premise]) -> tuple[Chain, ...]:
     """Of the lemmas Coq's ``Search`` found, those that chain two relations into the relation ``pattern``
     (:func:`relation_of`) with no other premise: ``forall n m p, n <= m -> m < p -> n < p``; one per
     statement shape (module copies dropped), shortest name first."""
-    out: dict[str, Premise] = {}
+    out: dict[str, Chain] = {}
     for premise in found:
         split = premises_of(premise.statement)
         if split is None or len(split[0]) != 2:
@@ -263,9 +271,9 @@ def transitivity_lemmas(pattern: str, found: Iterable[Premise]) -> tuple[Premise
         if not (first[1] == concl[1] and first[2] == second[1] and second[2] == concl[2]):
             continue
         shape = re.sub(r"\b[A-Z][\w']*\.", "", " ".join(premise.statement.split()))
-        if shape not in out or len(premise.name) < len(out[shape].name):
-            out[shape] = premise
-    return tuple(sorted(out.values(), key=lambda p: len(p.name)))
+        if shape not in out or len(premise.name) < len(out[shape].lemma.name):
+            out[shape] = Chain(premise, first[0], second[0])
+    return tuple(sorted(out.values(), key=lambda c: len(c.lemma.name)))
 
 
 def plain_type(typ: str) -> bool:
@@ -349,7 +357,7 @@ class ScopeLookups:
                               *(self.facts.included or ())]
                   if not self._own(p)])))
 
-    def transitive(self, pattern: str) -> tuple[Premise, ...]:
+    def transitive(self, pattern: str) -> tuple[Chain, ...]:
         """The transitivity lemmas into the relation ``pattern`` here (:func:`transitivity_lemmas` of Coq's
         ``Search (_ ?a ?b -> _ ?b ?c -> ?a < ?c)``, and of what an open functor's ``Include``s brought in)."""
         if not TRANSITIVE or not pattern:

@@ -43,7 +43,6 @@ from agents.coq_lookups import (
     context_tactics,
     leading_arity,
     plain_type,
-    premises_of,
     relation_of,
     top_words,
 )
@@ -183,6 +182,12 @@ def _binds(tactic: str, name: str) -> bool:
 
 def _is_prop(typ: str) -> bool:
     return bool(_PROP_HINT.search(typ)) or typ.startswith(("forall", "exists", "~"))
+
+
+def _latest_values(hyps: Sequence[tuple[str, str]]) -> list[str]:
+    """The latest two local values (not proofs, not types) of a state, the latest first: what the context's
+    tactics of one or two terms are called on and what an ``exists`` is offered as its witness."""
+    return [name for name, typ in hyps if plain_type(typ) and not _is_prop(typ)][-2:][::-1]
 
 
 # tactics a context may lack (lia needs Lia; the Init files run without the prelude; sauto needs
@@ -579,8 +584,8 @@ class CoqTactics(TacticSource):
         if concl.startswith(("exists", "{")):
             out.append(Candidate("eexists.", 0.8))
             if WITNESSES:  # a witness named: the latest two local values, then `0` and `1` (round eleven)
-                values = [n for n, t in hyps if plain_type(t) and not _is_prop(t)][-2:][::-1]
-                out.extend(Candidate(f"exists {v}.", 0.85 + 0.03 * k) for k, v in enumerate([*values, "0", "1"]))
+                out.extend(Candidate(f"exists {v}.", 0.85 + 0.03 * k)
+                           for k, v in enumerate([*_latest_values(hyps), "0", "1"]))
         if re.match(r"^[^=]*\S \S[^=]* = [^=]*\S \S", concl):
             out.append(Candidate("f_equal.", 0.9))
         head = re.match(r"^(?:~\s*)?\(?\s*(?P<head>[A-Za-z_][\w'.]*)", concl)
@@ -655,7 +660,7 @@ class CoqTactics(TacticSource):
         (``destruct_max n.``; a pair each way for two terms), two calls per tactic."""
         if not self.arg_tactics:
             return []
-        values = [name for name, typ in hyps if plain_type(typ) and not _is_prop(typ)][-2:][::-1]
+        values = _latest_values(hyps)
         out: list[Candidate] = []
         for k, (words, arity) in enumerate(self.arg_tactics):
             args = [(v,) for v in values] if arity == 1 else [(a, b) for a in values for b in values if a != b]
@@ -788,15 +793,13 @@ class CoqTactics(TacticSource):
         if not given:
             return []
         out: list[Candidate] = []
-        for lemma in self.lookups.transitive(goal[0]):
-            split = premises_of(lemma.statement)
-            if split is None:
-                continue
-            first, second = (relation_of(p) for p in split[0])
-            if first is not None and first[0] in given:
-                out.append(Candidate(f"eapply {lemma.name}; [eassumption | ].", 0.9 + 0.05 * len(out), source="rule"))
-            if second is not None and second[0] in given:
-                out.append(Candidate(f"eapply {lemma.name}; [ | eassumption].", 0.9 + 0.05 * len(out), source="rule"))
+        for chain in self.lookups.transitive(goal[0]):
+            if chain.first in given:
+                out.append(Candidate(f"eapply {chain.lemma.name}; [eassumption | ].", 0.9 + 0.05 * len(out),
+                                     source="rule"))
+            if chain.second in given:
+                out.append(Candidate(f"eapply {chain.lemma.name}; [ | eassumption].", 0.9 + 0.05 * len(out),
+                                     source="rule"))
         return out[:MAX_TRANS_STEPS]
 
     def _commute_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:

@@ -374,10 +374,6 @@ class CoqProofStates:
             return []
         return parse_checks(reply.text, names)
 
-    def module_tactics(self, module: str, timeout_s: float = 10.0, limit: int = 400) -> list[str]:
-        """The argument-free Ltac tactics of the open module ``module`` (:meth:`module_tactic_signatures`)."""
-        return [name for name, arity in self.module_tactic_signatures(module, timeout_s, limit) if arity == 0]
-
     def module_tactic_signatures(self, module: str, timeout_s: float = 10.0,
                                  limit: int = 400) -> list[tuple[str, int]]:
         """The Ltac tactics of the open module ``module`` (its own and those its ``Include``s brought in:

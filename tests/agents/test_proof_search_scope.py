@@ -507,8 +507,9 @@ def test_transitivity_lemmas_keeps_the_chains_into_the_relation() -> None:
              Premise("pos_trans", "forall n m p : nat, 0 < n -> n < m -> m < p -> n < p"),
              Premise("turned", "forall n m p : nat, n <= m -> p < m -> n < p"),
              Premise("Nat.le_trans", "forall n m p : nat, n <= m -> m <= p -> n <= p")]
-    assert [p.name for p in coq_lookups.transitivity_lemmas("?a < ?c", found)] == ["Nat.lt_trans", "Nat.le_lt_trans"]
-    assert [p.name for p in coq_lookups.transitivity_lemmas("?a <= ?c", found)] == ["Nat.le_trans"]
+    assert [(c.lemma.name, c.first, c.second) for c in coq_lookups.transitivity_lemmas("?a < ?c", found)] == [
+        ("Nat.lt_trans", "?a < ?c", "?a < ?c"), ("Nat.le_lt_trans", "?a <= ?c", "?a < ?c")]
+    assert [c.lemma.name for c in coq_lookups.transitivity_lemmas("?a <= ?c", found)] == ["Nat.le_trans"]
 
 
 # an order whose chain lemma only a search over the scope finds: the statements nearest the goal (by its symbols,

@@ -43,6 +43,7 @@ from agents.coq_lookups import (
     context_tactics,
     leading_arity,
     plain_type,
+    premises_of,
     relation_of,
     top_words,
 )
@@ -206,6 +207,11 @@ _SCOPE_SENTENCE = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+
 _QUALIFIED_HEAD = re.compile(r"^[A-Z][\w']*(?:\.[A-Za-z_][\w']*)+(?=[\s;|.]|$)")
 _REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+)\s*\.$")
 MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
+HYPOTHESIS_RANK = True  # a switch for tests: False ranks the lemmas a conclusion's shape found by their symbols only
+RANKED_PER_PATTERN = 40  # the lemmas kept per shape, by their symbols, before the hypotheses rank them
+GENERAL_PATTERNS = True  # a switch for tests: False searches the goal's pattern only, not its generalisation
+# a name or numeral of a pattern (general_pattern decides which are leaves)
+_WORD = re.compile(r"(?<![\w'.])(?:\d+|[A-Za-z][\w']*(?:\.[A-Za-z_][\w']*)*)(?![\w'.])")
 WITNESSES = True  # a switch for tests: False offers no `exists v` nor `red` on a bracketed notation (round eleven)
 MAX_TRANS_STEPS = 4  # steps through a transitivity lemma offered at one state (agents.coq_lookups.TRANSITIVE)
 # a case analysis on a variable whose type is not an inductive type: Coq's answer
@@ -258,6 +264,64 @@ def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
     if not re.search(r"[^\s_()=]", out):  # holes only (`_ = _`): every equation would match
         return ""
     return out
+
+
+def general_pattern(pattern: str) -> str:
+    """``pattern`` with its constant leaves as holes too (``_ * _ <= _ * _`` for ``_ * _ <= 0 * _``): a lemma
+    stated for any value (``m * p <= n * p``) has no ``0`` for ``Search`` to match, yet ``apply`` instantiates
+    it (round twelve). A leaf is a numeral, or a name no argument follows; "" when no leaf changed, or when
+    fewer than two symbols are left (``_ < _`` matches every lemma of the relation)."""
+    def leaf(m: re.Match[str]) -> str:
+        before, after = pattern[:m.start()].rstrip(), pattern[m.end():].lstrip()
+        argument = before[-1:] in ("_", ")", "'") or before[-1:].isalnum()  # a term before it: `mul zero _`
+        applied = after[:1] == "(" or after[:1] == "_" or after[:1].isalnum()  # a term after it: `S _`
+        return "_" if argument or not applied else m.group(0)
+
+    out = _WORD.sub(leaf, pattern)
+    if out == pattern or len(re.findall(r"[^\s_()]+", out)) < 2:
+        return ""
+    return out
+
+
+_PATTERN_TOKEN = re.compile(r"[A-Za-z][\w'.]*|\d+|_|[()]|[^\w\s()]+")
+# symbols a hole of a pattern does not reach across (a relation or connective at its own level)
+_RELATION_TOKENS = frozenset({"=", "<>", "<", "<=", ">", ">=", "==", "<->", "->", "/\\", "\\/", "~", "|", ",", ":"})
+
+
+def pattern_instance(query: str, pattern: str) -> bool:
+    """Whether ``Search (query)`` would match a conclusion of ``pattern`` (both as :func:`premise_pattern` writes
+    them): each hole of ``query`` stands for a balanced span of ``pattern`` with no relation at its level
+    (``_ * _ <= _`` matches ``_ * _ <= _ * _``; precedence is not checked). :meth:`CoqTactics._unmet` asks it
+    whether a hypothesis gives a lemma's premise."""
+    q, p = _PATTERN_TOKEN.findall(query), _PATTERN_TOKEN.findall(pattern)
+    memo: dict[tuple[int, int], bool] = {}
+
+    def match(i: int, j: int) -> bool:
+        if (i, j) in memo:
+            return memo[(i, j)]
+        if i == len(q):
+            ok = j == len(p)
+        elif q[i] != "_":
+            ok = j < len(p) and q[i] == p[j] and match(i + 1, j + 1)
+        else:
+            ok, depth, k = False, 0, j
+            while k < len(p) and not ok:
+                depth += (p[k] == "(") - (p[k] == ")")
+                if depth < 0 or (depth == 0 and p[k] in _RELATION_TOKENS):
+                    break
+                k += 1
+                ok = depth == 0 and match(i + 1, k)
+        memo[(i, j)] = ok
+        return ok
+
+    return match(0, 0)
+
+
+def hole_pattern(text: str, names: Sequence[str]) -> str:
+    """``text`` with each of ``names`` as a hole, whatever is left (``_ <= 0`` for ``p <= 0``, ``_ = _``):
+    what :func:`pattern_instance` compares a lemma's premise with a hypothesis by."""
+    holes = set(names)
+    return _IDENT.sub(lambda m: "_" if m.group(0) in holes else m.group(0), " ".join(text.split()))
 
 
 def premise_pattern(statement: str) -> str:
@@ -330,6 +394,8 @@ class CoqTactics(TacticSource):
                 suggester.screen = self.parses_here if SCREEN_SUGGESTIONS else None
         self.concl_premises: dict[str, list[Premise]] = {}  # conclusion pattern -> lemmas Search found
         self.pattern_queries = 0
+        self._premise_patterns: dict[str, list[str]] = {}  # lemma -> its premises as hole patterns
+        self._instances: dict[tuple[str, str], bool] = {}  # (hypothesis, premise) patterns -> whether it gives it
         facts = scope_facts if scope_facts is not None else {}
         self.facts = facts.setdefault(self.scope_key, ScopeFacts()) if self.scope_key is not None else ScopeFacts()
         self.case_types: dict[str, str] = {}  # a case-analysis tactic offered -> its variable's type
@@ -735,10 +801,33 @@ class CoqTactics(TacticSource):
     def _concl_candidates(self, state: ProofState, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """``apply``/``rewrite`` with the lemmas whose conclusion has the goal's shape: Coq's
         ``Search`` on the conclusion with its variables as holes (``1 < _ ^ _`` for ``1 < a ^ b``),
-        over everything in scope (the file's earlier statements included), best ranked first."""
-        pattern = conclusion_pattern(concl, [n for n, _ in hyps])
+        over everything in scope (the file's earlier statements included), best ranked first; then those
+        whose conclusion has its general shape (:func:`general_pattern`)."""
+        local = [n for n, _ in hyps]
+        pattern = conclusion_pattern(concl, local)
         if not pattern:
             return []
+        given = [hole_pattern(t, local) for _, t in hyps if _is_prop(t)]
+        found = self._pattern_premises(pattern, state.goals[0], 6, given)
+        general = general_pattern(pattern) if GENERAL_PATTERNS else ""
+        if general:  # the lemmas stated for any value where the goal has a constant, after the exact ones
+            names = {p.name for p in found}
+            found = found + [p for p in self._pattern_premises(general, state.goals[0], 4 + len(found), given)
+                             if p.name not in names][:4]
+        out: list[Candidate] = []
+        for k, premise in enumerate(found):
+            weight = 0.35 + 0.05 * k
+            out.append(Candidate(f"apply {premise.name}.", weight, source="premise"))
+            out.append(Candidate(f"apply {premise.name}; auto.", weight + 0.05, True, "premise"))
+            if is_rewrite_rule(premise.statement):
+                out.append(Candidate(f"rewrite {premise.name}.", weight + 0.1, source="premise"))
+        return out
+
+    def _pattern_premises(self, pattern: str, goal: str, limit: int, given: Sequence[str] = ()) -> list[Premise]:
+        """The lemmas in scope whose conclusion ``Search`` matches with ``pattern`` (one query per pattern and
+        theorem, at most :data:`MAX_PATTERN_QUERIES`), the ``limit`` best: first those with the fewest premises
+        no hypothesis of the state gives (``given``, as :func:`hole_pattern` writes them;
+        :data:`HYPOTHESIS_RANK`), then nearest ``goal`` by their symbols."""
         found = self.concl_premises.get(pattern)
         if found is None:
             search = getattr(self.states, "search_premises", None)
@@ -748,16 +837,27 @@ class CoqTactics(TacticSource):
             found = [p for p in search(f"({pattern})", limit=200) if not p.name.startswith("rrma_")
                      and p.name.split(".")[-1] != self.task.name]
             found += [p for p in self.included if premise_pattern(p.statement) == pattern]  # Search misses them
-            found = PremiseIndex(found).rank(state.goals[0], 6) if found else []
+            found = PremiseIndex(found).rank(goal, RANKED_PER_PATTERN) if found else []
             self.concl_premises[pattern] = found
-        out: list[Candidate] = []
-        for k, premise in enumerate(found):
-            weight = 0.35 + 0.05 * k
-            out.append(Candidate(f"apply {premise.name}.", weight, source="premise"))
-            out.append(Candidate(f"apply {premise.name}; auto.", weight + 0.05, True, "premise"))
-            if is_rewrite_rule(premise.statement):
-                out.append(Candidate(f"rewrite {premise.name}.", weight + 0.1, source="premise"))
-        return out
+        if HYPOTHESIS_RANK and given:
+            found = sorted(found, key=lambda p: self._unmet(p, given))  # stable: the symbol rank breaks ties
+        return found[:limit]
+
+    def _unmet(self, lemma: Premise, given: Sequence[str]) -> int:
+        """How many of ``lemma``'s premises no hypothesis gives: a premise ``p <= 0`` (``_ <= 0``) is given by
+        ``H : m <= 0`` (``_ <= 0``), not by ``H : n <= m``."""
+        needs = self._premise_patterns.get(lemma.name)
+        if needs is None:
+            split = premises_of(lemma.statement)
+            bound = leading_binders(" ".join(lemma.statement.split()))
+            needs = self._premise_patterns[lemma.name] = [hole_pattern(t, bound) for t in (split[0] if split else [])]
+        return sum(not any(self._gives(h, need) for h in given) for need in needs)
+
+    def _gives(self, hypothesis: str, need: str) -> bool:
+        key = (hypothesis, need)
+        if key not in self._instances:
+            self._instances[key] = pattern_instance(need, hypothesis)
+        return self._instances[key]
 
     def _decide_candidates(self, goal_text: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """A case split on a decision lemma about the goal's values (``destruct (Z.eq_dec x y).``,

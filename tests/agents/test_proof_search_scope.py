@@ -552,6 +552,67 @@ def test_a_bracketed_notation_is_unfolded_and_its_witness_named(monkeypatch: pyt
         _proved_by_the_rule(result, rule, "red.")
 
 
+def test_general_pattern_turns_constant_leaves_into_holes() -> None:
+    assert coq_tactics.general_pattern("_ * _ <= 0 * _") == "_ * _ <= _ * _"
+    assert coq_tactics.general_pattern("le (mul _ _) (mul zero _)") == "le (mul _ _) (mul _ _)"  # an argument
+    assert coq_tactics.general_pattern("Z.max 0 _ = _") == "Z.max _ _ = _"  # the head of an application stays
+    assert coq_tactics.general_pattern("S _ <= _") == ""  # no leaf to turn
+    assert coq_tactics.general_pattern("0 <= _") == ""  # `_ <= _`: every lemma of the relation
+
+
+# a monotony lemma stated for any value, and twenty statements after it with the same symbols (ranked first by premise
+# selection, nearer the goal) whose conclusions have another shape, so only a search by the conclusion's shape finds it
+MONOTONE = ("Parameter t : Type.\nParameter le : t -> t -> Prop.\nParameter mul : t -> t -> t.\nParameter zero : t.\n"
+            "Axiom mono : forall n m p : t, le p zero -> le n m -> le (mul m p) (mul n p).\n"
+            + "".join(f"Axiom d{k} : forall n p : t, le (mul n p) zero -> le zero (mul {'(mul n ' * k}n{')' * k} p).\n"
+                      for k in range(1, 21)))
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_lemma_stated_for_any_value_is_found_by_the_goals_general_shape(monkeypatch: pytest.MonkeyPatch,
+                                                                           rule: bool) -> None:
+    """`le (mul n p) (mul zero p)` (ZMulOrder.v's `mul_nonneg_nonpos` after `rewrite <- (mul_0_l m)`): Coq's `Search`
+    on the goal's shape, `le (mul _ _) (mul zero _)`, misses `mono`, whose conclusion has a variable where the goal has
+    `zero`; its general shape `le (mul _ _) (mul _ _)` finds it, and `apply mono; auto` closes the goal. Without the
+    rule the ranked premises (sixteen in the wider pass) are look-alikes and the goal stays open."""
+    monkeypatch.setattr(coq_tactics, "GENERAL_PATTERNS", rule)
+    statement = "Lemma nonpos : forall n p : t, le p zero -> le zero n -> le (mul n p) (mul zero p)."
+    result, _ = _rules_search(_task("nonpos", statement, MONOTONE), 800)
+    _proved_by_the_rule(result, rule, "apply mono")
+
+
+def test_pattern_instance_and_the_premises_a_hypothesis_gives() -> None:
+    assert coq_tactics.pattern_instance("_ * _ <= _", "_ * _ <= _ * _")  # a hole stands for a product
+    assert not coq_tactics.pattern_instance("_ * _ <= _", "_ <= _ * _")
+    assert not coq_tactics.pattern_instance("_ * _ <= 0", "_ * _ <= _")  # a constant is no hole
+    assert not coq_tactics.pattern_instance("_ <= _", "_ <= _ -> _ <= _")  # a hole reaches across no relation
+    assert coq_tactics.hole_pattern("p <= 0", ["n", "m", "p"]) == "_ <= 0"
+    assert coq_tactics.pattern_instance("_ <= 0", coq_tactics.hole_pattern("m <= 0", ["m"]))
+    assert not coq_tactics.pattern_instance("_ <= 0", coq_tactics.hole_pattern("n <= m", ["n", "m"]))
+
+
+# twenty monotony lemmas of the goal's shape whose premise `le zero (mul p ...)` no hypothesis gives, ranked first
+# by their symbols (they share `Q` with the goal), and `mono`, whose two premises the hypotheses give
+RANKED = ("Parameter t : Type.\nParameter le : t -> t -> Prop.\nParameter mul : t -> t -> t.\nParameter zero : t.\n"
+          "Parameter Q : t -> Prop.\nAxiom mono : forall n m p : t, le p zero -> le n m -> le (mul m p) (mul n p).\n"
+          + "".join(f"Axiom d{k} : forall n m p : t, Q n -> le zero ({'mul p (' * k}p{')' * k}) -> le n m -> "
+                    "le (mul m p) (mul n p).\n" for k in range(1, 21)))
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_the_lemma_whose_premises_the_hypotheses_give_is_tried_first(monkeypatch: pytest.MonkeyPatch,
+                                                                     rule: bool) -> None:
+    """The goal's shape finds 21 lemmas (ZMulOrder.v's `mul_le_mono_*`); ranked by their symbols, the six tried are
+    look-alikes whose premise `le zero (mul p ...)` nothing gives. With the rule the lemma whose premises the
+    hypotheses give (`le p zero`, `le m n`) comes first and closes the goal; without it the goal stays open."""
+    monkeypatch.setattr(coq_tactics, "HYPOTHESIS_RANK", rule)
+    statement = "Lemma g : forall n m p : t, Q m -> le p zero -> le m n -> le (mul n p) (mul m p)."
+    result, _ = _rules_search(_task("g", statement, RANKED), 800)
+    _proved_by_the_rule(result, rule, "apply mono")
+
+
 # ----------------------------------------------------------------------------- 8. a library's own axioms
 
 @needs_coq

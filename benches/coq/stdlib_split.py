@@ -20,7 +20,8 @@ the tuning it led to; out-of-sample 15 before round eleven's work;
 out-of-sample 16 after out-of-sample 15's blind run, before any tuning, to measure the same prover again;
 out-of-sample 17 after round eleven's two rules, tuned on out-of-sample 15 only, to measure them and round ten's prover;
 out-of-sample 18 after round eleven's third rule, tuned on out-of-sample 17's NZGcd.v;
-out-of-sample 19 before round twelve's work, to measure round eleven's final prover blind).
+out-of-sample 19 before round twelve's work, to measure round eleven's final prover blind;
+out-of-sample 20 after round twelve's two ranking rules, tuned on out-of-sample 19's ZMulOrder.v).
 
 ``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts.
 """
@@ -43,7 +44,8 @@ SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out
          ("out-of-sample 11", 60), ("out-of-sample 12", 60), ("out-of-sample 13", 60),
          ("out-of-sample 14", 60), ("out-of-sample 15", 60),
          ("out-of-sample 16", 60), ("out-of-sample 17", 60),
-         ("out-of-sample 18", 60), ("out-of-sample 19", 60))
+         ("out-of-sample 18", 60), ("out-of-sample 19", 60),
+         ("out-of-sample 20", 60))
 
 
 def theories() -> Path:

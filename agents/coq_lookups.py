@@ -42,6 +42,7 @@ class ScopeFacts:
     module_tactics: tuple[tuple[str, int], ...] | None = None
     located: dict[str, str | None] = field(default_factory=dict)  # an assumption's name -> `Locate`'s full name
     opaque: set[str] = field(default_factory=set)  # constants Coq said `unfold` cannot unfold here
+    no_witness: set[str] = field(default_factory=set)  # predicates Coq said `exists` cannot build here (not inductive)
     transitive: dict[str, tuple[Chain, ...]] = field(default_factory=dict)  # relation pattern -> its chain lemmas
 
 

@@ -185,6 +185,15 @@ def _is_prop(typ: str) -> bool:
     return bool(_PROP_HINT.search(typ)) or typ.startswith(("forall", "exists", "~"))
 
 
+def _witness_values(hyps: Sequence[tuple[str, str]]) -> list[str]:
+    """The latest two local values whose type is a named type or a function between named types (``f' : A -> B``;
+    not ``fK : cancel f f'``, which reads as a proof), the latest first."""
+    sorts = {name: " ".join(typ.split()) for name, typ in hyps if " ".join(typ.split()) in _SORTS}
+    return [name for name, typ in hyps if " ".join(typ.split()) not in _SORTS
+            and all(plain_type(piece) and sorts.get(piece, "Type") != "Prop"
+                    for piece in " ".join(typ.split()).split(" -> "))][-2:][::-1]
+
+
 def _latest_values(hyps: Sequence[tuple[str, str]]) -> list[str]:
     """The latest two local values (not proofs, not types) of a state, the latest first: what the context's
     tactics of one or two terms are called on and what an ``exists`` is offered as its witness."""
@@ -213,6 +222,7 @@ GENERAL_PATTERNS = True  # a switch for tests: False searches the goal's pattern
 # a name or numeral of a pattern (general_pattern decides which are leaves)
 _WORD = re.compile(r"(?<![\w'.])(?:\d+|[A-Za-z][\w']*(?:\.[A-Za-z_][\w']*)*)(?![\w'.])")
 WITNESSES = True  # a switch for tests: False offers no `exists v` nor `red` on a bracketed notation (round eleven)
+CONSTRUCTOR_WITNESSES = True  # a switch for tests: False offers `exists` only on a conclusion `exists ..`/`{..}`
 MAX_TRANS_STEPS = 4  # steps through a transitivity lemma offered at one state (agents.coq_lookups.TRANSITIVE)
 # a case analysis on a variable whose type is not an inductive type: Coq's answer
 _NOT_INDUCTIVE = re.compile(r"Not an inductive (?:product|definition|type)|is not an inductive type")
@@ -399,6 +409,7 @@ class CoqTactics(TacticSource):
         facts = scope_facts if scope_facts is not None else {}
         self.facts = facts.setdefault(self.scope_key, ScopeFacts()) if self.scope_key is not None else ScopeFacts()
         self.case_types: dict[str, str] = {}  # a case-analysis tactic offered -> its variable's type
+        self.witness_of: dict[str, str] = {}  # an `exists` offered on an applied predicate -> that predicate
         self.lookups = ScopeLookups(self.facts, states, task.name)  # commutativity, induction, decision lemmas
         # the modules open at the theorem (a functor's parameters, its `Include`s): agents/coq_scope.py
         self.modules = open_modules(codes or ())
@@ -660,6 +671,14 @@ class CoqTactics(TacticSource):
             # the conclusion is an applied constant (`Un_growing u`, `continuity f`): unfold it
             out.append(Candidate("red.", 0.6))
             out.append(Candidate(f"unfold {head.group('head')}.", 0.7))
+            predicate = head.group("head")
+            if CONSTRUCTOR_WITNESSES and not concl.startswith("~") and predicate not in self.facts.no_witness:
+                # an inductive of one constructor that takes a witness (`bijective g`: `Bijective g' _ _`), which
+                # `exists` builds as it builds an `ex` (round twelve): the latest two local values whose type is
+                # named, functions included. Coq's "Not an inductive product" rules the predicate out for the scope
+                for k, tactic in enumerate(["eexists.", *(f"exists {v}." for v in _witness_values(hyps))]):
+                    out.append(Candidate(tactic, 0.9 + 0.03 * k))
+                    self.witness_of[tactic] = predicate
         elif WITNESSES and len(top_words(concl)) == 1 and concl.startswith("("):
             # the whole conclusion is one bracketed notation (`(n | m)`, divisibility): `red` shows its definition
             out.append(Candidate("red.", 0.6))
@@ -991,6 +1010,8 @@ class CoqTactics(TacticSource):
         typ = self.case_types.get(candidate.tactic)
         if typ is not None and INDUCTIVE_ONLY and " ".join(typ.split()) in self.facts.not_inductive:
             return False
+        if self.witness_of.get(candidate.tactic) in self.facts.no_witness:
+            return False
         if candidate.source == "hammer" and self.hammer_cap_seconds is not None \
                 and self.hammer_spent >= self.hammer_cap_seconds:
             return False  # CoqHammer's share of this theorem's seconds is spent
@@ -1007,6 +1028,9 @@ class CoqTactics(TacticSource):
         typ = self.case_types.get(candidate.tactic)
         if typ is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
             self.facts.not_inductive.add(" ".join(typ.split()))  # no more case analyses on this type here
+        predicate = self.witness_of.get(candidate.tactic)
+        if predicate is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
+            self.facts.no_witness.add(predicate)  # no more witnesses for this predicate here
         missing = _NOT_FOUND.search(result.message or "") if result.outcome == "error" else None
         unfold = _UNFOLD_ONE.match(candidate.tactic)
         if unfold is not None and result.outcome == "error" and _CANNOT_UNFOLD.search(result.message or ""):

@@ -138,6 +138,7 @@ def test_the_side_goals_a_rewrite_opens_are_closed_with_it(monkeypatch: pytest.M
 def _keeper() -> CoqTactics:
     source = object.__new__(CoqTactics)  # only what keep and observe read
     source.case_types, source.facts, source.unknown, source.slow = {}, ScopeFacts(), set(), {}
+    source.witness_of = {}
     source.hammer_cap_seconds, source.hammer_spent, source.hammer_timeouts = None, 0.0, 0
     source.learned_timeouts = 0
     return source

@@ -188,10 +188,10 @@ def _is_prop(typ: str) -> bool:
 def _witness_values(hyps: Sequence[tuple[str, str]]) -> list[str]:
     """The latest two local values whose type is a named type or a function between named types (``f' : A -> B``;
     not ``fK : cancel f f'``, which reads as a proof), the latest first."""
-    sorts = {name: " ".join(typ.split()) for name, typ in hyps if " ".join(typ.split()) in _SORTS}
-    return [name for name, typ in hyps if " ".join(typ.split()) not in _SORTS
-            and all(plain_type(piece) and sorts.get(piece, "Type") != "Prop"
-                    for piece in " ".join(typ.split()).split(" -> "))][-2:][::-1]
+    typed = [(name, " ".join(typ.split())) for name, typ in hyps]
+    sorts = {name: typ for name, typ in typed if typ in _SORTS}
+    return [name for name, typ in typed if typ not in _SORTS
+            and all(plain_type(piece) and sorts.get(piece, "Type") != "Prop" for piece in typ.split(" -> "))][-2:][::-1]
 
 
 def _latest_values(hyps: Sequence[tuple[str, str]]) -> list[str]:
@@ -223,6 +223,7 @@ GENERAL_PATTERNS = True  # a switch for tests: False searches the goal's pattern
 _WORD = re.compile(r"(?<![\w'.])(?:\d+|[A-Za-z][\w']*(?:\.[A-Za-z_][\w']*)*)(?![\w'.])")
 WITNESSES = True  # a switch for tests: False offers no `exists v` nor `red` on a bracketed notation (round eleven)
 CONSTRUCTOR_WITNESSES = True  # a switch for tests: False offers `exists` only on a conclusion `exists ..`/`{..}`
+WITNESS_SOURCE = "witness"  # the source of those `exists` on an applied predicate (its own figures in by_source)
 MAX_TRANS_STEPS = 4  # steps through a transitivity lemma offered at one state (agents.coq_lookups.TRANSITIVE)
 # a case analysis on a variable whose type is not an inductive type: Coq's answer
 _NOT_INDUCTIVE = re.compile(r"Not an inductive (?:product|definition|type)|is not an inductive type")
@@ -677,7 +678,7 @@ class CoqTactics(TacticSource):
                 # `exists` builds as it builds an `ex` (round twelve): the latest two local values whose type is
                 # named, functions included. Coq's "Not an inductive product" rules the predicate out for the scope
                 for k, tactic in enumerate(["eexists.", *(f"exists {v}." for v in _witness_values(hyps))]):
-                    out.append(Candidate(tactic, 0.9 + 0.03 * k))
+                    out.append(Candidate(tactic, 0.9 + 0.03 * k, source=WITNESS_SOURCE))
                     self.witness_of[tactic] = predicate
         elif WITNESSES and len(top_words(concl)) == 1 and concl.startswith("("):
             # the whole conclusion is one bracketed notation (`(n | m)`, divisibility): `red` shows its definition
@@ -1010,8 +1011,8 @@ class CoqTactics(TacticSource):
         typ = self.case_types.get(candidate.tactic)
         if typ is not None and INDUCTIVE_ONLY and " ".join(typ.split()) in self.facts.not_inductive:
             return False
-        if self.witness_of.get(candidate.tactic) in self.facts.no_witness:
-            return False
+        if candidate.source == WITNESS_SOURCE and self.witness_of.get(candidate.tactic) in self.facts.no_witness:
+            return False  # queued before Coq said the predicate is not inductive
         if candidate.source == "hammer" and self.hammer_cap_seconds is not None \
                 and self.hammer_spent >= self.hammer_cap_seconds:
             return False  # CoqHammer's share of this theorem's seconds is spent
@@ -1028,7 +1029,7 @@ class CoqTactics(TacticSource):
         typ = self.case_types.get(candidate.tactic)
         if typ is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
             self.facts.not_inductive.add(" ".join(typ.split()))  # no more case analyses on this type here
-        predicate = self.witness_of.get(candidate.tactic)
+        predicate = self.witness_of.get(candidate.tactic) if candidate.source == WITNESS_SOURCE else None
         if predicate is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
             self.facts.no_witness.add(predicate)  # no more witnesses for this predicate here
         missing = _NOT_FOUND.search(result.message or "") if result.outcome == "error" else None

@@ -22,7 +22,8 @@ out-of-sample 17 after round eleven's two rules, tuned on out-of-sample 15 only,
 out-of-sample 18 after round eleven's third rule, tuned on out-of-sample 17's NZGcd.v;
 out-of-sample 19 before round twelve's work, to measure round eleven's final prover blind;
 out-of-sample 20 after round twelve's two ranking rules, tuned on out-of-sample 19's ZMulOrder.v;
-out-of-sample 21 after round twelve's witness rule, tuned on out-of-sample 20's ssrfun.v).
+out-of-sample 21 after round twelve's witness rule, tuned on out-of-sample 20's ssrfun.v;
+out-of-sample 22 after round twelve's rules were turned off, to measure round eleven's prover, the default, once more).
 
 ``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts.
 """
@@ -46,7 +47,8 @@ SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out
          ("out-of-sample 14", 60), ("out-of-sample 15", 60),
          ("out-of-sample 16", 60), ("out-of-sample 17", 60),
          ("out-of-sample 18", 60), ("out-of-sample 19", 60),
-         ("out-of-sample 20", 60), ("out-of-sample 21", 60))
+         ("out-of-sample 20", 60), ("out-of-sample 21", 60),
+         ("out-of-sample 22", 60))
 
 
 def theories() -> Path:

@@ -8,8 +8,7 @@ answers are kept in the scope's :class:`ScopeFacts`, shared by the theorems whos
 same libraries and whose contexts read the same scope sentences (``CoqTactics._scope_key``), and
 each theorem may ask Coq at most a few times (the ``MAX_*_QUERIES``). The switches (``COMMUTE``,
 ``CONTEXT_TACTICS``, ``CONTEXT_ARG_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``, ``SPEC_SPLITS``, ``TRANSITIVE``)
-exist for the
-tests that show each rule's effect against real ``coqtop`` with it off and on
+exist for the tests that show each rule's effect against real ``coqtop`` with it off and on
 (tests/agents/test_proof_search_scope.py).
 """
 

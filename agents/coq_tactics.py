@@ -272,8 +272,7 @@ def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
         return ""
     if not re.fullmatch(r"[\w'. ()+*:<>=@\[\]^/\\~-]+", text) or "Qed" in text:
         return ""
-    local = set(local_names)
-    out = _IDENT.sub(lambda m: "_" if m.group(0) in local else m.group(0), text)
+    out = hole_pattern(text, local_names)
     if not re.search(r"[^\s_()=]", out):  # holes only (`_ = _`): every equation would match
         return ""
     return out

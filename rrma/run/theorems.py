@@ -327,7 +327,8 @@ class TheoremPolicy:
             solver = state.trials[st.solved_by].agent if st.solved_by else None
             theorems[theorem.name] = {
                 "solved": st.solved_by is not None, "attempts": st.attempts, "seconds": round(st.seconds, 3),
-                "difficulty": theorem.difficulty, "solver": solver, "trial": st.solved_by, "done": st.done,
+                "difficulty": theorem.difficulty, "file": theorem.file or "-", "solver": solver, "trial": st.solved_by,
+                "done": st.done,
                 "last_reason": str(finished[-1].metrics.get("reason", "") if finished else "")[:200]}
             row = by_difficulty.setdefault(theorem.difficulty, {"total": 0, "solved": 0, "attempts": 0, "seconds": 0.0})
             row["total"] += 1

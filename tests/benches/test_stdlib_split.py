@@ -1,0 +1,29 @@
+"""``python -m benches.coq.stdlib_split``: a file a round tuned on by hand stays in the set a later draw put it in
+(no later set moves) and is marked in-sample there."""
+
+from __future__ import annotations
+
+import pytest
+
+from benches.coq import stdlib_split
+
+
+def test_a_file_tuned_on_by_hand_is_marked_in_sample_where_a_draw_puts_it() -> None:
+    line = stdlib_split.describe("out-of-sample 21", [("Numbers/HexadecimalNat.v", 27), ("Reals/R_sqrt.v", 39)])
+    assert line == ("out-of-sample 21: 66 theorems: Numbers/HexadecimalNat.v (27), "
+                    "Reals/R_sqrt.v (39, tuned on in round six: in-sample)")
+    assert stdlib_split.describe("x", [("Reals/R_sqr.v", 39)]) == "x: 39 theorems: Reals/R_sqr.v (39)"
+
+
+def test_drawing_a_new_set_moves_no_earlier_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new set is appended to SIZES, never inserted: the earlier sets keep their files, and so every figure
+    reported for them stays the figure of those files."""
+    names = [name for name, _ in stdlib_split.SIZES]
+    assert len(names) == len(set(names))
+    kept = [(f"F{i:03}.v", 5 + i % 30) for i in range(300)]
+    before = stdlib_split.split(kept)
+    monkeypatch.setattr(stdlib_split, "SIZES", (*stdlib_split.SIZES, ("out-of-sample next", 60)))
+    after = stdlib_split.split(kept)
+    assert after[:len(before)] == before
+    assert after[-1][0] == "out-of-sample next" and sum(n for _, n in after[-1][1]) >= 60
+    assert not {f for _, files in before for f, _ in files} & {f for f, _ in after[-1][1]}

@@ -190,6 +190,20 @@ class _Doc:
         return self.root if depth == 0 else self.ids[depth - 1]
 
 
+# Coq's answer to a sentence run under `Timeout N` that ran out of time ("Timeout!"; "Tactic timeout!"): a word, so
+# that a message naming CoqHammer's `htimeout` helper ("sh: 1: htimeout: not found") is not read as one
+_TIMED_OUT = re.compile(r"(?<![\w-])timeout(?![\w-])", re.I)
+
+
+def _ran_despite_errors(reply: Reply) -> bool:
+    """Whether a one-sentence chunk whose reply holds a line starting "Error:" ran all the same: coqtop reports a
+    sentence that fails with its location ("Toplevel input, characters 0-15:") and prints no goals after it, while
+    a tactic that printed such a line and went on leaves no located error and shows the goals it left ("No more
+    goals." or a goal's bar). The state number tells nothing: coqtop moves it on a failure too."""
+    return "Toplevel input, characters" not in reply.text and (
+        "No more goals" in reply.text or "============================" in reply.text)
+
+
 class CoqProofStates:
     """Proof states of one theorem at a time in a ``coqtop`` session (see the module docstring).
 
@@ -502,6 +516,10 @@ class CoqProofStates:
         return last
 
     def _run_one(self, step: str, timeout_s: float) -> Reply | TacticResult:
+        # A sentence that ran moved the document on even when its output holds a line that starts with "Error:": a
+        # tactic may print one and succeed (CoqHammer's `hammer` prints "Error: Error running cvc4." for an ATP that
+        # cannot start, then proves the goal with another). Read as a failure, the document was left one state ahead
+        # of where the search believed it, and every later step there answered "No such goal" (round thirteen)
         """Run one screened step (a tactic, or a script of several sentences) at the document's tip;
         the reply on success. On failure the document is back at the tip."""
         doc = self.doc
@@ -513,11 +531,12 @@ class CoqProofStates:
         chunk = "\n".join(u if u in ("{", "}") or re.fullmatch(r"[-+*]+", u) else f"Timeout {seconds} {u}"
                           for u in units)
         reply = self._send(chunk, time.monotonic() + seconds * len(units) + TIMEOUT_GRACE_S)
-        if reply.errors:
+        if reply.errors and not (len(units) == 1 and _ran_despite_errors(reply)):
             if len(units) > 1:  # coqtop goes on after an error inside a chunk: undo what ran
                 self._back_to(tip)
-            text = " ".join(reply.errors[0].split())
-            if "Timeout!" in text or "timeout" in text.lower():
+            # the last "Error:" line is Coq's verdict on the sentence; lines before it were printed while it ran
+            text = " ".join(re.split(r"(?m)^(?=Error:)", reply.errors[0])[-1].split())
+            if _TIMED_OUT.search(text):
                 return TacticResult("timeout", message=f"no answer within {seconds} s")
             return TacticResult("error", message=text.removeprefix("Error:").strip()[:300])
         if (len(reply.prompts) != len(units) or any(name != doc.name for name, _ in reply.prompts)

@@ -72,6 +72,25 @@ def test_coq_states_run_read_and_backtrack(coq_states) -> None:
 
 
 @needs_coq
+def test_a_step_that_prints_an_error_line_and_goes_on_is_a_step(coq_states) -> None:
+    """CoqHammer's `hammer` prints "Error: Error running cvc4." (and the shell's "sh: 1: htimeout: not found") for an
+    ATP that cannot start, then proves the goal with another. Such a step was read as a timeout (its message names
+    `htimeout`), while coqtop had run it: the document stood one state ahead of the search, and every later step there
+    answered "No such goal". A step is now judged by Coq's own verdict: the located error, or the goals it left."""
+    root = coq_states.start(coq_task("both", "Theorem both : 1 = 1 /\\ 2 = 2."))
+    noisy = coq_states.run_tactic(root, 'idtac "Error: Error running cvc4."; idtac "sh: 1: htimeout: not found"; split.')
+    assert noisy.outcome == "progress" and noisy.state is not None, noisy.message
+    assert noisy.state.goals == ("|- 1 = 1", "|- 2 = 2") and "Error running cvc4" in noisy.notes
+    assert coq_states.run_tactic(noisy.state, "reflexivity.").outcome == "progress"  # the document is where it says
+    assert coq_states.run_tactic(root, "split; reflexivity.").outcome == "proved"
+    # a step that prints such a line and then fails still fails, with Coq's last error, and is no timeout
+    failed = coq_states.run_tactic(root, 'idtac "Error: Timeout! htimeout"; fail.')
+    assert (failed.outcome, failed.message) == ("error", "Tactic failure.")
+    assert coq_states.run_tactic(root, "Timeout 1 (repeat (idtac; assert True by auto)).").outcome == "timeout"
+    assert coq_states.run_tactic(root, "split; reflexivity.").outcome == "proved"
+
+
+@needs_coq
 def test_coq_states_refuse_a_statement_that_does_not_check(coq_states) -> None:
     from oracle.proof_state import ProofStateError
 

@@ -516,12 +516,13 @@ class CoqProofStates:
         return last
 
     def _run_one(self, step: str, timeout_s: float) -> Reply | TacticResult:
-        # A sentence that ran moved the document on even when its output holds a line that starts with "Error:": a
-        # tactic may print one and succeed (CoqHammer's `hammer` prints "Error: Error running cvc4." for an ATP that
-        # cannot start, then proves the goal with another). Read as a failure, the document was left one state ahead
-        # of where the search believed it, and every later step there answered "No such goal" (round thirteen)
         """Run one screened step (a tactic, or a script of several sentences) at the document's tip;
-        the reply on success. On failure the document is back at the tip."""
+        the reply on success. On failure the document is back at the tip.
+
+        A sentence that ran moved the document on even when its output holds a line starting "Error:": a tactic may
+        print one and succeed (CoqHammer's `hammer` prints "Error: Error running cvc4." for an ATP that cannot start,
+        then proves the goal with another). Read as a failure, the document stood one state ahead of where the
+        search believed it, and every later step there answered "No such goal" (round thirteen)."""
         doc = self.doc
         assert doc is not None
         self.tactic_runs += 1

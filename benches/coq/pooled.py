@@ -65,7 +65,7 @@ def folder_of(source: str) -> str:
     of the folder that holds it."""
     parts = PurePosixPath(source.replace("\\", "/")).parts
     if "theories" in parts:
-        rest = parts[len(parts) - 1 - parts[::-1].index("theories") + 1:]
+        rest = parts[len(parts) - parts[::-1].index("theories"):]  # what follows the last `theories`
         if len(rest) > 1:
             return rest[0]
     return parts[-2] if len(parts) > 1 else "-"

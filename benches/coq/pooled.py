@@ -126,12 +126,13 @@ def pool(runs: Sequence[Path], exclude: Sequence[str] = ()) -> Pooled:
         left_out: set[str] = set()
         for name, row in (report.get("by_file") or {}).items():
             solved, total = int(row.get("solved", 0)), int(row.get("total", 0))
-            if _matches(path_of.get(name, name), exclude):
+            source = path_of.get(name, name)
+            if _matches(source, exclude):
                 out.excluded.add(solved, total)
                 left_out.add(name)
                 continue
             figure.add(solved, total)
-            out.by_folder.setdefault(folder_of(path_of.get(name, name)), Tally()).add(solved, total)
+            out.by_folder.setdefault(folder_of(source), Tally()).add(solved, total)
             out.by_preload.setdefault("dropped" if name in dropped else "kept", Tally()).add(solved, total)
         out.runs.append((run.name, setting, figure, tuple(n for n in report.get("by_file") or () if n not in left_out)))
         out.by_setting.setdefault(setting, Tally()).add(figure.solved, figure.total)

@@ -24,7 +24,8 @@ out-of-sample 19 before round twelve's work, to measure round eleven's final pro
 out-of-sample 20 after round twelve's two ranking rules, tuned on out-of-sample 19's ZMulOrder.v;
 out-of-sample 21 after round twelve's witness rule, tuned on out-of-sample 20's ssrfun.v;
 out-of-sample 22 after round twelve's rules were turned off, to measure round eleven's prover, the default, once more;
-out-of-sample 23 before round thirteen's work, to measure the default prover blind once more).
+out-of-sample 23 before round thirteen's work, to measure the default prover blind once more;
+out-of-sample 24 before round fourteen's work, likewise).
 
 ``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts. A file a round tuned
 on by hand, outside the rule (:data:`TUNED_BY_HAND`), is marked wherever a later draw puts it: it stays in its set,
@@ -55,7 +56,8 @@ SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out
          ("out-of-sample 16", 60), ("out-of-sample 17", 60),
          ("out-of-sample 18", 60), ("out-of-sample 19", 60),
          ("out-of-sample 20", 60), ("out-of-sample 21", 60),
-         ("out-of-sample 22", 60), ("out-of-sample 23", 60))
+         ("out-of-sample 22", 60), ("out-of-sample 23", 60),
+         ("out-of-sample 24", 60))
 
 
 def theories() -> Path:

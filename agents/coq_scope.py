@@ -25,7 +25,7 @@ rule's effect against real ``coqtop`` with it off and on (tests/agents/test_proo
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from oracle.proof_state import Premise
@@ -39,6 +39,7 @@ INCLUDED = True  # a switch for tests: False leaves what `Include` brought in ou
 MAX_MODULE_TACTICS = 4  # the open module's argument-free tactics offered at each state
 MAX_MODULE_ARG_TACTICS = 4  # the open module's tactics of one or two terms offered at each state (round eleven)
 MODULE_ARG_TACTICS = True  # a switch for tests: False offers none of those (the search before round eleven)
+PARAMETER_TACTICS = True  # a switch for tests: False offers only the module's own and included tactics (round fourteen)
 MAX_INCLUDED = 1500  # premises read from one scope's included modules
 
 # a statement that is only a type (`t -> t -> t`, `bool`): a function or a carrier, nothing to apply
@@ -70,17 +71,24 @@ def included_premises(states: Any, modules: Sequence[OpenModule]) -> tuple[Premi
     return tuple(out.values())
 
 
-def module_tactics(states: Any, modules: Sequence[OpenModule]) -> tuple[tuple[str, int], ...]:
+def module_tactics(states: Any, modules: Sequence[OpenModule],
+                   skip: Collection[str] = ()) -> tuple[tuple[str, int], ...]:
     """The tactics the innermost open module has (its own and its ``Include``s': ``nzsimpl``, ``order'``,
-    ``cases n`` in a ``Numbers`` functor, ``states.module_tactic_signatures``), as (name, how many terms it
-    takes): a library's functors write them for their proofs, as a file writes its own. At most
-    :data:`MAX_MODULE_TACTICS` argument-free ones and :data:`MAX_MODULE_ARG_TACTICS` taking one or two terms
-    (round eleven: ``NBase.v``'s ``cases n`` and ``induct n`` begin NOrder.v's proofs), none named
-    ``Private_...``."""
+    ``cases n`` in a ``Numbers`` functor, ``states.module_tactic_signatures``), and, with
+    :data:`PARAMETER_TACTICS`, those its functor parameters carry (round fourteen: ``NZGcd.v``'s functor includes
+    nothing; its ``nzsimpl`` is the parameter's, ``C.nzsimpl``), as (name, how many terms it takes): a library's
+    functors write them for their proofs, as a file writes its own. At most :data:`MAX_MODULE_TACTICS`
+    argument-free ones and :data:`MAX_MODULE_ARG_TACTICS` taking one or two terms (round eleven: ``NBase.v``'s
+    ``cases n`` and ``induct n`` begin NOrder.v's proofs), none named ``Private_...``; an argument-free one whose
+    sentence is in ``skip`` (the search's closers: ``order.``) takes no slot."""
     found = getattr(states, "module_tactic_signatures", None)
-    if not INCLUDED or found is None or not modules or not modules[-1].includes:
+    if not INCLUDED or found is None or not modules:
         return ()
-    named = [(n, k) for n, k in found(modules[-1].name) if "Private" not in n]
-    plain = [(n, 0) for n, k in named if k == 0][:MAX_MODULE_TACTICS]
+    inner = modules[-1]
+    parameters = inner.parameters if PARAMETER_TACTICS else ()
+    if not inner.includes and not parameters:
+        return ()
+    named = [(n, k) for n, k in found(inner.name, parameters=parameters) if "Private" not in n]
+    plain = [(n, 0) for n, k in named if k == 0 and f"{n}." not in skip][:MAX_MODULE_TACTICS]
     taking = [(n, k) for n, k in named if k > 0][:MAX_MODULE_ARG_TACTICS] if MODULE_ARG_TACTICS else []
     return (*plain, *taking)

@@ -422,8 +422,8 @@ class CoqTactics(TacticSource):
             self.library_index = self.library_index.add(self.included)
         self.own_tactics = context_tactics(codes or ()) if coq_lookups.CONTEXT_TACTICS else []
         self.arg_tactics = context_arg_tactics(codes or ()) if coq_lookups.CONTEXT_ARG_TACTICS else []
-        if self.facts.module_tactics is None:
-            self.facts.module_tactics = module_tactics(states, self.modules)
+        if self.facts.module_tactics is None:  # `order.` is a closer already: offered again it costs a run a state
+            self.facts.module_tactics = module_tactics(states, self.modules, skip={t for t, _ in COQ_CLOSERS})
         self.own_tactics += [f"{n}." for n, k in self.facts.module_tactics
                              if k == 0 and f"{n}." not in self.own_tactics]
         self.arg_tactics += [(n, k) for n, k in self.facts.module_tactics if k > 0 and (n, k) not in self.arg_tactics]

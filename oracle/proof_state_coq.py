@@ -388,13 +388,16 @@ class CoqProofStates:
             return []
         return parse_checks(reply.text, names)
 
-    def module_tactic_signatures(self, module: str, timeout_s: float = 10.0,
-                                 limit: int = 400) -> list[tuple[str, int]]:
+    def module_tactic_signatures(self, module: str, timeout_s: float = 10.0, limit: int = 400,
+                                 parameters: Sequence[str] = ()) -> list[tuple[str, int]]:
         """The Ltac tactics of the open module ``module`` (its own and those its ``Include``s brought in:
-        ``nzsimpl``, ``order'``, ``cases n``, ``double_induct n m`` in a ``Numbers`` functor) that take at most
-        two arguments, as (name, how many): ``Print Ltac Signatures`` for the names and their parameters,
-        ``Locate Ltac`` of each for the ones defined in ``module``. Empty when Coq does not say."""
-        if not COQ_NAME.fullmatch(module):
+        ``nzsimpl``, ``order'``, ``cases n``, ``double_induct n m`` in a ``Numbers`` functor), and those its
+        functor ``parameters`` carry (``C.nzsimpl`` under ``Module NZGcdProp ... (Import C : NZMulOrderProp A)``),
+        that take at most two arguments, as (name, how many): ``Print Ltac Signatures`` for the names and their
+        parameters, ``Locate Ltac`` of each for the ones defined in ``module`` or a parameter. Empty when Coq does
+        not say."""
+        owners = [m for m in (module, *parameters) if COQ_NAME.fullmatch(m)]
+        if not owners or owners[0] != module:
             return []
         deadline = time.monotonic() + timeout_s
         try:
@@ -410,7 +413,7 @@ class CoqProofStates:
         except ProofStateError:
             return []
         paths = re.findall(r"^Ltac\s+(\S+)", _PROMPT.sub("", located.text), re.M)
-        inside = re.compile(rf"(?:^|\.){re.escape(module)}\.(?P<name>[A-Za-z_][\w']*)$")
+        inside = re.compile(rf"(?:^|\.)(?:{'|'.join(map(re.escape, owners))})\.(?P<name>[A-Za-z_][\w']*)$")
         names = dict.fromkeys(m.group("name") for p in paths
                               if (m := inside.search(p)) and m.group("name") in signatures)
         return [(name, signatures[name]) for name in names]

@@ -193,6 +193,31 @@ def test_a_tactic_of_one_term_the_functor_included_is_offered(monkeypatch: pytes
         assert "pairs k." in (result.tactics or ()), result.tactics
 
 
+# a tactic that a functor's parameter carries (as `NZGcdProp`'s parameter `C : NZMulOrderProp A` carries `nzsimpl`):
+# `Locate Ltac` names it `T.climb`, not a tactic of the open module
+PARAMETER_TACTIC = ("Module Type PS.\nParameter P : nat -> Prop.\nAxiom P0 : P 0.\nAxiom P1 : P 1.\n"
+                    "Axiom PSS : forall n, P n -> P (S (S n)).\nEnd PS.\n"
+                    "Module Type PTacs (Import M : PS).\n"
+                    "Ltac climb := repeat apply PSS; first [exact P0 | exact P1].\nEnd PTacs.\n"
+                    "Module Target (Import M : PS) (Import T : PTacs M).\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_an_argument_free_tactic_a_functor_parameter_carries_is_offered(monkeypatch: pytest.MonkeyPatch,
+                                                                        rule: bool) -> None:
+    """`P 40` is twenty steps of `PSS` and one axiom: past the search's depth, one step of the parameter's
+    `climb`. The target includes nothing, so only the parameters' tactics (round fourteen, `NZGcd.v`'s
+    `nzsimpl`) can offer it; the file's own tactics are off in both, so the context's text cannot."""
+    monkeypatch.setattr(coq_lookups, "CONTEXT_TACTICS", False)
+    monkeypatch.setattr(coq_scope, "PARAMETER_TACTICS", rule)
+    task = TheoremTask("p40", "Lemma p40 : P 40.", PARAMETER_TACTIC, "", prover="coq")
+    result = _search(task, max_checks=300)
+    assert (result.reason == "proved") is rule, (result.reason, result.last_error)
+    if rule:
+        assert "climb." in (result.tactics or ()), result.tactics
+
+
 @needs_coq
 @pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
 def test_the_files_own_axiom_is_a_premise(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:

@@ -396,9 +396,9 @@ class CoqProofStates:
         that take at most two arguments, as (name, how many): ``Print Ltac Signatures`` for the names and their
         parameters, ``Locate Ltac`` of each for the ones defined in ``module`` or a parameter. Empty when Coq does
         not say."""
-        owners = [m for m in (module, *parameters) if COQ_NAME.fullmatch(m)]
-        if not owners or owners[0] != module:
+        if not COQ_NAME.fullmatch(module):
             return []
+        owners = [module, *(p for p in parameters if COQ_NAME.fullmatch(p))]
         deadline = time.monotonic() + timeout_s
         try:
             printed = self._send("Print Ltac Signatures.", deadline)

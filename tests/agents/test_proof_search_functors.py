@@ -193,6 +193,41 @@ def test_a_tactic_of_one_term_the_functor_included_is_offered(monkeypatch: pytes
         assert "pairs k." in (result.tactics or ()), result.tactics
 
 
+class _Signatures:
+    """A session whose open module and parameters carry these tactics (as `Locate Ltac` would place them)."""
+
+    def __init__(self, found: list[tuple[str, int]]) -> None:
+        self.found = found
+        self.asked: list[tuple[str, tuple[str, ...]]] = []
+
+    def module_tactic_signatures(self, module: str, parameters: tuple[str, ...] = ()) -> list[tuple[str, int]]:
+        self.asked.append((module, tuple(parameters)))
+        return self.found
+
+
+def test_a_module_tactic_that_is_a_closer_takes_no_slot() -> None:
+    """`order` and `order'` are among the search's closers: offered again as module tactics they cost a tactic run at
+    every state, and took two of the four slots (round fourteen). Skipped, the slots go to the next tactics."""
+    states = _Signatures([("order", 0), ("order'", 0), ("nzsimpl", 0), ("nzsimpl'", 0), ("auto'", 0),
+                          ("Private_tac", 0), ("le_elim", 1)])
+    functor = [OpenModule("NZGcdProp", ("A", "B", "C"), ())]
+    assert coq_scope.module_tactics(states, functor, skip={"order.", "order'."}) == (
+        ("nzsimpl", 0), ("nzsimpl'", 0), ("auto'", 0), ("le_elim", 1))
+    assert coq_scope.module_tactics(states, functor)[:4] == (("order", 0), ("order'", 0), ("nzsimpl", 0),
+                                                             ("nzsimpl'", 0))
+    assert states.asked[0] == ("NZGcdProp", ("A", "B", "C"))  # the parameters are asked for
+
+
+def test_a_functor_that_includes_nothing_asks_for_its_parameters_tactics_only_with_the_rule(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    states = _Signatures([("nzsimpl", 0)])
+    functor = [OpenModule("NZGcdProp", ("A", "C"), ())]
+    assert coq_scope.module_tactics(states, functor) == (("nzsimpl", 0),)
+    monkeypatch.setattr(coq_scope, "PARAMETER_TACTICS", False)
+    assert coq_scope.module_tactics(states, functor) == ()  # round eleven's rule: a module that includes nothing
+    assert coq_scope.module_tactics(states, [OpenModule("M", (), ())]) == ()  # neither parameters nor includes
+
+
 # a tactic that a functor's parameter carries (as `NZGcdProp`'s parameter `C : NZMulOrderProp A` carries `nzsimpl`):
 # `Locate Ltac` names it `T.climb`, not a tactic of the open module
 PARAMETER_TACTIC = ("Module Type PS.\nParameter P : nat -> Prop.\nAxiom P0 : P 0.\nAxiom P1 : P 1.\n"

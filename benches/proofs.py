@@ -335,27 +335,31 @@ def why_open(search: dict[str, Any] | None, last_reason: str) -> str:
     return "; ".join(parts) or "no agent proposed a proof and none said why"
 
 
+def proof_script(text: str) -> list[str]:
+    """A proof's tactic sentences, blanks and comments, bullets and braces, ``Proof.`` and ``Qed.`` aside
+    (``Proof term.`` reads as ``exact (term).``): what :func:`compare_proofs` compares and counts, and the length
+    ``benches.coq.pooled`` bands the originals by."""
+    from oracle.strip_coq import CoqSyntaxError, split_sentences
+
+    try:
+        units = [u.code for u in split_sentences(text)]
+    except CoqSyntaxError:
+        units = [line.strip() for line in text.splitlines() if line.strip()]
+    units = [" ".join(u.split()) for u in units if u not in ("{", "}") and u.strip("-+*")]
+    if units and units[0].startswith("Proof") and (units[0] == "Proof." or units[0].startswith("Proof ")):
+        first = units[0]
+        units = units[1:] if first in ("Proof.",) or first.startswith(("Proof using", "Proof with")) \
+            else [f"exact ({first.removeprefix('Proof').strip().rstrip('.')})."]
+    if units and units[-1] in ("Qed.", "Defined."):
+        units = units[:-1]
+    return units
+
+
 def compare_proofs(found: str, original: str) -> dict[str, Any]:
     """How a found proof relates to the original: ``same`` (the same tactic script, blanks and
     comments aside), ``same first tactic``, or ``different``, with both lengths in sentences and
     their ratio (found / original). The question strip-and-rediscover asks: is the path rediscovered?"""
-    from oracle.strip_coq import CoqSyntaxError, split_sentences
-
-    def script(text: str) -> list[str]:
-        try:
-            units = [u.code for u in split_sentences(text)]
-        except CoqSyntaxError:
-            units = [line.strip() for line in text.splitlines() if line.strip()]
-        units = [" ".join(u.split()) for u in units if u not in ("{", "}") and u.strip("-+*")]
-        if units and units[0].startswith("Proof") and (units[0] == "Proof." or units[0].startswith("Proof ")):
-            first = units[0]
-            units = units[1:] if first in ("Proof.",) or first.startswith(("Proof using", "Proof with")) \
-                else [f"exact ({first.removeprefix('Proof').strip().rstrip('.')})."]
-        if units and units[-1] in ("Qed.", "Defined."):
-            units = units[:-1]
-        return units
-
-    mine, theirs = script(found), script(original)
+    mine, theirs = proof_script(found), proof_script(original)
     if mine == theirs:
         relation = "same"
     elif mine and theirs and mine[0] == theirs[0]:

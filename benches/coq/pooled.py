@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-# the original proof's length in sentences (each `. ` ends one), cut into these bands (upper bounds, inclusive)
+# the original proof's length in sentences (benches.proofs.proof_script), cut into these bands (upper bounds, inclusive)
 LENGTH_BANDS = ((1, "1"), (2, "2"), (4, "3-4"), (8, "5-8"), (16, "9-16"), (10**9, "17+"))
 FOUND_WITHIN = (1, 2, 5, 10, 15, 20)  # seconds: the share of the proofs found by then
-_SENTENCE_END = re.compile(r"\.(?:\s|$)")
-_PROOF_WRAPPER = re.compile(r"^\s*Proof(?:\s+using[^.]*)?\.|(?:Qed|Defined)\.\s*$")
 
 
 class PooledError(ValueError):
@@ -72,9 +69,11 @@ def folder_of(source: str) -> str:
 
 
 def sentences(original: str) -> int:
-    """How many sentences an original proof holds (``Proof.`` and ``Qed.`` left out)."""
-    body = _PROOF_WRAPPER.sub("", original.strip()).strip()
-    return len([s for s in _SENTENCE_END.split(body) if s.strip()])
+    """How many sentences an original proof holds, counted as the report's comparison counts them
+    (:func:`benches.proofs.proof_script`: Coq's sentences, ``Proof.``, ``Qed.`` and bullets left out)."""
+    from benches.proofs import proof_script
+
+    return len(proof_script(original))
 
 
 def length_band(n: int) -> str:

@@ -27,7 +27,8 @@ out-of-sample 22 after round twelve's rules were turned off, to measure round el
 out-of-sample 23 before round thirteen's work, to measure the default prover blind once more;
 out-of-sample 24 before round fourteen's work, likewise;
 out-of-sample 25 after round fourteen's rule (a functor parameter's tactics), tuned on out-of-sample 14's, 17's and
-19's Numbers files).
+19's Numbers files);
+out-of-sample 26 before round fifteen's work, to measure round fourteen's prover blind).
 
 ``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts. A file a round tuned
 on by hand, outside the rule (:data:`TUNED_BY_HAND`), is marked wherever a later draw puts it: it stays in its set,
@@ -59,7 +60,8 @@ SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out
          ("out-of-sample 18", 60), ("out-of-sample 19", 60),
          ("out-of-sample 20", 60), ("out-of-sample 21", 60),
          ("out-of-sample 22", 60), ("out-of-sample 23", 60),
-         ("out-of-sample 24", 60), ("out-of-sample 25", 60))
+         ("out-of-sample 24", 60), ("out-of-sample 25", 60),
+         ("out-of-sample 26", 60))
 
 
 def theories() -> Path:

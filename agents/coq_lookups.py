@@ -15,7 +15,7 @@ exist for the tests that show each rule's effect against real ``coqtop`` with it
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -43,6 +43,8 @@ class ScopeFacts:
     opaque: set[str] = field(default_factory=set)  # constants Coq said `unfold` cannot unfold here
     no_witness: set[str] = field(default_factory=set)  # predicates Coq said `exists` cannot build here (not inductive)
     transitive: dict[str, tuple[Chain, ...]] = field(default_factory=dict)  # relation pattern -> its chain lemmas
+    records: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a type's head -> its fields, if a record of laws
+    laws: dict[tuple[str, str], tuple[Premise, ...]] = field(default_factory=dict)  # (hypothesis, type) -> its fields'
 
 
 # infix operators whose commutativity lemma the search looks up (`Search (?a + ?b = ?b + ?a)`), and how a
@@ -66,6 +68,42 @@ _CONTEXT_NOTATION_ARGS = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Exp
                                     r"(?P<params>(?:(?:constr|ident)\(\s*[A-Za-z_][\w']*\s*\)\s*){1,2}):=")
 MAX_CONTEXT_ARG_TACTICS = 3  # the context's own tactics of one or two terms offered at each state (the latest)
 CONTEXT_ARG_TACTICS = True  # a switch for tests: False offers none of them (the search before round ten)
+
+RECORD_FIELDS = True  # a switch for tests: False offers no field of a hypothesis' record of laws (the search before round fifteen)
+MAX_RECORD_HYPOTHESES = 6  # the hypotheses whose record fields one theorem asks Coq for
+_TYPE_HEAD = re.compile(r"\s*(?P<head>[A-Za-z_][\w'.]*)(?:\s|$)")
+
+
+def record_premises(states: Any, facts: ScopeFacts, hyps: Sequence[tuple[str, str]]) -> list[Premise]:
+    """For each hypothesis whose type is a record of propositions (``Rth : ring_theory rO rI radd rmul rsub ropp
+    req``, a section's structure of laws), each field applied to it (``(Radd_comm Rth)``), as a premise with the
+    type Coq gives it here (``forall x y : R, x + y == y + x``): a file that takes its laws as such a record
+    states its lemmas through them, and no ``Search`` lists them (they are no constants). The record's fields
+    come from ``Print`` (once a type head and scope), the types from ``Check`` (once a hypothesis and scope)."""
+    fields_of = getattr(states, "record_fields", None)
+    check = getattr(states, "check_applied", None)
+    if fields_of is None or check is None:
+        return []
+    local = {n for n, _ in hyps}
+    out: list[Premise] = []
+    asked = 0
+    for name, typ in hyps:
+        flat = " ".join(typ.split())
+        m = _TYPE_HEAD.match(flat)
+        if m is None or m.group("head") in local or m.group("head") in SORTS or "->" in flat or asked >= MAX_RECORD_HYPOTHESES:
+            continue
+        head = m.group("head")
+        if head not in facts.records:
+            asked += 1
+            facts.records[head] = tuple(fields_of(head))
+        if not facts.records[head]:
+            continue
+        key = (name, flat)
+        if key not in facts.laws:
+            asked += 1
+            facts.laws[key] = tuple(check([f"{field} {name}" for field in facts.records[head]]))
+        out.extend(facts.laws[key])
+    return out
 
 
 def context_tactics(sentences: Iterable[str]) -> list[str]:

@@ -44,6 +44,7 @@ from agents.coq_lookups import (
     leading_arity,
     plain_type,
     premises_of,
+    record_premises,
     relation_of,
     top_words,
 )
@@ -214,7 +215,7 @@ _GATED_NAME = re.compile(r"(?<![\w'.])(?P<name>" + "|".join(QUALIFIED_TACTICS) +
 _SCOPE_SENTENCE = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?(?:Require|From|Import|Export|Ltac|Tactic|"
                              r"Module|End|Section|Open|Close|Declare|Notation|Infix|Reserved|Set|Unset|Include)\b")
 _QUALIFIED_HEAD = re.compile(r"^[A-Z][\w']*(?:\.[A-Za-z_][\w']*)+(?=[\s;|.]|$)")
-_REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+)\s*\.$")
+_REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+|\([\w'. ]+\))\s*\.$")
 MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
 # round twelve's three rules are off by default: none gained a theorem on a set it was not read from (out-of-sample 20
 # and 21), so the default prover stays round eleven's, the one measured blind on out-of-sample 18 to 21 (docs/proofs.md)
@@ -420,6 +421,10 @@ class CoqTactics(TacticSource):
         self.included = [p for p in self.facts.included if p.name != task.name.split(".")[-1]]
         if self.included:
             self.library_index = self.library_index.add(self.included)
+        if coq_lookups.RECORD_FIELDS and root.detail:  # `(Radd_comm Rth)` for a section's `Rth : ring_theory ...`
+            laws = record_premises(states, self.facts, [(n, t) for names, t in root.detail[0].hyps for n in names])
+            if laws:
+                self.file_index = self.file_index.add(laws)
         self.own_tactics = context_tactics(codes or ()) if coq_lookups.CONTEXT_TACTICS else []
         self.arg_tactics = context_arg_tactics(codes or ()) if coq_lookups.CONTEXT_ARG_TACTICS else []
         if self.facts.module_tactics is None:  # `order.` is a closer already: offered again it costs a run a state

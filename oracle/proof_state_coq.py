@@ -169,6 +169,67 @@ def parse_checks(text: str, names: Sequence[str]) -> list[Premise]:
             for name, body in _named_blocks(text, _CHECK_HEAD) if name in wanted and body]
 
 
+# `Record ring_theory (R : Type) ... : Prop := mk_rt { Radd_0_l : ...; ... }.` (a record of propositions, as `Print`
+# shows it); a record of data (`: Type :=`, `: Set :=`) is not one
+_PROP_RECORD = re.compile(r"(?<![\w'])(?:Record|Structure)\s+[A-Za-z_][\w']*(?P<params>[^{]*?):\s*Prop\s*:=\s*"
+                          r"[A-Za-z_][\w']*\s*\{")
+_FIELD = re.compile(r"\s*(?P<name>[A-Za-z_][\w']*)\s*:>?")
+
+
+def _top_groups(text: str) -> list[str]:
+    """The contents of the top-level parenthesised groups of ``text`` (``(rO rI : R) (radd : R -> R)``)."""
+    out: list[str] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            if depth == 0:
+                start = i + 1
+            depth += 1
+        elif ch == ")" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                out.append(text[start:i])
+    return out
+
+
+def parse_record_fields(text: str) -> tuple[list[str], int]:
+    """The field names of a record of propositions as ``Print`` shows it (``Radd_0_l``, ``Radd_comm``, ... of
+    ``ring_theory``), in order, and how many parameters the record takes (8 for ``ring_theory``: ``R``, ``rO``,
+    ``rI``, ...); no fields for anything else (an inductive, a record of data, a module)."""
+    text = _PROMPT.sub("", text)
+    m = _PROP_RECORD.search(text)
+    if m is None:
+        return [], 0
+    params = sum(len(g.split(":", 1)[0].split()) for g in _top_groups(m.group("params")) if ":" in g)
+    fields: list[str] = []
+    depth, start = 0, m.end()
+    for i in range(m.end(), len(text)):
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}" and depth > 0:
+            depth -= 1
+        elif depth == 0 and ch in ";}":
+            f = _FIELD.match(text, start)
+            if f is not None:
+                fields.append(f.group("name"))
+            if ch == "}":
+                break
+            start = i + 1
+    return fields, params
+
+
+def parse_check_replies(text: str, terms: Sequence[str]) -> list[Premise | None]:
+    """For each of ``terms``, the type one ``Check (T).`` of a batch printed (the answers are cut at the prompts, in
+    the order asked), as a premise named ``(T)``; None where Coq refused the term."""
+    out: list[Premise | None] = []
+    for term, reply in zip(terms, _PROMPT.split(text), strict=False):
+        m = re.search(r"\n\s+:\s(?P<type>.*)", reply, re.S)
+        refused = re.search(r"(?:^|\n)Error", reply) is not None
+        out.append(None if refused or m is None else Premise(f"({term})", " ".join(m.group("type").split())))
+    return out
+
+
 def _unfinished(text: str) -> str | None:
     """Why a "No more goals" display still is not a finished proof (shelved or given-up goals)."""
     for marker in ("on the shelf", "gave up", "unfocused goals", "focused goals remain"):
@@ -417,6 +478,38 @@ class CoqProofStates:
         names = dict.fromkeys(m.group("name") for p in paths
                               if (m := inside.search(p)) and m.group("name") in signatures)
         return [(name, signatures[name]) for name in names]
+
+    def record_fields(self, record: str, timeout_s: float = 5.0) -> tuple[list[str], int]:
+        """The fields of ``record`` when it is a record of propositions here (``Print ring_theory``: the laws
+        ``Radd_0_l``, ``Radd_comm``, ...) and its number of parameters; no fields for anything else, or when Coq
+        does not say."""
+        if not COQ_NAME.fullmatch(record):
+            return [], 0
+        try:
+            reply = self._send(f"Print {record}.", time.monotonic() + timeout_s)
+        except ProofStateError:
+            return [], 0
+        return ([], 0) if reply.errors else parse_record_fields(reply.text)
+
+    def check_applied(self, terms: Sequence[Sequence[str]], timeout_s: float = 10.0) -> list[Premise]:
+        """For each entry of ``terms`` (ways to write one field applied to a hypothesis: ``Radd_comm Rth``, then
+        ``@Radd_comm _ _ _ _ _ _ _ _ Rth`` for a record whose parameters are not implicit), the first Coq accepts,
+        as a premise named by it with the type Coq gives it here (``forall x y : R, x + y == y + x``)."""
+        shape = re.compile(r"@?[A-Za-z_][\w'.]*(?:\s+(?:_|[A-Za-z_][\w'.]*))+")
+        ways = [[t for t in entry if shape.fullmatch(t)] for entry in terms]
+        found: list[Premise | None] = [None] * len(ways)
+        deadline = time.monotonic() + timeout_s
+        for rank in range(max((len(w) for w in ways), default=0)):
+            asked = [(i, w[rank]) for i, w in enumerate(ways) if found[i] is None and len(w) > rank]
+            if not asked:
+                break
+            try:
+                reply = self._send("\n".join(f"Check ({t})." for _, t in asked), deadline)
+            except ProofStateError:
+                break
+            for (i, _), premise in zip(asked, parse_check_replies(reply.text, [t for _, t in asked]), strict=False):
+                found[i] = premise
+        return [p for p in found if p is not None]
 
     def locate(self, name: str, timeout_s: float = 5.0) -> str | None:
         """The full name ``Locate`` gives the constant ``name`` denotes here (``N.zero`` for a functor

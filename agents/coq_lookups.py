@@ -1,15 +1,16 @@
 """Lookups the Coq search makes once per scope and keeps: commutativity lemmas, induction principles,
 decision lemmas (issue 33, round four), the tactics a context defines (argument-free, or taking one or two
-terms: round ten), and transitivity lemmas (round eleven).
+terms: round ten), transitivity lemmas (round eleven), and the fields of a hypothesis that is a record of laws
+(``(Radd_comm Rth)`` for a section's ``Rth : ring_theory ...``: round fifteen).
 
 Each comes from Coq itself (``Search`` in the theorem's own session, so the scope's notations and
 loaded libraries decide the answer) or from the context's text; none names a file or a lemma. The
 answers are kept in the scope's :class:`ScopeFacts`, shared by the theorems whose sessions load the
 same libraries and whose contexts read the same scope sentences (``CoqTactics._scope_key``), and
 each theorem may ask Coq at most a few times (the ``MAX_*_QUERIES``). The switches (``COMMUTE``,
-``CONTEXT_TACTICS``, ``CONTEXT_ARG_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``, ``SPEC_SPLITS``, ``TRANSITIVE``)
-exist for the tests that show each rule's effect against real ``coqtop`` with it off and on
-(tests/agents/test_proof_search_scope.py).
+``CONTEXT_TACTICS``, ``CONTEXT_ARG_TACTICS``, ``OTHER_INDUCTIONS``, ``DECIDE``, ``SPEC_SPLITS``, ``TRANSITIVE``,
+``RECORD_FIELDS``) exist for the tests that show each rule's effect against real ``coqtop`` with it off and on
+(tests/agents/test_proof_search_scope.py, tests/agents/test_proof_search_record_laws.py).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class ScopeFacts:
     opaque: set[str] = field(default_factory=set)  # constants Coq said `unfold` cannot unfold here
     no_witness: set[str] = field(default_factory=set)  # predicates Coq said `exists` cannot build here (not inductive)
     transitive: dict[str, tuple[Chain, ...]] = field(default_factory=dict)  # relation pattern -> its chain lemmas
-    records: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a type's head -> its fields, if a record of laws
+    # a type's head -> its fields, if a record of laws, and its number of parameters
+    records: dict[str, tuple[tuple[str, ...], int]] = field(default_factory=dict)
     laws: dict[tuple[str, str], tuple[Premise, ...]] = field(default_factory=dict)  # (hypothesis, type) -> its fields'
 
 
@@ -95,13 +97,15 @@ def record_premises(states: Any, facts: ScopeFacts, hyps: Sequence[tuple[str, st
         head = m.group("head")
         if head not in facts.records:
             asked += 1
-            facts.records[head] = tuple(fields_of(head))
-        if not facts.records[head]:
+            names, params = fields_of(head)
+            facts.records[head] = (tuple(names), params)
+        fields, params = facts.records[head]
+        if not fields:
             continue
         key = (name, flat)
-        if key not in facts.laws:
+        if key not in facts.laws:  # `Radd_comm Rth`, else `@Radd_comm _ ... _ Rth` (parameters not implicit)
             asked += 1
-            facts.laws[key] = tuple(check([f"{field} {name}" for field in facts.records[head]]))
+            facts.laws[key] = tuple(check([[f"{f} {name}", f"@{f} {'_ ' * params}{name}"] for f in fields]))
         out.extend(facts.laws[key])
     return out
 

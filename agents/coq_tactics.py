@@ -215,7 +215,7 @@ _GATED_NAME = re.compile(r"(?<![\w'.])(?P<name>" + "|".join(QUALIFIED_TACTICS) +
 _SCOPE_SENTENCE = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+)?(?:Require|From|Import|Export|Ltac|Tactic|"
                              r"Module|End|Section|Open|Close|Declare|Notation|Infix|Reserved|Set|Unset|Include)\b")
 _QUALIFIED_HEAD = re.compile(r"^[A-Z][\w']*(?:\.[A-Za-z_][\w']*)+(?=[\s;|.]|$)")
-_REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+|\([\w'. ]+\))\s*\.$")
+_REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+|\(@?[\w'. ]+\))\s*\.$")
 MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
 # round twelve's three rules are off by default: none gained a theorem on a set it was not read from (out-of-sample 20
 # and 21), so the default prover stays round eleven's, the one measured blind on out-of-sample 18 to 21 (docs/proofs.md)

@@ -114,3 +114,16 @@ def test_a_record_whose_parameters_are_implicit_gives_its_fields_applied_plainly
     assert premises.get("(Radd_comm Rth)") == "forall x y : R, radd x y = radd y x"
     assert tactics.facts.records["ring_theory"][1] == 8 and len(premises) == len(tactics.facts.records["ring_theory"][0])
     assert any(t.startswith("apply (R") and t.endswith(" Rth).") for t in offered), offered
+
+
+def test_a_rewrite_with_a_field_is_not_undone_or_repeated() -> None:
+    """The loop guard reads a parenthesised lemma (`rewrite (Radd_comm Rth)` undone by `rewrite <- (Radd_comm Rth)`),
+    as it reads a named one."""
+    from agents.best_first import Node
+
+    def after(*tactics: str) -> Node:
+        return Node(1, 0, tactics[-1], ProofState(tactics, ("x",)), len(tactics), 0.0, tactics)
+
+    assert CoqTactics.loops(after("rewrite (Radd_comm Rth)."), "rewrite <- (Radd_comm Rth).")
+    assert CoqTactics.loops(after("rewrite (@step _ L).", "rewrite (@step _ L)."), "rewrite (@step _ L).")
+    assert not CoqTactics.loops(after("rewrite (Radd_comm Rth)."), "rewrite (Radd_assoc Rth).")

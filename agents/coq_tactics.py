@@ -422,9 +422,14 @@ class CoqTactics(TacticSource):
         if self.included:
             self.library_index = self.library_index.add(self.included)
         if coq_lookups.RECORD_FIELDS and root.detail:  # `(Radd_comm Rth)` for a section's `Rth : ring_theory ...`
-            laws = record_premises(states, self.facts, [(n, t) for names, t in root.detail[0].hyps for n in names])
+            # a field the file restates as a lemma of its own (`Rplus_comm` for `(SORplus_comm sor)`) is left to that
+            # lemma; the others go first in the index, so that a tie goes to the file's own (ranked latest first)
+            stated = {" ".join(p.statement.split()) for p in self.file_index.premises}
+            laws = [p for p in record_premises(states, self.facts, [(n, t) for names, t in root.detail[0].hyps
+                                                                    for n in names])
+                    if " ".join(p.statement.split()) not in stated]
             if laws:
-                self.file_index = self.file_index.add(laws)
+                self.file_index = PremiseIndex([*laws, *self.file_index.premises])
         self.own_tactics = context_tactics(codes or ()) if coq_lookups.CONTEXT_TACTICS else []
         self.arg_tactics = context_arg_tactics(codes or ()) if coq_lookups.CONTEXT_ARG_TACTICS else []
         if self.facts.module_tactics is None:  # `order.` is a closer already: offered again it costs a run a state

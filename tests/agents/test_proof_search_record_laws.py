@@ -4,7 +4,8 @@
 rsub ropp req``) and proves its lemmas through the record's fields: ``rewrite <- (ARadd_assoc ARth)``. Those
 terms are no constants, so neither the file's statements nor ``Search`` list them. The search now asks Coq for
 the fields of such a record (``Print``) and their types here (``Check (Radd_comm Rth)``), and ranks them with the
-file's premises. Shown against a real ``coqtop`` with the rule off (no field is tried) and on.
+file's premises. Shown against a real ``coqtop`` with the rule off (no field is tried) and on. The rule is off by
+default: in-sample it gained 2 of ``Ring_theory.v``'s 35 theorems and lost 3 of ``micromega/OrderedRing.v``'s 51.
 """
 
 from __future__ import annotations
@@ -94,10 +95,12 @@ def test_the_fields_of_a_hypothesis_record_of_laws_are_premises(monkeypatch: pyt
 
 
 @needs_coq
-def test_a_record_whose_parameters_are_implicit_gives_its_fields_applied_plainly() -> None:
+def test_a_record_whose_parameters_are_implicit_gives_its_fields_applied_plainly(monkeypatch: pytest.MonkeyPatch) -> None:
     """`ring_theory`'s parameters are implicit: `(Radd_comm Rth)`, as the stdlib writes it, with this scope's type."""
     from agents.best_first import Node
     from oracle.proof_state_coq import CoqProofStates
+
+    monkeypatch.setattr(coq_lookups, "RECORD_FIELDS", True)
 
     context = ("Require Import Ring_theory.\nSection S.\nVariable R : Type.\n"
                "Variables (rO rI : R) (radd rmul rsub : R -> R -> R) (ropp : R -> R).\n"

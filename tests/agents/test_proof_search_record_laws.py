@@ -13,9 +13,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from coq_index import rules_search
 
 import agents.coq_lookups as coq_lookups
-from agents.best_first import SearchBudget, SearchResult, best_first_search
 from agents.coq_tactics import CoqTactics
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
@@ -57,23 +57,6 @@ LAWS = ("Record laws (P : nat -> Prop) : Prop := mk_laws { base : P 0 ; step : f
         "Section S.\nVariable P : nat -> Prop.\nVariable L : laws P.\n")
 
 
-def _search(task: TheoremTask, max_checks: int) -> tuple[SearchResult, list[CoqTactics]]:
-    from oracle.proof_state_coq import CoqProofStates
-
-    states = CoqProofStates()
-    made: list[CoqTactics] = []
-
-    def source(root: ProofState) -> CoqTactics:
-        made.append(CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover"))
-        return made[-1]
-
-    try:
-        return best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=max_checks),
-                                 tree_limit=100_000), made
-    finally:
-        states.close()
-
-
 @needs_coq
 @pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
 def test_the_fields_of_a_hypothesis_record_of_laws_are_premises(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
@@ -81,7 +64,7 @@ def test_the_fields_of_a_hypothesis_record_of_laws_are_premises(monkeypatch: pyt
     `@step _ L`: the record's parameter is not implicit here), and the proof goes through them; without it no
     tactic names them."""
     monkeypatch.setattr(coq_lookups, "RECORD_FIELDS", rule)
-    result, made = _search(TheoremTask("p4", "Lemma p4 : P 4.", LAWS, "", prover="coq"), 300)
+    result, made = rules_search(TheoremTask("p4", "Lemma p4 : P 4.", LAWS, "", prover="coq"), 300)
     premises = {p.name: p.statement for p in made[0].file_index.premises}
     tried = " ".join(t[1] for t in result.tree["tries"])
     if rule:

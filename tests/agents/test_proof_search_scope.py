@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from coq_index import compiled_and_indexed
+from coq_index import compiled_and_indexed, rules_search
 
 import agents.coq_lookups as coq_lookups
 import agents.coq_tactics as coq_tactics
@@ -38,24 +38,6 @@ needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coq
 
 def _task(name: str, statement: str, context: str) -> TheoremTask:
     return TheoremTask(name, statement, context, "", prover="coq")
-
-
-def _rules_search(task: TheoremTask, max_checks: int, seconds: float = 60) -> tuple[SearchResult, list[CoqTactics]]:
-    """A real-coqtop search of ``task`` by the rules alone (no library, no portfolio), and the sources it made."""
-    from oracle.proof_state_coq import CoqProofStates
-
-    states = CoqProofStates()
-    made: list[CoqTactics] = []
-
-    def source(root: ProofState) -> CoqTactics:
-        made.append(CoqTactics(states, task, root, library=False, portfolio=False, setting="rediscover"))
-        return made[-1]
-
-    try:
-        return best_first_search(states, task, source, SearchBudget(seconds=seconds, max_checks=max_checks),
-                                 tree_limit=100_000), made
-    finally:
-        states.close()
 
 
 # ----------------------------------------------------------------------------- 1. a learnt step stays in its file
@@ -315,7 +297,7 @@ def test_a_lemma_stated_the_other_way_round_applies_after_a_commutativity_rewrit
     ends with the goal open."""
     monkeypatch.setattr(coq_lookups, "COMMUTE", rule)
     task = _task("r_plus_q", "Lemma r_plus_q : forall a b, R a -> Q b -> Q (a + b).", COMMUTED)
-    result, made = _rules_search(task, 400)
+    result, made = rules_search(task, 400)
     commuted = [t for t in result.tree["tries"] if t[1].startswith("rewrite ") and t[1].endswith("add_comm.")]
     if rule:
         assert result.proof is not None, result.last_error
@@ -359,7 +341,7 @@ def test_a_tactic_the_file_defines_is_offered(monkeypatch: pytest.MonkeyPatch, r
     """`P 38` where a section hypothesis gives `P (n * 7 + 3)`: no unifier finds `n := 5`, the file's own
     `p_tac` does. With the rule the search offers it and proves the goal; without it the goal stays open."""
     monkeypatch.setattr(coq_lookups, "CONTEXT_TACTICS", rule)
-    result, _ = _rules_search(_task("p38", "Lemma p38 : P 38.", OWN_TACTIC), 300)
+    result, _ = rules_search(_task("p38", "Lemma p38 : P 38.", OWN_TACTIC), 300)
     if rule:
         assert result.proof is not None and result.tactics is not None, result.last_error
         assert result.tactics[-1] in ("p_tac.", "p again."), result.tactics
@@ -391,7 +373,7 @@ def test_a_tactic_of_a_term_the_file_defines_is_called_on_the_local_values(monke
     the search calls `pairs k` after `intros` and proves it; without it the goal stays open (round ten: the
     `destruct_max n` of `ZSgnAbs.v`)."""
     monkeypatch.setattr(coq_lookups, "CONTEXT_ARG_TACTICS", rule)
-    result, _ = _rules_search(_task("all_p", "Lemma all_p : forall k : nat, P k.", PAIRS), 300)
+    result, _ = rules_search(_task("all_p", "Lemma all_p : forall k : nat, P k.", PAIRS), 300)
     _proved_by_the_rule(result, rule, "pairs ")
 
 
@@ -427,7 +409,7 @@ def test_induction_with_another_principle_of_the_type_is_offered(monkeypatch: py
     monkeypatch.setattr(coq_lookups, "OTHER_INDUCTIONS", rule)
     task = _task("pos_big", "Lemma pos_big : forall p : positive, Pos.to_nat p <> 0 /\\ Pos.to_nat p <> 7.",
                  "Require Import PArith.\n")
-    result, made = _rules_search(task, 150)
+    result, made = rules_search(task, 150)
     using = [t for t in result.tree["tries"] if " using " in t[1]]
     if rule:
         assert made[0].facts.inductions.get("positive"), made[0].facts.inductions
@@ -475,7 +457,7 @@ def test_a_case_split_on_a_compare_spec_is_offered(monkeypatch: pytest.MonkeyPat
     as `compare_spec` does in every ordered structure): `destruct (cmp_spec x y)` rewrites `cmp x y` to `Eq`,
     `Lt`, `Gt` and each case closes. Without the rule no candidate splits on it and the goal stays open."""
     monkeypatch.setattr(coq_lookups, "SPEC_SPLITS", rule)
-    result, _ = _rules_search(_task("cmp_eq", "Lemma cmp_eq : forall x y : nat, cmp x y = Eq -> x = y.", SPECIFIED),
+    result, _ = rules_search(_task("cmp_eq", "Lemma cmp_eq : forall x y : nat, cmp x y = Eq -> x = y.", SPECIFIED),
                               1500, seconds=60)
     _proved_by_the_rule(result, rule, "destruct (cmp_spec")
 
@@ -487,7 +469,7 @@ def test_a_case_split_on_a_decision_lemma_is_offered(monkeypatch: pytest.MonkeyP
     `destruct (PQ_dec n)` (Coq's `Search ({_} + {_}) nat` finds it) and closes both cases; without the rule
     nothing splits on it and the goal stays open."""
     monkeypatch.setattr(coq_lookups, "DECIDE", rule)
-    result, _ = _rules_search(_task("f_le_2", "Lemma f_le_2 : forall n, f n <= 2.", DECIDED), 3000, seconds=90)
+    result, _ = rules_search(_task("f_le_2", "Lemma f_le_2 : forall n, f n <= 2.", DECIDED), 3000, seconds=90)
     if rule:
         assert result.proof is not None and result.tactics is not None, result.last_error
         assert "destruct (PQ_dec n)." in result.tactics, result.tactics
@@ -531,7 +513,7 @@ def test_a_step_through_a_transitivity_lemma_is_offered(monkeypatch: pytest.Monk
     premise is `H`'s relation, and `eapply le_lt_tr; [ | eassumption]` leaves `le (P n) n` (NOrder.v's `lt_lt_pred`:
     `apply le_lt_trans with n`). Without the rule nothing takes that step and the goal stays open."""
     monkeypatch.setattr(coq_lookups, "TRANSITIVE", rule)
-    result, _ = _rules_search(_task("lt_P", "Lemma lt_P : forall n m : t, lt n m -> lt (P n) m.", CHAINED), 1500)
+    result, _ = rules_search(_task("lt_P", "Lemma lt_P : forall n m : t, lt n m -> lt (P n) m.", CHAINED), 1500)
     _proved_by_the_rule(result, rule, "eapply le_lt_tr; [ | eassumption]")
 
 
@@ -551,7 +533,7 @@ def test_a_bracketed_notation_is_unfolded_and_its_witness_named(monkeypatch: pyt
     stay open."""
     monkeypatch.setattr(coq_tactics, "WITNESSES", rule)
     for name, statement in (("div_refl", "forall n : t, (n | n)"), ("div_zero", "forall n : t, (n | zero)")):
-        result, _ = _rules_search(_task(name, f"Lemma {name} : {statement}.", DIVIDES), 400)
+        result, _ = rules_search(_task(name, f"Lemma {name} : {statement}.", DIVIDES), 400)
         _proved_by_the_rule(result, rule, "red.")
 
 
@@ -581,7 +563,7 @@ def test_a_lemma_stated_for_any_value_is_found_by_the_goals_general_shape(monkey
     rule the ranked premises (sixteen in the wider pass) are look-alikes and the goal stays open."""
     monkeypatch.setattr(coq_tactics, "GENERAL_PATTERNS", rule)
     statement = "Lemma nonpos : forall n p : t, le p zero -> le zero n -> le (mul n p) (mul zero p)."
-    result, _ = _rules_search(_task("nonpos", statement, MONOTONE), 800)
+    result, _ = rules_search(_task("nonpos", statement, MONOTONE), 800)
     _proved_by_the_rule(result, rule, "apply mono")
 
 
@@ -612,7 +594,7 @@ def test_the_lemma_whose_premises_the_hypotheses_give_is_tried_first(monkeypatch
     hypotheses give (`le p zero`, `le m n`) comes first and closes the goal; without it the goal stays open."""
     monkeypatch.setattr(coq_tactics, "HYPOTHESIS_RANK", rule)
     statement = "Lemma g : forall n m p : t, Q m -> le p zero -> le m n -> le (mul n p) (mul m p)."
-    result, _ = _rules_search(_task("g", statement, RANKED), 800)
+    result, _ = rules_search(_task("g", statement, RANKED), 800)
     _proved_by_the_rule(result, rule, "apply mono")
 
 
@@ -631,7 +613,7 @@ def test_a_local_function_is_offered_as_the_witness_of_a_constructor(monkeypatch
     monkeypatch.setattr(coq_tactics, "CONSTRUCTOR_WITNESSES", rule)
     statement = ("Lemma inv : forall f h : nat -> nat, (forall x, h (f x) = x) -> (forall x, f (h x) = x) -> "
                  "invertible f.")
-    result, _ = _rules_search(_task("inv", statement, INVERTIBLE), 800)
+    result, _ = rules_search(_task("inv", statement, INVERTIBLE), 800)
     _proved_by_the_rule(result, rule, "exists h")
 
 
@@ -645,7 +627,7 @@ def test_a_proof_resting_on_the_librarys_axioms_is_not_vetoed() -> None:
     `Rplus_comm`'s proof; an axiom the file itself declares is left too."""
     reals = _task("rx", "Lemma rx : forall a b : R, a + b = b + a.", "Require Import Reals.\nOpen Scope R_scope.\n")
     own = _task("own", "Lemma own : forall n, n + 0 = n.", "Axiom ax : forall n : nat, n + 0 = n.\n")
-    found = {task.name: _rules_search(task, 200)[0] for task in (reals, own)}
+    found = {task.name: rules_search(task, 200)[0] for task in (reals, own)}
     for name, result in found.items():
         assert result.proof is not None, (name, result.last_error)
         assert not [t for t in result.tree["tries"] if t[2] == "v"], name  # no proof vetoed

@@ -8,18 +8,32 @@ from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
 
 
-def coq_search(task: TheoremTask, max_checks: int, *, library: bool) -> SearchResult:
+def coq_search_made(task: TheoremTask, max_checks: int, *, library: bool,
+                    seconds: float = 60) -> tuple[SearchResult, list[CoqTactics]]:
     """Search ``task`` in the ``rediscover`` setting by the rules and premises (``library``: Coq's ``Search``
-    over the loaded libraries as well), no portfolio and no k-NN, within ``max_checks`` tactic runs."""
+    over the loaded libraries as well), no portfolio and no k-NN, within ``max_checks`` tactic runs and
+    ``seconds``; the result and the candidate sources the search made."""
     from oracle.proof_state_coq import CoqProofStates
 
     states = CoqProofStates()
+    made: list[CoqTactics] = []
 
     def source(root: ProofState) -> CoqTactics:
-        return CoqTactics(states, task, root, library=library, portfolio=False, setting="rediscover")
+        made.append(CoqTactics(states, task, root, library=library, portfolio=False, setting="rediscover"))
+        return made[-1]
 
     try:
-        return best_first_search(states, task, source, SearchBudget(seconds=60, max_checks=max_checks),
-                                 tree_limit=100_000)
+        return best_first_search(states, task, source, SearchBudget(seconds=seconds, max_checks=max_checks),
+                                 tree_limit=100_000), made
     finally:
         states.close()
+
+
+def coq_search(task: TheoremTask, max_checks: int, *, library: bool) -> SearchResult:
+    """:func:`coq_search_made`'s result alone."""
+    return coq_search_made(task, max_checks, library=library)[0]
+
+
+def rules_search(task: TheoremTask, max_checks: int, seconds: float = 60) -> tuple[SearchResult, list[CoqTactics]]:
+    """A search by the rules alone (no library, no portfolio), and the sources it made."""
+    return coq_search_made(task, max_checks, library=False, seconds=seconds)

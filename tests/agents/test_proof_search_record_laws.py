@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from coq_index import rules_search
+from coq_search import rules_search
 
 import agents.coq_lookups as coq_lookups
 from agents.coq_tactics import CoqTactics

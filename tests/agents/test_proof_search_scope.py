@@ -17,7 +17,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from coq_index import compiled_and_indexed, rules_search
+from coq_index import compiled_and_indexed
+from coq_search import rules_search
 
 import agents.coq_lookups as coq_lookups
 import agents.coq_tactics as coq_tactics

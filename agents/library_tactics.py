@@ -18,8 +18,8 @@ Two halves:
 * the **suggester** (:class:`LibraryTactics`, a ``TacticSuggester``): goal features (the
   conclusion's global symbols, their adjacent pairs, its head, the hypotheses' symbols; local
   names dropped), TF-IDF weights, an inverted index; for a goal the tactics of the ``k`` nearest
-  recorded goals (ranked by their vote: :func:`vote`), local names mapped onto the current goal's
-  hypotheses, best first. At the
+  recorded goals (the nearest first, then by their vote: :func:`proposal_order`), local names mapped
+  onto the current goal's hypotheses, best first. At the
   statement it also proposes the whole proofs of the most similar library statements.
 
 The rule (what "the target's library" is), enforced by :func:`library_modules`: the modules loaded
@@ -443,12 +443,14 @@ def adapt(tactic: str, source_locals: Sequence[str], source_goal: str, target: C
     return re.sub(r"[A-Za-z_][\w']*", lambda m: mapping.get(m.group(0), m.group(0)), tactic)
 
 
-# round sixteen: the k nearest recorded goals vote (each distinct tactic scores the sum of its goals'
-# similarities squared) over more neighbours, instead of the first tactics met among 40. Offline, leave one
-# module out over every indexed module (15 steps each, 3,863 steps), the human tactic is among the first 8
-# proposals for 18.1% of steps against 16.0% (docs/proofs.md, "Round sixteen")
+# round sixteen: the first VOTE_KEEP distinct tactics are those of the nearest recorded goals, as before; the rest
+# are ranked by a vote of the VOTE_K nearest (each distinct tactic scores the sum of its goals' similarities
+# squared). Offline, leave one module out (python -m benches.coq.knn_eval), the human tactic is among the first 8
+# proposals for more steps (docs/proofs.md, "Round sixteen"); a vote for every slot lost the nearest goals'
+# tactics that the Numbers functors' proofs follow (NPow.v: 8 of 26 against 15)
 VOTE = True
 VOTE_K = 320
+VOTE_KEEP = 4
 VOTE_POWER = 2.0
 
 
@@ -465,6 +467,23 @@ def vote(near: Sequence[tuple[float, int]], tactic_of: Callable[[int], str],
         first.setdefault(tactic, item)
     order = {t: k for k, t in enumerate(first)}
     return [first[t] for t in sorted(first, key=lambda t: (-score[t], order[t]))]
+
+
+def proposal_order(near: Sequence[tuple[float, int]], tactic_of: Callable[[int], str], first: int = 40,
+                   keep: int = VOTE_KEEP, power: float = VOTE_POWER) -> list[int]:
+    """The items to propose from, in order: those of the first ``keep`` distinct tactics met among the ``first``
+    nearest, then the rest by :func:`vote` over all of ``near``."""
+    out: list[int] = []
+    taken: set[str] = set()
+    for _, item in near[:first]:
+        tactic = tactic_of(item)
+        if tactic in taken:
+            continue
+        if len(taken) >= keep:
+            break
+        taken.add(tactic)
+        out.append(item)
+    return out + [item for item in vote(near, tactic_of, power) if tactic_of(item) not in taken]
 
 
 class LibraryTactics:
@@ -559,7 +578,8 @@ class LibraryTactics:
         out: list[Candidate] = []
         seen: set[str] = set()
         near = self.index.nearest(goal_features(goal), max(self.k, VOTE_K) if VOTE else self.k, self.allowed_steps)
-        for i in vote(near, lambda item: self.steps[item].tactic) if VOTE else [i for _, i in near]:
+        for i in (proposal_order(near, lambda item: self.steps[item].tactic, self.k) if VOTE
+                  else [i for _, i in near]):
             step = self.steps[i]
             tactic = adapt(step.tactic, step.locals, step.goal, detail)
             if tactic is None or tactic in seen or (self.screen is not None and not self.screen(step.tactic, state)):

@@ -203,3 +203,49 @@ def test_an_entry_of_an_older_index_version_is_rebuilt(tmp_path: Path, monkeypat
     assert bool(rebuilt) is version_checked
     monkeypatch.undo()
     assert bool(LibraryTactics(index).load().module_names) is version_checked
+
+
+def test_vote_orders_tactics_by_their_summed_squared_similarity() -> None:
+    near = [(1.0, 0), (0.8, 1), (0.8, 2), (0.8, 3), (0.5, 4)]
+    tactic = {0: "apply A.", 1: "apply B.", 2: "apply B.", 3: "apply B.", 4: "apply A."}.__getitem__
+    # B: 3 * 0.64 = 1.92 against A's 1.0 + 0.25; the first item met stands for its tactic
+    assert lt.vote(near, tactic) == [1, 0]
+    assert lt.vote(near, tactic, power=8.0) == [0, 1]  # a steep power is nearly "the nearest goal first"
+    assert lt.vote([(0.5, 7), (0.5, 8)], {7: "t1.", 8: "t2."}.__getitem__) == [7, 8]  # a tie: the order met
+
+
+def test_the_nearest_goals_tactics_keep_their_slots_and_a_vote_ranks_the_rest() -> None:
+    near = [(1.0, 0), (0.95, 1), (0.7, 2), (0.7, 3), (0.7, 4), (0.95, 5)]
+    tactic = {0: "a.", 1: "b.", 2: "c.", 3: "c.", 4: "c.", 5: "a."}.__getitem__
+    assert lt.proposal_order(near, tactic, keep=1) == [0, 2, 1]  # c: 1.47 outvotes b: 0.90
+    assert lt.proposal_order(near, tactic, keep=2) == [0, 1, 2]  # a and b kept as met, as with no vote
+    assert lt.proposal_order(near, tactic, first=1, keep=4) == [0, 2, 1]  # only the `first` nearest keep a slot
+
+
+@pytest.mark.parametrize("voting", [True, False], ids=["vote", "first-met"])
+def test_several_near_goals_closed_by_one_tactic_outrank_a_single_nearer_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voting: bool) -> None:
+    """Round sixteen: past the slots kept for the nearest goals' tactics (one here), a tactic that closed three
+    goals a little less like this one goes before the tactic of one nearer goal (with the vote off, the order
+    met, as before)."""
+    monkeypatch.setattr(lt, "VOTE", voting)
+    monkeypatch.setattr(lt, "VOTE_KEEP", 1)
+    steps = [("y : nat; H : ok y |- foo (bar y) = baz (qux y)", "apply Nearest."),
+             ("y : nat |- foo (bar y) = baz (qux y)", "apply Single.")]
+    steps += [("y : nat; H : ok y |- foo (bar y) = baz y", "apply Common.")] * 3
+    steps += [("l : list nat |- rev l = l", "apply rev_involutive.")] * 6
+    entry = {"module": "M", "version": lt.INDEX_VERSION, "proofs": [],
+             "steps": [{"theorem": f"t{k}", "goal": g, "tactic": t, "locals": ["y", "H", "l"]}
+                       for k, (g, t) in enumerate(steps)]}
+    (tmp_path / "M.json").write_text(json.dumps(entry))
+    lib = LibraryTactics(tmp_path).load()
+    task = TheoremTask(name="t", statement="Lemma t : True.", context="", original_proof="", prover="coq")
+    lib.use(["M"], task)
+    goal = "x : nat; H : ok x |- foo (bar x) = baz (qux x)"
+    assert lib.index is not None
+    sims = {i: s for s, i in lib.index.nearest(goal_features(goal), 5)}
+    assert sims[0] > sims[1] > sims[2] and sims[1] ** 2 < 3 * sims[2] ** 2  # Single is nearer, Common outvotes it
+    detail = CoqGoal(((("x",), "nat"), (("H",), "ok x")), "foo (bar x) = baz (qux x)")
+    tactics = [c.tactic for c in lib.candidates(task, ProofState((), (goal,), (detail,)))]
+    assert tactics[:3] == (["apply Nearest.", "apply Common.", "apply Single."] if voting
+                           else ["apply Nearest.", "apply Single.", "apply Common."])

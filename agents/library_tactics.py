@@ -443,12 +443,12 @@ def adapt(tactic: str, source_locals: Sequence[str], source_goal: str, target: C
     return re.sub(r"[A-Za-z_][\w']*", lambda m: mapping.get(m.group(0), m.group(0)), tactic)
 
 
-# round sixteen, measured and left off: the first VOTE_KEEP distinct tactics are those of the nearest recorded goals, the
-# rest ranked by a vote of the VOTE_K nearest (each distinct tactic scores the sum of its goals' similarities squared).
-# Offline (python -m benches.coq.knn_eval) the human tactic is among the first 8 proposals more often, but only where it
-# is one of the index's most common tactics (`subst.`, `trivial.`), which the rules offer anyway; a less common one is
-# hit no more often, and the common ones fill twice the slots. In-sample on out-of-sample 28 it proved 34 of 82 against
-# 37 (a vote for every slot: 29); docs/proofs.md, "Round sixteen"
+# round sixteen, measured and left off: the first VOTE_KEEP distinct tactics are those of the nearest recorded
+# goals, the rest ranked by a vote of the VOTE_K nearest (each distinct tactic scores the sum of its goals'
+# similarities squared). Offline (python -m benches.coq.knn_eval) the human tactic is among the first 8 proposals
+# more often, but only where it is one of the index's most common tactics (`subst.`, `trivial.`), which the rules
+# offer anyway; a less common one is hit no more often, and the common ones fill twice the slots. In-sample on
+# out-of-sample 28 it proved 34 of 82 against 37 (a vote for every slot: 29); docs/proofs.md, "Round sixteen"
 VOTE = False
 VOTE_K = 320
 VOTE_KEEP = 4

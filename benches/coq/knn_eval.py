@@ -2,15 +2,15 @@
 
 Why it exists: a change to how the k-NN ranks its suggestions is cheap to measure before any bench run. For each
 indexed module, up to ``--per-module`` of its recorded steps (goal before the step, the human's tactic) are asked
-of the index with that whole module left out (leave one module out: the module's own neighbouring steps are not
-allowed to answer), and the proposals are made exactly as the search makes them (local names mapped onto the
-step's own goal, duplicates dropped). It prints, for the first-met ranking of earlier rounds and for the vote
-(``library_tactics.proposal_order``: the first tactics met, then a vote), the share of steps whose human tactic is the first proposal and among the first
-``--top`` (the search takes 8), and the ratio of the two; then the same split by whether the human tactic is one of
-the index's 60 most common (``subst.``, ``trivial.``: the search's rules offer those anyway) or not, and how many
-common tactics each list of proposals holds. Round sixteen's vote raised the first figure through the common tactics
-alone, and lost in the search (docs/proofs.md, "Round sixteen"): read the split, not only the total. It reads the index (``--index``, default the search's
-own: ``library_tactics.cache_dir()``) and never runs Coq.
+of the index with that whole module left out (its own steps may not answer), and the proposals are made as the
+search makes them (local names mapped onto the step's own goal, duplicates dropped; no scope screen). For the
+first-met ranking (the default) and for the vote (``library_tactics.proposal_order``: the first tactics met, then a
+vote) it prints the share of steps whose human tactic is the first proposal and among the first ``--top`` (the
+search takes 8), that share apart for the human tactics among the index's 60 most common (``subst.``, ``trivial.``:
+the search's rules offer those anyway) and for the others, the common tactics per list of proposals, and the ratio
+of the vote's top share to the first-met one. Round sixteen's vote raised the top share through the common tactics
+alone and lost in the search (docs/proofs.md, "Round sixteen"): read the split, not only the total. It reads the
+index (``--index``, default the search's own: ``library_tactics.cache_dir()``) and never runs Coq.
 
 The other modules stand in for the target's library: a module's real library is only what it loads, so the
 figure is an upper bound on what the k-NN sees, the same for both rankings.

@@ -28,6 +28,10 @@ def test_a_module_is_answered_by_the_others_only(tmp_path: Path) -> None:
     for voting in (True, False):
         hits = knn_eval.evaluate(entries, per_module=2, voting=voting)
         assert (hits.steps, hits.first, hits.top) == (6, 4, 4)
+    # the most common tactic counted apart (three tie at two steps each: the first met, the rewrite, is taken)
+    split = knn_eval.evaluate(entries, per_module=2, voting=False, common=1)
+    assert (split.common_steps, split.common_top) == (2, 2)
+    assert "specific  50.0%" in split.line("x", 1) and "common 100.0%" in split.line("x", 1)
 
 
 def test_an_index_without_two_modules_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,4 +46,4 @@ def test_main_prints_both_rankings_and_their_ratio(tmp_path: Path, capsys: pytes
     assert knn_eval.main(["--index", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "2 modules, 2 steps" in out and "first met" in out and "vote" in out
-    assert "top 100.0%" in out and "1.00x" in out
+    assert "top 100.0%" in out and "1.00x" in out and "specific" in out and "common proposed" in out

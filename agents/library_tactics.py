@@ -339,23 +339,30 @@ def holds_target(entry: dict[str, Any], task: TheoremTask) -> bool:
 # ----------------------------------------------------------------------------- features and k-NN
 
 
+def display_goal(display: str) -> CoqGoal:
+    """A goal display (``h1, h2 : T1; h3 : T2 |- concl``, as :meth:`CoqGoal.display` writes it and the index records
+    it) read back as a structured goal; a part without `` : `` is no hypothesis."""
+    hyps_text, _, concl = display.rpartition("|- ")
+    hyps: list[tuple[tuple[str, ...], str]] = []
+    for part in hyps_text.split("; "):
+        if " : " in part:
+            names, typ = part.split(" : ", 1)
+            hyps.append((tuple(n.strip() for n in names.split(",")), typ))
+    return CoqGoal(tuple(hyps), concl)
+
+
 def goal_features(goal: str, extra_locals: Iterable[str] = ()) -> frozenset[str]:
     """Features of a goal display: the conclusion's global symbols, adjacent symbol pairs and head,
     the hypotheses' global symbols (``h:``); hypothesis and bound names are dropped."""
-    hyps_text, _, concl = goal.rpartition("|- ")
-    local = set(extra_locals) | set(_binders(concl))
-    for part in hyps_text.split("; "):
-        if " : " in part:
-            names = part.split(" : ", 1)[0]
-            local.update(n.strip() for n in names.split(","))
-    syms = [t for t in tokens(concl) if t not in local]
+    read = display_goal(goal)
+    local = set(extra_locals) | set(_binders(read.concl)) | set(read.hyp_names())
+    syms = [t for t in tokens(read.concl) if t not in local]
     feats = set(syms)
     feats.update(f"{a}>{b}" for a, b in itertools.pairwise(syms))
     if syms:
         feats.add(f"head:{syms[0]}")
-    for part in hyps_text.split("; "):
-        if " : " in part:
-            feats.update(f"h:{t}" for t in tokens(part.split(" : ", 1)[1]) if t not in local)
+    for _, typ in read.hyps:
+        feats.update(f"h:{t}" for t in tokens(typ) if t not in local)
     return frozenset(feats)
 
 
@@ -410,12 +417,7 @@ def adapt(tactic: str, source_locals: Sequence[str], source_goal: str, target: C
         return tactic
     target_hyps = [(n, t) for names, t in (target.hyps if target is not None else ()) for n in names]
     target_names = {n for n, _ in target_hyps}
-    src_types: dict[str, str] = {}
-    for part in source_goal.rpartition("|- ")[0].split("; "):
-        if " : " in part:
-            names, typ = part.split(" : ", 1)
-            for n in names.split(","):
-                src_types[n.strip()] = typ
+    src_types = {n: typ for names, typ in display_goal(source_goal).hyps for n in names}
     mapping: dict[str, str] = {}
     used: set[str] = set()
     for name in mentioned:
@@ -450,6 +452,7 @@ def adapt(tactic: str, source_locals: Sequence[str], source_goal: str, target: C
 # offer anyway; a less common one is hit no more often, and the common ones fill twice the slots. In-sample on
 # out-of-sample 28 it proved 34 of 82 against 37 (a vote for every slot: 29); docs/proofs.md, "Round sixteen"
 VOTE = False
+NEAREST = 40  # the recorded goals whose tactics the k-NN proposes, in the order met (LibraryTactics' k)
 VOTE_K = 320
 VOTE_KEEP = 4
 VOTE_POWER = 2.0
@@ -466,11 +469,10 @@ def vote(near: Sequence[tuple[float, int]], tactic_of: Callable[[int], str],
         tactic = tactic_of(item)
         score[tactic] = score.get(tactic, 0.0) + sim ** power
         first.setdefault(tactic, item)
-    order = {t: k for k, t in enumerate(first)}
-    return [first[t] for t in sorted(first, key=lambda t: (-score[t], order[t]))]
+    return [first[t] for t in sorted(first, key=lambda t: -score[t])]  # stable: a tie keeps the order met
 
 
-def proposal_order(near: Sequence[tuple[float, int]], tactic_of: Callable[[int], str], first: int = 40,
+def proposal_order(near: Sequence[tuple[float, int]], tactic_of: Callable[[int], str], first: int = NEAREST,
                    keep: int = VOTE_KEEP, power: float = VOTE_POWER) -> list[int]:
     """The items to propose from, in order: those of the first ``keep`` distinct tactics met among the ``first``
     nearest, then the rest by :func:`vote` over all of ``near``."""
@@ -496,7 +498,7 @@ class LibraryTactics:
     proof of any other module is never proposed (a mask over the items, applied to every query).
     """
 
-    def __init__(self, root: Path | None = None, *, k: int = 40, per_goal: int = 8, whole: int = 3) -> None:
+    def __init__(self, root: Path | None = None, *, k: int = NEAREST, per_goal: int = 8, whole: int = 3) -> None:
         self.root = root if root is not None else cache_dir()
         self.k, self.per_goal, self.whole = k, per_goal, whole
         self.steps: list[LibraryStep] = []

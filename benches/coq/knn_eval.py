@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from agents import library_tactics as lt
-from oracle.proof_state_coq import CoqGoal
 
 COMMON = 60  # the index's most common tactics (by their text), counted apart
 
@@ -60,17 +59,6 @@ class Hits:
                 f"   common proposed {self.common_proposed / n:4.2f}   ({self.steps} steps)")
 
 
-def goal_of(display: str) -> CoqGoal:
-    """A recorded goal display (``h : T; ... |- concl``) as the search's structured goal."""
-    hyps_text, _, concl = display.rpartition("|- ")
-    hyps: list[tuple[tuple[str, ...], str]] = []
-    for part in hyps_text.split("; "):
-        if " : " in part:
-            names, typ = part.split(" : ", 1)
-            hyps.append((tuple(n.strip() for n in names.split(",")), typ))
-    return CoqGoal(tuple(hyps), concl)
-
-
 def _norm(tactic: str) -> str:
     return " ".join(tactic.split())
 
@@ -89,25 +77,41 @@ def load_entries(root: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def evaluate(entries: Sequence[dict[str, Any]], *, per_module: int = 15, seed: int = 16, top: int = 8,
-             voting: bool = True, common: int = COMMON) -> Hits:
-    """Leave one module out: the human tactic's place among the proposals for sampled steps of every module."""
+@dataclass(frozen=True)
+class Probe:
+    """What both rankings are asked against: the index's steps (module, step), their k-NN, each step's module,
+    the steps asked (leave one module out), and the index's most common tactics."""
+
+    steps: list[tuple[int, dict[str, Any]]]
+    index: lt.KnnIndex
+    module: np.ndarray
+    queries: list[int]
+    usual: frozenset[str]
+
+
+def probe(entries: Sequence[dict[str, Any]], *, per_module: int = 15, seed: int = 16, common: int = COMMON) -> Probe:
+    """Up to ``per_module`` steps of every module, sampled by ``seed``, and the index they are asked of."""
     steps = [(m, st) for m, entry in enumerate(entries) for st in entry["steps"]]
-    usual = {t for t, _ in Counter(_norm(st["tactic"]) for _, st in steps).most_common(common)}
-    index = lt.KnnIndex([st["features"] for _, st in steps])
-    module = np.array([m for m, _ in steps], dtype=np.int64)
+    usual = frozenset(t for t, _ in Counter(_norm(st["tactic"]) for _, st in steps).most_common(common))
     rng = random.Random(seed)
     by_module: dict[int, list[int]] = {}
     for i, (m, _) in enumerate(steps):
         by_module.setdefault(m, []).append(i)
     queries = [i for m in sorted(by_module) for i in rng.sample(by_module[m], min(per_module, len(by_module[m])))]
+    return Probe(steps, lt.KnnIndex([st["features"] for _, st in steps]),
+                 np.array([m for m, _ in steps], dtype=np.int64), queries, usual)
+
+
+def evaluate(asked: Probe, *, top: int = 8, voting: bool = True) -> Hits:
+    """Leave one module out: the human tactic's place among the proposals for each step asked."""
+    steps = asked.steps
     first = in_top = common_steps = common_top = common_proposed = 0
-    for q in queries:
+    for q in asked.queries:
         m, st = steps[q]
-        near = index.nearest(st["features"], lt.VOTE_K if voting else 40, module != m)
+        near = asked.index.nearest(st["features"], lt.VOTE_K if voting else lt.NEAREST, asked.module != m)
         order = (lt.proposal_order(near, lambda item: str(steps[item][1]["tactic"])) if voting
                  else [i for _, i in near])
-        target = goal_of(st["goal"])
+        target = lt.display_goal(st["goal"])
         proposed: list[str] = []
         for i in order:
             other = steps[i][1]
@@ -119,10 +123,10 @@ def evaluate(entries: Sequence[dict[str, Any]], *, per_module: int = 15, seed: i
         want = _norm(st["tactic"])
         first += bool(proposed) and proposed[0] == want
         in_top += want in proposed
-        common_steps += want in usual
-        common_top += want in usual and want in proposed
-        common_proposed += sum(t in usual for t in proposed)
-    return Hits(len(queries), first, in_top, common_steps, common_top, common_proposed)
+        common_steps += want in asked.usual
+        common_top += want in asked.usual and want in proposed
+        common_proposed += sum(t in asked.usual for t in proposed)
+    return Hits(len(asked.queries), first, in_top, common_steps, common_top, common_proposed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,9 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               "(python -m agents.library_tactics build)", file=sys.stderr)
         return 2
     print(f"index {root}: {len(entries)} modules, {sum(len(e['steps']) for e in entries)} steps")
-    base = evaluate(entries, per_module=args.per_module, seed=args.seed, top=args.top, voting=False)
-    voted = evaluate(entries, per_module=args.per_module, seed=args.seed, top=args.top, voting=True)
-    labels = ("first met, 40 neighbours", f"first {lt.VOTE_KEEP} met, then a vote of {lt.VOTE_K}")
+    asked = probe(entries, per_module=args.per_module, seed=args.seed)
+    base = evaluate(asked, top=args.top, voting=False)
+    voted = evaluate(asked, top=args.top, voting=True)
+    labels = (f"first met, {lt.NEAREST} neighbours", f"first {lt.VOTE_KEEP} met, then a vote of {lt.VOTE_K}")
     width = max(map(len, labels))
     print(base.line(labels[0], width))
     print(voted.line(labels[1], width))

@@ -26,10 +26,10 @@ def test_a_module_is_answered_by_the_others_only(tmp_path: Path) -> None:
     _entry(tmp_path, "C", [("H : odd_thing |- weird_goal", "exact H."), ("H : odd_thing |- weird_goal", "exact H.")])
     entries = knn_eval.load_entries(tmp_path)
     for voting in (True, False):
-        hits = knn_eval.evaluate(entries, per_module=2, voting=voting)
+        hits = knn_eval.evaluate(knn_eval.probe(entries, per_module=2), voting=voting)
         assert (hits.steps, hits.first, hits.top) == (6, 4, 4)
     # the most common tactic counted apart (three tie at two steps each: the first met, the rewrite, is taken)
-    split = knn_eval.evaluate(entries, per_module=2, voting=False, common=1)
+    split = knn_eval.evaluate(knn_eval.probe(entries, per_module=2, common=1), voting=False)
     assert (split.common_steps, split.common_top) == (2, 2)
     assert "specific  50.0%" in split.line("x", 1) and "common 100.0%" in split.line("x", 1)
 

@@ -52,8 +52,11 @@ OUTCOME_CODE = {"progress": "p", "proved": "P", "error": "e", "timeout": "t", "r
 class SideRun(Protocol):
     """A prover call running beside the search (:class:`agents.side_hammer.SideOutcome`)."""
 
-    tactics: tuple[str, ...] | None  # from the statement, once it found a proof
-    ended: str
+    @property
+    def tactics(self) -> tuple[str, ...] | None: ...  # from the statement, once it found a proof
+
+    @property
+    def ended(self) -> str: ...
 
 
 class SidePass(Protocol):
@@ -65,6 +68,8 @@ class SidePass(Protocol):
     def wait(self, until: float) -> None: ...
 
     def stop(self) -> None: ...
+
+    def done(self) -> bool: ...
 
 
 @dataclass
@@ -186,13 +191,18 @@ class TacticSource:
 
 def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[ProofState], TacticSource],
                       budget: SearchBudget, *, tree_limit: int = 600,
-                      clock: Callable[[], float] = time.monotonic, side: SidePass | None = None) -> SearchResult:
+                      clock: Callable[[], float] = time.monotonic, side: SidePass | None = None,
+                      cancelled: Callable[[], bool] | None = None) -> SearchResult:
     """Search for a proof of ``task`` (see the module docstring); never raises on a failed start.
 
     ``side``: started once the statement is open here, to end :data:`SIDE_MARGIN_S` before the
     budget (its deadline on ``clock``); a proof it finds is replayed here once (and validated by the
     source) as soon as the search sees it, or when the search ends before the budget, after waiting
-    for it; stopped when the search is over."""
+    for it; stopped when the search is over. Several passes (:class:`agents.side_search.Beside`) may each find
+    one (their run's ``found``): each is replayed once, first found first.
+
+    ``cancelled``: asked before each tactic run; when it answers True the search ends as if its budget were
+    spent (``reason`` "cancelled"): a side search (:mod:`agents.side_search`) whose search has ended."""
     started = clock()
     tree = SearchTree(states.prover, task.name, tree_limit)
     try:
@@ -203,7 +213,8 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                                          seconds=clock() - started), f"cannot start: {exc}")
     # after the search's own start: the side pass compares what its session loads with this one's
     side_run = side.begin(task, started + budget.seconds - SIDE_MARGIN_S) if side is not None else None
-    side_refused: str | None = None  # once the side pass's proof was replayed: "" taken, else why not
+    side_refused = ""  # why the side passes' proofs replayed here were not taken
+    side_tried: set[tuple[str, ...]] = set()  # the side passes' proofs replayed here
     tactics_source = source(root_state)
     start_seconds = clock() - started
     by_source: dict[str, list[float]] = {}
@@ -306,13 +317,26 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         return None
 
     def from_side() -> SearchResult | None:
-        """The side pass's proof, replayed from the root in this session: each step must run and the
-        last close the theorem, and the source must not veto it; else None (the search goes on)."""
-        nonlocal checks, last_error, side_refused
-        found = side_run.tactics if side_run is not None else None
-        if not found or side_refused is not None:
+        """A proof the side passes found, replayed from the root in this session: each step must run and the
+        last close the theorem, and the source must not veto it; else None (the search goes on). Each proof
+        found is tried once."""
+        nonlocal side_refused
+        if side_run is None:
             return None
-        side_refused = ""
+        found = getattr(side_run, "found", None)
+        for tactics in (found if found is not None else [side_run.tactics] if side_run.tactics else []):
+            if tactics in side_tried:
+                continue
+            side_tried.add(tactics)
+            why = replay_side(tactics)
+            if isinstance(why, SearchResult):
+                return why
+            side_refused = f"{side_refused}; {why}" if side_refused else why
+        return None
+
+    def replay_side(found: tuple[str, ...]) -> SearchResult | str:
+        """One proof found beside the search, replayed here: the search's result, or why it was not taken."""
+        nonlocal checks, last_error
         node = nodes[0]
         spent = by_source.setdefault(SIDE_SOURCE, [0, 0.0, 0, 0])
         for tactic in found:
@@ -325,8 +349,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             if result.state is None or result.outcome not in ("progress", "proved"):
                 tree.add_try(node.id, tactic, code, -1, result.seconds, result.message)
                 last_error = f"{tactic} (found beside the search) did not replay: {result.message}"
-                side_refused = f"{tactic} did not replay"
-                return None
+                return f"{tactic} did not replay"
             child = Node(len(nodes), node.id, tactic, result.state, node.depth + 1, node.cost, (*node.tactics, tactic),
                          SIDE_SOURCE)
             if result.outcome == "proved":
@@ -334,8 +357,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                 if veto is not None:
                     tree.add_try(node.id, tactic, "v", -1, result.seconds, veto)
                     last_error = f"{tactic} (found beside the search) was vetoed: {veto}"
-                    side_refused = "vetoed"
-                    return None
+                    return "vetoed"
             nodes.append(child)
             tree.add_node(child)
             tree.add_try(node.id, tactic, code, child.id, result.seconds)
@@ -345,13 +367,14 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                 return finish(child, "proved")
             node = child
         last_error = f"{' '.join(found)} (found beside the search) left goals open here"
-        side_refused = "left goals open"
-        return None
+        return "left goals open"
 
     def ending(why: str) -> SearchResult:
         """The search is over: the side pass's proof (waited for while the budget lasts), the source's
         last resort, or none."""
-        if side is not None and side_run is not None and side_run.tactics is None:
+        found = getattr(side_run, "found", None)
+        if side is not None and side_run is not None and (
+                side_run.tactics is None if found is None else all(t in side_tried for t in found)):
             side.wait(started + budget.seconds - SIDE_MARGIN_S + 1.0)
         return from_side() or last_resort() or finish(None, why)
 
@@ -424,6 +447,9 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         nonlocal checks, last_error
         if clock() - started >= budget.seconds - reserve:
             stop.append("budget: seconds")
+            return None
+        if cancelled is not None and cancelled():
+            stop.append("cancelled")
             return None
         if checks >= budget.max_checks:
             stop.append("budget: checks")

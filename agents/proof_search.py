@@ -28,7 +28,8 @@ Params: ``seconds`` (per-theorem search budget, 25), ``max_checks`` (tactic runs
 ``tactic_seconds`` (each tactic's timeout, 2), ``library`` (search imported libraries, true),
 ``hammer`` (false; true when the bench preloads CoqHammer), ``hammer_beside`` (true: with ``hammer``,
 CoqHammer's ``hammer`` runs on each statement in a second session beside the search,
-:mod:`agents.side_hammer`), ``hammer_share`` (1: the share of
+:mod:`agents.side_hammer`), ``search_beside`` (true: a second search led by the library's k-NN runs in a
+third session beside it, :mod:`agents.side_search`; the search replays what either finds), ``hammer_share`` (1: the share of
 each search's seconds CoqHammer's tactics may take; 1 is no cap), ``portfolio`` (true), ``llm``,
 ``llm_model``, ``llm_calls`` (model calls per theorem, 4), ``coq_args`` (load paths),
 ``preload`` (Coq sentences the search's session runs before each context; the oracle's own preload is
@@ -38,20 +39,23 @@ already at the end of the context it shows), ``lean_project``,
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
-from agents import side_hammer
-from agents.best_first import SearchBudget, SearchResult, TacticSource, best_first_search
+from agents import side_hammer, side_search
+from agents.best_first import SearchBudget, SearchResult, SidePass, TacticSource, best_first_search
 from agents.coq_tactics import CoqTactics, ScopeFacts
 from agents.lean_tactics import LeanTactics
 from agents.learned_tactics import LearnedTactics
 from agents.library_tactics import LibraryTactics, library_modules
 from agents.llm_tactics import LLMTactics
 from agents.side_hammer import SideHammer
+from agents.side_search import Beside, SideSearch
 from agents.tactic_suggester import TacticSuggester
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, ProofStates
@@ -78,6 +82,9 @@ class ProofSearchParams(PluginSettings):
     hammer_beside: bool = True
     """With hammer: CoqHammer's `hammer` (its ATP, eprover) on each statement in a second coqtop beside the
     search, on the other core, when the plugin and eprover are installed; the search replays what it finds."""
+    search_beside: bool = True
+    """A second search, led by the library's k-NN, in its own coqtop on the other core (Coq only); the search
+    replays what it finds (agents/side_search.py)."""
     hammer_share: float = Field(1.0, ge=0.0, le=1.0)
     """Share of each search's seconds CoqHammer's tactics (sauto, hauto, qauto) may take (1: no cap)."""
     portfolio: bool = True
@@ -134,7 +141,8 @@ class ProofSearchAgent(Agent):
         self.hammer = bool(p.get("hammer", False))
         self.hammer_seconds = float(p.get("hammer_seconds", 0.0))  # kept back for a last `hammer` (ATPs)
         self.hammer_beside = bool(p.get("hammer_beside", True))
-        self._side: dict[str, SideHammer] = {}  # the second session's hammer, per hiding (as _states)
+        self.search_beside = bool(p.get("search_beside", True))
+        self._side: dict[str, SidePass] = {}  # what runs beside the search (hammer, a side search), per hiding
         share = float(p.get("hammer_share", 1.0))
         self.hammer_cap = share * self.budget.seconds if share < 1.0 else None
         self.portfolio = bool(p.get("portfolio", True))
@@ -162,6 +170,10 @@ class ProofSearchAgent(Agent):
             lib = LibraryTactics(Path(str(index)) if index else None)
             if lib.available():  # read once, here: an offline model, loaded before any theorem's clock runs
                 self.library_tactics = lib.load()
+        # the side search's own suggesters (each search screens with its own session): the same models (a
+        # shallow copy shares what the search learns), the library's k-NN leading it
+        self._side_learned = copy.copy(self.learned)
+        self._side_library = self.library_tactics.led() if self.library_tactics is not None else None
 
     def _backend(self, prover: str, hidden: tuple[Path, ...] = ()) -> ProofStates:
         """The prover session of this agent; its processes never see ``hidden`` (``Context.hidden``)."""
@@ -186,29 +198,65 @@ class ProofSearchAgent(Agent):
         self._states[key] = states
         return states
 
-    def _side_for(self, prover: str, hidden: tuple[Path, ...]) -> SideHammer | None:
-        """CoqHammer's `hammer` beside the search (agents/side_hammer.py), one per hiding; None when it is
-        off, the prover is not Coq, or the plugin or eprover is missing."""
-        if prover != "coq" or not (self.hammer and self.hammer_beside) or not side_hammer.available():
+    def _side_for(self, prover: str, hidden: tuple[Path, ...], th: dict[str, Any]) -> SidePass | None:
+        """What runs beside the search on the other core, one per hiding: CoqHammer's `hammer`
+        (agents/side_hammer.py; with ``hammer`` where the plugin and eprover are installed) and the side
+        search (agents/side_search.py; ``search_beside``); None for Lean or when both are off."""
+        if prover != "coq":
             return None
         key = _session_key(prover, hidden)
         side = self._side.get(key)
-        if side is None:
-            for other in list(self._side):
-                self._side.pop(other).close()
-            from oracle.proof_state_coq import CoqProofStates
+        if side is not None:
+            return side
+        for other in list(self._side):
+            close = getattr(self._side.pop(other), "close", None)
+            if close is not None:
+                close()
+        from oracle.proof_state_coq import CoqProofStates
 
+        passes: list[tuple[str, SidePass]] = []
+        if self.hammer and self.hammer_beside and side_hammer.available():
             main = self._backend(prover, hidden)
-            side = self._side[key] = SideHammer(lambda: CoqProofStates(
+            passes.append(("hammer", SideHammer(lambda: CoqProofStates(
                 coq_args=self.coq_args, hidden=hidden, nice=side_hammer.NICE, memory_mb=side_hammer.MEMORY_MB,
                 preload=side_hammer.preload(side_hammer.ATP_SECONDS, side_hammer.RECONSTRUCT_SECONDS) + self.preload),
-                lambda: getattr(main, "loaded_libraries", list)())
+                lambda: getattr(main, "loaded_libraries", list)())))
+        if self.search_beside:
+            passes.append(("search", SideSearch(
+                lambda: CoqProofStates(coq_args=self.coq_args, preload=self.preload, hidden=hidden,
+                                       nice=side_search.NICE),
+                lambda states, task: self._coq_source(states, task, th, None, self._side_learned, self._side_library,
+                                                      {}, {}, 0.0),
+                self.budget)))
+        if not passes:
+            return None
+        side = self._side[key] = passes[0][1] if len(passes) == 1 and passes[0][0] == "hammer" else Beside(passes)
         return side
 
-    def _library_for(self, states: Any, task: TheoremTask) -> LibraryTactics | None:
-        """The library k-NN for this theorem, restricted to the modules its session has loaded (the
+    def _coq_source(self, states: Any, task: TheoremTask, th: dict[str, Any], llm: LLMTactics | None,
+                    learned: LearnedTactics, library: LibraryTactics | None,
+                    probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]],
+                    scope_facts: dict[tuple[object, ...], ScopeFacts],
+                    hammer_seconds: float) -> Callable[[ProofState], TacticSource]:
+        """The tactic source of one Coq search (the search's, or the side search's with its own suggesters
+        and caches: each drives its own session)."""
+        def source(root: ProofState) -> TacticSource:
+            suggesters: list[TacticSuggester] = [learned] if self.learn else []
+            lib = self._library_for(states, task, library)
+            if lib is not None:
+                suggesters.append(lib)
+            tactics = CoqTactics(states, task, root, library=self.library, hammer=self.hammer,
+                                 portfolio=self.portfolio, llm=llm, setting=str(th.get("setting", "library")),
+                                 suggesters=suggesters, hammer_seconds=hammer_seconds,
+                                 probe_cache=probe_cache, scope_facts=scope_facts, hammer_cap_seconds=self.hammer_cap)
+            tactics.allowed_axioms = self.allowed_axioms
+            return tactics
+        return source
+
+    @staticmethod
+    def _library_for(states: Any, task: TheoremTask, lib: LibraryTactics | None) -> LibraryTactics | None:
+        """The library k-NN ``lib`` for this theorem, restricted to the modules its session has loaded (the
         rule of :func:`agents.library_tactics.library_modules`); None without an index."""
-        lib = self.library_tactics
         loaded = getattr(states, "loaded_libraries", None)
         if lib is None or loaded is None or lib.index is None:
             return None
@@ -242,23 +290,15 @@ class ProofSearchAgent(Agent):
             return None
         llm = self._llm_for(ctx)
 
-        def source(root: ProofState) -> TacticSource:
-            if prover == "coq":
-                suggesters: list[TacticSuggester] = [self.learned] if self.learn else []
-                library = self._library_for(states, task)
-                if library is not None:
-                    suggesters.append(library)
-                tactics = CoqTactics(states, task, root, library=self.library, hammer=self.hammer,
-                                     portfolio=self.portfolio, llm=llm, setting=str(th.get("setting", "library")),
-                                     suggesters=suggesters, hammer_seconds=self.hammer_seconds,
-                                     probe_cache=self.probe_cache, scope_facts=self.scope_facts,
-                                     hammer_cap_seconds=self.hammer_cap)
-                tactics.allowed_axioms = self.allowed_axioms
-                return tactics
-            return LeanTactics(task, portfolio=self.portfolio, llm=llm)
+        if prover == "coq":
+            source = self._coq_source(states, task, th, llm, self.learned, self.library_tactics, self.probe_cache,
+                                      self.scope_facts, self.hammer_seconds)
+        else:
+            def source(root: ProofState) -> TacticSource:
+                return LeanTactics(task, portfolio=self.portfolio, llm=llm)
 
         result = best_first_search(states, task, source, self.budget, tree_limit=self.tree_limit,
-                                   side=self._side_for(prover, ctx.hidden))
+                                   side=self._side_for(prover, ctx.hidden, th))
         self.searches.append(result)
         if result.proof is not None and self.learn:
             self.learned.learn(task, result.steps)
@@ -287,5 +327,7 @@ class ProofSearchAgent(Agent):
             states.close()
         self._states.clear()
         for side in self._side.values():
-            side.close()
+            close = getattr(side, "close", None)
+            if close is not None:
+                close()
         self._side.clear()

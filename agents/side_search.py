@@ -36,7 +36,7 @@ from agents.best_first import SearchBudget, SearchResult, SidePass, SideRun, Tac
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
 
-NICE = 5  # the side search's coqtop: below the search's, above `hammer`'s (side_hammer.NICE)
+NICE = 19  # the side search's coqtop: the lowest priority, so it takes only what the search leaves of the two cores
 MIN_SECONDS = 4.0  # a side search with less time than this before its deadline is not started
 STOP_SECONDS = 5.0  # how long a cancelled side search may take to end (one tactic's timeout and its replay)
 

@@ -36,7 +36,6 @@ never indexed from its context (the view has them as ``Admitted``).
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import itertools
 import json
@@ -457,13 +456,6 @@ NEAREST = 40  # the recorded goals whose tactics the k-NN proposes, in the order
 VOTE_K = 320
 VOTE_KEEP = 4
 VOTE_POWER = 2.0
-# round seventeen: the side search on the second core (agents/side_search.py) is led by the k-NN: its steps cost
-# about what `intros.` does, below the rules and premises (0.3-1.0), where the search proper has them among those
-# (0.45 + 0.06 a rank); it takes more of them per goal and more whole proofs at the statement
-COSTS = (0.45, 0.06)
-LED_COSTS = (0.1, 0.03)
-LED_PER_GOAL = 12
-LED_WHOLE = 6
 
 
 def vote(near: Sequence[tuple[float, int]], tactic_of: Callable[[int], str],
@@ -509,7 +501,6 @@ class LibraryTactics:
     def __init__(self, root: Path | None = None, *, k: int = NEAREST, per_goal: int = 8, whole: int = 3) -> None:
         self.root = root if root is not None else cache_dir()
         self.k, self.per_goal, self.whole = k, per_goal, whole
-        self.costs = COSTS  # a step's cost: the first, and the increase a rank
         self.steps: list[LibraryStep] = []
         self.proofs: list[LibraryProof] = []
         self.index: KnnIndex | None = None
@@ -529,15 +520,6 @@ class LibraryTactics:
 
     def available(self) -> bool:
         return self.root.is_dir() and any(self.root.glob("*.json"))
-
-    def led(self) -> LibraryTactics:
-        """The same index (shared, not copied) proposing as a search led by it: :data:`LED_COSTS`, more
-        steps a goal and more whole proofs (the side search, :mod:`agents.side_search`). Its modules and
-        screen are its own, set for each theorem as this one's are."""
-        clone = copy.copy(self.load())
-        clone.costs, clone.per_goal, clone.whole = LED_COSTS, LED_PER_GOAL, LED_WHOLE
-        clone.screen = None
-        return clone
 
     def load(self) -> LibraryTactics:
         """Read every entry of the index folder (features are computed and written back once for an
@@ -606,14 +588,14 @@ class LibraryTactics:
             if tactic is None or tactic in seen or (self.screen is not None and not self.screen(step.tactic, state)):
                 continue
             seen.add(tactic)
-            out.append(Candidate(tactic, self.costs[0] + self.costs[1] * len(out), source="library"))
+            out.append(Candidate(tactic, 0.45 + 0.06 * len(out), source="library"))
             if len(out) >= self.per_goal:
                 break
         if not state.handle and self.proof_index is not None:  # at the statement: whole proofs
             near = self.proof_index.nearest(tokens(task.statement), self.whole, self.allowed_proofs)
             for rank, (_, i) in enumerate(near):
                 if self.screen is None or self.screen(self.proofs[i].proof, state):
-                    out.append(Candidate(self.proofs[i].proof, self.costs[0] + 0.05 + 0.03 * rank, True, "library"))
+                    out.append(Candidate(self.proofs[i].proof, 0.5 + 0.03 * rank, True, "library"))
         return out
 
     def learn(self, task: TheoremTask, steps: Sequence[tuple[str, str]]) -> None:

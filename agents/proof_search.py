@@ -28,8 +28,8 @@ Params: ``seconds`` (per-theorem search budget, 25), ``max_checks`` (tactic runs
 ``tactic_seconds`` (each tactic's timeout, 2), ``library`` (search imported libraries, true),
 ``hammer`` (false; true when the bench preloads CoqHammer), ``hammer_beside`` (true: with ``hammer``,
 CoqHammer's ``hammer`` runs on each statement in a second session beside the search,
-:mod:`agents.side_hammer`), ``search_beside`` (true: a second search led by the library's k-NN runs in a
-third session beside it, :mod:`agents.side_search`; the search replays what either finds), ``hammer_share`` (1: the share of
+:mod:`agents.side_hammer`), ``search_beside`` (true: a second, narrow search runs in a third session
+beside it, :mod:`agents.side_search`; the search replays what either finds), ``hammer_share`` (1: the share of
 each search's seconds CoqHammer's tactics may take; 1 is no cap), ``portfolio`` (true), ``llm``,
 ``llm_model``, ``llm_calls`` (model calls per theorem, 4), ``coq_args`` (load paths),
 ``preload`` (Coq sentences the search's session runs before each context; the oracle's own preload is
@@ -83,8 +83,8 @@ class ProofSearchParams(PluginSettings):
     """With hammer: CoqHammer's `hammer` (its ATP, eprover) on each statement in a second coqtop beside the
     search, on the other core, when the plugin and eprover are installed; the search replays what it finds."""
     search_beside: bool = True
-    """A second search, led by the library's k-NN, in its own coqtop on the other core (Coq only); the search
-    replays what it finds (agents/side_search.py)."""
+    """A second, narrow search (the cheapest few candidates a state: it goes deep) in its own coqtop on the other
+    core (Coq only); the search replays what it finds (agents/side_search.py)."""
     hammer_share: float = Field(1.0, ge=0.0, le=1.0)
     """Share of each search's seconds CoqHammer's tactics (sauto, hauto, qauto) may take (1: no cap)."""
     portfolio: bool = True
@@ -170,10 +170,10 @@ class ProofSearchAgent(Agent):
             lib = LibraryTactics(Path(str(index)) if index else None)
             if lib.available():  # read once, here: an offline model, loaded before any theorem's clock runs
                 self.library_tactics = lib.load()
-        # the side search's own suggesters (each search screens with its own session): the same models (a
-        # shallow copy shares what the search learns), the library's k-NN leading it
+        # the side search's own suggesters (each search screens with its own session and sets the modules
+        # its theorem may learn from): the same models, shallow copies (what the search learns, it sees)
         self._side_learned = copy.copy(self.learned)
-        self._side_library = self.library_tactics.led() if self.library_tactics is not None else None
+        self._side_library = copy.copy(self.library_tactics)
 
     def _backend(self, prover: str, hidden: tuple[Path, ...] = ()) -> ProofStates:
         """The prover session of this agent; its processes never see ``hidden`` (``Context.hidden``)."""
@@ -225,13 +225,18 @@ class ProofSearchAgent(Agent):
             passes.append(("search", SideSearch(
                 lambda: CoqProofStates(coq_args=self.coq_args, preload=self.preload, hidden=hidden,
                                        nice=side_search.NICE),
-                lambda states, task: self._coq_source(states, task, th, None, self._side_learned, self._side_library,
-                                                      {}, {}, 0.0),
+                lambda states, task: self._narrow(self._coq_source(states, task, th, None, self._side_learned,
+                                                                   self._side_library, {}, {}, 0.0)),
                 self.budget)))
         if not passes:
             return None
         side = self._side[key] = passes[0][1] if len(passes) == 1 and passes[0][0] == "hammer" else Beside(passes)
         return side
+
+    @staticmethod
+    def _narrow(source: Callable[[ProofState], TacticSource]) -> Callable[[ProofState], TacticSource]:
+        """The side search's source: the search's candidates, the cheapest few a state (side_search.Narrow)."""
+        return lambda root: side_search.Narrow(source(root))
 
     def _coq_source(self, states: Any, task: TheoremTask, th: dict[str, Any], llm: LLMTactics | None,
                     learned: LearnedTactics, library: LibraryTactics | None,

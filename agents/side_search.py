@@ -1,24 +1,27 @@
-"""A second, differently led proof search on the second core, beside the search (issue 33, round seventeen).
+"""A second, narrow proof search on the second core, beside the search (issue 33, round seventeen).
 
 Why it exists: the bench's budget is 30 s of wall time per theorem on two cores, and the search
 (:mod:`agents.best_first`) drives one ``coqtop``. The second core went to CoqHammer's ``hammer``
 (:mod:`agents.side_hammer`) only where the search's session loads CoqHammer's tactics; on the
 files whose context those tactics would load (``ZArith``, ``Lia``, ``PeanoNat``...; 444 of the
-1,137 theorems of the blind sets) it idled. Where ``hammer`` runs it rarely finds what the search
-does not (round seven: 4 theorems of 129). Rounds twelve to sixteen measured changes to how the one
-search ranks its candidates: each gained theorems on some files and lost about as many on others,
-because every candidate a change promotes takes seconds from the ones it demotes. Two searches that
-rank differently, each with its own session and core, lose nothing to each other: the theorem is
-proved when either finds a proof.
+1,137 theorems of the blind sets) it idled, and where ``hammer`` runs it rarely finds what the search
+does not (round seven: 4 theorems of 129). The search goes wide: on out-of-sample 30's open theorems
+it ran 30-50 tactics at each state it expanded and reached depth 3-6, while the proofs it misses are
+mostly 5 sentences or more. Rounds twelve to sixteen changed how the one search ranks its candidates;
+each gained theorems on some files and lost about as many on others, because a candidate promoted
+takes seconds from those demoted. A second search with its own session can rank differently without
+taking the first one's candidates: the theorem is proved when either finds a proof.
 
 :class:`SideSearch` runs :func:`agents.best_first.best_first_search` in a thread, with its own
-``coqtop`` session (the same load paths, preload and hidden files as the search's) and a tactic
-source the caller builds (the proof-search agent's: the library's k-NN first,
-:data:`agents.library_tactics.LED_COSTS`). When it finds a proof, the search replays that proof's
-tactics from the statement in its own session, where every step must run and the last close the
-theorem, and the source's checks pass, as for ``hammer``'s reconstruction; then the oracle checks it
-as any proof. When the search ends first, the side search is cancelled (it stops before its next
-tactic run) and its session stays warm for the next theorem.
+``coqtop`` session (the same load paths, preload and hidden files as the search's, at the lowest
+priority) and a tactic source the caller builds (the proof-search agent's: the search's own candidates,
+the :data:`WIDTH` cheapest at each state, :class:`Narrow`). When it finds a proof, the search replays
+that proof's tactics from the statement in its own session, where every step must run and the last
+close the theorem, and the source's checks pass, as for ``hammer``'s reconstruction; then the oracle
+checks it as any proof. When the search ends first, the side search is cancelled (it stops before its
+next tactic run) and its session stays warm for the next theorem. What it costs: its thread shares
+this process's interpreter with the search, and its ``coqtop`` the two cores, so the search runs fewer
+tactics in its seconds (docs/proofs.md, round seventeen).
 
 :class:`Beside` starts several side passes with one search (``hammer`` and a side search) and
 gives the search each proof they find, first found first.
@@ -32,13 +35,57 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents.best_first import SearchBudget, SearchResult, SidePass, SideRun, TacticSource, best_first_search
+from agents.best_first import (
+    Node,
+    SearchBudget,
+    SearchResult,
+    SidePass,
+    SideRun,
+    TacticSource,
+    best_first_search,
+)
+from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
-from oracle.proof_state import ProofState
+from oracle.proof_state import ProofState, TacticResult
 
 NICE = 19  # the side search's coqtop: the lowest priority, so it takes only what the search leaves of the two cores
 MIN_SECONDS = 4.0  # a side search with less time than this before its deadline is not started
 STOP_SECONDS = 5.0  # how long a cancelled side search may take to end (one tactic's timeout and its replay)
+WIDTH = 12  # the narrow side search's candidates a state (the cheapest); doubled by its wider pass
+
+
+class Narrow(TacticSource):
+    """A tactic source that offers only the ``width`` cheapest candidates of ``inner`` at each state, so
+    that a search driven by it goes deep where the search proper goes wide; its wider pass (``widen``)
+    doubles the width and widens ``inner``. Everything else is ``inner``'s."""
+
+    def __init__(self, inner: TacticSource, width: int = WIDTH) -> None:
+        self.inner, self.width = inner, width
+
+    def candidates(self, node: Node) -> list[Candidate]:
+        return sorted(self.inner.candidates(node), key=lambda c: c.cost)[:self.width]
+
+    def widen(self) -> bool:
+        inner = getattr(self.inner, "widen", None)
+        if inner is not None:
+            inner()
+        self.width *= 2
+        return True
+
+    def validate(self, tactics: Sequence[str]) -> str | None:
+        return self.inner.validate(tactics)
+
+    def observe(self, candidate: Candidate, result: TacticResult) -> None:
+        self.inner.observe(candidate, result)
+
+    def keep(self, candidate: Candidate) -> bool:
+        return self.inner.keep(candidate)
+
+    def replacement(self, candidate: Candidate, notes: str) -> str | None:
+        return self.inner.replacement(candidate, notes)
+
+    def __getattr__(self, name: str) -> Any:  # discharge, discharge_variants, reserve_seconds, last_resort
+        return getattr(self.inner, name)
 
 
 @dataclass

@@ -5,7 +5,8 @@ by the side search, whose proof is replayed in the search's own session; a proof
 with something the search's session lacks (a lemma only its preload states) is not taken; a side search
 still running when the search has its proof is cancelled at once and its session stays warm. With a
 scripted prover: of two passes beside the search, a first proof that does not replay does not keep the
-second from being taken.
+second from being taken; the narrow source (the cheapest few candidates a state) reaches a proof five
+steps deep in runs a wide search spends near the statement.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import pytest
 from scripted_prover import ScriptedStates
 
 from agents.best_first import SIDE_SOURCE, Node, SearchBudget, TacticSource, best_first_search
-from agents.side_search import Beside, SideSearch
+from agents.side_search import Beside, Narrow, SideSearch
 from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
+from oracle.proof_state import ProofState, TacticResult
 
 needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="needs coqtop")
 
@@ -161,3 +163,58 @@ def test_a_cancelled_search_stops_before_its_next_tactic() -> None:
                                SearchBudget(seconds=25, max_checks=1000), clock=states.clock,
                                cancelled=lambda: next(asked) >= 3)
     assert result.reason == "cancelled" and result.checks == 3
+
+
+class Chain:
+    """A scripted prover where only ``a1. ... a5.`` in that order proves the goal; every ``dJ.`` makes progress
+    to a new state anywhere (a step that leads nowhere)."""
+
+    prover = "coq"
+
+    def start(self, task: TheoremTask, timeout_s: float = 60.0) -> ProofState:
+        return ProofState((), ("|- goal",))
+
+    def run_tactic(self, state: ProofState, tactic: str, timeout_s: float = 2.0) -> TacticResult:
+        path = (*state.handle, tactic)
+        if tactic.startswith("a") and tactic == f"a{len(state.handle) + 1}." and all(
+                t == f"a{k + 1}." for k, t in enumerate(state.handle)):
+            if len(path) == 5:
+                return TacticResult("proved", ProofState(path, ()), seconds=0.01)
+            return TacticResult("progress", ProofState(path, (f"|- goal {len(path)}",)), seconds=0.01)
+        if tactic.startswith("d"):
+            return TacticResult("progress", ProofState(path, (f"|- goal {' '.join(path)}",)), seconds=0.01)
+        return TacticResult("error", message="failed", seconds=0.01)
+
+    def proof_text(self, tactics: Sequence[str]) -> str:
+        return "\n".join(tactics)
+
+
+class Steps(TacticSource):
+    """The next chain step first, then twenty that lead nowhere, at every state."""
+
+    def __init__(self) -> None:
+        self.widened = 0
+
+    def candidates(self, node: Node) -> list[Candidate]:
+        return [Candidate(f"a{node.depth + 1}.", 0.1)] + [Candidate(f"d{j}.", 0.1 + 0.001 * j) for j in range(20)]
+
+    def widen(self) -> bool:
+        self.widened += 1
+        return True
+
+
+def test_the_narrow_source_goes_deep_where_the_wide_one_spends_its_runs_near_the_statement() -> None:
+    budget = SearchBudget(seconds=1000, max_checks=60)
+    wide = best_first_search(Chain(), TASK, lambda root: Steps(), budget)  # type: ignore[arg-type]
+    assert wide.proof is None and wide.reason == "budget: checks" and wide.deepest < 5
+    narrow = best_first_search(Chain(), TASK, lambda root: Narrow(Steps(), width=2), budget)  # type: ignore[arg-type]
+    assert narrow.proof == "a1.\na2.\na3.\na4.\na5." and narrow.checks < budget.max_checks
+
+
+def test_the_narrow_source_offers_the_cheapest_and_widens_its_inner_source() -> None:
+    inner = Steps()
+    narrow = Narrow(inner, width=3)
+    node = Node(0, -1, "", ProofState((), ("|- goal",)), 0, 0.0, ())
+    assert [c.tactic for c in narrow.candidates(node)] == ["a1.", "d0.", "d1."]
+    assert narrow.widen() and inner.widened == 1
+    assert [c.tactic for c in narrow.candidates(node)] == ["a1.", "d0.", "d1.", "d2.", "d3.", "d4."]

@@ -15,7 +15,7 @@ taking the first one's candidates: the theorem is proved when either finds a pro
 :class:`SideSearch` runs :func:`agents.best_first.best_first_search` in a thread, with its own
 ``coqtop`` session (the same load paths, preload and hidden files as the search's, at the lowest
 priority) and a tactic source the caller builds (the proof-search agent's: the search's own candidates,
-the :data:`WIDTH` cheapest at each state, :class:`Narrow`). When it finds a proof, the search replays
+its closers and the :data:`WIDTH` cheapest other steps at each state, :class:`Narrow`). When it finds a proof, the search replays
 that proof's tactics from the statement in its own session, where every step must run and the last
 close the theorem, and the source's checks pass, as for ``hammer``'s reconstruction; then the oracle
 checks it as any proof. When the search ends first, the side search is cancelled (it stops before its
@@ -51,19 +51,22 @@ from oracle.proof_state import ProofState, TacticResult
 NICE = 19  # the side search's coqtop: the lowest priority, so it takes only what the search leaves of the two cores
 MIN_SECONDS = 4.0  # a side search with less time than this before its deadline is not started
 STOP_SECONDS = 5.0  # how long a cancelled side search may take to end (one tactic's timeout and its replay)
-WIDTH = 12  # the narrow side search's candidates a state (the cheapest); doubled by its wider pass
+WIDTH = 12  # the narrow side search's steps a state (the cheapest that are not closers); doubled by its wider pass
 
 
 class Narrow(TacticSource):
-    """A tactic source that offers only the ``width`` cheapest candidates of ``inner`` at each state, so
-    that a search driven by it goes deep where the search proper goes wide; its wider pass (``widen``)
-    doubles the width and widens ``inner``. Everything else is ``inner``'s."""
+    """A tactic source that offers, at each state, the closers of ``inner`` (they close a goal or
+    nothing: they make no state to search) and only its ``width`` cheapest other steps, so that a search
+    driven by it goes deep where the search proper goes wide; its wider pass (``widen``) doubles the width
+    and widens ``inner``. Everything else is ``inner``'s."""
 
     def __init__(self, inner: TacticSource, width: int = WIDTH) -> None:
         self.inner, self.width = inner, width
 
     def candidates(self, node: Node) -> list[Candidate]:
-        return sorted(self.inner.candidates(node), key=lambda c: c.cost)[:self.width]
+        cands = list(self.inner.candidates(node))
+        steps = sorted((c for c in cands if not c.closer), key=lambda c: c.cost)[:self.width]
+        return [c for c in cands if c.closer or c in steps]
 
     def widen(self) -> bool:
         inner = getattr(self.inner, "widen", None)

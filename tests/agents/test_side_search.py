@@ -211,10 +211,16 @@ def test_the_narrow_source_goes_deep_where_the_wide_one_spends_its_runs_near_the
     assert narrow.proof == "a1.\na2.\na3.\na4.\na5." and narrow.checks < budget.max_checks
 
 
-def test_the_narrow_source_offers_the_cheapest_and_widens_its_inner_source() -> None:
-    inner = Steps()
+class WithClosers(Steps):
+    def candidates(self, node: Node) -> list[Candidate]:
+        return [Candidate("sauto.", 2.0, True), *super().candidates(node), Candidate("auto.", 0.05, True)]
+
+
+def test_the_narrow_source_offers_every_closer_and_the_cheapest_steps_and_widens_its_inner_source() -> None:
+    inner = WithClosers()
     narrow = Narrow(inner, width=3)
     node = Node(0, -1, "", ProofState((), ("|- goal",)), 0, 0.0, ())
-    assert [c.tactic for c in narrow.candidates(node)] == ["a1.", "d0.", "d1."]
+    assert [c.tactic for c in narrow.candidates(node)] == ["sauto.", "a1.", "d0.", "d1.", "auto."]
     assert narrow.widen() and inner.widened == 1
-    assert [c.tactic for c in narrow.candidates(node)] == ["a1.", "d0.", "d1.", "d2.", "d3.", "d4."]
+    assert [c.tactic for c in narrow.candidates(node)] == ["sauto.", "a1.", "d0.", "d1.", "d2.", "d3.", "d4.",
+                                                           "auto."]

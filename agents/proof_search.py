@@ -28,8 +28,8 @@ Params: ``seconds`` (per-theorem search budget, 25), ``max_checks`` (tactic runs
 ``tactic_seconds`` (each tactic's timeout, 2), ``library`` (search imported libraries, true),
 ``hammer`` (false; true when the bench preloads CoqHammer), ``hammer_beside`` (true: with ``hammer``,
 CoqHammer's ``hammer`` runs on each statement in a second session beside the search,
-:mod:`agents.side_hammer`), ``search_beside`` (true: a second, narrow search runs in a third session
-beside it, :mod:`agents.side_search`; the search replays what either finds), ``hammer_share`` (1: the share of
+:mod:`agents.side_hammer`), ``search_beside`` (false; true: a second, narrow search runs in a third
+session beside it, :mod:`agents.side_search`, and the search replays what either finds), ``hammer_share`` (1: the share of
 each search's seconds CoqHammer's tactics may take; 1 is no cap), ``portfolio`` (true), ``llm``,
 ``llm_model``, ``llm_calls`` (model calls per theorem, 4), ``coq_args`` (load paths),
 ``preload`` (Coq sentences the search's session runs before each context; the oracle's own preload is
@@ -82,9 +82,10 @@ class ProofSearchParams(PluginSettings):
     hammer_beside: bool = True
     """With hammer: CoqHammer's `hammer` (its ATP, eprover) on each statement in a second coqtop beside the
     search, on the other core, when the plugin and eprover are installed; the search replays what it finds."""
-    search_beside: bool = True
-    """A second, narrow search (the cheapest few candidates a state: it goes deep) in its own coqtop on the other
-    core (Coq only); the search replays what it finds (agents/side_search.py)."""
+    search_beside: bool = False
+    """A second, narrow search (every closer and the cheapest few other steps a state: it goes deep) in its own
+    coqtop on the other core (Coq only); the search replays what it finds (agents/side_search.py). Off: it
+    gained nothing in-sample (docs/proofs.md, round seventeen)."""
     hammer_share: float = Field(1.0, ge=0.0, le=1.0)
     """Share of each search's seconds CoqHammer's tactics (sauto, hauto, qauto) may take (1: no cap)."""
     portfolio: bool = True
@@ -141,7 +142,7 @@ class ProofSearchAgent(Agent):
         self.hammer = bool(p.get("hammer", False))
         self.hammer_seconds = float(p.get("hammer_seconds", 0.0))  # kept back for a last `hammer` (ATPs)
         self.hammer_beside = bool(p.get("hammer_beside", True))
-        self.search_beside = bool(p.get("search_beside", True))
+        self.search_beside = bool(p.get("search_beside", False))
         self._side: dict[str, SidePass] = {}  # what runs beside the search (hammer, a side search), per hiding
         share = float(p.get("hammer_share", 1.0))
         self.hammer_cap = share * self.budget.seconds if share < 1.0 else None

@@ -135,7 +135,8 @@ LLM_LOOP: dict[str, Any] = {"max_steps": 6, "attempts": 1, "stream": True, "retr
 # backend -> (every key the agent reads, with a value of the type it takes; a misspelt key)
 AGENT_CASES: dict[str, tuple[dict[str, Any], str]] = {
     "proof-search": ({"seconds": 5, "max_checks": 100, "tactic_seconds": 1, "library": False, "hammer": True,
-                      "hammer_seconds": 2, "hammer_share": 0.5, "hammer_beside": False, "portfolio": False,
+                      "hammer_seconds": 2, "hammer_share": 0.5, "hammer_beside": False, "search_beside": True,
+                      "portfolio": False,
                       "tree_limit": 50,
                       "coq_args": ["-Q", "d", "D"],
                       "preload": "Require Import Arith.", "allowed_axioms": ["classic"], "lean_project": "lp",

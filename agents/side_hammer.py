@@ -88,7 +88,22 @@ class SideOutcome:
     seconds: float = 0.0
 
 
-class SideHammer:
+class ThreadPass:
+    """A pass beside the search that runs in a thread (this module's ``hammer``, :mod:`agents.side_search`'s
+    second search): whether it has ended, and waiting for it."""
+
+    _thread: threading.Thread | None = None
+
+    def done(self) -> bool:
+        return self._thread is None or not self._thread.is_alive()
+
+    def wait(self, until: float) -> None:
+        """Wait for the running call, at most until ``until`` (monotonic)."""
+        if self._thread is not None:
+            self._thread.join(max(0.0, until - time.monotonic()))
+
+
+class SideHammer(ThreadPass):
     """``hammer`` on each theorem in a second prover session (see the module docstring).
 
     ``make_states``: builds that session (a ``CoqProofStates`` with :func:`preload` and a lower
@@ -168,14 +183,6 @@ class SideHammer:
             if self._thread.is_alive():  # the interrupt came between two sentences and coqtop dropped the
                 self._states.close()     # rest of the input: end that session, the next theorem starts another
                 self._thread.join(5.0)
-
-    def done(self) -> bool:
-        return self._thread is None or not self._thread.is_alive()
-
-    def wait(self, until: float) -> None:
-        """Wait for the running call, at most until ``until`` (monotonic)."""
-        if self._thread is not None:
-            self._thread.join(max(0.0, until - time.monotonic()))
 
     def close(self) -> None:
         """Stop the side session (a call in progress ends with it)."""

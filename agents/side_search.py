@@ -44,6 +44,7 @@ from agents.best_first import (
     TacticSource,
     best_first_search,
 )
+from agents.side_hammer import ThreadPass
 from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, TacticResult
@@ -100,7 +101,7 @@ class SideSearchRun:
     result: SearchResult | None = None
 
 
-class SideSearch:
+class SideSearch(ThreadPass):
     """A second best-first search in a thread (see the module docstring).
 
     ``make_states``: builds its prover session, once, on first use; ``make_source(states, task)``:
@@ -166,14 +167,6 @@ class SideSearch:
                 self._states.close()
                 self._states = None
                 self._thread.join(5.0)
-
-    def done(self) -> bool:
-        return self._thread is None or not self._thread.is_alive()
-
-    def wait(self, until: float) -> None:
-        """Wait for the running side search, at most until ``until`` (monotonic)."""
-        if self._thread is not None:
-            self._thread.join(max(0.0, until - time.monotonic()))
 
     def close(self) -> None:
         self.stop()

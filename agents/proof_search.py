@@ -199,7 +199,7 @@ class ProofSearchAgent(Agent):
         self._states[key] = states
         return states
 
-    def _side_for(self, prover: str, hidden: tuple[Path, ...], th: dict[str, Any]) -> SidePass | None:
+    def _side_for(self, prover: str, hidden: tuple[Path, ...], setting: str) -> SidePass | None:
         """What runs beside the search on the other core, one per hiding: CoqHammer's `hammer`
         (agents/side_hammer.py; with ``hammer`` where the plugin and eprover are installed) and the side
         search (agents/side_search.py; ``search_beside``); None for Lean or when both are off."""
@@ -226,7 +226,7 @@ class ProofSearchAgent(Agent):
             passes.append(("search", SideSearch(
                 lambda: CoqProofStates(coq_args=self.coq_args, preload=self.preload, hidden=hidden,
                                        nice=side_search.NICE),
-                lambda states, task: self._narrow(self._coq_source(states, task, th, None, self._side_learned,
+                lambda states, task: self._narrow(self._coq_source(states, task, setting, None, self._side_learned,
                                                                    self._side_library, {}, {}, 0.0)),
                 self.budget)))
         if not passes:
@@ -239,7 +239,7 @@ class ProofSearchAgent(Agent):
         """The side search's source: the search's candidates, the cheapest few a state (side_search.Narrow)."""
         return lambda root: side_search.Narrow(source(root))
 
-    def _coq_source(self, states: Any, task: TheoremTask, th: dict[str, Any], llm: LLMTactics | None,
+    def _coq_source(self, states: Any, task: TheoremTask, setting: str, llm: LLMTactics | None,
                     learned: LearnedTactics, library: LibraryTactics | None,
                     probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]],
                     scope_facts: dict[tuple[object, ...], ScopeFacts],
@@ -252,7 +252,7 @@ class ProofSearchAgent(Agent):
             if lib is not None:
                 suggesters.append(lib)
             tactics = CoqTactics(states, task, root, library=self.library, hammer=self.hammer,
-                                 portfolio=self.portfolio, llm=llm, setting=str(th.get("setting", "library")),
+                                 portfolio=self.portfolio, llm=llm, setting=setting,
                                  suggesters=suggesters, hammer_seconds=hammer_seconds,
                                  probe_cache=probe_cache, scope_facts=scope_facts, hammer_cap_seconds=self.hammer_cap)
             tactics.allowed_axioms = self.allowed_axioms
@@ -289,6 +289,7 @@ class ProofSearchAgent(Agent):
         record.searched = True
         prover = str(th.get("prover", "coq"))
         task = TheoremTask.from_view(th)
+        setting = str(th.get("setting", "library"))
         try:
             states = self._backend(prover, ctx.hidden)
         except Exception as exc:  # the prover is missing here: say so in the trace, propose nothing
@@ -297,14 +298,14 @@ class ProofSearchAgent(Agent):
         llm = self._llm_for(ctx)
 
         if prover == "coq":
-            source = self._coq_source(states, task, th, llm, self.learned, self.library_tactics, self.probe_cache,
+            source = self._coq_source(states, task, setting, llm, self.learned, self.library_tactics, self.probe_cache,
                                       self.scope_facts, self.hammer_seconds)
         else:
             def source(root: ProofState) -> TacticSource:
                 return LeanTactics(task, portfolio=self.portfolio, llm=llm)
 
         result = best_first_search(states, task, source, self.budget, tree_limit=self.tree_limit,
-                                   side=self._side_for(prover, ctx.hidden, th))
+                                   side=self._side_for(prover, ctx.hidden, setting))
         self.searches.append(result)
         if result.proof is not None and self.learn:
             self.learned.learn(task, result.steps)

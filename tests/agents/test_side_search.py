@@ -224,3 +224,34 @@ def test_the_narrow_source_offers_every_closer_and_the_cheapest_steps_and_widens
     assert narrow.widen() and inner.widened == 1
     assert [c.tactic for c in narrow.candidates(node)] == ["sauto.", "a1.", "d0.", "d1.", "d2.", "d3.", "d4.",
                                                            "auto."]
+
+
+@needs_coq
+@pytest.mark.parametrize("beside", [False, True], ids=["default", "search_beside"])
+def test_the_agent_runs_the_side_search_only_when_asked(beside: bool) -> None:
+    from types import SimpleNamespace
+    from typing import Any
+
+    from agents.proof_search import ProofSearchAgent
+    from rrma.task import AgentConfig, TaskConfig
+
+    params: dict[str, Any] = {"seconds": 20, "library_tactics": False, **({"search_beside": True} if beside else {})}
+    agent = ProofSearchAgent(AgentConfig(name="s", backend="proof-search", params=params),
+                             TaskConfig.model_validate({"name": "t", "oracle": {"kind": "coq"},
+                                                        "metric": {"name": "solved", "direction": "maximize"}}))
+    turns: list[dict[str, Any]] = []
+    ctx = SimpleNamespace(theorem={"name": TASK.name, "statement": TASK.statement, "context": "", "prover": "coq",
+                                   "difficulty": "easy", "line": 1, "setting": "rediscover"},
+                          tried=set(), record_turn=lambda **kw: turns.append(kw), hidden=())
+    try:
+        proposal = agent.propose(ctx)  # type: ignore[arg-type]
+        assert proposal is not None and proposal.proof
+        side = turns[-1]["args"].get("side", "")
+        if beside:
+            assert side.startswith("search: "), side  # how the side search ended (cancelled, or found first)
+            passes = agent._side[next(iter(agent._side))]
+            assert isinstance(passes, Beside) and [n for n, _ in passes.passes] == ["search"]
+        else:
+            assert side == "" and not agent._side
+    finally:
+        agent.close()

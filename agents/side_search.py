@@ -38,7 +38,6 @@ from typing import Any
 from agents.best_first import (
     Node,
     SearchBudget,
-    SearchResult,
     SidePass,
     SideRun,
     TacticSource,
@@ -98,7 +97,6 @@ class SideSearchRun:
 
     tactics: tuple[str, ...] | None = None
     ended: str = "running"
-    result: SearchResult | None = None
 
 
 class SideSearch(ThreadPass):
@@ -147,7 +145,6 @@ class SideSearch(ThreadPass):
                                   tactic_seconds=self.budget.tactic_seconds)
             result = best_first_search(states, task, self._make_source(states, task), budget, tree_limit=0,
                                        cancelled=self._cancel.is_set)
-            run.result = result
             if result.proof is not None and result.tactics:
                 run.tactics = tuple(result.tactics)
                 run.ended = f"found after {result.checks} tactic runs, {result.seconds:.1f} s"

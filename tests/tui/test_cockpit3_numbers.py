@@ -299,7 +299,8 @@ async def test_r_on_a_cut_log_asks_first_quoting_the_finding(tmp_path: Path, gua
         await wait_until(pilot, lambda: isinstance(app.screen, UnverifiedResumeScreen | OrderScreen))
         if not guarded:
             assert isinstance(app.screen, OrderScreen), app.screen  # the attack: resume offered on a cut log
-            assert "R resumes" in "\n".join(screen_lines(app)[:3])
+            # the modal's first frames can still be the screen below the dashboard's: wait for the dashboard's header
+            await wait_until(pilot, lambda: "R resumes" in "\n".join(screen_lines(app)[:3]))
             return
         dialog = app.screen
         assert isinstance(dialog, UnverifiedResumeScreen)

@@ -37,7 +37,7 @@ RESTART_MIN_S = 6.0  # a search whose prover session died restarts it only with 
 _SESSION_LOST = re.compile(r"session (?:restarted|is not running)|no proof started")
 GOAL_WEIGHT = 2.0  # priority units per open goal
 LOCALITY_SLACK = 0.5  # priority units a tactic at the current node may trail the best elsewhere and still run next
-TIME_WEIGHT = 1.0  # priority units per second a tactic of that head has taken on average in this search
+TIME_WEIGHT = 4.0  # priority units per second a tactic of that kind (time_key) has taken on average in this search
 WIDEN_BEFORE = 0.8  # a search exhausted before this share of its seconds makes a second, wider pass
 SIZE_WEIGHT = 0.004  # per character of the first goal
 TREE_GOAL_CHARS = 400  # a goal's text kept in the trace
@@ -378,14 +378,14 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             side.wait(started + budget.seconds - SIDE_MARGIN_S + 1.0)
         return from_side() or last_resort() or finish(None, why)
 
-    def expected_seconds(tactic: str) -> float:
-        spent, runs = seconds_of.get(tactic_head(tactic), (0.0, 0))
+    def expected_seconds(cand: Candidate) -> float:
+        spent, runs = seconds_of.get(time_key(cand), (0.0, 0))
         return spent / runs if runs else 0.0
 
     def expand(node: Node) -> None:
         """Ask the source for the node's candidates and queue them, cheapest first."""
         base = priority(node.cost, node.state)
-        queue = [(base + cand.cost + TIME_WEIGHT * expected_seconds(cand.tactic), k, cand)
+        queue = [(base + cand.cost + TIME_WEIGHT * expected_seconds(cand), k, cand)
                  for k, cand in enumerate(tactics_source.candidates(node)) if (node.id, cand.tactic) not in tried]
         queue.sort(key=lambda item: (item[0], item[1]))
         pending[node.id] = queue
@@ -470,9 +470,9 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                     tried.add((node.id, member))
                     cand, result = replace(cand, tactic=member, members=()), alone
                     break
-        head = tactic_head(cand.tactic)
-        spent_head = seconds_of.get(head, (0.0, 0))
-        seconds_of[head] = (spent_head[0] + result.seconds, spent_head[1] + 1)
+        key = time_key(cand)
+        spent_key = seconds_of.get(key, (0.0, 0))
+        seconds_of[key] = (spent_key[0] + result.seconds, spent_key[1] + 1)
         if result.outcome in ("error", "timeout") and _SESSION_LOST.search(result.message or ""):
             # the prover's session was restarted (a tactic ignored its timeout): the states are tactic
             # paths, so a fresh start at the statement makes every node reachable again
@@ -570,6 +570,24 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
     return ending(reason)
 
 
+def time_key(cand: Candidate) -> str:
+    """What a tactic's seconds are learnt by in one search: its kind, the heads of its top-level ``;`` pieces
+    (``simpl in *; intuition.`` is ``simpl;intuition``, not ``simpl.``'s ``simpl``; ``induction d; sauto.`` is not
+    ``induction n.``; a ``[t1 | t2]`` piece is ``[]``)."""
+    pieces, depth, start = [], 0, 0
+    text = cand.tactic
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == ";" and depth == 0:
+            pieces.append(text[start:i])
+            start = i + 1
+    pieces.append(text[start:])
+    return ";".join("[]" if piece.lstrip().startswith("[") else tactic_head(piece) for piece in pieces)
+
+
 def tactic_head(tactic: str) -> str:
-    """A tactic's first word (``induction`` for ``induction n; simpl.``): what its cost is learnt by."""
+    """A tactic's first word (``induction`` for ``induction n; simpl.``): one piece of its kind (:func:`time_key`)."""
     return tactic.split(maxsplit=1)[0].rstrip(".;") if tactic.strip() else ""

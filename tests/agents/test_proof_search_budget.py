@@ -58,6 +58,33 @@ def test_a_slow_kind_of_tactic_waits_behind_cheap_ones(monkeypatch: pytest.Monke
     assert result.by_source["rule"][0] == len(states.ran) and result.reason == "exhausted"
 
 
+@pytest.mark.parametrize("by_text", [True, False], ids=["timed by its kind", "timed by its head"])
+def test_a_slow_closer_is_timed_apart_from_cheap_steps_of_its_head(monkeypatch: pytest.MonkeyPatch,
+                                                                    by_text: bool) -> None:
+    """`simpl in *; slowclose.` (a closer that takes 2 s and never closes) and the step `simpl.` (0.01 s) share
+    the head `simpl`: timed by the head, the step pays the closer's seconds and waits with it, so the closer runs
+    again before the search is deep; timed by its kind (the heads of its `;` pieces: `simpl;slowclose`), the step
+    keeps its cost and the search reaches its depth before the closer's second run (round eighteen: `intuition` on
+    real-number goals)."""
+    if not by_text:
+        monkeypatch.setattr(search, "time_key", lambda cand: search.tactic_head(cand.tactic))
+    states = ScriptedStates({"simpl in *; slowclose.": ("error", 2.0), "simpl.": ("progress", 0.01)})
+    cands = [Candidate("simpl in *; slowclose.", 0.3, closer=True), Candidate("simpl.", 0.6)]
+    best_first_search(states, TASK, lambda root: Table(cands), SearchBudget(seconds=100, max_checks=40),
+                      clock=states.clock)
+    slow = [i for i, (_, tactic) in enumerate(states.ran) if tactic == "simpl in *; slowclose."]
+    deepest_step = max(i for i, (path, tactic) in enumerate(states.ran) if tactic == "simpl." and len(path) == 2)
+    assert states.ran[0] == ((), "simpl in *; slowclose.")  # the first one runs: nothing is known about it yet
+    assert (slow[1] > deepest_step) is by_text, states.ran
+
+
+def test_a_tactics_kind_is_the_heads_of_its_top_level_pieces() -> None:
+    kinds = {"simpl in *; intuition.": "simpl;intuition", "induction d'; sauto.": "induction;sauto",
+             "induction n.": "induction", "solve [auto; lia | easy].": "solve", "sauto use: a, b.": "sauto",
+             "destruct (f x; g); [left | right]; auto.": "destruct;[];auto"}
+    assert {t: search.time_key(Candidate(t)) for t in kinds} == kinds
+
+
 def test_a_lost_session_is_restarted_and_the_search_goes_on() -> None:
     states = ScriptedStates({"hang.": ("error", 0.1), "done.": ("proved", 0.1)}, lost="hang.")
     result = best_first_search(states, TASK, lambda root: Table([Candidate("hang.", 0.1), Candidate("done.", 0.5)]),

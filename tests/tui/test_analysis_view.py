@@ -22,7 +22,7 @@ from make_run import START, fake_clock, task_snapshot
 from screen_text import screen_lines as _screen_lines
 from test_tui_keys import bindings, documented
 from textual.widgets import Static
-from tui_helpers import fixed_clock
+from tui_helpers import fixed_clock, settle
 from tui_helpers import wait_until as _wait_until
 
 from rrma.log.store import RunStore
@@ -393,6 +393,6 @@ def test_snapshot_analysis_80x24(snap_compare, tmp_path: Path) -> None:  # type:
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await open_analysis(pilot)
         await pilot.press("M", "M", "left")
-        await pilot.pause(0.2)
+        await settle(pilot)
 
     assert snap_compare(app_for(runs, run_dir), terminal_size=(80, 24), run_before=run_before)

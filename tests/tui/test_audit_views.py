@@ -18,7 +18,7 @@ import pytest
 from make_run import START, fake_clock, make_run
 from rich.text import Text
 from test_tui_screens import events_of, make_app, open_dashboard
-from tui_helpers import MessageLog, fixed_clock, plain, wait_until
+from tui_helpers import MessageLog, fixed_clock, plain, settle, wait_until
 
 from rrma.audit.finding import Evidence, Finding
 from rrma.log.reader import RunReader, read_state
@@ -275,6 +275,6 @@ def test_snapshot_trial_with_findings_80x24(snap_compare, tmp_path: Path) -> Non
         await pilot.pause()
         await pilot.press("v", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, TrialScreen))
-        await pilot.pause(0.3)
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -27,7 +27,7 @@ from test_analysis_view import analysis_run, app_for, open_analysis
 from test_theorems_view import open_theorems, write_theorem_run
 from test_tui_screens import open_dashboard
 from textual_plotext import PlotextPlot
-from tui_helpers import fixed_clock, wait_until
+from tui_helpers import fixed_clock, settle, wait_until
 
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
@@ -339,6 +339,6 @@ def test_snapshot_proof_dashboard_filtered_80x24(snap_compare, tmp_path: Path) -
         await open_dashboard(pilot, pilot.app)
         await pilot.press("a")
         await wait_until(pilot, lambda: pilot.app.screen.agent_filter == "alice")
-        await pilot.pause(0.3)
+        await settle(pilot)
 
     assert snap_compare(dash_app(runs, runs / "bench"), terminal_size=(80, 24), run_before=run_before)

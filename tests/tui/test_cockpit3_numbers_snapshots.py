@@ -8,7 +8,7 @@ from pathlib import Path
 
 from screen_text import screen_lines
 from test_cockpit3_numbers import damaged_copies, write_proof_run
-from tui_helpers import fixed_clock, wait_until
+from tui_helpers import fixed_clock, settle, wait_until
 
 from tui.app import RRMAApp
 from tui.dialogs import UnverifiedResumeScreen
@@ -26,7 +26,7 @@ def test_snapshot_runs_integrity_and_proofs_80x24(snap_compare, tmp_path: Path, 
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await wait_until(pilot, lambda: sum("stopped" in line for line in screen_lines(app)) == 5)
-        await pilot.pause(0.2)
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
 
@@ -39,7 +39,7 @@ def test_snapshot_proof_run_dashboard_80x24(snap_compare, tmp_path: Path) -> Non
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.session.loaded
                          and app.screen.session.model.turns_indexed and app.screen.integrity is not None)
-        await pilot.pause(0.2)
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
 
@@ -54,6 +54,6 @@ def test_snapshot_resume_on_a_cut_log_80x24(snap_compare, tmp_path: Path) -> Non
                          and app.screen.session.model.turns_indexed and app.screen.integrity is not None)
         await pilot.press("R")
         await wait_until(pilot, lambda: isinstance(app.screen, UnverifiedResumeScreen))
-        await pilot.pause(0.2)
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before)

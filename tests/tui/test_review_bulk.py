@@ -12,7 +12,7 @@ import pytest
 from make_run import make_run
 from screen_text import flat, screen_lines
 from test_tui_screens import events_of, make_app, open_dashboard
-from tui_helpers import MessageLog, fixed_clock, wait_until
+from tui_helpers import MessageLog, fixed_clock, settle, wait_until
 
 from rrma.log.review import record_review
 from rrma.log.store import RunStore
@@ -218,6 +218,6 @@ def test_snapshot_review_with_a_selection_80x24(snap_compare, tmp_path: Path) ->
         await pilot.press("v")
         await wait_until(pilot, lambda: isinstance(app.screen, ReviewScreen))
         await pilot.press("space", "down", "space", "space")
-        await pilot.pause(0.3)
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

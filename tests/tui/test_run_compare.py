@@ -21,7 +21,7 @@ from rich.text import Text
 from scored_run import write_scored_run
 from screen_text import flat, screen_lines
 from textual.widgets import Static
-from tui_helpers import fixed_clock, wait_until
+from tui_helpers import fixed_clock, settle, wait_until
 
 from rrma.log.state import delta_sigma
 from rrma.log.store import RunStore
@@ -219,6 +219,6 @@ def test_snapshot_run_compare_80x24(snap_compare, tmp_path: Path) -> None:  # ty
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await compare(pilot, "a-min", "b-min")
-        await pilot.pause(0.3)
+        await settle(pilot)
 
     assert snap_compare(app_for(runs), terminal_size=(80, 24), run_before=run_before)

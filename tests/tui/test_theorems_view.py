@@ -26,7 +26,7 @@ from make_run import fake_clock
 from screen_text import screen_lines
 from test_tui_keys import bindings, documented
 from test_tui_screens import open_dashboard
-from tui_helpers import fixed_clock, wait_until
+from tui_helpers import fixed_clock, settle, wait_until
 
 from benches.proofs import BenchRun, print_summary
 from rrma.log.state import RunState
@@ -298,7 +298,7 @@ def test_snapshot_theorems_80x24(snap_compare, tmp_path: Path) -> None:  # type:
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await open_theorems(pilot, app)
-        await pilot.pause(0.2)
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 

@@ -18,7 +18,7 @@ import pytest
 from make_run import START, fake_clock, make_run
 from test_tui_keys import bindings, documented
 from textual.widgets import Static
-from tui_helpers import fixed_clock
+from tui_helpers import fixed_clock, settle
 from tui_helpers import wait_until as _wait_until
 
 from rrma.log.head import check_head
@@ -204,7 +204,7 @@ def test_snapshot_timeline_80x24(snap_compare, tmp_path: Path) -> None:  # type:
         # (the 18 rows do not fit at 80x24: at the live end the view is scrolled down)
         await wait_until(pilot, lambda: table.following and table.cursor == len(table.rows) - 1
                          and table.scroll_offset.y > 0)
-        await pilot.pause(0.2)
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 

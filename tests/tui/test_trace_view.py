@@ -13,7 +13,7 @@ import pytest
 from make_run import START, fake_clock, task_snapshot
 from rich.text import Text
 from textual.widgets import Static
-from tui_helpers import MessageLog, fixed_clock, wait_until
+from tui_helpers import MessageLog, fixed_clock, settle, wait_until
 
 from rrma.log.store import RunStore
 from tui.app import RRMAApp
@@ -228,7 +228,7 @@ def test_snapshot_trace_80x24(snap_compare, tmp_path: Path) -> None:  # type: ig
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await open_trace(pilot, pilot.app)
         await pilot.press("down")  # the run_command call and its (collapsed) result
-        await pilot.pause(0.2)
+        await settle(pilot)
 
     assert snap_compare(make_app(tmp_path), terminal_size=(80, 24), run_before=run_before)
 

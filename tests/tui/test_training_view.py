@@ -21,7 +21,7 @@ from make_training_run import append_steps, make_training_run
 from test_tui_keys import SCREENS, bindings, documented
 from textual.screen import Screen
 from textual.widgets import Static
-from tui_helpers import fixed_clock, plain
+from tui_helpers import fixed_clock, plain, settle
 from tui_helpers import wait_until as _wait_until
 
 from rrma.log.store import RunStore
@@ -232,7 +232,7 @@ def app_for(tmp_path: Path) -> RRMAApp:
 async def _open(pilot: Any) -> None:
     screen = await open_training(pilot)
     await wait_until(pilot, lambda: screen.query_one("#train-charts", TrainCharts).draws > 0)
-    await pilot.pause(0.2)
+    await settle(pilot)
 
 
 def test_snapshot_training_80x24(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

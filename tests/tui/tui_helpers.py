@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
@@ -36,6 +37,27 @@ async def wait_until(pilot: Pilot[object], predicate: Callable[[], bool], timeou
             raise AssertionError(f"condition not met within {timeout}s")
         await pilot.pause(0.02)
         loop_time += 0.02
+
+
+async def settle(pilot: Pilot[object], quiet: float = 0.3, timeout: float = 10.0) -> None:
+    """Let the app draw until its screen (every cell's text and style) has not changed for ``quiet`` seconds, or
+    ``timeout`` passed: what a snapshot is taken of. A fixed pause was not enough on a loaded machine (a chart
+    caught before it was redrawn at its final width, one column off)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+
+    def frame() -> tuple[tuple[tuple[str, str], ...], ...]:
+        strips = pilot.app.screen._compositor.render_strips()
+        return tuple(tuple((segment.text, str(segment.style)) for segment in strip) for strip in strips)
+
+    last, since = frame(), loop.time()
+    while loop.time() < end:
+        await pilot.pause(0.05)
+        now = frame()
+        if now != last:
+            last, since = now, loop.time()
+        elif loop.time() - since >= quiet:
+            return
 
 
 WaitUntil = Callable[[Pilot[object], Callable[[], bool]], Awaitable[None]]

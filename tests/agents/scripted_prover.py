@@ -43,3 +43,6 @@ class ScriptedStates:
 
     def proof_text(self, tactics: Sequence[str]) -> str:
         return "\n".join(tactics)
+
+    def close(self) -> None:
+        return None

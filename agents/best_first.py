@@ -21,6 +21,7 @@ screen replays exactly this layout (``meta["search_tree"]`` of the proposal).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import re
@@ -29,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from agents.coq_lookups import split_top
 from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, ProofStateError, ProofStates, TacticResult
@@ -574,18 +576,13 @@ def time_key(cand: Candidate) -> str:
     """What a tactic's seconds are learnt by in one search: its kind, the heads of its top-level ``;`` pieces
     (``simpl in *; intuition.`` is ``simpl;intuition``, not ``simpl.``'s ``simpl``; ``induction d; sauto.`` is not
     ``induction n.``; a ``[t1 | t2]`` piece is ``[]``)."""
-    pieces, depth, start = [], 0, 0
-    text = cand.tactic
-    for i, ch in enumerate(text):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth = max(0, depth - 1)
-        elif ch == ";" and depth == 0:
-            pieces.append(text[start:i])
-            start = i + 1
-    pieces.append(text[start:])
-    return ";".join("[]" if piece.lstrip().startswith("[") else tactic_head(piece) for piece in pieces)
+    return _kind(cand.tactic)
+
+
+@functools.lru_cache(maxsize=8192)
+def _kind(tactic: str) -> str:
+    """:func:`time_key` of one tactic text, kept: the same closers and steps come back at every state."""
+    return ";".join("[]" if piece.startswith("[") else tactic_head(piece) for piece in split_top(tactic, ";"))
 
 
 def tactic_head(tactic: str) -> str:

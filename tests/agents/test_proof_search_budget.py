@@ -81,7 +81,8 @@ def test_a_slow_closer_is_timed_apart_from_cheap_steps_of_its_head(monkeypatch: 
 def test_a_tactics_kind_is_the_heads_of_its_top_level_pieces() -> None:
     kinds = {"simpl in *; intuition.": "simpl;intuition", "induction d'; sauto.": "induction;sauto",
              "induction n.": "induction", "solve [auto; lia | easy].": "solve", "sauto use: a, b.": "sauto",
-             "destruct (f x; g); [left | right]; auto.": "destruct;[];auto"}
+             "destruct (f x; g); [left | right]; auto.": "destruct;[];auto",
+             "exact {| a := 1; b := 2 |}.": "exact"}
     assert {t: search.time_key(Candidate(t)) for t in kinds} == kinds
 
 

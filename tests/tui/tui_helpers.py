@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
+from screen_text import screen_cells
 from textual.message import Message
 from textual.pilot import Pilot
 
@@ -45,15 +46,10 @@ async def settle(pilot: Pilot[object], quiet: float = 0.3, timeout: float = 10.0
     caught before it was redrawn at its final width, one column off)."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
-
-    def frame() -> tuple[tuple[tuple[str, str], ...], ...]:
-        strips = pilot.app.screen._compositor.render_strips()
-        return tuple(tuple((segment.text, str(segment.style)) for segment in strip) for strip in strips)
-
-    last, since = frame(), loop.time()
+    last, since = screen_cells(pilot.app), loop.time()
     while loop.time() < end:
         await pilot.pause(0.05)
-        now = frame()
+        now = screen_cells(pilot.app)
         if now != last:
             last, since = now, loop.time()
         elif loop.time() - since >= quiet:

@@ -88,6 +88,11 @@ BUNDLE_MAX_COST = 0.35  # rule closers this cheap are tried together, in one `so
 HAMMER_CLOSERS: list[tuple[str, float]] = [("sauto.", 0.5), ("hauto.", 0.5), ("qauto.", 0.5)]
 _PROP_HINT = re.compile(r"(?<![<>=:!])=(?![>=])|<>|->|<->|/\\|\\/|~|\bTrue\b|\bFalse\b|<=|<|>|\bIn\b|\bForall\b|"
                         r"\bExists\b|\ble\b|\blt\b|\bNoDup\b|\bEven\b|\bOdd\b|\bPermutation\b|\bincl\b|\bsig\b")
+# a setoid's equality (`x == y` in every `Numbers` functor and `Structures` module, `x === y` in `Classes`), which
+# `_PROP_HINT`'s `=` does not match: before round nineteen `H : 0 - n == 0` was read as a value, so the search
+# offered `destruct H`, `induction H` on it and never `rewrite H` or `apply H`
+_SETOID_EQ = re.compile(r"(?<![<>=:!])===?(?![>=])|≡")
+SETOID_HYPOTHESES = True  # a switch for tests: False reads a setoid equation hypothesis as a value (before round nineteen)
 _GROUP = r"\((?:[^()]|\([^()]*\))*\)"  # a parenthesised term, one level of parentheses inside
 _MATCH = re.compile(rf"\bmatch\s+(?P<scrut>[A-Za-z_][\w'.]*(?:\s+(?:[A-Za-z_][\w'.]*|{_GROUP}))*|{_GROUP})\s+with\b")
 _IDENT = re.compile(r"[A-Za-z_][\w']*")
@@ -183,7 +188,9 @@ def _binds(tactic: str, name: str) -> bool:
 
 
 def _is_prop(typ: str) -> bool:
-    return bool(_PROP_HINT.search(typ)) or typ.startswith(("forall", "exists", "~"))
+    """Whether a hypothesis of this type is a proof (``H : n <= m``, ``H : x == y``), not a value (``n : t``)."""
+    return bool(_PROP_HINT.search(typ)) or typ.startswith(("forall", "exists", "~")) or (
+        SETOID_HYPOTHESES and bool(_SETOID_EQ.search(typ)))
 
 
 def _witness_values(hyps: Sequence[tuple[str, str]]) -> list[str]:
@@ -679,8 +686,9 @@ class CoqTactics(TacticSource):
             out.append(Candidate("f_equal.", 0.9))
         head = re.match(r"^(?:~\s*)?\(?\s*(?P<head>[A-Za-z_][\w'.]*)", concl)
         if head is not None and head.group("head") not in {n for n, _ in hyps} | {"exists", "fun", "match", "let"} \
-                and not re.search(r" (?:=|<>|<=|<|>=|>|<->|->|/\\|\\/) ", concl):
-            # the conclusion is an applied constant (`Un_growing u`, `continuity f`): unfold it
+                and not re.search(r" (?:={1,3}|<>|<=|<|>=|>|<->|->|/\\|\\/) ", concl):
+            # the conclusion is an applied constant (`Un_growing u`, `continuity f`): unfold it (not a relation
+            # between two terms: `P (0 - n) == 0` is no `P` to unfold)
             out.append(Candidate("red.", 0.6))
             out.append(Candidate(f"unfold {head.group('head')}.", 0.7))
             predicate = head.group("head")
@@ -705,7 +713,7 @@ class CoqTactics(TacticSource):
         for name, typ in reversed(hyps):
             if _is_prop(typ):
                 out.append(Candidate(f"apply {name}.", 0.6))
-                if re.search(r"(?<![<>=])==?(?![>=])|<->", typ):
+                if re.search(r"(?<![<>=])={1,3}(?![>=])|<->", typ):
                     out.append(Candidate(f"rewrite {name}.", 0.7))
                     out.append(Candidate(f"rewrite <- {name}.", 0.9))
                 if re.search(r"/\\|\\/|^exists|<->", typ):

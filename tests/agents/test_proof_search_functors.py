@@ -17,13 +17,15 @@ premise, although the checker allows a proof to rest on the axioms its original 
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
-from coq_search import coq_search
+from coq_search import coq_search, rules_search
 
 import agents.coq_lookups as coq_lookups
 import agents.coq_scope as coq_scope
+import agents.coq_tactics as coq_tactics
 from agents.best_first import SearchResult
 from agents.coq_tactics import CoqTactics, premise_pattern
 from agents.premises import coq_file_premises, is_rewrite_rule
@@ -258,10 +260,30 @@ def test_an_argument_free_tactic_a_functor_parameter_carries_is_offered(monkeypa
 def test_the_files_own_axiom_is_a_premise(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
     """A file that declares an axiom builds on it (`Logic/ClassicalEpsilon.v`); the checker allows the axioms the
     original rests on, so the search offers the file's `Axiom`s as premises (before: left out, like `Admitted`)."""
-    import agents.coq_tactics as coq_tactics
-
     monkeypatch.setattr(coq_tactics, "FILE_AXIOMS", rule)
     context = "Parameter P : nat -> nat -> Prop.\nAxiom P_diag : forall n, P n (n * n + n).\n"
     task = TheoremTask("p3", "Lemma p3 : P 3 12.", context, "", prover="coq")
     result = _search(task, max_checks=400)
     assert (result.reason == "proved") is rule, (result.reason, result.last_error)
+
+
+SETOID = ("Require Import Setoid Morphisms.\nParameter t : Type.\nParameter eq : t -> t -> Prop.\n"
+          "Infix \"==\" := eq (at level 70).\nAxiom eq_equiv : Equivalence eq.\n#[global] Existing Instance eq_equiv.\n"
+          "Parameter f : t -> t.\nAxiom f_wd : Proper (eq ==> eq) f.\n#[global] Existing Instance f_wd.\n"
+          "Parameter P : t -> Prop.\nAxiom P_wd : Proper (eq ==> iff) P.\n#[global] Existing Instance P_wd.\n"
+          "Parameter zero : t.\nAxiom P_zero : P (f zero).\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_setoid_equation_hypothesis_is_rewritten_with(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`H : x == zero` (a setoid's equality, as in every `Numbers` functor) is a proof, not a value: with the rule
+    the search offers `rewrite H` and proves `P (f x)` from `P (f zero)` (`rewrite H`, then `P_zero`); without it, `H`
+    was read as a value (`destruct H`, `induction H`) and the search stays open within the same budget (round
+    nineteen: `NSub.v`'s `sub_0_l` needs `rewrite IH` at `P (0 - n) == 0`)."""
+    monkeypatch.setattr(coq_tactics, "SETOID_HYPOTHESES", rule)
+    task = TheoremTask("target", "Lemma target : forall x, x == zero -> P (f x).", SETOID, "", prover="coq")
+    result, _ = rules_search(task, max_checks=300)
+    assert (result.reason == "proved") is rule, (result.reason, result.last_error, result.tactics)
+    if rule:
+        assert any(re.fullmatch(r"rewrite H\w*\.", t) for t in result.tactics or ()), result.tactics

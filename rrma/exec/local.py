@@ -38,7 +38,9 @@ from rrma.trial import Budget, Outcome, Proposal, Status
 from rrma.workspace import materialize
 
 ProgressCallback = Callable[[dict[str, Any]], None]
-ORACLE_GRACE_S = 30.0  # an oracle call may overrun its budget by this much before it is abandoned
+# an oracle call may overrun its budget by this much before it is abandoned: a checker's own set-up (the warm Coq
+# checker loads a file's context, earlier proofs included, apart from the proof's seconds: up to 120 s) fits in it
+ORACLE_GRACE_S = 150.0
 LEFTOVER_KEY = "_rrma_leftover"  # outcome metrics: one line per trial folder the harness could not remove
 
 

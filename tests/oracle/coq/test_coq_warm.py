@@ -150,3 +150,14 @@ def test_warm_deadline_holds_while_coqtop_reads_no_input(tmp_path: Path) -> None
         assert time.monotonic() - started < 6
     finally:
         session.kill()
+
+
+def test_the_executor_waits_out_a_checks_whole_set_up() -> None:
+    """A warm check may spend its whole set-up bound loading the context (a file's earlier proofs: 25-38 s for
+    `setoid_ring/Ncring_polynom.v`) and then its proof's seconds; the local executor abandons an oracle call only
+    after its budget plus ORACLE_GRACE_S, so that grace must cover the set-up (round nineteen: at 20 s of set-up,
+    five proofs found in that file timed out before their first step was checked)."""
+    from rrma.exec.local import ORACLE_GRACE_S
+
+    assert WarmCoqPool.setup_seconds > 30.0
+    assert WarmCoqPool.setup_seconds + 1.0 <= ORACLE_GRACE_S

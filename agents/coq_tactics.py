@@ -92,7 +92,9 @@ _PROP_HINT = re.compile(r"(?<![<>=:!])=(?![>=])|<>|->|<->|/\\|\\/|~|\bTrue\b|\bF
 # `_PROP_HINT`'s `=` does not match: before round nineteen `H : 0 - n == 0` was read as a value, so the search
 # offered `destruct H`, `induction H` on it and never `rewrite H` or `apply H`
 _SETOID_EQ = re.compile(r"(?<![<>=:!])===?(?![>=])|≡")
-SETOID_HYPOTHESES = True  # a switch for tests: False reads a setoid equation hypothesis as a value (before round nineteen)
+# a switch for tests: False reads a setoid equation hypothesis as a value and a `==` conclusion as an applied constant
+# (before round nineteen)
+SETOID_HYPOTHESES = True
 _GROUP = r"\((?:[^()]|\([^()]*\))*\)"  # a parenthesised term, one level of parentheses inside
 _MATCH = re.compile(rf"\bmatch\s+(?P<scrut>[A-Za-z_][\w'.]*(?:\s+(?:[A-Za-z_][\w'.]*|{_GROUP}))*|{_GROUP})\s+with\b")
 _IDENT = re.compile(r"[A-Za-z_][\w']*")
@@ -686,7 +688,8 @@ class CoqTactics(TacticSource):
             out.append(Candidate("f_equal.", 0.9))
         head = re.match(r"^(?:~\s*)?\(?\s*(?P<head>[A-Za-z_][\w'.]*)", concl)
         if head is not None and head.group("head") not in {n for n, _ in hyps} | {"exists", "fun", "match", "let"} \
-                and not re.search(r" (?:={1,3}|<>|<=|<|>=|>|<->|->|/\\|\\/) ", concl):
+                and not re.search(r" (?:={1,3}|<>|<=|<|>=|>|<->|->|/\\|\\/) " if SETOID_HYPOTHESES
+                                  else r" (?:=|<>|<=|<|>=|>|<->|->|/\\|\\/) ", concl):
             # the conclusion is an applied constant (`Un_growing u`, `continuity f`): unfold it (not a relation
             # between two terms: `P (0 - n) == 0` is no `P` to unfold)
             out.append(Candidate("red.", 0.6))

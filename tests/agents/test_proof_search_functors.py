@@ -26,7 +26,7 @@ from coq_search import coq_search, rules_search
 import agents.coq_lookups as coq_lookups
 import agents.coq_scope as coq_scope
 import agents.coq_tactics as coq_tactics
-from agents.best_first import SearchResult
+from agents.best_first import Node, SearchResult
 from agents.coq_tactics import CoqTactics, premise_pattern
 from agents.premises import coq_file_premises, is_rewrite_rule
 from oracle.proof_common import TheoremTask
@@ -287,3 +287,27 @@ def test_a_setoid_equation_hypothesis_is_rewritten_with(monkeypatch: pytest.Monk
     assert (result.reason == "proved") is rule, (result.reason, result.last_error, result.tactics)
     if rule:
         assert any(re.fullmatch(r"rewrite H\w*\.", t) for t in result.tactics or ()), result.tactics
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_setoid_equation_conclusion_is_a_relation_not_a_constant_to_unfold(monkeypatch: pytest.MonkeyPatch,
+                                                                             rule: bool) -> None:
+    """At `x : t; H : x == zero |- f x == zero` the search offers `rewrite H` and no `red.` (the conclusion is a
+    relation between two terms, not an applied constant; before round nineteen it read as `f` applied, and `red.`
+    ran, and failed, at every such state of a `Numbers` functor); without the rule, the reverse."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    monkeypatch.setattr(coq_tactics, "SETOID_HYPOTHESES", rule)
+    task = TheoremTask("target", "Lemma target : forall x, x == zero -> f x == zero.", SETOID, "", prover="coq")
+    states = CoqProofStates()
+    try:
+        state = states.start(task)
+        result = states.run_tactic(state, "intros.")
+        assert result.state is not None, result.message
+        source = CoqTactics(states, task, result.state, library=False, portfolio=False, setting="rediscover")
+        offered = [c.tactic for c in source.candidates(Node(1, 0, "intros.", result.state, 1, 0.0, ("intros.",)))]
+        assert ("red." in offered) is not rule, offered
+        assert ("rewrite H." in offered) is rule, offered
+    finally:
+        states.close()

@@ -688,8 +688,7 @@ class CoqTactics(TacticSource):
             out.append(Candidate("f_equal.", 0.9))
         head = re.match(r"^(?:~\s*)?\(?\s*(?P<head>[A-Za-z_][\w'.]*)", concl)
         if head is not None and head.group("head") not in {n for n, _ in hyps} | {"exists", "fun", "match", "let"} \
-                and not re.search(r" (?:={1,3}|<>|<=|<|>=|>|<->|->|/\\|\\/) " if SETOID_HYPOTHESES
-                                  else r" (?:=|<>|<=|<|>=|>|<->|->|/\\|\\/) ", concl):
+                and not re.search(rf" (?:{'={1,3}' if SETOID_HYPOTHESES else '='}|<>|<=|<|>=|>|<->|->|/\\|\\/) ", concl):
             # the conclusion is an applied constant (`Un_growing u`, `continuity f`): unfold it (not a relation
             # between two terms: `P (0 - n) == 0` is no `P` to unfold)
             out.append(Candidate("red.", 0.6))

@@ -41,7 +41,8 @@ out-of-sample 30 and is off, so out-of-sample 31 measures the default prover bli
 out-of-sample 32 before round eighteen's work, run once, after it, with the prover round eighteen leaves as the default;
 out-of-sample 33 after round eighteen's change (the time term by a tactic's kind), before any other, to measure the
 default prover blind once more;
-out-of-sample 34 before round nineteen's work, run once, after it, with the prover round nineteen leaves as the default).
+out-of-sample 34 before round nineteen's work, run once, after it, with the prover round nineteen leaves as the default;
+out-of-sample 35 before round twenty's work, run once, after it, with the prover round twenty leaves as the default).
 
 ``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts. A file a round tuned
 on by hand, outside the rule (:data:`TUNED_BY_HAND`), is marked wherever a later draw puts it: it stays in its set,
@@ -78,7 +79,7 @@ SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out
          ("out-of-sample 28", 60), ("out-of-sample 29", 60),
          ("out-of-sample 30", 60), ("out-of-sample 31", 60),
          ("out-of-sample 32", 60), ("out-of-sample 33", 60),
-         ("out-of-sample 34", 60))
+         ("out-of-sample 34", 60), ("out-of-sample 35", 60))
 
 
 def theories() -> Path:

@@ -135,6 +135,13 @@ class Oracle(OracleDeclares, ABC):
         """
         return ()
 
+    def setup_allowance_s(self) -> float:
+        """Seconds one evaluation may spend on a set-up of its own beyond the trial's budget, which the
+        oracle itself bounds (a checker loading a file's context before the proof's seconds start). The
+        executor's caller abandons an evaluation after the budget, this and
+        :data:`rrma.exec.local.ORACLE_GRACE_S`; most oracles have none."""
+        return 0.0
+
     @abstractmethod
     def evaluate(self, ctx: EvalContext) -> Outcome:
         """Judge one trial; never raise for anything the trial did (label it instead)."""

@@ -177,6 +177,14 @@ class CoqOracle(Oracle):
                               else None)
         return [{**view, "setting": self.setting} for view in views]
 
+    def setup_allowance_s(self) -> float:
+        """The warm checker's set-up bound (a session's start-up and the file's context, earlier proofs
+        included: 25-38 s for `setoid_ring/Ncring_polynom.v`), which its proof's seconds do not count; the
+        cold checker has none (coqc's one bound is the check's)."""
+        if self.checker is not None:  # prepared: the checker it made
+            return float(getattr(self.checker, "setup_seconds", 0.0))
+        return WarmCoqPool.setup_seconds if bool(self.params.get("warm", True)) else 0.0
+
     def held_out(self) -> tuple[Path, ...]:
         """The stripped files (every original proof) and their compiled forms."""
         return self.answers

@@ -123,6 +123,11 @@ class LeanOracle(Oracle):
         return {"lean_toolchain": toolchain_of(self.project_dir), "theorems": len(tasks),
                 "lean_project": str(self.project_dir)}
 
+    def setup_allowance_s(self) -> float:
+        """A REPL session loads the file's header (its imports) once, under its own bound, before a check's
+        seconds start; the CLI elaborates the whole file within the check's seconds, and has none."""
+        return 0.0 if self.checker.mode == "cli" else self.checker.header_timeout_s
+
     def held_out(self) -> tuple[Path, ...]:
         """The stripped sources (every original proof) and all their compiled forms."""
         return self.answers

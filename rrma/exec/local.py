@@ -38,9 +38,9 @@ from rrma.trial import Budget, Outcome, Proposal, Status
 from rrma.workspace import materialize
 
 ProgressCallback = Callable[[dict[str, Any]], None]
-# an oracle call may overrun its budget by this much before it is abandoned: a checker's own set-up (the warm Coq
-# checker loads a file's context, earlier proofs included, apart from the proof's seconds: up to 120 s) fits in it
-ORACLE_GRACE_S = 150.0
+# an oracle call may overrun its budget, and the set-up allowance its oracle declares
+# (rrma.contracts.Oracle.setup_allowance_s), by this much before it is abandoned
+ORACLE_GRACE_S = 30.0
 LEFTOVER_KEY = "_rrma_leftover"  # outcome metrics: one line per trial folder the harness could not remove
 
 
@@ -239,8 +239,10 @@ class LocalExecutor:
         self._pool.shutdown(wait=True, cancel_futures=cancel)
 
 
-def wait_outcome(future: concurrent.futures.Future[Outcome], budget: Budget) -> Outcome:
-    """Wait for a submitted trial; an oracle that hangs past budget + grace becomes a timeout."""
+def wait_outcome(future: concurrent.futures.Future[Outcome], budget: Budget, setup_s: float = 0.0) -> Outcome:
+    """Wait for a submitted trial; an oracle that hangs past budget + ``setup_s`` (the set-up allowance the
+    oracle declares, :meth:`rrma.contracts.Oracle.setup_allowance_s`) + grace becomes a timeout."""
+    limit = budget.seconds + max(0.0, setup_s) + ORACLE_GRACE_S
     started = time.monotonic()
     # executors that queue (Ray) mark when evaluation really begins: queue time and a worker's
     # first oracle set-up do not count against the trial's budget (capped at 10x the budget)
@@ -250,12 +252,14 @@ def wait_outcome(future: concurrent.futures.Future[Outcome], budget: Budget) -> 
         while not began.wait(0.5) and not future.done() and time.monotonic() < deadline:
             pass
     try:
-        return future.result(timeout=budget.seconds + ORACLE_GRACE_S)
+        return future.result(timeout=limit)
     except concurrent.futures.TimeoutError:
         future.cancel()
         return Outcome(
             status=Status.timeout,
-            feedback=f"the oracle did not return within {budget.seconds + ORACLE_GRACE_S:g} s; abandoned",
+            feedback=f"the oracle did not return within {limit:g} s (the budget {budget.seconds:g} s"
+                     + (f", its set-up allowance {setup_s:g} s" if setup_s > 0 else "")
+                     + f" and {ORACLE_GRACE_S:g} s of grace); abandoned",
             seconds=time.monotonic() - started,
         )
     except concurrent.futures.CancelledError:

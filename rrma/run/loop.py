@@ -197,7 +197,8 @@ class ResearchLoop:
         self.orders = Orders(self.ledger, self.scheduler, task)  # after the fold: earlier drivers' orders are done
         self.runner = TrialRunner(self.ledger, self.scheduler, self.orders, task, seed=seed,
                                   oracle_identity=self.oracle_identity, executor=self.executor, cache=self.cache,
-                                  fs_guard=sandbox.mode(), trial_network=sandbox.network(), auditor=self.auditor)
+                                  fs_guard=sandbox.mode(), trial_network=sandbox.network(), auditor=self.auditor,
+                                  setup_allowance=self.oracle.setup_allowance_s)
         self.confirmation = Confirmation(self.ledger, self.scheduler, self.runner, task, seed=seed)
         # loop.policy per-theorem: which theorem comes next and whose turn it is (rrma/run/theorems.py)
         self.theorems = (TheoremPolicy(theorems_of(self.oracle), task.loop, [a.name for a in self.agents])

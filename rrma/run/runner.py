@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from rrma.audit.auditor import AUDIT_ACTOR, Auditor
@@ -75,8 +76,12 @@ class TrialRunner:
 
     def __init__(self, ledger: RunLedger, scheduler: Scheduler, orders: Orders, task: TaskConfig, *, seed: int,
                  oracle_identity: str, executor: Executor, cache: OutcomeCache, fs_guard: str,
-                 trial_network: bool, auditor: Auditor | None = None) -> None:
+                 trial_network: bool, auditor: Auditor | None = None,
+                 setup_allowance: Callable[[], float] = lambda: 0.0) -> None:
         self.ledger = ledger
+        # the oracle's own set-up beyond a trial's budget (Oracle.setup_allowance_s), asked at each trial: the wait
+        # for an outcome covers it before an evaluation is abandoned
+        self.setup_allowance = setup_allowance
         self.auditor = auditor  # loop.audit: findings as each trial finishes; a high one holds its promotion
         self.scheduler = scheduler
         self.orders = orders
@@ -272,7 +277,7 @@ class TrialRunner:
                     if abort is None or not abort(trial_id, "early abort: " + decision["text"]):
                         decided["not_stopped"] = "the executor could not stop the trial"
 
-            outcome = wait_outcome(self.executor.submit(job, progress), self.budget)
+            outcome = wait_outcome(self.executor.submit(job, progress), self.budget, self.setup_allowance())
             if decided and outcome.status == Status.aborted and not self.scheduler.stopping():
                 outcome = early_aborted(outcome, decided)
         leftovers = outcome.metrics.pop(LEFTOVER_KEY, None) or []  # the executor's, never the outcome's (nor cached)

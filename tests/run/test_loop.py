@@ -325,6 +325,30 @@ def test_a_harness_error_in_a_baseline_thread_ends_the_run_as_error(tmp_path: Pa
     assert _run_finished(result.run_dir).data.summary["error"] == result.error
 
 
+@pytest.mark.parametrize("declared", [0.0, 42.0], ids=["none", "declared"])
+def test_the_wait_for_an_outcome_covers_the_set_up_its_oracle_declares(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       declared: float) -> None:
+    """Every trial's wait (the baseline's repeats and the agents' trials) is given the oracle's declared set-up
+    allowance (Oracle.setup_allowance_s), asked at the trial, on top of the budget and the grace."""
+    import rrma.run.runner as runner
+    from rrma.plugins import make_task_oracle
+
+    task = demo_task(**{"noise.baseline_repeats": 2})
+    oracle = make_task_oracle(task)
+    if declared:
+        monkeypatch.setattr(oracle, "setup_allowance_s", lambda: declared)
+    real, seen = runner.wait_outcome, []
+
+    def recording(future: Any, budget: Any, setup_s: float = 0.0) -> Any:
+        seen.append(setup_s)
+        return real(future, budget, setup_s)
+
+    monkeypatch.setattr(runner, "wait_outcome", recording)
+    result = start_run(task, tmp_path, agents=[ScriptedAgent([set_x(1.0)])], oracle=oracle)
+    assert result.reason != "error", result.error
+    assert len(seen) == 3 and seen == [declared] * 3
+
+
 FLOOD = """import sys
 src = open("objective.py").read()
 if "X = 1.5 " in src:  # this trial floods: one endless line, no newline

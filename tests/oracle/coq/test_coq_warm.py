@@ -152,12 +152,17 @@ def test_warm_deadline_holds_while_coqtop_reads_no_input(tmp_path: Path) -> None
         session.kill()
 
 
-def test_the_executor_waits_out_a_checks_whole_set_up() -> None:
+def test_the_coq_oracle_declares_its_checkers_set_up() -> None:
     """A warm check may spend its whole set-up bound loading the context (a file's earlier proofs: 25-38 s for
-    `setoid_ring/Ncring_polynom.v`) and then its proof's seconds; the local executor abandons an oracle call only
-    after its budget plus ORACLE_GRACE_S, so that grace must cover the set-up (round nineteen: at 20 s of set-up,
-    five proofs found in that file timed out before their first step was checked)."""
-    from rrma.exec.local import ORACLE_GRACE_S
+    `setoid_ring/Ncring_polynom.v`) and then its proof's seconds; the coq oracle declares that bound as its set-up
+    allowance, which the loop's wait for an outcome adds to the budget and the grace (tests/exec: the wait), so no
+    check is abandoned in it (round nineteen: at 20 s of set-up, five proofs found in that file timed out before their
+    first step was checked). The cold checker's one bound is the check's: no allowance."""
+    from oracle.coq.oracle import CoqOracle
 
     assert WarmCoqPool.setup_seconds > 30.0
-    assert WarmCoqPool.setup_seconds + 1.0 <= ORACLE_GRACE_S
+    assert CoqOracle({}).setup_allowance_s() == WarmCoqPool.setup_seconds
+    assert CoqOracle({"warm": False}).setup_allowance_s() == 0.0
+    prepared = CoqOracle({})
+    prepared.checker = WarmCoqPool(setup_seconds=7.0)  # what prepare() made
+    assert prepared.setup_allowance_s() == 7.0

@@ -172,3 +172,11 @@ def test_lean_oracle_names_its_theorems_and_keeps_a_selection(tmp_path: Path) ->
     assert str(FIXTURES) not in json.dumps(views)
     with pytest.raises(OracleError, match=r"not in the files: Tiny\.nope"):
         LeanOracle({"sources": [str(source)], "theorems": ["Tiny.nope"]}).theorems()
+
+
+def test_the_lean_oracle_declares_the_repl_header_as_its_set_up() -> None:
+    """A REPL session loads the file's imports once under its own bound (``header_timeout_s``) before a check's
+    seconds start: the oracle declares it, so the loop does not abandon a first check in it; the CLI has none."""
+    oracle = LeanOracle({"source": str(FIXTURES / "Tiny.lean")})
+    assert oracle.setup_allowance_s() == oracle.checker.header_timeout_s > 60.0
+    assert LeanOracle({"source": str(FIXTURES / "Tiny.lean"), "mode": "cli"}).setup_allowance_s() == 0.0

@@ -73,7 +73,8 @@ def _flat(lines: Sequence[str]) -> str:
 def parse_coq_goals(text: str) -> list[CoqGoal]:
     """The goals of a coqtop goal display: the first with its hypotheses, the others conclusions.
 
-    ``No more goals.`` gives ``[]``. Hypotheses wrapped over several lines are joined.
+    ``No more goals.`` gives ``[]``. Hypotheses wrapped over several lines are joined; each ``goal K is:`` starts
+    a goal, with or without a blank line before it.
     """
     text = _PROMPT.sub("", text).replace("\r\n", "\n")
     lines = text.split("\n")
@@ -108,7 +109,10 @@ def parse_coq_goals(text: str) -> list[CoqGoal]:
         if _OTHER_GOAL.match(lines[i].strip()):
             i += 1
             concl = []
-            while i < len(lines) and lines[i].strip():
+            # coqtop prints no blank line between two of these (`goal 2 (ID 21) is:`, its conclusion, `goal 3 (ID
+            # 19) is:`): before round twenty goals 2 to N were read as one, so a state of three goals or more counted
+            # two, and the search never saw a step open a side goal there, nor close a goal
+            while i < len(lines) and lines[i].strip() and not _OTHER_GOAL.match(lines[i].strip()):
                 concl.append(lines[i].strip())
                 i += 1
             goals.append(CoqGoal((), _flat(concl)))

@@ -71,6 +71,34 @@ def test_coq_states_run_read_and_backtrack(coq_states) -> None:
     assert coq_states.proof_text(last.state.handle) == "induction n.\nreflexivity.\nsimpl; rewrite IHn; lia."
 
 
+# coqtop 8.x (`coqtop -emacs`), after `intros. destruct (c n m). rewrite mx_r.`: no blank line between goal 2 and 3
+THREE_GOALS = ("3 goals (ID 20)\n  \n  n, m : t\n  H : leq n m\n  ============================\n  m = m\n\n"
+               "goal 2 (ID 21) is:\n leq n m\ngoal 3 (ID 19) is:\n mx n m = m\n\n")
+
+
+def test_every_goal_of_a_display_is_one_goal() -> None:
+    """Round twenty: coqtop prints `goal 3 is:` right after goal 2's conclusion, and goals 2 to N were read as one,
+    so a state of three goals counted two (the search never saw a step open a side goal there, nor close a goal)."""
+    from oracle.proof_state_coq import CoqGoal, parse_coq_goals
+
+    assert parse_coq_goals(THREE_GOALS) == [CoqGoal(((("n", "m"), "t"), (("H",), "leq n m")), "m = m"),
+                                            CoqGoal((), "leq n m"), CoqGoal((), "mx n m = m")]
+    spaced = THREE_GOALS.replace(" leq n m\ngoal 3", " leq n m\n\ngoal 3")  # a blank line between: the same
+    assert parse_coq_goals(spaced) == parse_coq_goals(THREE_GOALS)
+
+
+@needs_coq
+def test_a_step_that_opens_a_third_goal_counts_three(coq_states) -> None:
+    context = ("Parameter t : Type.\nParameter leq : t -> t -> Prop.\nParameter mx : t -> t -> t.\n"
+               "Axiom mx_r : forall x y, leq x y -> mx x y = y.\nAxiom c : forall x y, leq x y \\/ leq y x.\n")
+    root = coq_states.start(coq_task("mx_m", "Lemma mx_m : forall n m, mx n m = m.", context))
+    split = coq_states.run_tactic(root, "intros; destruct (c n m).")
+    assert split.state is not None and len(split.state.goals) == 2
+    side = coq_states.run_tactic(split.state, "rewrite mx_r.")
+    assert side.state is not None and [g.rpartition("|- ")[2] for g in side.state.goals] == \
+        ["m = m", "leq n m", "mx n m = m"], side.state.goals
+
+
 @needs_coq
 def test_a_step_that_prints_an_error_line_and_goes_on_is_a_step(coq_states) -> None:
     """CoqHammer's `hammer` prints "Error: Error running cvc4." (and the shell's "sh: 1: htimeout: not found") for an

@@ -49,6 +49,11 @@ SIDE_MARGIN_S = 3.0  # a side pass ends this long before the budget, leaving tim
 SIDE_REPLAY_S = 10.0  # at most this long for each step of its proof here
 SIDE_SOURCE = "side-hammer"  # the source its steps are counted under (by_source, proof_sources)
 OUTCOME_CODE = {"progress": "p", "proved": "P", "error": "e", "timeout": "t", "rejected": "r"}
+# a goal closed in several steps: the state after it is priced from the state where that goal was first (its cost
+# no longer carries the closed goal's steps), and the steps are offered first on the next goal, as they are and as the
+# source's dual (`max_r` for `max_l`): the second case of a split is often the first's proof again (round twenty)
+SIBLING_REPLAY = True
+REPLAY_SOURCE = "replay"  # the source the replayed steps are counted under (by_source, proof_sources)
 
 
 class SideRun(Protocol):
@@ -232,6 +237,8 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
     heap: list[tuple[float, int, int]] = [(priority(0.0, root_state), next(counter), 0)]
     pending: dict[int, list[tuple[float, int, Candidate]]] = {}  # node -> (priority, order, candidate), sorted
     closed_nodes: set[int] = set()  # nodes whose first goal some tactic closed: their other tactics are moot
+    replays: dict[int, list[tuple[str, ...]]] = {}  # node -> the steps offered first at it (SIBLING_REPLAY)
+    replay_next: dict[tuple[int, str], tuple[str, ...]] = {}  # (node, replayed step) -> the steps after it
     seconds_of: dict[str, tuple[float, int]] = {}  # tactic key -> (seconds, runs): what it costs here
     checks = expanded = 0
     reason = "exhausted"
@@ -384,11 +391,20 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         spent, runs = seconds_of.get(time_key(cand), (0.0, 0))
         return spent / runs if runs else 0.0
 
+    dual = getattr(tactics_source, "dual", None)
+
     def expand(node: Node) -> None:
-        """Ask the source for the node's candidates and queue them, cheapest first."""
+        """Ask the source for the node's candidates and queue them, cheapest first (a closed goal's steps to
+        replay here, :data:`SIBLING_REPLAY`, before them)."""
         base = priority(node.cost, node.state)
+        replayed = []
+        for plan in replays.get(node.id, ()):
+            for step in dict.fromkeys([plan[0], dual(plan[0]) if dual is not None else plan[0]]):
+                replay_next[(node.id, step)] = plan[1:]
+                replayed.append(Candidate(step, 0.0, source=REPLAY_SOURCE))
         queue = [(base + cand.cost + TIME_WEIGHT * expected_seconds(cand), k, cand)
-                 for k, cand in enumerate(tactics_source.candidates(node)) if (node.id, cand.tactic) not in tried]
+                 for k, cand in enumerate([*replayed, *tactics_source.candidates(node)])
+                 if (node.id, cand.tactic) not in tried]
         queue.sort(key=lambda item: (item[0], item[1]))
         pending[node.id] = queue
 
@@ -457,6 +473,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             stop.append("budget: checks")
             return None
         tried.add((node.id, cand.tactic))
+        plan_after = replay_next.get((node.id, cand.tactic)) if cand.source == REPLAY_SOURCE else None
         left = budget.seconds - (clock() - started)
         result = states.run_tactic(node.state, cand.tactic, min(budget.tactic_seconds, max(0.5, left)))
         checks += 1
@@ -526,10 +543,29 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         tree.add_try(node.id, cand.tactic, code, child.id, result.seconds)
         if result.outcome == "proved":
             return finish(child, "proved")
+        if plan_after:  # a replayed step made progress: the next one is offered first at its state
+            replays.setdefault(child.id, []).append(plan_after)
+        if closed and SIBLING_REPLAY:
+            sibling(node, child)
         heapq.heappush(heap, (priority(child.cost, child_state), next(counter), child.id))
         if closed:
             closed_nodes.add(node.id)  # the first goal is closed: other ways of closing it cannot do better
         return None
+
+    def sibling(parent: Node, child: Node) -> None:
+        """``child`` is ``parent`` with its first goal closed: find the state where that goal was first (the
+        topmost ancestor whose other goals are ``child``'s goals); when it took more than one step, price
+        ``child`` from there and offer those steps first on ``child``'s first goal, one by one, each as it
+        was and as the source's dual."""
+        rest = [conclusion(g) for g in child.state.goals]
+        first = parent
+        while first.parent >= 0 and [conclusion(g) for g in nodes[first.parent].state.goals[1:]] == rest:
+            first = nodes[first.parent]
+        steps = child.tactics[len(first.tactics):]
+        if len(steps) < 2:
+            return
+        child.cost = min(child.cost, first.cost)
+        replays.setdefault(child.id, []).append(steps)
 
     widened = False
     while True:

@@ -95,6 +95,10 @@ _SETOID_EQ = re.compile(r"(?<![<>=:!])===?(?![>=])|≡")
 # a switch for tests: False reads a setoid equation hypothesis as a value and a `==` conclusion as an applied constant
 # (before round nineteen)
 SETOID_HYPOTHESES = True
+# the dual of a step (agents.best_first.SIBLING_REPLAY): the stdlib names a lemma's mirror image by its last letter
+# (`max_l`/`max_r`, `add_le_mono_l`/`_r`), and `left`/`right` pick a disjunct
+_DUAL_NAME = re.compile(r"(?<![\w'])([A-Za-z_][\w'.]*?_)(l|r)(?![\w'])")
+_DUAL_SIDE = re.compile(r"(?<![\w'.])(left|right)(?![\w'])")
 _GROUP = r"\((?:[^()]|\([^()]*\))*\)"  # a parenthesised term, one level of parentheses inside
 _MATCH = re.compile(rf"\bmatch\s+(?P<scrut>[A-Za-z_][\w'.]*(?:\s+(?:[A-Za-z_][\w'.]*|{_GROUP}))*|{_GROUP})\s+with\b")
 _IDENT = re.compile(r"[A-Za-z_][\w']*")
@@ -459,6 +463,13 @@ class CoqTactics(TacticSource):
         intro = next((n for n in nodes if n.parent == 0 and n.tactic == "intros." and len(n.state.goals) == 1), None)
         node = intro or nodes[0]
         return [(node, Candidate("hammer.", 3.0, True, "hammer"))]
+
+    def dual(self, tactic: str) -> str:
+        """``tactic`` with each lemma named for a side (``_l``/``_r``) named for the other, and ``left`` for
+        ``right``: what the other case of a split often needs (``rewrite max_r`` in one, ``rewrite max_l``
+        in the other)."""
+        swapped = _DUAL_NAME.sub(lambda m: m.group(1) + ("r" if m.group(2) == "l" else "l"), tactic)
+        return _DUAL_SIDE.sub(lambda m: "right" if m.group(1) == "left" else "left", swapped)
 
     def replacement(self, candidate: Candidate, notes: str) -> str | None:
         """For ``hammer``: the reconstruction it printed (``Replace the hammer tactic with: T``), which
@@ -1010,7 +1021,8 @@ class CoqTactics(TacticSource):
         try solve [reflexivity | assumption | ... | lia].``), for :func:`agents.best_first.best_first_search` to
         close the side goals a step opens; None for a tactic that is not one plain sentence."""
         body = tactic.strip()
-        if not body.endswith(".") or "\n" in body or ". " in body or body.endswith("..") or _SELECTOR.match(body):
+        if not body.endswith(".") or "\n" in body or ". " in body or body.endswith("..") or _SELECTOR.match(body) \
+                or self.discharge_variants(body):  # already one (a closed goal's step, replayed on the next)
             return None
         cheap = [c for c in self._filter([Candidate(t, cost, True, "rule") for t, cost in COQ_CLOSERS
                                           if cost <= BUNDLE_MAX_COST])]

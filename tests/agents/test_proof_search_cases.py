@@ -175,3 +175,45 @@ def test_learned_steps_stop_after_two_timeouts_in_a_theorem(monkeypatch: pytest.
     assert source.keep(queued) is (limit == 0)
     assert source.keep(hammer)
     assert _keeper().keep(queued)
+
+
+def test_a_steps_dual_names_the_other_sides_lemmas() -> None:
+    """The dual a closed case's steps are replayed in (round twenty): `_l` and `_r` lemmas swapped, `left` and
+    `right` swapped, other names and hypotheses kept."""
+    dual = _keeper().dual
+    assert dual("rewrite max_r; try solve [reflexivity | assumption].") == \
+        "rewrite max_l; try solve [reflexivity | assumption]."
+    assert dual("apply Nat.add_le_mono_l.") == "apply Nat.add_le_mono_r."
+    assert dual("split; [left | right].") == "split; [right | left]."
+    assert dual("destruct (le_ge_cases n m).") == "destruct (le_ge_cases n m)."
+    assert dual("rewrite <- (add_1_l m) in Hleft.") == "rewrite <- (add_1_r m) in Hleft."
+
+
+# a split whose second case is its first with each `_r` lemma an `_l` one (`ZMaxMin.v`'s `succ_max_distr`, abstract)
+MIRROR = ("Parameter t : Type.\nParameter leq : t -> t -> Prop.\nParameter mx : t -> t -> t.\nParameter s : t -> t.\n"
+          "Axiom mx_l : forall x y, leq y x -> mx x y = x.\nAxiom mx_r : forall x y, leq x y -> mx x y = y.\n"
+          "Axiom leq_cases : forall x y, leq x y \\/ leq y x.\n"
+          "Axiom s_mono : forall x y, leq x y -> leq (s x) (s y).\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_closed_cases_steps_are_replayed_on_the_next_case(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`s (mx n m) = mx (s n) (s m)`: a case split on `leq_cases n m`, then in the first case `rewrite mx_r` twice
+    and `s_mono` on the side goal; the second case is the same with `mx_l`. With the rule, the first case's steps
+    are offered first on the second, as they were and mirrored (`CoqTactics.dual`): the second case is closed by
+    them 15 runs after the first's end (the closers the search runs at each state besides). Without it the second
+    case is searched afresh: 64 runs."""
+    monkeypatch.setattr(best_first, "SIBLING_REPLAY", rule)
+    monkeypatch.setattr(coq_tactics, "FILE_AXIOMS", True)
+    task = TheoremTask("s_mx", "Lemma s_mx : forall n m, s (mx n m) = mx (s n) (s m).", MIRROR, "", prover="coq")
+    result = _rules_search(task, max_checks=3000)
+    assert result.reason == "proved", (result.reason, result.checks, result.last_error)
+    tree = result.tree
+    split = next(k for k in tree["proof"] if tree["nodes"][k][3] == 2)  # the case split: two goals
+    first_closed = next(k for k in tree["proof"] if k > split and tree["nodes"][k][3] == 1)
+    made = next(i for i, entry in enumerate(tree["tries"]) if entry[3] == first_closed)
+    after = len(tree["tries"]) - made - 1  # tactic runs from the first case's end to the proof
+    assert (after <= 30) is rule, (after, result.tactics)
+    assert (best_first.REPLAY_SOURCE in result.proof_sources) is rule, (result.tactics, result.proof_sources)
+    assert any("mx_l" in t for t in result.tactics or ()), result.tactics

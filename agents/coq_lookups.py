@@ -288,7 +288,7 @@ def premises_of(statement: str) -> tuple[list[str], str] | None:
     body = text[m.end():] if m is not None else text
     if m is not None and re.search(r"[^\w'():\s.]", m.group("binders")):
         return None
-    parts = split_top(body, "->")
+    parts = [p.replace("\0", "<->") for p in split_top(body.replace("<->", "\0"), "->")]  # an equivalence is one
     return (parts[:-1], parts[-1]) if parts else None
 
 

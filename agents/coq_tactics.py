@@ -46,6 +46,7 @@ from agents.coq_lookups import (
     premises_of,
     record_premises,
     relation_of,
+    split_top,
     top_words,
 )
 from agents.coq_scope import included_premises, module_tactics, open_modules, parameter_field
@@ -95,6 +96,9 @@ _SETOID_EQ = re.compile(r"(?<![<>=:!])===?(?![>=])|≡")
 # a switch for tests: False reads a setoid equation hypothesis as a value and a `==` conclusion as an applied constant
 # (before round nineteen)
 SETOID_HYPOTHESES = True
+# a switch for tests: False offers an equivalence found for the goal's shape only as `apply L` (before round twenty),
+# which Coq may take the wrong way round
+IFF_DIRECTIONS = True
 # the dual of a step (agents.best_first.SIBLING_REPLAY): the stdlib names a lemma's mirror image by its last letter
 # (`max_l`/`max_r`, `add_le_mono_l`/`_r`), and `left`/`right` pick a disjunct
 _DUAL_NAME = re.compile(r"(?<![\w'])([A-Za-z_][\w'.]*?_)(l|r)(?![\w'])")
@@ -353,10 +357,38 @@ def hole_pattern(text: str, names: Sequence[str]) -> str:
 def premise_pattern(statement: str) -> str:
     """A lemma's conclusion as :func:`conclusion_pattern` writes a goal's, its bound variables as holes
     (``_ * _ <= _ * _`` for ``forall n m p : t, 0 <= p -> n <= m -> p * n <= p * m``): the lemmas whose
-    pattern is a goal's are those ``apply`` may close it with."""
+    pattern is a goal's are those ``apply`` may close it with. An equivalence's is its right side's
+    (:func:`iff_patterns` gives both)."""
+    sides = iff_patterns(statement)
+    if sides is not None:
+        return sides[1]
     text = " ".join(statement.split())
-    bound = [n for m in re.finditer(r"(?:forall|∀)\s", text) for n in leading_binders(text[m.start():])]
-    return conclusion_pattern(conclusion_of(text), bound)
+    return conclusion_pattern(conclusion_of(text), _bound_names(text))
+
+
+def _bound_names(text: str) -> list[str]:
+    return [n for m in re.finditer(r"(?:forall|∀)\s", text) for n in leading_binders(text[m.start():])]
+
+
+def iff_patterns(statement: str) -> tuple[str, str] | None:
+    """The two sides of a lemma whose conclusion is an equivalence ``A <-> B``, as :func:`premise_pattern` writes a
+    conclusion (``("_ <= _", "S _ <= S _")`` for ``forall n m, n <= m <-> S n <= S m``); None for another lemma.
+    ``apply L`` on a goal of B's shape may take the other way (in a functor, ``_ <= _`` unifies with ``S n <= S m``,
+    and the goal becomes ``S (S n) <= S (S m)``): ``apply -> L`` proves B, ``apply <- L`` proves A."""
+    text = " ".join(statement.split())
+    sides = split_top(_unwrapped(conclusion_of(text)), "<->")
+    if len(sides) != 2:
+        return None
+    bound = _bound_names(text)
+    return conclusion_pattern(_unwrapped(sides[0]), bound), conclusion_pattern(_unwrapped(sides[1]), bound)
+
+
+def _unwrapped(term: str) -> str:
+    """``term`` without the parentheses around the whole of it."""
+    term = term.strip()
+    while term.startswith("(") and term.endswith(")") and len(top_words(term)) == 1:
+        term = term[1:-1].strip()
+    return term
 
 
 class CoqTactics(TacticSource):
@@ -871,6 +903,12 @@ class CoqTactics(TacticSource):
             weight = 0.35 + 0.05 * k
             out.append(Candidate(f"apply {premise.name}.", weight, source="premise"))
             out.append(Candidate(f"apply {premise.name}; auto.", weight + 0.05, True, "premise"))
+            sides = iff_patterns(premise.statement) if IFF_DIRECTIONS else None
+            if sides is not None:  # the way whose side has the goal's shape (both when neither side is exactly it)
+                for arrow, side in (("->", sides[1]), ("<-", sides[0])):
+                    if side == pattern or pattern not in sides:
+                        out.append(Candidate(f"apply {arrow} {premise.name}.", weight + 0.02, source="premise"))
+                        out.append(Candidate(f"apply {arrow} {premise.name}; auto.", weight + 0.07, True, "premise"))
             if is_rewrite_rule(premise.statement):
                 out.append(Candidate(f"rewrite {premise.name}.", weight + 0.1, source="premise"))
         return out
@@ -888,7 +926,8 @@ class CoqTactics(TacticSource):
             self.pattern_queries += 1
             found = [p for p in search(f"({pattern})", limit=200) if not p.name.startswith("rrma_")
                      and p.name.split(".")[-1] != self.task.name]
-            found += [p for p in self.included if premise_pattern(p.statement) == pattern]  # Search misses them
+            found += [p for p in self.included if pattern in (premise_pattern(p.statement),  # Search misses them
+                                                               *(iff_patterns(p.statement) or ()))]
             found = PremiseIndex(found).rank(goal, RANKED_PER_PATTERN) if found else []
             self.concl_premises[pattern] = found
         if HYPOTHESIS_RANK and given:

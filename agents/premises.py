@@ -300,7 +300,9 @@ class PremiseIndex:
 
 
 def conclusion_of(statement: str) -> str:
-    """The part of a statement after its last top-level ``->``/``,`` (what ``apply`` must match)."""
+    """The part of a statement after its last top-level ``->``/``,`` (what ``apply`` must match); the ``->`` of an
+    equivalence's ``<->`` is none (before round twenty ``n <= m <-> S n <= S m`` ended at ``S n <= S m``, so an
+    equivalence was never a rewrite rule)."""
     depth = 0
     cut = 0
     i = 0
@@ -310,7 +312,7 @@ def conclusion_of(statement: str) -> str:
             depth += 1
         elif ch in ")]}":
             depth = max(0, depth - 1)
-        elif depth == 0 and (statement.startswith("->", i) or statement.startswith("→", i)):
+        elif depth == 0 and ((statement.startswith("->", i) and statement[i - 1:i] != "<") or statement.startswith("→", i)):
             cut = i + (2 if statement.startswith("->", i) else 1)
         elif depth == 0 and ch == "," and re.search(r"(?:forall|∀|exists|∃)[^,]*$", statement[:i]):
             cut = i + 1

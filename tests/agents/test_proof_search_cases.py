@@ -217,3 +217,44 @@ def test_a_closed_cases_steps_are_replayed_on_the_next_case(monkeypatch: pytest.
     assert (after <= 30) is rule, (after, result.tactics)
     assert (best_first.REPLAY_SOURCE in result.proof_sources) is rule, (result.tactics, result.proof_sources)
     assert any("mx_l" in t for t in result.tactics or ()), result.tactics
+
+
+def test_an_equivalences_two_sides_are_read() -> None:
+    """Round twenty: `conclusion_of` cut `n <= m <-> S n <= S m` at the `->` of `<->`, so an equivalence was no
+    rewrite rule and its premises read `n <= m <`; its two sides are the two ways `apply` can take."""
+    from agents.coq_lookups import premises_of
+    from agents.coq_tactics import iff_patterns, premise_pattern
+    from agents.premises import conclusion_of, is_rewrite_rule
+
+    mono = "forall n m : t, n <= m <-> S n <= S m"
+    assert conclusion_of(mono) == "n <= m <-> S n <= S m" and is_rewrite_rule(mono)
+    assert premises_of(mono) == ([], "n <= m <-> S n <= S m")
+    assert premises_of("forall n m p : t, 0 <= p -> (n <= m <-> p * n <= p * m)") == \
+        (["0 <= p"], "(n <= m <-> p * n <= p * m)")
+    assert iff_patterns(mono) == ("_ <= _", "S _ <= S _") and premise_pattern(mono) == "S _ <= S _"
+    assert iff_patterns("forall n, (n <= 0) <-> (n == 0)") == ("_ <= 0", "_ == 0")
+    assert iff_patterns("forall n m p : t, 0 <= p -> n <= m -> p * n <= p * m") is None
+
+
+MONO = ("Parameter t : Type.\nParameter le : t -> t -> Prop.\nParameter s : t -> t.\n"
+        "Axiom s_le_mono : forall n m, le n m <-> le (s n) (s m).\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_an_equivalence_is_applied_the_way_its_side_has_the_goals_shape(monkeypatch: pytest.MonkeyPatch,
+                                                                         rule: bool) -> None:
+    """`apply s_le_mono` on `le (s n) (s m)` takes the equivalence's `<-` way (`le ?n ?m` unifies with anything),
+    and the goal becomes `le (s (s n)) (s (s m))`: `ZMaxMin.v`'s `apply succ_le_mono` at `S n <= S m`. With the
+    rule the search offers `apply -> L` (the right side has the goal's shape) and proves it in one step; without it
+    takes another route, several times the runs."""
+    monkeypatch.setattr(coq_tactics, "IFF_DIRECTIONS", rule)
+    monkeypatch.setattr(coq_tactics, "FILE_AXIOMS", True)
+    task = TheoremTask("s_le", "Lemma s_le (n m : t) (H : le n m) : le (s n) (s m).", MONO, "", prover="coq")
+    result = _rules_search(task, max_checks=400)
+    assert result.reason == "proved", (result.reason, result.last_error)
+    assert any(t.startswith("apply -> s_le_mono") for t in result.tactics or ()) is rule, result.tactics
+    if rule:
+        assert result.tactics == ("apply -> s_le_mono; auto.",) and result.checks <= 20, result.checks
+    else:
+        assert result.checks > 20, (result.checks, result.tactics)

@@ -42,7 +42,8 @@ out-of-sample 32 before round eighteen's work, run once, after it, with the prov
 out-of-sample 33 after round eighteen's change (the time term by a tactic's kind), before any other, to measure the
 default prover blind once more;
 out-of-sample 34 before round nineteen's work, run once, after it, with the prover round nineteen leaves as the default;
-out-of-sample 35 before round twenty's work, run once, after it, with the prover round twenty leaves as the default).
+out-of-sample 35 before round twenty's work, run once before any change and once after it, with the prover round
+twenty leaves as the default).
 
 ``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts. A file a round tuned
 on by hand, outside the rule (:data:`TUNED_BY_HAND`), is marked wherever a later draw puts it: it stays in its set,

@@ -11,7 +11,9 @@ Priority of a (state, tactic): the cost of the state's path (each tactic has a c
 goals`` plus a size term, plus the tactic's cost and the seconds its kind has taken so far in this
 search; one frontier holds them all, so a cheap tactic deep in the tree runs before a slow one near
 the root. A state whose goals were seen before is not kept; a tactic that closes a state's first
-goal ends that state's expansion (the other ways of closing the same goal cannot do better).
+goal ends that state's expansion (the other ways of closing the same goal cannot do better). A goal closed
+in several steps (:data:`SIBLING_REPLAY`) prices the next state from the state where that goal was first,
+and its steps, as they were and as the source's ``dual``, are the next goal's first candidates.
 
 Invariant: the search tree is part of the trace. :class:`SearchTree` holds every tried tactic
 compactly (parent node, tactic, outcome, child node, and why a failed one failed: the prover's

@@ -367,6 +367,7 @@ def premise_pattern(statement: str) -> str:
 
 
 def _bound_names(text: str) -> list[str]:
+    """The names a statement's ``forall``s bind, the inner ones included."""
     return [n for m in re.finditer(r"(?:forall|∀)\s", text) for n in leading_binders(text[m.start():])]
 
 

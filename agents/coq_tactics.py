@@ -24,6 +24,7 @@ for another. A found proof that leans on an axiom not allowed is vetoed (:meth:`
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable, Sequence
@@ -359,16 +360,20 @@ def premise_pattern(statement: str) -> str:
     (``_ * _ <= _ * _`` for ``forall n m p : t, 0 <= p -> n <= m -> p * n <= p * m``): the lemmas whose
     pattern is a goal's are those ``apply`` may close it with. An equivalence's is its right side's
     (:func:`iff_patterns` gives both)."""
-    sides = iff_patterns(statement)
-    if sides is not None:
-        return sides[1]
+    return conclusion_patterns(statement)[-1]
+
+
+@functools.lru_cache(maxsize=16384)
+def conclusion_patterns(statement: str) -> tuple[str, ...]:
+    """The patterns of a lemma's conclusion (:func:`premise_pattern`): one, or an equivalence's two sides, left
+    first. Kept: each ``Search`` pattern of a theorem goes over the same lemmas of its scope again."""
     text = " ".join(statement.split())
-    return conclusion_pattern(conclusion_of(text), _bound_names(text))
-
-
-def _bound_names(text: str) -> list[str]:
-    """The names a statement's ``forall``s bind, the inner ones included."""
-    return [n for m in re.finditer(r"(?:forall|∀)\s", text) for n in leading_binders(text[m.start():])]
+    bound = [n for m in re.finditer(r"(?:forall|∀)\s", text) for n in leading_binders(text[m.start():])]
+    concl = conclusion_of(text)
+    sides = split_top(_unwrapped(concl), "<->")
+    if len(sides) == 2:
+        return conclusion_pattern(_unwrapped(sides[0]), bound), conclusion_pattern(_unwrapped(sides[1]), bound)
+    return (conclusion_pattern(concl, bound),)
 
 
 def iff_patterns(statement: str) -> tuple[str, str] | None:
@@ -376,12 +381,8 @@ def iff_patterns(statement: str) -> tuple[str, str] | None:
     conclusion (``("_ <= _", "S _ <= S _")`` for ``forall n m, n <= m <-> S n <= S m``); None for another lemma.
     ``apply L`` on a goal of B's shape may take the other way (in a functor, ``_ <= _`` unifies with ``S n <= S m``,
     and the goal becomes ``S (S n) <= S (S m)``): ``apply -> L`` proves B, ``apply <- L`` proves A."""
-    text = " ".join(statement.split())
-    sides = split_top(_unwrapped(conclusion_of(text)), "<->")
-    if len(sides) != 2:
-        return None
-    bound = _bound_names(text)
-    return conclusion_pattern(_unwrapped(sides[0]), bound), conclusion_pattern(_unwrapped(sides[1]), bound)
+    patterns = conclusion_patterns(statement)
+    return (patterns[0], patterns[1]) if len(patterns) == 2 else None
 
 
 def _unwrapped(term: str) -> str:
@@ -927,8 +928,7 @@ class CoqTactics(TacticSource):
             self.pattern_queries += 1
             found = [p for p in search(f"({pattern})", limit=200) if not p.name.startswith("rrma_")
                      and p.name.split(".")[-1] != self.task.name]
-            found += [p for p in self.included if pattern in (premise_pattern(p.statement),  # Search misses them
-                                                               *(iff_patterns(p.statement) or ()))]
+            found += [p for p in self.included if pattern in conclusion_patterns(p.statement)]  # Search misses them
             found = PremiseIndex(found).rank(goal, RANKED_PER_PATTERN) if found else []
             self.concl_premises[pattern] = found
         if HYPOTHESIS_RANK and given:

@@ -312,7 +312,8 @@ def conclusion_of(statement: str) -> str:
             depth += 1
         elif ch in ")]}":
             depth = max(0, depth - 1)
-        elif depth == 0 and ((statement.startswith("->", i) and statement[i - 1:i] != "<") or statement.startswith("→", i)):
+        elif depth == 0 and ((statement.startswith("->", i) and statement[i - 1:i] != "<")
+                             or statement.startswith("→", i)):
             cut = i + (2 if statement.startswith("->", i) else 1)
         elif depth == 0 and ch == "," and re.search(r"(?:forall|∀|exists|∃)[^,]*$", statement[:i]):
             cut = i + 1

@@ -61,9 +61,10 @@ class WarmCoqPool:
     coq_args: tuple[str, ...] = ()  # load paths for the user's libraries (as for coqc)
     sandbox: CoqSandbox = field(default_factory=CoqSandbox)  # what each coqtop process sees
     # a session's start-up plus its context's loading, bounded apart from the proof's seconds; the coq oracle
-    # declares it (CoqOracle.setup_allowance_s), and the loop waits that much longer for an outcome. The context
-    # holds the earlier theorems' real proofs: `setoid_ring/Ncring_polynom.v`'s take 25-38 s to load, and at 20 s (before round
-    # nineteen) its later theorems' found proofs timed out here, and each timeout's restart loaded it again
+    # declares it (CoqOracle.setup_allowance_s), and the loop waits that much longer for an outcome. The
+    # context holds the earlier theorems' real proofs: `setoid_ring/Ncring_polynom.v`'s take 25-38 s to load,
+    # and at 20 s (before round nineteen) its later theorems' found proofs timed out here, and each timeout's
+    # restart loaded it again
     setup_seconds: float = 120.0
     prover: Prover = field(default="coq", init=False, repr=False)
     restarts: int = 0

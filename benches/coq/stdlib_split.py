@@ -43,7 +43,9 @@ out-of-sample 33 after round eighteen's change (the time term by a tactic's kind
 default prover blind once more;
 out-of-sample 34 before round nineteen's work, run once, after it, with the prover round nineteen leaves as the default;
 out-of-sample 35 before round twenty's work, run once before any change and once after it, with the prover round
-twenty leaves as the default).
+twenty leaves as the default;
+out-of-sample 36 before round twenty-one's work, run once before any change and once after it, with the prover round
+twenty-one leaves as the default).
 
 ``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts. A file a round tuned
 on by hand, outside the rule (:data:`TUNED_BY_HAND`), is marked wherever a later draw puts it: it stays in its set,
@@ -80,7 +82,8 @@ SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out
          ("out-of-sample 28", 60), ("out-of-sample 29", 60),
          ("out-of-sample 30", 60), ("out-of-sample 31", 60),
          ("out-of-sample 32", 60), ("out-of-sample 33", 60),
-         ("out-of-sample 34", 60), ("out-of-sample 35", 60))
+         ("out-of-sample 34", 60), ("out-of-sample 35", 60),
+         ("out-of-sample 36", 60))
 
 
 def theories() -> Path:

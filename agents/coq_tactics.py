@@ -448,6 +448,10 @@ class CoqTactics(TacticSource):
         self.scope_key = self._scope_key(codes)
         self.unknown: set[str] = self._unavailable(root)  # tactics this context cannot run (lia without Lia)
         self.allowed_axioms: tuple[str, ...] = ()
+        # a second search after the checker refused (agents.proof_search): the refused proofs' tactics, vetoed,
+        # and the axioms the refusals named, neither named by a candidate nor allowed under a proof
+        self.refused_proofs: set[tuple[str, ...]] = set()
+        self.banned_axioms: set[str] = set()
         self.suggesters = [*suggesters, *([llm] if llm is not None else [])]
         for suggester in self.suggesters:
             if hasattr(suggester, "screen"):  # a suggester asks before it fills a slot (ScreenedSuggester)
@@ -1036,6 +1040,8 @@ class CoqTactics(TacticSource):
                 continue
             if self.unknown and set(_IDENT.findall(cand.tactic)) & self.unknown:
                 continue  # names a tactic this context cannot run
+            if self.banned_axioms and set(_IDENT.findall(cand.tactic)) & self._banned_short:
+                continue  # names an axiom the checker refused a proof of this theorem for
             out.append(cand)
         return out
 
@@ -1130,13 +1136,22 @@ class CoqTactics(TacticSource):
             self.facts.located[name] = locate(name)
         return parameter_field(self.facts.located[name], self.modules)
 
+    @property
+    def _banned_short(self) -> set[str]:
+        return {name.split(".")[-1] for name in self.banned_axioms}
+
     def validate(self, tactics: Sequence[str]) -> str | None:
+        if tuple(tactics) in self.refused_proofs:
+            return "the checker refused this proof"
         check = getattr(self.states, "assumptions_of_proof", None)
         if check is None:
             return None
         axioms = check(list(tactics))
         if axioms is None:
             return "the proof does not close at Qed"
+        banned = [a for a in axioms if a in self.banned_axioms or a.split(".")[-1] in self._banned_short]
+        if banned:
+            return f"relies on {', '.join(banned)}, which the checker refused a proof of this theorem for"
         # rediscover: the view's earlier theorems are `Admitted` here (the checker has their proofs). A
         # library's own axioms (`ClassicalDedekindReals.sig_forall_dec` under every classical real, `classic`)
         # print qualified by their module: the checker allows those the original proof rests on

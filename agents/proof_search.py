@@ -40,6 +40,8 @@ already at the end of the context it shows), ``lean_project``,
 from __future__ import annotations
 
 import copy
+import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +59,7 @@ from agents.llm_tactics import LLMTactics
 from agents.side_hammer import SideHammer
 from agents.side_search import Beside, SideSearch
 from agents.tactic_suggester import TacticSuggester
+from oracle.coq.replies import AXIOMS_REASON
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, ProofStates
 from rrma.contracts import Agent, Context, PluginSettings, TrialSummary
@@ -114,6 +117,9 @@ class ProofSearchParams(PluginSettings):
     """Suggest the library's human proofs' tactics (when indexed)."""
     library_index: str | None = None
     """The library index (default: the one built in place)."""
+    again: bool = True
+    """Coq: search again, in the theorem's seconds left, when the checker refused the proof found (that proof
+    vetoed; an axiom the refusal names neither offered nor allowed)."""
 
 
 def _session_key(prover: str, hidden: tuple[Path, ...]) -> str:
@@ -125,6 +131,25 @@ def _session_key(prover: str, hidden: tuple[Path, ...]) -> str:
 class _Theorem:
     searched: bool = False
     proposed: set[str] = field(default_factory=set)
+    started: float = 0.0  # when its first search started (time.monotonic): a second search has what is left
+    refused: set[tuple[str, ...]] = field(default_factory=set)  # the tactics of the proofs the checker refused
+    banned: set[str] = field(default_factory=set)  # the axioms those refusals named
+    answered: set[str] = field(default_factory=set)  # the trials already read for a refusal
+    # the (goal, tactic) steps of the proof proposed last: learnt once the checker accepts it
+    steps: list[tuple[str, str]] = field(default_factory=list)
+    task: TheoremTask | None = None
+
+
+AGAIN_MIN_S = 3.0  # a second search starts only with this many of the theorem's search seconds left
+# the checker's refusal that names axioms (oracle.coq.replies.AXIOMS_REASON), and the names it lists
+_AXIOMS_REFUSED = re.compile(re.escape(AXIOMS_REASON) + r"(?P<names>[\w'.]+(?:, (?!which\b)[\w'.]+)*)")
+
+
+def refused_axioms(feedback: str) -> set[str]:
+    """The axioms a Coq checker's refusal names (``relies on axiom(s) classic, which the original proof does
+    not``): ``{"classic"}``; an empty set for another refusal."""
+    found = _AXIOMS_REFUSED.search(feedback)
+    return {name for name in found.group("names").split(", ")} if found else set()
 
 
 class ProofSearchAgent(Agent):
@@ -151,6 +176,7 @@ class ProofSearchAgent(Agent):
         self.coq_args = tuple(str(a) for a in p.get("coq_args", ()))
         self.preload = str(p.get("preload", ""))
         self.allowed_axioms = tuple(str(a) for a in p.get("allowed_axioms", ()))
+        self.again = bool(p.get("again", True))
         self.lean_project = p.get("lean_project")
         self.lean_backend = str(p.get("lean_backend", "repl"))
         self.llm_backend = p.get("llm")
@@ -243,7 +269,7 @@ class ProofSearchAgent(Agent):
                     learned: LearnedTactics, library: LibraryTactics | None,
                     probe_cache: dict[tuple[object, ...], tuple[frozenset[str], dict[str, str]]],
                     scope_facts: dict[tuple[object, ...], ScopeFacts],
-                    hammer_seconds: float) -> Callable[[ProofState], TacticSource]:
+                    hammer_seconds: float, record: _Theorem | None = None) -> Callable[[ProofState], TacticSource]:
         """The tactic source of one Coq search (the search's, or the side search's with its own suggesters
         and caches: each drives its own session)."""
         def source(root: ProofState) -> TacticSource:
@@ -256,6 +282,8 @@ class ProofSearchAgent(Agent):
                                  suggesters=suggesters, hammer_seconds=hammer_seconds,
                                  probe_cache=probe_cache, scope_facts=scope_facts, hammer_cap_seconds=self.hammer_cap)
             tactics.allowed_axioms = self.allowed_axioms
+            if record is not None:  # a second search: what the checker refused (the sets are the record's own)
+                tactics.refused_proofs, tactics.banned_axioms = record.refused, record.banned
             return tactics
         return source
 
@@ -283,11 +311,17 @@ class ProofSearchAgent(Agent):
         if not th:
             return None
         name = str(th["name"])
-        record = self._theorems.setdefault(name, _Theorem())
-        if record.searched:
-            return None  # one search per theorem: its budget is spent
-        record.searched = True
         prover = str(th.get("prover", "coq"))
+        record = self._theorems.setdefault(name, _Theorem())
+        budget = self.budget
+        if record.searched:  # one search per theorem, and another only after the checker refused its proof
+            again = self._again(ctx, name, record, prover)
+            if again is None:
+                return None
+            budget = again
+        else:
+            record.started = time.monotonic()
+        record.searched = True
         task = TheoremTask.from_view(th)
         setting = str(th.get("setting", "library"))
         try:
@@ -299,25 +333,28 @@ class ProofSearchAgent(Agent):
 
         if prover == "coq":
             source = self._coq_source(states, task, setting, llm, self.learned, self.library_tactics, self.probe_cache,
-                                      self.scope_facts, self.hammer_seconds)
+                                      self.scope_facts, self.hammer_seconds, record)
         else:
             def source(root: ProofState) -> TacticSource:
                 return LeanTactics(task, portfolio=self.portfolio, llm=llm)
 
-        result = best_first_search(states, task, source, self.budget, tree_limit=self.tree_limit,
+        result = best_first_search(states, task, source, budget, tree_limit=self.tree_limit,
                                    side=self._side_for(prover, ctx.hidden, setting))
         self.searches.append(result)
-        if result.proof is not None and self.learn:
-            self.learned.learn(task, result.steps)
+        record.steps, record.task = list(result.steps), task  # learnt when the checker accepts the proof
+        retry = f" (again, the checker having refused {len(record.refused)} proof(s)" + (
+            f"; not resting on {', '.join(sorted(record.banned))})" if record.banned else ")") if record.refused else ""
         summary = (f"{name}: {result.reason} after {result.checks} tactic runs, {result.expanded} states expanded, "
-                   f"{result.seconds:.1f} s")
+                   f"{result.seconds:.1f} s{retry}")
         ctx.record_turn(role="tool_result", tool="proof-search", text=summary,
                         args={"theorem": name, "result": result.reason, "checks": result.checks,
                               "expanded": result.expanded, "seconds": round(result.seconds, 3),
                               "deepest": result.deepest, "last_error": result.last_error[:300],
                               "tactics": list(result.tactics or []), "sources": list(result.proof_sources),
                               "by_source": result.by_source, "start_seconds": round(result.start_seconds, 3),
-                              **({"side": result.side} if result.side else {})})
+                              **({"side": result.side} if result.side else {}),
+                              **({"again": {"refused": len(record.refused), "banned": sorted(record.banned)}}
+                                 if record.refused else {})})
         if result.proof is None or result.proof in record.proposed or result.proof in ctx.tried:
             return None
         record.proposed.add(result.proof)
@@ -327,7 +364,30 @@ class ProofSearchAgent(Agent):
                               "search_seconds": round(result.seconds, 3), "tactics": list(result.tactics or [])})
 
     def observe(self, trial: TrialSummary) -> None:
-        return None
+        """A proof the checker accepted teaches its steps (online learning); one it refused teaches nothing (a
+        step resting on an axiom the original does not use would be offered to every later theorem)."""
+        record = self._theorems.get(str(trial.theorem)) if trial.theorem else None
+        if record is None or record.task is None or trial.status != "ok" or not self.learn:
+            return
+        self.learned.learn(record.task, record.steps)
+        record.steps = []
+
+    def _again(self, ctx: Context, name: str, record: _Theorem, prover: str) -> SearchBudget | None:
+        """The budget of a second search of ``name``, when its last proof was refused by the checker and
+        :data:`AGAIN_MIN_S` of its search seconds are left (Coq; ``again``); None: nothing more for it. The refused
+        proof is vetoed and the axioms the refusal names are banned (:meth:`CoqTactics.validate`)."""
+        refusals = [t for t in ctx.own if t.theorem == name and t.status == "rejected" and t.trial_id not in
+                    record.answered and t.params.get("tactics")]
+        if not self.again or prover != "coq" or not refusals:
+            return None
+        for trial in refusals:
+            record.answered.add(trial.trial_id)
+            record.refused.add(tuple(str(t) for t in trial.params["tactics"]))
+            record.banned |= refused_axioms(trial.feedback)
+        left = self.budget.seconds - (time.monotonic() - record.started)
+        if left < AGAIN_MIN_S:
+            return None
+        return SearchBudget(seconds=left, max_checks=self.budget.max_checks, tactic_seconds=self.budget.tactic_seconds)
 
     def close(self) -> None:
         for states in self._states.values():

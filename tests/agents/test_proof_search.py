@@ -168,6 +168,10 @@ def test_search_finds_and_records_a_proof_the_oracle_accepts(coq_states) -> None
 
 @needs_coq
 def test_search_agent_proposes_once_per_theorem_with_the_tree_in_meta(tmp_path: Path) -> None:
+    """One search per theorem (another only after the checker refused its proof), and its steps are learnt once the
+    checker accepts the proof, not before (round twenty-one: a refused proof's steps taught every later theorem)."""
+    from rrma.contracts import TrialSummary
+
     agent = ProofSearchAgent(AgentConfig(name="s", backend="proof-search", params={"seconds": 20}),
                              TaskConfig.model_validate({"name": "t", "oracle": {"kind": "coq"},
                                                         "metric": {"name": "solved", "direction": "maximize"}}))
@@ -175,13 +179,23 @@ def test_search_agent_proposes_once_per_theorem_with_the_tree_in_meta(tmp_path: 
     turns: list[dict[str, Any]] = []
     ctx = SimpleNamespace(theorem={"name": task.name, "statement": task.statement, "context": task.context,
                                    "prover": "coq", "difficulty": "easy", "line": 1},
-                          tried=set(), record_turn=lambda **kw: turns.append(kw), hidden=())
+                          tried=set(), record_turn=lambda **kw: turns.append(kw), hidden=(), own=[])
     try:
         proposal = agent.propose(ctx)  # type: ignore[arg-type]
         assert proposal is not None and proposal.proof
         assert proposal.meta["search_tree"]["result"] == "proved"
         assert turns and turns[-1]["tool"] == "proof-search"
         assert agent.propose(ctx) is None  # its budget for this theorem is spent  # type: ignore[arg-type]
+        assert not agent.learned.steps  # nothing learnt before the checker's verdict
+
+        def verdict(status: str) -> TrialSummary:
+            return TrialSummary(trial_id="t1", parent=None, agent="s", status=status, score=None, delta_sigma=None,
+                                hypothesis="", feedback="", theorem=task.name)
+
+        agent.observe(verdict("rejected"))
+        assert not agent.learned.steps
+        agent.observe(verdict("ok"))
+        assert [t for _, t in agent.learned.steps] == list(proposal.meta["tactics"])
     finally:
         agent.close()
 
@@ -401,6 +415,58 @@ def test_bench_compares_portfolio_and_search_in_one_run(tmp_path: Path, capsys: 
     assert code == 0
     assert "agent portfolio: solved 2/2" in out and "agent search: solved 2/2" in out
     assert len(list((tmp_path / "runs").iterdir())) == 2  # one run directory per agent
+
+
+AXIOM_FILE = ("Axiom classic : forall P : Prop, P \\/ ~ P.\n"
+              "Parameter T : Type.\nParameter p : T -> Prop.\n"
+              "Axiom p_dec : forall x, {p x} + {~ p x}.\n"
+              "Theorem dec : forall x, p x \\/ ~ p x.\n"
+              "Proof. intros x; destruct (p_dec x); [left | right]; assumption. Qed.\n")
+
+
+def test_the_axioms_a_refusal_names_are_read_from_the_checkers_words() -> None:
+    from agents.proof_search import refused_axioms
+    from oracle.coq.replies import AXIOMS_REASON
+
+    assert refused_axioms(f"REJECTED: {AXIOMS_REASON}classic, Coq.Logic.Eqdep.Eq_rect_eq.eq_rect_eq, which the "
+                          "original proof does not (it relies on no axiom)") == {
+        "classic", "Coq.Logic.Eqdep.Eq_rect_eq.eq_rect_eq"}
+    assert refused_axioms(f"{AXIOMS_REASON}own") == {"own"}
+    assert refused_axioms("REJECTED: the proof does not check: Unable to unify") == set()
+
+
+@needs_coq
+@pytest.mark.parametrize("again", [True, False])
+def test_a_proof_refused_for_an_axiom_is_searched_again_without_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    again: bool) -> None:
+    """The search's first proof of `dec` (`auto using p_dec, classic.`) rests on the file's `classic` (the file's
+    axioms are premises); the checker refuses it, since the original proof rests on `p_dec` and not on `classic`.
+    With the rule the agent searches again in the theorem's seconds left, that proof vetoed and `classic` neither
+    offered nor allowed, and proves it; without it (one search per theorem, before round twenty-one) the theorem
+    stays open after that refusal."""
+    import agents.proof_search as ps
+    from benches.coq.bench import main
+
+    if not again:
+        monkeypatch.setattr(ps, "AGAIN_MIN_S", 1e9)
+    src = tmp_path / "ax.v"
+    src.write_text(AXIOM_FILE)
+    runs = tmp_path / "runs"
+    assert main(["--source", str(src), "--agent", "search", "--runs", str(runs), "--quiet",
+                 "--theorem-seconds", "30"]) == 0
+    run_dir = next(runs.iterdir())
+    report = json.loads((run_dir / "bench_report.json").read_text())
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    agent_of = {e["data"]["trial_id"]: e["data"]["agent"] for e in events if e["kind"] == "trial.proposed"}
+    finished = [e["data"] for e in events if e["kind"] == "trial.finished"
+                and agent_of[e["data"]["trial_id"]] != "red-team"]
+    refused = [f for f in finished if f.get("status") == "rejected" and "relies on axiom(s) classic" in
+               str(f.get("feedback", ""))]
+    assert refused, finished  # the first proof found rests on `classic`, and the checker said so
+    assert report["theorems"]["dec"]["solved"] is again
+    if again:
+        proof = report["proofs"]["dec"]
+        assert "classic" not in proof and len(finished) == len(refused) + 1, finished
 
 
 # ----------------------------------------------------------------------------- LLM proposals through a backend

@@ -141,7 +141,7 @@ AGENT_CASES: dict[str, tuple[dict[str, Any], str]] = {
                       "coq_args": ["-Q", "d", "D"],
                       "preload": "Require Import Arith.", "allowed_axioms": ["classic"], "lean_project": "lp",
                       "lean_backend": "dojo", "llm": "anthropic", "llm_model": "m", "llm_calls": 2, "learn": False,
-                      "library_tactics": False, "library_index": "idx"},
+                      "library_tactics": False, "library_index": "idx", "again": False},
                      "max_check"),
     "policy": ({"device": "cuda:1", "dtype": "bfloat16", "temperature": 0.5, "top_p": 0.9, "top_k": 5,
                 "max_new_tokens": 32, "max_prompt_tokens": 512, "base_model": "b"},

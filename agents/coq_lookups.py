@@ -44,6 +44,9 @@ class ScopeFacts:
     opaque: set[str] = field(default_factory=set)  # constants Coq said `unfold` cannot unfold here
     no_witness: set[str] = field(default_factory=set)  # predicates Coq said `exists` cannot build here (not inductive)
     transitive: dict[str, tuple[Chain, ...]] = field(default_factory=dict)  # relation pattern -> its chain lemmas
+    # an implication's pattern (`(?n <= ?m) -> (?m <= ?n) -> (?n = ?m)`) -> the lemmas that state it
+    implications: dict[str, tuple[Premise, ...]] = field(default_factory=dict)
+    containing: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # a pattern -> the lemmas stating it
     # a type's head -> its fields, if a record of laws, and its number of parameters
     records: dict[str, tuple[tuple[str, ...], int]] = field(default_factory=dict)
     laws: dict[tuple[str, str], tuple[Premise, ...]] = field(default_factory=dict)  # (hypothesis, type) -> its fields'
@@ -280,6 +283,36 @@ def relation_of(text: str, local_names: Iterable[str] = ()) -> tuple[str, str, s
     return None
 
 
+# a name that is not part of a qualified name nor a pattern variable already
+_LINKABLE = re.compile(r"(?<![\w'.?])[A-Za-z_][\w']*(?![\w'.])")
+# what a Search pattern may carry: a conclusion pattern's characters, and `?` in a notation (`<=?`, `?=`), not an evar
+QUERY_TEXT = re.compile(r"(?:[\w'. ()+*:<>=@\[\]^/\\~-]|\?(?![A-Za-z_]))+")
+IMPLIED = True  # a switch for tests: False looks up no lemma by the state's hypotheses and conclusion (round 21)
+MAX_IMPLIED_QUERIES = 8  # `Search ((A) -> (B) -> (C))` calls per theorem (each answer is kept for the scope)
+MAX_CONTAINING_QUERIES = 6  # `Search (hypothesis pattern)` calls per theorem, for its equivalences (the same)
+
+
+def implication_pattern(parts: Sequence[str], local_names: Iterable[str]) -> str:
+    """Hypotheses and a conclusion as one implication for ``Search``, each local name a linked pattern variable:
+    ``(?n <= ?m) -> (?m <= ?n) -> (?n = ?m)`` for ``n <= m``, ``m <= n`` and ``n = m``. Coq's ``Search`` matches it
+    as a subterm of a lemma's statement with one term for each variable, so it finds the lemmas that give the
+    conclusion from exactly these premises (``Z.le_antisymm``) and not every equation. "" when a part is a
+    product or binds names, holds characters a query must not carry, is longer than 120 characters, or has
+    nothing but local names."""
+    local = set(local_names)
+    out: list[str] = []
+    for part in parts:
+        text = " ".join(part.split())
+        if not text or len(text) > 120 or "->" in text or "," in text or not QUERY_TEXT.fullmatch(text) \
+                or text.startswith(("forall", "exists", "fun", "match", "let")) or "Qed" in text:
+            return ""
+        linked = _LINKABLE.sub(lambda m: f"?{m.group(0)}" if m.group(0) in local else m.group(0), text)
+        if not re.search(r"[^\s()]", re.sub(r"\?[\w']+", "", linked)):
+            return ""
+        out.append(f"({linked})")
+    return " -> ".join(out) if any("?" in p for p in out) else ""
+
+
 def premises_of(statement: str) -> tuple[list[str], str] | None:
     """A statement ``forall x y : T, A -> B -> C`` as ([A, B], C) (its top-level arrows after its leading
     binders); None when something other than plain binders comes first."""
@@ -409,6 +442,30 @@ class ScopeLookups:
         return tuple(self._kept("trans", self.facts.transitive, pattern, MAX_TRANS_QUERIES, lambda: transitivity_lemmas(
             pattern, [p for p in [*self._searched(f"(_ ?a ?b -> _ ?b ?c -> {pattern})", 100),
                                   *(self.facts.included or ())] if not self._own(p)])))
+
+    def implied(self, pattern: str) -> tuple[Premise, ...]:
+        """The lemmas here that state the implication ``pattern`` (:func:`implication_pattern`): Coq's ``Search
+        (pattern)``, whose linked variables make it precise (``Z.le_antisymm`` for ``(?n <= ?m) -> (?m <= ?n) ->
+        (?n = ?m)``); those with no other premise first, then the shorter names; at most
+        :data:`MAX_IMPLIED_QUERIES` queries a theorem."""
+        if not IMPLIED or not pattern:
+            return ()
+        parts = pattern.count(" -> ") + 1
+
+        def rank(p: Premise) -> tuple[bool, int]:
+            split = premises_of(p.statement)
+            return (split is None or len(split[0]) != parts - 1, len(p.name))
+
+        return tuple(self._kept("implied", self.facts.implications, pattern, MAX_IMPLIED_QUERIES, lambda: tuple(
+            sorted((p for p in self._searched(f"({pattern})", 40) if not self._own(p)), key=rank))))
+
+    def containing(self, pattern: str) -> tuple[Premise, ...]:
+        """The lemmas here whose statement has a subterm of ``pattern`` (Coq's ``Search (pattern)``, the first
+        200), at most :data:`MAX_CONTAINING_QUERIES` queries a theorem."""
+        if not pattern:
+            return ()
+        return tuple(self._kept("containing", self.facts.containing, pattern, MAX_CONTAINING_QUERIES, lambda: tuple(
+            p for p in self._searched(f"({pattern})", 200) if not self._own(p))))
 
     def _searched(self, query: str, limit: int) -> list[Premise]:
         return list(self.search(query, limit=limit)) if self.search is not None else []

@@ -34,14 +34,13 @@ from typing import Any
 import agents.coq_lookups as coq_lookups
 from agents.best_first import Node, TacticSource, conclusion
 from agents.coq_lookups import (
-    SORTS as _SORTS,
-)
-from agents.coq_lookups import (
+    QUERY_TEXT,
     ScopeFacts,
     ScopeLookups,
     commute_operators,
     context_arg_tactics,
     context_tactics,
+    implication_pattern,
     leading_arity,
     plain_type,
     premises_of,
@@ -49,6 +48,9 @@ from agents.coq_lookups import (
     relation_of,
     split_top,
     top_words,
+)
+from agents.coq_lookups import (
+    SORTS as _SORTS,
 )
 from agents.coq_scope import included_premises, module_tactics, open_modules, parameter_field
 from agents.llm_tactics import LLMTactics
@@ -240,12 +242,18 @@ MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
 HYPOTHESIS_RANK = False  # on: the lemmas a conclusion's shape found are ranked by the premises the hypotheses give
 RANKED_PER_PATTERN = 40  # the lemmas kept per shape, by their symbols, before the hypotheses rank them
 GENERAL_PATTERNS = False  # on: the shape with constant leaves as holes too (lost `sqrt_Rsqr_abs` on out-of-sample 21)
+# a switch for tests: False reads a conclusion with a `?` of a notation (`(n <=? m) = true`, `(n ?= m) = Gt`) as one
+# with no shape to search by, as before round twenty-one
+QUERY_NOTATIONS = True
+_PLAIN_QUERY_TEXT = re.compile(r"[\w'. ()+*:<>=@\[\]^/\\~-]+")
 # a name or numeral of a pattern (general_pattern decides which are leaves)
 _WORD = re.compile(r"(?<![\w'.])(?:\d+|[A-Za-z][\w']*(?:\.[A-Za-z_][\w']*)*)(?![\w'.])")
 WITNESSES = True  # a switch for tests: False offers no `exists v` nor `red` on a bracketed notation (round eleven)
 CONSTRUCTOR_WITNESSES = False  # on: `exists f.` on an applied predicate of one constructor, not only on `exists ..`
 WITNESS_SOURCE = "witness"  # the source of those `exists` on an applied predicate (its own figures in by_source)
 MAX_TRANS_STEPS = 4  # steps through a transitivity lemma offered at one state (agents.coq_lookups.TRANSITIVE)
+MAX_IMPLIED = 3  # lemmas offered for each implication a state's hypotheses and conclusion make (coq_lookups.IMPLIED)
+EQUIVALENCES = True  # a switch for tests: False rewrites no hypothesis with an equivalence of its shape (round 21)
 # a case analysis on a variable whose type is not an inductive type: Coq's answer
 _NOT_INDUCTIVE = re.compile(r"Not an inductive (?:product|definition|type)|is not an inductive type")
 _CASE_ANALYSIS = re.compile(r"^(?:revert [^;]*;\s*)?(?:induction|destruct|elim|case)\s+(?P<var>[A-Za-z_][\w']*)"
@@ -289,7 +297,7 @@ def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
     text = " ".join(concl.split())
     if not text or text.startswith(("forall", "exists", "fun", "match", "let")) or "->" in text or len(text) > 160:
         return ""
-    if not re.fullmatch(r"[\w'. ()+*:<>=@\[\]^/\\~-]+", text) or "Qed" in text:
+    if not (QUERY_TEXT if QUERY_NOTATIONS else _PLAIN_QUERY_TEXT).fullmatch(text) or "Qed" in text:
         return ""
     out = hole_pattern(text, local_names)
     if not re.search(r"[^\s_()=]", out):  # holes only (`_ = _`): every equation would match
@@ -705,6 +713,8 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"destruct {name}.", 1.0))
             for k, premise in enumerate(premises[:4]):
                 out.append(Candidate(f"apply {premise.name}.", 0.7 + 0.1 * k, source="premise"))
+            out.extend(self._implied_statement(concl, hyps))
+            out.extend(self._equivalence_candidates(concl, hyps, statement=True))
             out.extend(Candidate(t, 0.6 + 0.03 * k) for k, t in enumerate(self.own_tactics))
             for suggester in self.suggesters:
                 out.extend(suggester.candidates(self.task, state))
@@ -802,6 +812,8 @@ class CoqTactics(TacticSource):
         out.extend(self._commute_candidates(concl, hyps))
         out.extend(self._decide_candidates(goal_text, hyps))
         out.extend(self._trans_candidates(concl, hyps))
+        out.extend(self._implied_candidates(concl, hyps))
+        out.extend(self._equivalence_candidates(concl, hyps, statement=False))
         out.extend(Candidate(t, 0.6 + 0.03 * k) for k, t in enumerate(self.own_tactics))
         out.extend(self._arg_tactic_candidates(hyps))
         for suggester in self.suggesters:
@@ -997,6 +1009,79 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"eapply {chain.lemma.name}; [ | eassumption].", 0.9 + 0.05 * len(out),
                                      source="rule"))
         return out[:MAX_TRANS_STEPS]
+
+    def _implied_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
+        """``apply L`` with a lemma that gives the conclusion from the latest hypotheses (round twenty-one):
+        ``apply Z.le_antisymm; auto.`` at ``H : n <= m, H0 : m <= n |- n = m``, found by Coq's ``Search`` on the
+        hypotheses and conclusion as one implication (:func:`agents.coq_lookups.implication_pattern`): the latest
+        three propositions together, then each of the latest two alone. A conclusion with no constant of its
+        own (``n = m``) has no shape to search by (:meth:`_concl_candidates`); with the hypotheses it has."""
+        local = [n for n, _ in hyps]
+        props = [t for _, t in hyps if _is_prop(t) and implication_pattern([t], local)][-3:]
+        groups = [props, *([[t] for t in props[-2:]] if len(props) > 1 else [])] if props else []
+        return self._implied(groups, concl, local, "")
+
+    def _implied_statement(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
+        """The same at a product (the statement, before ``intros``): the lemmas that state it, its binders as
+        the pattern's variables; ``apply L.`` proves it when L is the statement itself."""
+        split = premises_of(concl)
+        if split is None or not split[0]:
+            return []
+        return self._implied([split[0]], split[1], [*(n for n, _ in hyps), *leading_binders(concl)], "intros; ")
+
+    def _implied(self, groups: Sequence[Sequence[str]], concl: str, local: Sequence[str],
+                 prefix: str) -> list[Candidate]:
+        out: list[Candidate] = []
+        seen: set[str] = set()
+        for parts in groups:
+            for lemma in self.lookups.implied(implication_pattern([*parts, concl], local))[:MAX_IMPLIED]:
+                if lemma.name in seen:
+                    continue
+                seen.add(lemma.name)
+                weight = 0.25 + 0.05 * len(seen)
+                if prefix:  # the statement itself
+                    out.append(Candidate(f"apply {lemma.name}.", weight, True, "premise"))
+                # `eapply`: a premise may name a value the conclusion does not (`y` of `x < y -> y <= z -> x < z`)
+                out.append(Candidate(f"{prefix}eapply {lemma.name}; eauto.", weight + 0.05, True, "premise"))
+                out.append(Candidate(f"{prefix}apply {lemma.name}.", weight + 0.1, source="premise"))
+        return out
+
+    def _equivalence_candidates(self, concl: str, hyps: list[tuple[str, str]], statement: bool) -> list[Candidate]:
+        """Rewrite the hypotheses with an equivalence one side of which has their shape (round twenty-one): the
+        stdlib's ``rewrite !Z.leb_le.`` turns ``(n <=? m) = true -> (m <=? n) = true -> n = m`` into ``n <= m ->
+        m <= n -> n = m``, which a lemma states (:meth:`_implied_statement`). At a product (``statement``) its
+        premises and conclusion are looked at and the step is ``rewrite !L.``; else the latest three hypotheses,
+        and ``rewrite L in *.``. The equivalences are found by Coq's ``Search`` on each shape
+        (:meth:`ScopeLookups.containing`), those with no premise, the shorter names first, two a shape."""
+        if not EQUIVALENCES:
+            return []
+        local = [n for n, _ in hyps]
+        if statement:
+            split = premises_of(concl)
+            if split is None or not split[0]:
+                return []
+            local += leading_binders(concl)
+            targets = [*split[0][:3], split[1]]
+        else:
+            targets = [t for _, t in hyps if _is_prop(t) and "->" not in t][-3:]
+        out: list[Candidate] = []
+        seen: set[tuple[str, str]] = set()
+        for target in targets:
+            pattern = conclusion_pattern(_unwrapped(target), local)
+            ways: list[tuple[int, str, str]] = []
+            for lemma in self.lookups.containing(pattern):
+                sides = iff_patterns(lemma.statement)
+                split = premises_of(lemma.statement)
+                if sides is None or sides[0] == sides[1] or split is None or split[0] or pattern not in sides:
+                    continue
+                ways.append((len(lemma.name), lemma.name, "" if sides[0] == pattern else "<- "))
+            for _, name, arrow in sorted(ways)[:2]:
+                if (name, arrow) in seen:
+                    continue
+                seen.add((name, arrow))
+                tactic = f"rewrite {arrow}!{name}." if statement else f"rewrite {arrow}{name} in *."
+                out.append(Candidate(tactic, 0.45 + 0.05 * len(out), source="premise"))
+        return out
 
     def _commute_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """Turn an operator of the conclusion around (``rewrite Z.add_comm.``, :meth:`ScopeLookups.commutes`),

@@ -258,3 +258,71 @@ def test_an_equivalence_is_applied_the_way_its_side_has_the_goals_shape(monkeypa
         assert result.tactics == ("apply -> s_le_mono; auto.",) and result.checks <= 20, result.checks
     else:
         assert result.checks > 20, (result.checks, result.tactics)
+
+
+# ----------------------------------------------------------------------------- a lemma the hypotheses imply (round 21)
+
+def test_the_hypotheses_and_conclusion_make_one_implication_with_linked_variables() -> None:
+    from agents.coq_lookups import implication_pattern
+
+    local = ["n", "m", "H", "H0"]
+    assert implication_pattern(["n <= m", "m <= n", "n = m"], local) == "(?n <= ?m) -> (?m <= ?n) -> (?n = ?m)"
+    # a notation's `?` is kept, a qualified name is not a local name
+    assert implication_pattern(["(n <=? m) = true", "Z.le n m"], local) == "((?n <=? ?m) = true) -> (Z.le ?n ?m)"
+    assert implication_pattern(["?x = m", "n = m"], local) == ""  # an evar: no query
+    assert implication_pattern(["P", "Q"], ["P", "Q"]) == ""  # nothing but local names: every lemma would match
+    assert implication_pattern(["forall k, k <= n", "n = m"], local) == ""  # a product
+    assert implication_pattern(["0 < 1"], local) == ""  # no local name: not the state's own implication
+
+
+QARITH = "Require Import QArith.\nOpen Scope Q_scope.\n"
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_lemma_whose_premises_are_the_hypotheses_is_found_by_the_implication(monkeypatch: pytest.MonkeyPatch,
+                                                                              rule: bool) -> None:
+    """`H : x < y, H0 : y <= z |- x < z`: Coq's `Search ((?x < ?y) -> (?y <= ?z) -> (?x < ?z))` names `Qlt_le_trans`,
+    and `eapply Qlt_le_trans; eauto.` proves it at once (`eapply`: `y` is not in the conclusion). Without the
+    rule the search reaches it through the transitivity step of round eleven, about a hundred runs later."""
+    import agents.coq_lookups as coq_lookups
+
+    monkeypatch.setattr(coq_lookups, "IMPLIED", rule)
+    task = TheoremTask("t", "Lemma t (x y z : Q) (H : x < y) (H0 : y <= z) : x < z.", QARITH, "", prover="coq")
+    result = _rules_search(task, max_checks=400)
+    assert result.reason == "proved", (result.reason, result.last_error)
+    if rule:
+        assert result.tactics == ("eapply Qlt_le_trans; eauto.",) and result.checks <= 10, (result.tactics,
+                                                                                              result.checks)
+    else:
+        assert result.checks > 50, (result.checks, result.tactics)
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_hypotheses_are_rewritten_with_an_equivalence_of_their_shape(monkeypatch: pytest.MonkeyPatch,
+                                                                    rule: bool) -> None:
+    """`Zbool.v`'s `Zle_bool_trans` in `Q`: `Qle_bool x y = true -> Qle_bool y z = true -> Qle_bool x z = true`.
+    `Search (Qle_bool _ _ = true)` names `Qle_bool_iff : Qle_bool x y = true <-> x <= y`; rewriting with it turns
+    the booleans into the order, where `Qle_trans` applies. Without the rule the search does not get there."""
+    monkeypatch.setattr(coq_tactics, "EQUIVALENCES", rule)
+    task = TheoremTask("t", "Lemma t : forall x y z : Q, Qle_bool x y = true -> Qle_bool y z = true -> "
+                       "Qle_bool x z = true.", QARITH, "", prover="coq")
+    result = _rules_search(task, max_checks=300)
+    if rule:
+        assert result.reason == "proved", (result.reason, result.last_error)
+        assert any(t.startswith("rewrite") and "Qle_bool_iff" in t for t in result.tactics or ()), result.tactics
+    else:
+        assert result.reason != "proved", result.tactics
+
+
+def test_a_conclusion_with_a_notations_question_mark_has_a_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`(n <=? m) = true` had no pattern (a `?` was refused as a query's character), so no lemma was searched for
+    a boolean comparison; a notation's `?` is a query's character now, an evar's (`?x`) still is not."""
+    from agents.coq_tactics import conclusion_pattern
+
+    assert conclusion_pattern("(n <=? m) = true", ["n", "m"]) == "(_ <=? _) = true"
+    assert conclusion_pattern("(n ?= m) = Gt", ["n", "m"]) == "(_ ?= _) = Gt"
+    assert conclusion_pattern("?x <= m + 1", ["m"]) == ""
+    monkeypatch.setattr(coq_tactics, "QUERY_NOTATIONS", False)
+    assert conclusion_pattern("(n <=? m) = true", ["n", "m"]) == ""

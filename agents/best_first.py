@@ -56,6 +56,7 @@ OUTCOME_CODE = {"progress": "p", "proved": "P", "error": "e", "timeout": "t", "r
 # source's dual (`max_r` for `max_l`): the second case of a split is often the first's proof again (round twenty)
 SIBLING_REPLAY = True
 REPLAY_SOURCE = "replay"  # the source the replayed steps are counted under (by_source, proof_sources)
+LOOKUP_SOURCE = "lookup:"  # by_source's rows of the source's own queries (TacticSource.lookup_stats), not tactics
 
 
 class SideRun(Protocol):
@@ -261,6 +262,9 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                             checks=checks, seconds=seconds)
         deepest = max((n.depth for n in nodes), default=0)
         stats = {k: [int(v[0]), round(v[1], 2), int(v[2]), int(v[3])] for k, v in by_source.items()}
+        # the prover's lookups (Coq's `Search`) by kind, as [queries, seconds, 0, 0]: time no tactic run shows
+        for kind, (queries, spent) in (getattr(tactics_source, "lookup_stats", None) or {}).items():
+            stats[f"{LOOKUP_SOURCE}{kind}"] = [int(queries), round(spent, 2), 0, 0]
         side_ended = side_run.ended if side_run is not None else ("skipped: busy" if side is not None else "")
         if side_refused:
             side_ended += f"; not taken: {side_refused}"

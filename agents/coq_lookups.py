@@ -16,6 +16,7 @@ each theorem may ask Coq at most a few times (the ``MAX_*_QUERIES``). The switch
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -376,6 +377,7 @@ class ScopeLookups:
         self.search = getattr(states, "search_premises", None)
         self.theorem = theorem.split(".")[-1]
         self.asked: dict[str, int] = {}  # lookup kind -> the times this theorem asked Coq
+        self.spent: dict[str, list[float]] = {}  # lookup kind -> [queries, seconds] this theorem spent asking Coq
 
     def _own(self, premise: Premise) -> bool:
         return premise.name.split(".")[-1] == self.theorem or premise.name.startswith("rrma_")
@@ -389,7 +391,11 @@ class ScopeLookups:
         if self.search is None or self.asked.get(kind, 0) >= limit:
             return ()
         self.asked[kind] = self.asked.get(kind, 0) + 1
+        started = time.monotonic()
         store[key] = ask()
+        spent = self.spent.setdefault(kind, [0, 0.0])
+        spent[0] += 1
+        spent[1] += time.monotonic() - started
         return store[key]
 
     def commutes(self, op: str) -> tuple[str, ...]:

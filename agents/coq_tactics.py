@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -391,6 +392,11 @@ def iff_patterns(statement: str) -> tuple[str, str] | None:
     and the goal becomes ``S (S n) <= S (S m)``): ``apply -> L`` proves B, ``apply <- L`` proves A."""
     patterns = conclusion_patterns(statement)
     return (patterns[0], patterns[1]) if len(patterns) == 2 else None
+
+
+def _symbols(pattern: str) -> int:
+    """How many symbols a pattern has besides its holes and parentheses (``(_ <=? _) = true``: 3)."""
+    return sum(1 for token in _PATTERN_TOKEN.findall(pattern) if token not in ("_", "(", ")"))
 
 
 def _unwrapped(term: str) -> str:
@@ -942,8 +948,12 @@ class CoqTactics(TacticSource):
             if search is None or self.pattern_queries >= MAX_PATTERN_QUERIES:
                 return []
             self.pattern_queries += 1
+            started = time.monotonic()
             found = [p for p in search(f"({pattern})", limit=200) if not p.name.startswith("rrma_")
                      and p.name.split(".")[-1] != self.task.name]
+            spent = self.lookups.spent.setdefault("pattern", [0, 0.0])
+            spent[0] += 1
+            spent[1] += time.monotonic() - started
             found += [p for p in self.included if pattern in conclusion_patterns(p.statement)]  # Search misses them
             found = PremiseIndex(found).rank(goal, RANKED_PER_PATTERN) if found else []
             self.concl_premises[pattern] = found
@@ -1047,39 +1057,49 @@ class CoqTactics(TacticSource):
         return out
 
     def _equivalence_candidates(self, concl: str, hyps: list[tuple[str, str]], statement: bool) -> list[Candidate]:
-        """Rewrite the hypotheses with an equivalence one side of which has their shape (round twenty-one): the
-        stdlib's ``rewrite !Z.leb_le.`` turns ``(n <=? m) = true -> (m <=? n) = true -> n = m`` into ``n <= m ->
-        m <= n -> n = m``, which a lemma states (:meth:`_implied_statement`). At a product (``statement``) its
-        premises and conclusion are looked at and the step is ``rewrite !L.``; else the latest three hypotheses,
-        and ``rewrite L in *.``. The equivalences are found by Coq's ``Search`` on each shape
-        (:meth:`ScopeLookups.containing`), those with no premise, the shorter names first, two a shape."""
+        """Rewrite with an equivalence one side of which has a hypothesis's shape (round twenty-one): the stdlib's
+        ``rewrite !Z.leb_le.`` turns ``(n <=? m) = true -> (m <=? n) = true -> n = m`` into ``n <= m -> m <= n -> n
+        = m``, which a lemma states (:meth:`_implied_statement`). At a product (``statement``) its premises and
+        conclusion are looked at and the step is ``rewrite !L.``; else the latest three hypotheses (``rewrite L in
+        *.``) and the sides of a conclusion that is an equivalence, a conjunction or a disjunction (``rewrite
+        L.``). The equivalences are found by Coq's ``Search`` on each shape (:meth:`ScopeLookups.containing`):
+        those with no premise whose side of that shape has more symbols than the other (a rewrite to a simpler
+        statement: ``Z.leb_le`` for ``(n <=? m - 1) = true``, not ``Z.gtb_lt`` backwards for ``n < m``), the shorter
+        names first, two a shape."""
         if not EQUIVALENCES:
             return []
         local = [n for n, _ in hyps]
+        targets: list[tuple[str, str]] = []  # (a proposition, how the rewrite reaches it)
         if statement:
             split = premises_of(concl)
             if split is None or not split[0]:
                 return []
             local += leading_binders(concl)
-            targets = [*split[0][:3], split[1]]
+            targets = [(t, "!") for t in [*split[0][:3], split[1]]]
         else:
-            targets = [t for _, t in hyps if _is_prop(t) and "->" not in t][-3:]
+            targets = [(t, " in *") for _, t in hyps if _is_prop(t) and "->" not in t][-3:]
+            whole = _unwrapped(concl)
+            parts = next((p for op in ("<->", "/\\", "\\/") if len(p := split_top(whole, op)) > 1), [])
+            targets += [(part, "") for part in parts if "->" not in part][:3]
         out: list[Candidate] = []
         seen: set[tuple[str, str]] = set()
-        for target in targets:
+        for target, where in targets:
             pattern = conclusion_pattern(_unwrapped(target), local)
             ways: list[tuple[int, str, str]] = []
             for lemma in self.lookups.containing(pattern):
                 sides = iff_patterns(lemma.statement)
                 split = premises_of(lemma.statement)
-                if sides is None or sides[0] == sides[1] or split is None or split[0] or pattern not in sides:
+                if sides is None or split is None or split[0]:
                     continue
-                ways.append((len(lemma.name), lemma.name, "" if sides[0] == pattern else "<- "))
+                for k, arrow in ((0, ""), (1, "<- ")):  # from the side the target has to the simpler one
+                    side, other = sides[k], sides[1 - k]
+                    if _symbols(side) > max(1, _symbols(other)) and pattern_instance(side, pattern):
+                        ways.append((len(lemma.name), lemma.name, arrow))
             for _, name, arrow in sorted(ways)[:2]:
-                if (name, arrow) in seen:
+                if (name, arrow + where) in seen:
                     continue
-                seen.add((name, arrow))
-                tactic = f"rewrite {arrow}!{name}." if statement else f"rewrite {arrow}{name} in *."
+                seen.add((name, arrow + where))
+                tactic = f"rewrite {arrow}!{name}." if where == "!" else f"rewrite {arrow}{name}{where}."
                 out.append(Candidate(tactic, 0.45 + 0.05 * len(out), source="premise"))
         return out
 
@@ -1220,6 +1240,12 @@ class CoqTactics(TacticSource):
         if name not in self.facts.located:
             self.facts.located[name] = locate(name)
         return parameter_field(self.facts.located[name], self.modules)
+
+    @property
+    def lookup_stats(self) -> dict[str, list[float]]:
+        """This theorem's queries to Coq by kind (``Search`` on the goal's shape, its implications, its
+        equivalences...): [queries, seconds] (best_first reports them in ``by_source`` as ``lookup:KIND``)."""
+        return self.lookups.spent
 
     @property
     def _banned_short(self) -> set[str]:

@@ -294,6 +294,8 @@ def test_a_lemma_whose_premises_are_the_hypotheses_is_found_by_the_implication(m
     if rule:
         assert result.tactics == ("eapply Qlt_le_trans; eauto.",) and result.checks <= 10, (result.tactics,
                                                                                               result.checks)
+        queries, seconds, _, _ = result.by_source["lookup:implied"]  # the time its Search took, reported
+        assert queries >= 1 and seconds > 0, result.by_source
     else:
         assert result.checks > 50, (result.checks, result.tactics)
 
@@ -326,3 +328,24 @@ def test_a_conclusion_with_a_notations_question_mark_has_a_shape(monkeypatch: py
     assert conclusion_pattern("?x <= m + 1", ["m"]) == ""
     monkeypatch.setattr(coq_tactics, "QUERY_NOTATIONS", False)
     assert conclusion_pattern("(n <=? m) = true", ["n", "m"]) == ""
+
+
+@needs_coq
+def test_an_equivalence_rewrites_toward_its_simpler_side_only() -> None:
+    """`H : Qle_bool x y = true` is rewritten with `Qle_bool_iff` (to `x <= y`), in the hypotheses and in a side of
+    the equivalence to prove; `H0 : x < z` is not rewritten into `(x ?= z) = Lt` by `Qlt_alt`, nor `x <= y` into
+    `(x ?= y) <> Gt` by `Qle_alt` (both rewrites to a longer statement, offered without the restriction)."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    task = TheoremTask("t", "Lemma t (x y z : Q) (H : Qle_bool x y = true) (H0 : x < z) : "
+                       "Qle_bool x y = true <-> x <= y.", QARITH, "", prover="coq")
+    states = CoqProofStates()
+    try:
+        state = states.start(task)
+        source = CoqTactics(states, task, state, library=False, portfolio=False, setting="rediscover")
+        offered = [c.tactic for c in source.candidates(Node(0, -1, "", state, 0, 0.0, ()))]
+        rewrites = [t for t in offered if t.startswith("rewrite") and "Qle_bool_iff" in t]
+        assert "rewrite Qle_bool_iff in *." in rewrites and "rewrite Qle_bool_iff." in rewrites, rewrites
+        assert not [t for t in offered if t.startswith("rewrite") and ("Qlt_alt" in t or "Qle_alt" in t)], offered
+    finally:
+        states.close()

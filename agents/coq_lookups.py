@@ -291,6 +291,9 @@ QUERY_TEXT = re.compile(r"(?:[\w'. ()+*:<>=@\[\]^/\\~-]|\?(?![A-Za-z_]))+")
 IMPLIED = True  # a switch for tests: False looks up no lemma by the state's hypotheses and conclusion (round 21)
 MAX_IMPLIED_QUERIES = 8  # `Search ((A) -> (B) -> (C))` calls per theorem (each answer is kept for the scope)
 MAX_CONTAINING_QUERIES = 6  # `Search (hypothesis pattern)` calls per theorem, for its equivalences (the same)
+# and no more of either kind once a theorem's queries of that kind took this long (a `Search` in a big context,
+# `Reals` or a `Numbers` functor, takes 0.2-0.4 s: eight of them would be a tenth of the search's 25 s)
+LOOKUP_SECONDS = 1.5
 
 
 def implication_pattern(parts: Sequence[str], local_names: Iterable[str]) -> str:
@@ -382,13 +385,16 @@ class ScopeLookups:
     def _own(self, premise: Premise) -> bool:
         return premise.name.split(".")[-1] == self.theorem or premise.name.startswith("rrma_")
 
-    def _kept(self, kind: str, store: dict[str, Any], key: str, limit: int, ask: Callable[[], Any]) -> Any:
+    def _kept(self, kind: str, store: dict[str, Any], key: str, limit: int, ask: Callable[[], Any],
+              seconds: float | None = None) -> Any:
         """The scope's answer for ``key`` (``store``); when there is none, ``ask()`` Coq (at most ``limit``
-        times per theorem for this kind of lookup) and keep the answer for the scope."""
+        times per theorem for this kind of lookup, and, with ``seconds``, not once this theorem's queries of
+        the kind took that long) and keep the answer for the scope."""
         known = store.get(key)
         if known is not None:
             return known
-        if self.search is None or self.asked.get(kind, 0) >= limit:
+        if self.search is None or self.asked.get(kind, 0) >= limit or (
+                seconds is not None and self.spent.get(kind, [0, 0.0])[1] >= seconds):
             return ()
         self.asked[kind] = self.asked.get(kind, 0) + 1
         started = time.monotonic()
@@ -463,7 +469,8 @@ class ScopeLookups:
             return (split is None or len(split[0]) != parts - 1, len(p.name))
 
         return tuple(self._kept("implied", self.facts.implications, pattern, MAX_IMPLIED_QUERIES, lambda: tuple(
-            sorted((p for p in self._searched(f"({pattern})", 40) if not self._own(p)), key=rank))))
+            sorted((p for p in self._searched(f"({pattern})", 40) if not self._own(p)), key=rank)),
+            LOOKUP_SECONDS))
 
     def containing(self, pattern: str) -> tuple[Premise, ...]:
         """The lemmas here whose statement has a subterm of ``pattern`` (Coq's ``Search (pattern)``, the first
@@ -471,7 +478,7 @@ class ScopeLookups:
         if not pattern:
             return ()
         return tuple(self._kept("containing", self.facts.containing, pattern, MAX_CONTAINING_QUERIES, lambda: tuple(
-            p for p in self._searched(f"({pattern})", 200) if not self._own(p))))
+            p for p in self._searched(f"({pattern})", 200) if not self._own(p)), LOOKUP_SECONDS))
 
     def _searched(self, query: str, limit: int) -> list[Premise]:
         return list(self.search(query, limit=limit)) if self.search is not None else []

@@ -349,3 +349,29 @@ def test_an_equivalence_rewrites_toward_its_simpler_side_only() -> None:
         assert not [t for t in offered if t.startswith("rewrite") and ("Qlt_alt" in t or "Qle_alt" in t)], offered
     finally:
         states.close()
+
+
+def test_the_implication_lookups_stop_once_a_theorem_spent_their_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `Search` in a big context takes 0.2-0.4 s: the implication and equivalence lookups stop asking Coq once a
+    theorem's queries of that kind took `LOOKUP_SECONDS` (an answer the scope already has is still given)."""
+    import time
+
+    import agents.coq_lookups as coq_lookups
+    from agents.coq_lookups import ScopeLookups
+    from oracle.proof_state import Premise
+
+    asked: list[str] = []
+
+    class SlowSearch:
+        def search_premises(self, query: str, limit: int = 400) -> list[Premise]:
+            asked.append(query)
+            time.sleep(0.05)
+            return [Premise("L", "forall n m : nat, n <= m -> m <= n -> n = m")]
+
+    monkeypatch.setattr(coq_lookups, "LOOKUP_SECONDS", 0.08)
+    lookups = ScopeLookups(ScopeFacts(), SlowSearch(), "t")
+    patterns = [f"(?n <= ?m) -> (?m <= ?n) -> (?n = ?m + {k})" for k in range(4)]
+    assert [len(lookups.implied(p)) for p in patterns] == [1, 1, 0, 0]  # 0.05 s, 0.10 s: then no more asking
+    assert len(asked) == 2 and lookups.spent["implied"][0] == 2
+    assert lookups.implied(patterns[0])[0].name == "L"  # kept for the scope: no query
+    assert len(asked) == 2

@@ -18,7 +18,8 @@ The rooms of the search, each in its own module:
   :mod:`agents.llm_tactics` (a chat model, ``params.llm``).
 
 This module holds the agent: it reads its params, keeps one prover session per prover (and per
-hidden-file set), runs one search per theorem and proposes what it found.
+hidden-file set), runs one search per theorem (another after the checker refused its proof) and proposes what it
+found.
 
 Invariant: the found proof is first closed in the agent's own session (``Qed`` and ``Print
 Assumptions``: a proof that leans on an axiom is not proposed) and then re-checked from scratch by
@@ -34,7 +35,9 @@ each search's seconds CoqHammer's tactics may take; 1 is no cap), ``portfolio`` 
 ``llm_model``, ``llm_calls`` (model calls per theorem, 4), ``coq_args`` (load paths),
 ``preload`` (Coq sentences the search's session runs before each context; the oracle's own preload is
 already at the end of the context it shows), ``lean_project``,
-``lean_backend`` (``repl`` or ``dojo``), ``tree_limit`` (tries kept in the trace, 600).
+``lean_backend`` (``repl`` or ``dojo``), ``tree_limit`` (tries kept in the trace, 600), ``again`` (true: a proof the
+Coq checker refused is searched again in the theorem's seconds left, that proof vetoed and any axiom the refusal
+names banned).
 """
 
 from __future__ import annotations

@@ -185,7 +185,7 @@ def test_search_agent_proposes_once_per_theorem_with_the_tree_in_meta(tmp_path: 
         assert proposal is not None and proposal.proof
         assert proposal.meta["search_tree"]["result"] == "proved"
         assert turns and turns[-1]["tool"] == "proof-search"
-        assert agent.propose(ctx) is None  # its budget for this theorem is spent  # type: ignore[arg-type]
+        assert agent.propose(ctx) is None  # type: ignore[arg-type]  # its budget for this theorem is spent
         assert not agent.learned.steps  # nothing learnt before the checker's verdict
 
         def verdict(status: str) -> TrialSummary:

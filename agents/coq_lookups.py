@@ -459,7 +459,7 @@ class ScopeLookups:
         """The lemmas here that state the implication ``pattern`` (:func:`implication_pattern`): Coq's ``Search
         (pattern)``, whose linked variables make it precise (``Z.le_antisymm`` for ``(?n <= ?m) -> (?m <= ?n) ->
         (?n = ?m)``); those with no other premise first, then the shorter names; at most
-        :data:`MAX_IMPLIED_QUERIES` queries a theorem."""
+        :data:`MAX_IMPLIED_QUERIES` queries a theorem, none once they took :data:`LOOKUP_SECONDS`."""
         if not IMPLIED or not pattern:
             return ()
         parts = pattern.count(" -> ") + 1
@@ -474,7 +474,7 @@ class ScopeLookups:
 
     def containing(self, pattern: str) -> tuple[Premise, ...]:
         """The lemmas here whose statement has a subterm of ``pattern`` (Coq's ``Search (pattern)``, the first
-        200), at most :data:`MAX_CONTAINING_QUERIES` queries a theorem."""
+        200), at most :data:`MAX_CONTAINING_QUERIES` queries a theorem, none once they took :data:`LOOKUP_SECONDS`."""
         if not pattern:
             return ()
         return tuple(self._kept("containing", self.facts.containing, pattern, MAX_CONTAINING_QUERIES, lambda: tuple(

@@ -1021,8 +1021,8 @@ class CoqTactics(TacticSource):
         return out[:MAX_TRANS_STEPS]
 
     def _implied_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
-        """``apply L`` with a lemma that gives the conclusion from the latest hypotheses (round twenty-one):
-        ``apply Z.le_antisymm; auto.`` at ``H : n <= m, H0 : m <= n |- n = m``, found by Coq's ``Search`` on the
+        """A lemma that gives the conclusion from the latest hypotheses (round twenty-one): ``eapply
+        Z.le_antisymm; eauto.`` at ``H : n <= m, H0 : m <= n |- n = m``, found by Coq's ``Search`` on the
         hypotheses and conclusion as one implication (:func:`agents.coq_lookups.implication_pattern`): the latest
         three propositions together, then each of the latest two alone. A conclusion with no constant of its
         own (``n = m``) has no shape to search by (:meth:`_concl_candidates`); with the hypotheses it has."""

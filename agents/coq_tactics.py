@@ -1129,6 +1129,7 @@ class CoqTactics(TacticSource):
     def _filter(self, candidates: list[Candidate]) -> list[Candidate]:
         out: list[Candidate] = []
         seen: set[str] = set()
+        banned = self._banned_short  # read once: every candidate of every state passes here
         for cand in candidates:
             if self.aliases and _GATED_NAME.search(cand.tactic):
                 cand = replace(cand, tactic=_GATED_NAME.sub(lambda m: self.aliases.get(m.group("name"),
@@ -1145,7 +1146,7 @@ class CoqTactics(TacticSource):
                 continue
             if self.unknown and set(_IDENT.findall(cand.tactic)) & self.unknown:
                 continue  # names a tactic this context cannot run
-            if self.banned_axioms and set(_IDENT.findall(cand.tactic)) & self._banned_short:
+            if banned and set(_IDENT.findall(cand.tactic)) & banned:
                 continue  # names an axiom the checker refused a proof of this theorem for
             out.append(cand)
         return out
@@ -1260,7 +1261,8 @@ class CoqTactics(TacticSource):
         axioms = check(list(tactics))
         if axioms is None:
             return "the proof does not close at Qed"
-        banned = [a for a in axioms if a in self.banned_axioms or a.split(".")[-1] in self._banned_short]
+        short = self._banned_short
+        banned = [a for a in axioms if a.split(".")[-1] in short]
         if banned:
             return f"relies on {', '.join(banned)}, which the checker refused a proof of this theorem for"
         # rediscover: the view's earlier theorems are `Admitted` here (the checker has their proofs). A

@@ -19,9 +19,11 @@ import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from oracle.proof_state import Premise
+
+_T = TypeVar("_T")
 
 SORTS = frozenset({"Type", "Set", "Prop", "SProp"})
 
@@ -296,6 +298,14 @@ MAX_CONTAINING_QUERIES = 6  # `Search (hypothesis pattern)` calls per theorem, f
 LOOKUP_SECONDS = 1.5
 
 
+def searchable(text: str, limit: int, chars: re.Pattern[str] = QUERY_TEXT) -> bool:
+    """Whether a proposition's text (its spaces normalised) may go into a ``Search`` pattern: not empty, not a
+    product nor a binder's body (``forall``, ``exists``, ``fun``, ``match``, ``let``), at most ``limit``
+    characters, and only ``chars`` (no ``Qed``, nothing that would end the query)."""
+    return bool(text) and len(text) <= limit and "->" not in text and "Qed" not in text \
+        and not text.startswith(("forall", "exists", "fun", "match", "let")) and bool(chars.fullmatch(text))
+
+
 def implication_pattern(parts: Sequence[str], local_names: Iterable[str]) -> str:
     """Hypotheses and a conclusion as one implication for ``Search``, each local name a linked pattern variable:
     ``(?n <= ?m) -> (?m <= ?n) -> (?n = ?m)`` for ``n <= m``, ``m <= n`` and ``n = m``. Coq's ``Search`` matches it
@@ -307,8 +317,7 @@ def implication_pattern(parts: Sequence[str], local_names: Iterable[str]) -> str
     out: list[str] = []
     for part in parts:
         text = " ".join(part.split())
-        if not text or len(text) > 120 or "->" in text or "," in text or not QUERY_TEXT.fullmatch(text) \
-                or text.startswith(("forall", "exists", "fun", "match", "let")) or "Qed" in text:
+        if not searchable(text, 120) or "," in text:
             return ""
         linked = _LINKABLE.sub(lambda m: f"?{m.group(0)}" if m.group(0) in local else m.group(0), text)
         if not re.search(r"[^\s()]", re.sub(r"\?[\w']+", "", linked)):
@@ -397,12 +406,18 @@ class ScopeLookups:
                 seconds is not None and self.spent.get(kind, [0, 0.0])[1] >= seconds):
             return ()
         self.asked[kind] = self.asked.get(kind, 0) + 1
-        started = time.monotonic()
-        store[key] = ask()
-        spent = self.spent.setdefault(kind, [0, 0.0])
-        spent[0] += 1
-        spent[1] += time.monotonic() - started
+        store[key] = self.timed(kind, ask)
         return store[key]
+
+    def timed(self, kind: str, ask: Callable[[], _T]) -> _T:
+        """``ask()``, one query of ``kind`` to Coq, counted with its seconds in :attr:`spent`."""
+        started = time.monotonic()
+        try:
+            return ask()
+        finally:
+            spent = self.spent.setdefault(kind, [0, 0.0])
+            spent[0] += 1
+            spent[1] += time.monotonic() - started
 
     def commutes(self, op: str) -> tuple[str, ...]:
         """The commutativity lemmas of ``op`` here: Coq's ``Search (?a + ?b = ?b + ?a)`` for an infix of

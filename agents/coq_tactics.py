@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -47,6 +46,7 @@ from agents.coq_lookups import (
     premises_of,
     record_premises,
     relation_of,
+    searchable,
     split_top,
     top_words,
 )
@@ -296,9 +296,7 @@ def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
     """The goal's conclusion with its local variables as holes (``_``), for ``Search``: "" when it
     is a product, has no constant left, or holds characters a query must not carry."""
     text = " ".join(concl.split())
-    if not text or text.startswith(("forall", "exists", "fun", "match", "let")) or "->" in text or len(text) > 160:
-        return ""
-    if not (QUERY_TEXT if QUERY_NOTATIONS else _PLAIN_QUERY_TEXT).fullmatch(text) or "Qed" in text:
+    if not searchable(text, 160, QUERY_TEXT if QUERY_NOTATIONS else _PLAIN_QUERY_TEXT):
         return ""
     out = hole_pattern(text, local_names)
     if not re.search(r"[^\s_()=]", out):  # holes only (`_ = _`): every equation would match
@@ -948,12 +946,8 @@ class CoqTactics(TacticSource):
             if search is None or self.pattern_queries >= MAX_PATTERN_QUERIES:
                 return []
             self.pattern_queries += 1
-            started = time.monotonic()
-            found = [p for p in search(f"({pattern})", limit=200) if not p.name.startswith("rrma_")
-                     and p.name.split(".")[-1] != self.task.name]
-            spent = self.lookups.spent.setdefault("pattern", [0, 0.0])
-            spent[0] += 1
-            spent[1] += time.monotonic() - started
+            found = [p for p in self.lookups.timed("pattern", lambda: search(f"({pattern})", limit=200))
+                     if not p.name.startswith("rrma_") and p.name.split(".")[-1] != self.task.name]
             found += [p for p in self.included if pattern in conclusion_patterns(p.statement)]  # Search misses them
             found = PremiseIndex(found).rank(goal, RANKED_PER_PATTERN) if found else []
             self.concl_premises[pattern] = found

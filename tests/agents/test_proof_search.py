@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from search_bench import search_bench
 
 from agents.best_first import SearchBudget, best_first_search
 from agents.llm_tactics import parse_tactic_lines
@@ -445,16 +446,10 @@ def test_a_proof_refused_for_an_axiom_is_searched_again_without_it(tmp_path: Pat
     offered nor allowed, and proves it; without it (one search per theorem, before round twenty-one) the theorem
     stays open after that refusal."""
     import agents.proof_search as ps
-    from benches.coq.bench import main
 
     if not again:
         monkeypatch.setattr(ps, "AGAIN_MIN_S", 1e9)
-    src = tmp_path / "ax.v"
-    src.write_text(AXIOM_FILE)
-    runs = tmp_path / "runs"
-    assert main(["--source", str(src), "--agent", "search", "--runs", str(runs), "--quiet",
-                 "--theorem-seconds", "30"]) == 0
-    run_dir = next(runs.iterdir())
+    run_dir = search_bench(tmp_path, "ax.v", AXIOM_FILE, "--theorem-seconds", "30")
     report = json.loads((run_dir / "bench_report.json").read_text())
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     agent_of = {e["data"]["trial_id"]: e["data"]["agent"] for e in events if e["kind"] == "trial.proposed"}
@@ -546,16 +541,11 @@ def test_search_with_hammer_tries_sauto_and_the_oracle_accepts(tmp_path: Path,
     why = _hammer_missing()
     if why is not None:
         pytest.skip(why)
-    from benches.coq.bench import main
-
+    search_bench(tmp_path, "h.v", "Require Import List.\n"
+                 "Theorem rev_len : forall (A : Type) (l : list A), length (rev l) = length l.\n"
+                 "Proof. intros. apply rev_length. Qed.\n", "--hammer", "--theorem-seconds", "25")
+    assert "solved: 1/1" in capsys.readouterr().out
     src = tmp_path / "h.v"
-    src.write_text("Require Import List.\n"
-                   "Theorem rev_len : forall (A : Type) (l : list A), length (rev l) = length l.\n"
-                   "Proof. intros. apply rev_length. Qed.\n")
-    runs = tmp_path / "runs"
-    code = main(["--source", str(src), "--agent", "search", "--hammer", "--runs", str(runs), "--quiet",
-                 "--theorem-seconds", "25"])
-    assert code == 0 and "solved: 1/1" in capsys.readouterr().out
     # the hammer's tactics are candidates at a state (the search found a cheaper proof above), and a
     # proof made with one is the oracle's to accept in the same preloaded context
     from agents.best_first import Node

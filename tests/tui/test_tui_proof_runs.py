@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from make_run import fake_clock
 from screen_text import screen_lines
+from search_bench import search_bench
 from test_tui_screens import open_dashboard
 from textual.widgets import Static, Tree
 from tui_helpers import fixed_clock, plain, wait_until
@@ -138,17 +139,11 @@ async def test_a_failed_try_in_the_proof_tree_shows_the_provers_error(tmp_path: 
 
 @pytest.mark.skipif(shutil.which("coqtop") is None, reason="Coq (coqtop) is not installed")
 async def test_a_real_search_keeps_the_provers_error_of_a_failed_tactic(tmp_path: Path) -> None:
-    from benches.coq.bench import main
-
     # a theorem the search proves only after a failed try: its first round trip (the cheap closers) fails at
     # the root (`n + 0 = n`, used before, is now closed by the first closer, with no failure to keep)
-    source = tmp_path / "maplen.v"
-    source.write_text("Require Import List.\n\nTheorem map_len : forall (A B : Type) (f : A -> B) (l : list A),"
-                      " length (map f l) = length l.\nProof. intros. induction l; simpl; auto. Qed.\n")
-    runs = tmp_path / "runs"
-    assert main(["--source", str(source), "--agent", "search", "--runs", str(runs), "--quiet",
-                 "--theorem-seconds", "20"]) == 0
-    [run] = list(runs.iterdir())
+    run = search_bench(tmp_path, "maplen.v", "Require Import List.\n\nTheorem map_len : forall (A B : Type) "
+                       "(f : A -> B) (l : list A), length (map f l) = length l.\nProof. intros. induction l; simpl; "
+                       "auto. Qed.\n", "--theorem-seconds", "20")
     store = RunStore(run)
     trees = [json.loads(store.get_blob(e.data.proposal_blob))["meta"]["search_tree"] for e in store.scan().events
              if e.kind == "trial.proposed" and e.data.agent.startswith("proof-search")]

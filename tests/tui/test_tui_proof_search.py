@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from search_bench import search_bench
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
@@ -42,14 +43,8 @@ def _rendered(screen: TrialScreen) -> str:
 
 
 async def test_trial_view_steps_through_the_goals_of_a_found_proof(tmp_path: Path) -> None:
-    from benches.coq.bench import main
-
-    src = tmp_path / "double.v"
-    src.write_text(SOURCE)
-    runs = tmp_path / "runs"
-    assert main(["--source", str(src), "--agent", "search", "--runs", str(runs), "--quiet",
-                 "--theorem-seconds", "25"]) == 0
-    run = next(runs.iterdir())
+    run = search_bench(tmp_path, "double.v", SOURCE, "--theorem-seconds", "25")
+    runs = run.parent
     trial = next(json.loads(line)["data"]["trial_id"] for line in (run / "events.jsonl").read_text().splitlines()
                  if '"trial.finished"' in line and '"status":"ok"' in line.replace(" ", ""))
     app = RRMAApp(runs, run)

@@ -47,6 +47,10 @@ _PROMPT = re.compile(r"<prompt>.*?</prompt>", re.S)
 _GOALS_HEAD = re.compile(r"^(\d+) goals?(?: \(ID \d+\))?\s*$")
 _OTHER_GOAL = re.compile(r"^goal (\d+)(?: \(ID \d+\))? is:\s*$")
 _HYP = re.compile(r"^  (?P<names>[A-Za-z_][\w']*(?:, [A-Za-z_][\w']*)*) :(?P<def>=)? ?(?P<rest>.*)$")
+# what a `Search` query may hold: names, holes, parentheses, quoted notations and the symbols of the usual
+# notations. Before round twenty-two it had no `^` nor `~`, so every query on a power (`_ ^ (_ + _) = ...`) or a
+# negation (`~ _ < _`) was refused here, silently, as answering nothing
+SEARCH_QUERY = re.compile(r"[\w'. ()\"+*:<>=@\[\]?&|,{}\\/^~-]+")
 _SEARCH_HEAD = re.compile(r"^(?P<name>[A-Za-z_][\w'.]*):\s*(?P<rest>.*)$")
 
 
@@ -419,7 +423,7 @@ class CoqProofStates:
         ``query`` is a list of Coq terms or quoted notations (``"app length"``); it is screened
         to identifiers, ``_``, parentheses and quoted notation strings. Runs in the current proof.
         """
-        if not re.fullmatch(r"[\w'. ()\"+*:<>=@\[\]?&|,{}\\/-]+", query) or "Qed" in query:
+        if not SEARCH_QUERY.fullmatch(query) or "Qed" in query:
             return []
         try:
             reply = self._send(f"Search {query}.", time.monotonic() + timeout_s)

@@ -375,3 +375,45 @@ def test_the_implication_lookups_stop_once_a_theorem_spent_their_seconds(monkeyp
     assert len(asked) == 2 and lookups.spent["implied"][0] == 2
     assert lookups.implied(patterns[0])[0].name == "L"  # kept for the scope: no query
     assert len(asked) == 2
+
+
+ZARITH = "Require Import ZArith.\nOpen Scope Z_scope.\n"
+# the oracle's screen of a `Search` query before round twenty-two: no `^`, no `~`
+SCREEN_BEFORE = r"[\w'. ()\"+*:<>=@\[\]?&|,{}\\/-]+"
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_power_goals_shape_is_searched(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`Zpower.v`'s `two_p_is_exp` ends with `apply Z.pow_add_r.` at `2 ^ (x + y) = 2 ^ x * 2 ^ y`, yet the
+    search never offered it: the proof states refused every `Search` query holding `^` (or `~`), silently, as
+    answering nothing. With the screen mended the goal's shape names `Z.pow_add_r` and the search proves it at
+    once; with the old screen it is open after 300 runs."""
+    import re
+
+    import oracle.proof_state_coq as proof_state_coq
+
+    if not rule:
+        monkeypatch.setattr(proof_state_coq, "SEARCH_QUERY", re.compile(SCREEN_BEFORE))
+    task = TheoremTask("t", "Lemma t (a b c : Z) (Hb : 0 <= b) (Hc : 0 <= c) : a ^ (b + c) = a ^ b * a ^ c.",
+                       ZARITH, "", prover="coq")
+    result = coq_search(task, 300, library=True)
+    if rule:
+        assert result.reason == "proved" and "Z.pow_add_r" in " ".join(result.tactics), result.tactics
+        assert result.checks <= 20, result.checks
+    else:
+        assert result.reason != "proved", result.tactics
+
+
+@needs_coq
+def test_a_negations_shape_is_searched() -> None:
+    """`Search (~ _ < _)` reaches Coq and names the irreflexivity lemma (refused before round twenty-two)."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    states = CoqProofStates()
+    try:
+        states.start(TheoremTask("t", "Lemma t (n : Z) : ~ n < n.", ZARITH, "", prover="coq"))
+        assert "Z.lt_irrefl" in [p.name for p in states.search_premises("(~ _ < _)")]
+    finally:
+        states.close()
+

@@ -417,3 +417,22 @@ def test_a_negations_shape_is_searched() -> None:
     finally:
         states.close()
 
+HINTED = (QARITH + "Parameters lo hi : Q -> Q.\nAxiom lo_le : forall x, lo x <= x.\nAxiom le_hi : forall x, x <= hi x.\n"
+          "#[global] Hint Resolve lo_le le_hi : qarith.\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_eauto_over_every_hint_database_chains_the_files_hints(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`Qround.v`'s `Qle_floor_ceiling` is `eauto with qarith.`: the file put its two earlier lemmas in `qarith`,
+    where `Qle_trans` is, and `eauto` finds the middle value. `intuition` (`auto with *`) cannot choose one, and
+    `eauto using` the file's lemmas lacks `Qle_trans`: without the rule the goal is open after 400 runs."""
+    monkeypatch.setattr(coq_tactics, "HINTS_EAUTO", rule)
+    task = TheoremTask("lo_hi", "Lemma lo_hi : forall x, lo x <= hi x.", HINTED, "", prover="coq")
+    result = coq_search(task, 400, library=True)
+    if rule:
+        assert result.reason == "proved" and result.tactics == (coq_tactics.HINT_EAUTO[0],), (result.reason,
+                                                                                                result.tactics)
+        assert result.checks <= 20, result.checks
+    else:
+        assert result.reason != "proved", result.tactics

@@ -207,6 +207,33 @@ def _binds(tactic: str, name: str) -> bool:
     return False
 
 
+# a switch for tests: False offers a lemma that replaces a constant by its value only as `rewrite L.` (one occurrence
+# at a time, before round twenty-two), True also as `rewrite !L.` where the goal names that constant twice or more
+REWRITE_ALL = True
+
+
+def replaced_constant(statement: str) -> str | None:
+    """The constant an equation ``f x .. = rhs`` replaces when ``rhs`` no longer names it (``two_p_equiv``:
+    ``two_p x = 2 ^ x``): ``rewrite !L`` then stops once none is left, where a rule whose right side names it again
+    (``n + m = m + n``) would loop. None for any other lemma."""
+    words = top_words(" ".join(conclusion_of(statement).split()))
+    if words.count("=") != 1:
+        return None
+    at = words.index("=")
+    left, right = words[:at], words[at + 1:]
+    if len(left) < 2 or not right or not re.fullmatch(r"[A-Za-z_][\w'.]*", left[0]):
+        return None
+    head = left[0]
+    if re.search(rf"(?<![\w'.]){re.escape(head.split('.')[-1])}(?![\w'])", " ".join(right)):
+        return None
+    return head
+
+
+def occurrences(name: str, text: str) -> int:
+    """How often ``text`` names the constant ``name`` (by its short name, qualified or not)."""
+    return len(re.findall(rf"(?<![\w']){re.escape(name.split('.')[-1])}(?![\w'.])", text))
+
+
 def _is_prop(typ: str) -> bool:
     """Whether a hypothesis of this type is a proof (``H : n <= m``, ``H : x == y``), not a value (``n : t``)."""
     return bool(_PROP_HINT.search(typ)) or typ.startswith(("forall", "exists", "~")) or (
@@ -814,6 +841,9 @@ class CoqTactics(TacticSource):
             if is_rewrite_rule(premise.statement):
                 out.append(Candidate(f"rewrite {premise.name}.", weight, source="premise"))
                 out.append(Candidate(f"rewrite <- {premise.name}.", weight + 0.2, source="premise"))
+                head = replaced_constant(premise.statement) if REWRITE_ALL else None
+                if head is not None and occurrences(head, concl) >= 2:
+                    out.append(Candidate(f"rewrite !{premise.name}.", weight - 0.05, source="premise"))
             if k < 3:
                 out.append(Candidate(f"eapply {premise.name}.", weight + 0.3, source="premise"))
                 for h in prop_hyps:

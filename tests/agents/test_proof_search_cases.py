@@ -377,6 +377,27 @@ def test_the_implication_lookups_stop_once_a_theorem_spent_their_seconds(monkeyp
     assert len(asked) == 2
 
 
+HINTED = (QARITH + "Parameters lo hi : Q -> Q.\nAxiom lo_le : forall x, lo x <= x.\nAxiom le_hi : forall x, x <= hi x.\n"
+          "#[global] Hint Resolve lo_le le_hi : qarith.\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_eauto_over_every_hint_database_chains_the_files_hints(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`Qround.v`'s `Qle_floor_ceiling` is `eauto with qarith.`: the file put its two earlier lemmas in `qarith`,
+    where `Qle_trans` is, and `eauto` finds the middle value. `intuition` (`auto with *`) cannot choose one, and
+    `eauto using` the file's lemmas lacks `Qle_trans`: without the rule the goal is open after 400 runs."""
+    monkeypatch.setattr(coq_tactics, "HINTS_EAUTO", rule)
+    task = TheoremTask("lo_hi", "Lemma lo_hi : forall x, lo x <= hi x.", HINTED, "", prover="coq")
+    result = coq_search(task, 400, library=True)
+    if rule:
+        assert result.reason == "proved" and result.tactics == (coq_tactics.HINT_EAUTO[0],), (result.reason,
+                                                                                                result.tactics)
+        assert result.checks <= 20, result.checks
+    else:
+        assert result.reason != "proved", result.tactics
+
+
 ZARITH = "Require Import ZArith.\nOpen Scope Z_scope.\n"
 # the oracle's screen of a `Search` query before round twenty-two: no `^`, no `~`
 SCREEN_BEFORE = r"[\w'. ()\"+*:<>=@\[\]?&|,{}\\/-]+"
@@ -417,22 +438,33 @@ def test_a_negations_shape_is_searched() -> None:
     finally:
         states.close()
 
-HINTED = (QARITH + "Parameters lo hi : Q -> Q.\nAxiom lo_le : forall x, lo x <= x.\nAxiom le_hi : forall x, x <= hi x.\n"
-          "#[global] Hint Resolve lo_le le_hi : qarith.\n")
+
+def test_a_lemma_that_replaces_a_constant_is_read() -> None:
+    """`rewrite !L` stops only when the rule's right side no longer names the constant its left side replaces."""
+    from agents.coq_tactics import occurrences, replaced_constant
+
+    assert replaced_constant("forall x : Z, two_p x = 2 ^ x") == "two_p"
+    assert replaced_constant("forall x, Qceiling x = - Qfloor (- x)") == "Qceiling"
+    assert replaced_constant("forall n m, n + m = m + n") is None  # no constant applied on the left
+    assert replaced_constant("forall a, f (g a) = g (f a)") is None  # the right side names `f` again: would loop
+    assert replaced_constant("forall n, n <= n") is None
+    assert occurrences("Z.two_p", "two_p (x + y) = two_p x * Z.two_p y") == 3
+
+
+POW = "Require Import Arith.\nParameter tw : nat -> nat.\nAxiom tw_equiv : forall n, tw n = 2 ^ n.\n"
 
 
 @needs_coq
-@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
-def test_eauto_over_every_hint_database_chains_the_files_hints(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
-    """`Qround.v`'s `Qle_floor_ceiling` is `eauto with qarith.`: the file put its two earlier lemmas in `qarith`,
-    where `Qle_trans` is, and `eauto` finds the middle value. `intuition` (`auto with *`) cannot choose one, and
-    `eauto using` the file's lemmas lacks `Qle_trans`: without the rule the goal is open after 400 runs."""
-    monkeypatch.setattr(coq_tactics, "HINTS_EAUTO", rule)
-    task = TheoremTask("lo_hi", "Lemma lo_hi : forall x, lo x <= hi x.", HINTED, "", prover="coq")
-    result = coq_search(task, 400, library=True)
-    if rule:
-        assert result.reason == "proved" and result.tactics == (coq_tactics.HINT_EAUTO[0],), (result.reason,
-                                                                                                result.tactics)
-        assert result.checks <= 20, result.checks
-    else:
-        assert result.reason != "proved", result.tactics
+def test_a_constant_named_twice_is_replaced_everywhere_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Zpower.v`'s `two_p_is_exp` is `rewrite !two_p_equiv. apply Z.pow_add_r.`: the search offered `rewrite
+    two_p_equiv.` alone, one occurrence a step. With `rewrite !L.` the proof is the original's, in fewer runs;
+    without it the search takes another way, later."""
+    task = TheoremTask("t", "Lemma t (n m : nat) : tw (n + m) = tw n * tw m.", POW, "", prover="coq")
+    runs = {}
+    for rule in (True, False):
+        monkeypatch.setattr(coq_tactics, "REWRITE_ALL", rule)
+        result = coq_search(task, 600, library=True)
+        assert result.reason == "proved", (rule, result.reason, result.last_error)
+        runs[rule] = (result.tactics, result.checks)
+    assert runs[True][0] == ("rewrite !tw_equiv.", "apply Nat.pow_add_r."), runs
+    assert not any(t.startswith("rewrite !") for t in runs[False][0]) and runs[False][1] > runs[True][1], runs

@@ -130,7 +130,9 @@ def test_the_side_goals_a_rewrite_opens_are_closed_with_it(monkeypatch: pytest.M
                        "", prover="coq")
     result = _rules_search(task, max_checks=600)
     if rule:
-        assert result.tactics is not None and "rewrite f_r; try solve [lia]." in result.tactics, result.tactics
+        # one occurrence at a time, or both at once (`rewrite !f_r`, round twenty-two): either keeps its closer
+        assert result.tactics is not None and ({"rewrite f_r; try solve [lia].", "rewrite !f_r; try solve [lia]."}
+                                               & set(result.tactics)), result.tactics
     else:
         assert result.tactics is None, result.tactics
 
@@ -206,6 +208,8 @@ def test_a_closed_cases_steps_are_replayed_on_the_next_case(monkeypatch: pytest.
     case is searched afresh: 64 runs."""
     monkeypatch.setattr(best_first, "SIBLING_REPLAY", rule)
     monkeypatch.setattr(coq_tactics, "FILE_AXIOMS", True)
+    # one rewrite a step, as the runs above were counted: `rewrite !mx_l` (round twenty-two) closes a case in one
+    monkeypatch.setattr(coq_tactics, "REWRITE_ALL", False)
     task = TheoremTask("s_mx", "Lemma s_mx : forall n m, s (mx n m) = mx (s n) (s m).", MIRROR, "", prover="coq")
     result = _rules_search(task, max_checks=3000)
     assert result.reason == "proved", (result.reason, result.checks, result.last_error)

@@ -116,6 +116,7 @@ _DUAL_SIDE = re.compile(r"(?<![\w'.])(left|right)(?![\w'])")
 _GROUP = r"\((?:[^()]|\([^()]*\))*\)"  # a parenthesised term, one level of parentheses inside
 _MATCH = re.compile(rf"\bmatch\s+(?P<scrut>[A-Za-z_][\w'.]*(?:\s+(?:[A-Za-z_][\w'.]*|{_GROUP}))*|{_GROUP})\s+with\b")
 _IDENT = re.compile(r"[A-Za-z_][\w']*")
+_HOLE_IDENT = re.compile(r"(?<![%\w'])[A-Za-z_][\w']*")  # a name, not a scope's key (`nat` of `%nat`)
 _BINDERS = re.compile(r"^(?:forall|∀)\s+(?P<binders>.*?),", re.S)
 
 
@@ -281,7 +282,7 @@ GENERAL_PATTERNS = False  # on: the shape with constant leaves as holes too (los
 QUERY_NOTATIONS = True
 _PLAIN_QUERY_TEXT = re.compile(r"[\w'. ()+*:<>=@\[\]^/\\~-]+")
 # a name or numeral of a pattern (general_pattern decides which are leaves)
-_WORD = re.compile(r"(?<![\w'.])(?:\d+|[A-Za-z][\w']*(?:\.[A-Za-z_][\w']*)*)(?![\w'.])")
+_WORD = re.compile(r"(?<![\w'.%])(?:\d+|[A-Za-z][\w']*(?:\.[A-Za-z_][\w']*)*)(?![\w'.])")
 WITNESSES = True  # a switch for tests: False offers no `exists v` nor `red` on a bracketed notation (round eleven)
 CONSTRUCTOR_WITNESSES = False  # on: `exists f.` on an applied predicate of one constructor, not only on `exists ..`
 WITNESS_SOURCE = "witness"  # the source of those `exists` on an applied predicate (its own figures in by_source)
@@ -392,7 +393,7 @@ def hole_pattern(text: str, names: Sequence[str]) -> str:
     """``text`` with each of ``names`` as a hole, whatever is left (``_ <= 0`` for ``p <= 0``, ``_ = _``):
     what :func:`pattern_instance` compares a lemma's premise with a hypothesis by."""
     holes = set(names)
-    return _IDENT.sub(lambda m: "_" if m.group(0) in holes else m.group(0), " ".join(text.split()))
+    return _HOLE_IDENT.sub(lambda m: "_" if m.group(0) in holes else m.group(0), " ".join(text.split()))
 
 
 def premise_pattern(statement: str) -> str:

@@ -47,10 +47,11 @@ _PROMPT = re.compile(r"<prompt>.*?</prompt>", re.S)
 _GOALS_HEAD = re.compile(r"^(\d+) goals?(?: \(ID \d+\))?\s*$")
 _OTHER_GOAL = re.compile(r"^goal (\d+)(?: \(ID \d+\))? is:\s*$")
 _HYP = re.compile(r"^  (?P<names>[A-Za-z_][\w']*(?:, [A-Za-z_][\w']*)*) :(?P<def>=)? ?(?P<rest>.*)$")
-# what a `Search` query may hold: names, holes, parentheses, quoted notations and the symbols of the usual
-# notations. Before round twenty-two it had no `^` nor `~`, so every query on a power (`_ ^ (_ + _) = ...`) or a
-# negation (`~ _ < _`) was refused here, silently, as answering nothing
-SEARCH_QUERY = re.compile(r"[\w'. ()\"+*:<>=@\[\]?&|,{}\\/^~-]+")
+# what a `Search` query may hold: names, holes, parentheses, quoted notations, the symbols of the usual notations
+# and a scope's key (`(_ <= _)%nat`). Before round twenty-two it had no `^`, `~` nor `%`, so every query on a power
+# (`_ ^ (_ + _) = ...`), a negation (`~ _ < _`) or a term in another scope was refused here, silently, as
+# answering nothing
+SEARCH_QUERY = re.compile(r"[\w'. ()\"+*:<>=@\[\]?&|,{}\\/^~%-]+")
 _SEARCH_HEAD = re.compile(r"^(?P<name>[A-Za-z_][\w'.]*):\s*(?P<rest>.*)$")
 
 

@@ -472,3 +472,33 @@ def test_a_constant_named_twice_is_replaced_everywhere_at_once(monkeypatch: pyte
         runs[rule] = (result.tactics, result.checks)
     assert runs[True][0] == ("rewrite !tw_equiv.", "apply Nat.pow_add_r."), runs
     assert not any(t.startswith("rewrite !") for t in runs[False][0]) and runs[False][1] > runs[True][1], runs
+
+
+REALS_NAT = "Require Import Reals.\nOpen Scope R_scope.\n"
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_goal_in_another_scope_has_its_shape_searched(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """In a `Reals` file a goal on naturals prints as `(Nat.div2 n <= n)%nat`: before round twenty-two its `%`
+    kept it from being a `Search` pattern (and the proof states refused such a query), so the lemma that closes
+    it came late, from elsewhere. Now `Search ((Nat.div2 _ <= _)%nat)` names `Nat.div2_decr` at the first state."""
+    import re
+
+    if not rule:
+        monkeypatch.setattr(coq_tactics, "QUERY_TEXT", re.compile(r"(?:[\w'. ()+*:<>=@\[\]^/\\~-]|\?(?![A-Za-z_]))+"))
+    task = TheoremTask("t", "Lemma t (n : nat) : (Nat.div2 n <= n)%nat.", REALS_NAT, "", prover="coq")
+    result = coq_search(task, 30, library=True)
+    if rule:
+        assert result.reason == "proved" and "Nat.div2_decr" in " ".join(result.tactics), result.tactics
+    else:
+        assert result.reason != "proved", result.tactics
+
+
+def test_a_scopes_key_is_no_hole() -> None:
+    """`%nat` stays as it is when a pattern's names become holes, even where a local value shares its name."""
+    from agents.coq_tactics import conclusion_pattern, general_pattern
+
+    assert conclusion_pattern("(n <= m)%nat", ["n", "m", "nat"]) == "(_ <= _)%nat"
+    assert conclusion_pattern("(- Qfloor (- x) <= - Qfloor (- y))%Z", ["x", "y"]) == "(- Qfloor (- _) <= - Qfloor (- _))%Z"
+    assert general_pattern("(S _ <= 0)%nat") == "(S _ <= _)%nat"

@@ -208,6 +208,8 @@ def _binds(tactic: str, name: str) -> bool:
     return False
 
 
+# a switch for tests: False offers no functor parameter's lemma of the theorem's own name (round twenty-two)
+NAMESAKES = True
 # a switch for tests: False offers a lemma that replaces a constant by its value only as `rewrite L.` (one occurrence
 # at a time, before round twenty-two), True also as `rewrite !L.` where the goal names that constant twice or more
 REWRITE_ALL = True
@@ -708,6 +710,7 @@ class CoqTactics(TacticSource):
                        for k, (_, _, body) in enumerate(self.similar_proofs[:6]))
             if self.portfolio:
                 out.extend(self._portfolio())
+            out.extend(Candidate(f"apply {name}.", 0.3, source="premise") for name in self._namesakes())
         closers = COQ_CLOSERS + ([HINT_EAUTO] if HINTS_EAUTO else []) + (HAMMER_CLOSERS if self.hammer else [])
         if concl.strip() == "True":
             out.append(Candidate("exact I.", 0.1, True))
@@ -1262,6 +1265,24 @@ class CoqTactics(TacticSource):
         elif result.outcome == "error" and re.search(r"(?:was not found|Unknown (?:tactic|command))", result.message) \
                 and head in result.message:
             self.unknown.add(head)
+
+    def _namesakes(self) -> list[str]:
+        """The lemmas of the theorem's own name that an open functor's parameters carry (``M.mem_spec`` for
+        ``mem_spec`` in ``MSetInterface.v``'s ``Module WRaw2SetsOn (E:DecidableType)(M:WRawSets E)``, whose proofs
+        are ``exact (@M.mem_spec _ _ _)``): a functor that wraps its parameter restates the parameter's lemmas.
+        Each is another constant than the stripped original, and a parameter's field is a hypothesis the checker
+        allows; ``Locate`` says which exist (once per theorem and parameter), innermost module first."""
+        locate = getattr(self.states, "locate", None)
+        if not NAMESAKES or locate is None:
+            return []
+        short = self.task.name.split(".")[-1]
+        out: list[str] = []
+        for module in reversed(self.modules):
+            for parameter in module.parameters:
+                name = f"{parameter}.{short}"
+                if name not in out and locate(name) is not None:
+                    out.append(name)
+        return out
 
     def _parameter_field(self, name: str) -> bool:
         """Whether the assumption ``name`` is a field of an open functor's parameter (agents/coq_scope.py): a

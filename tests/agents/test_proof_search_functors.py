@@ -311,3 +311,42 @@ def test_a_setoid_equation_conclusion_is_a_relation_not_a_constant_to_unfold(mon
         assert ("rewrite H." in offered) is rule, offered
     finally:
         states.close()
+
+
+# a functor that wraps its parameter and restates its lemmas (`MSets/MSetInterface.v`'s `WRaw2SetsOn`)
+WRAPPED = ("Module Type Raw.\nParameter t : Type.\nParameter ok : t -> Prop.\nExisting Class ok.\n"
+           "Parameter mem : nat -> t -> bool.\nParameter In : nat -> t -> Prop.\n"
+           "Axiom mem_spec : forall (s : t) (x : nat) `{ok s}, mem x s = true <-> In x s.\nEnd Raw.\n"
+           "Module Wrap (M : Raw).\nRecord t := Mk { this :> M.t; is_ok : M.ok this }.\n"
+           "#[global] Existing Instance is_ok.\nDefinition mem x (s : t) := M.mem x s.\n"
+           "Definition In x (s : t) := M.In x s.\n")
+WRAPPED_STATEMENT = "Lemma mem_spec (s : t) (x : nat) : mem x s = true <-> In x s."
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_parameters_lemma_of_the_theorems_name_is_applied(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`MSetInterface.v`'s wrapping functors prove `mem_spec` by `exact (@M.mem_spec _ _ _)`: 14 of its theorems
+    were open on out-of-sample 36, their lemma filtered out for sharing the theorem's short name. `apply M.mem_spec`
+    and the instance it leaves (`M.ok s`, `apply is_ok`) prove it with the rule; without it, open after 300 runs."""
+    monkeypatch.setattr(coq_tactics, "NAMESAKES", rule)
+    result = _search(TheoremTask("mem_spec", WRAPPED_STATEMENT, WRAPPED, "", prover="coq"), 300)
+    if rule:
+        assert result.reason == "proved" and result.tactics[0] == "apply M.mem_spec.", result.tactics
+    else:
+        assert result.reason != "proved", result.tactics
+
+
+@needs_coq
+def test_the_checker_accepts_a_parameters_namesake(tmp_path) -> None:
+    """The parameter's lemma is another constant than the stripped theorem (the theorem's own module is not loaded
+    where the checker judges it): `bench coq` proves `mem_spec` with it, the checker's verdict."""
+    import json
+
+    from search_bench import search_bench
+
+    source = WRAPPED + WRAPPED_STATEMENT + "\nProof. exact (@M.mem_spec _ _ _). Qed.\nEnd Wrap.\n"
+    run = search_bench(tmp_path, "wrap.v", source, "--theorem-seconds", "20")
+    report = json.loads((run / "bench_report.json").read_text())
+    assert report["theorems"]["mem_spec"]["solved"], report["theorems"]
+    assert "M.mem_spec" in report["proofs"]["mem_spec"], report["proofs"]

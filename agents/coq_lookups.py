@@ -289,8 +289,9 @@ def relation_of(text: str, local_names: Iterable[str] = ()) -> tuple[str, str, s
 # a name that is not part of a qualified name nor a pattern variable already
 _LINKABLE = re.compile(r"(?<![\w'.?])[A-Za-z_][\w']*(?![\w'.])")
 # what a Search pattern may carry: a conclusion pattern's characters, `?` in a notation (`<=?`, `?=`), not an evar,
-# and `%` before a scope's key (`(n <= m)%nat` in a `Reals` file, `(x <= y)%Z` in a `QArith` one; round twenty-two)
-QUERY_TEXT = re.compile(r"(?:[\w'. ()+*:<>=@\[\]^/\\~-]|\?(?![A-Za-z_])|%(?=[A-Za-z]))+")
+# `%` before a scope's key (`(n <= m)%nat` in a `Reals` file, `(x <= y)%Z` in a `QArith` one) and the boolean
+# `&&`, `||` (round twenty-two)
+QUERY_TEXT = re.compile(r"(?:[\w'. ()+*:<>=@\[\]^/\\~&|-]|\?(?![A-Za-z_])|%(?=[A-Za-z]))+")
 IMPLIED = True  # a switch for tests: False looks up no lemma by the state's hypotheses and conclusion (round 21)
 MAX_IMPLIED_QUERIES = 8  # `Search ((A) -> (B) -> (C))` calls per theorem (each answer is kept for the scope)
 MAX_CONTAINING_QUERIES = 6  # `Search (hypothesis pattern)` calls per theorem, for its equivalences (the same)

@@ -502,3 +502,20 @@ def test_a_scopes_key_is_no_hole() -> None:
     assert conclusion_pattern("(n <= m)%nat", ["n", "m", "nat"]) == "(_ <= _)%nat"
     assert conclusion_pattern("(- Qfloor (- x) <= - Qfloor (- y))%Z", ["x", "y"]) == "(- Qfloor (- _) <= - Qfloor (- _))%Z"
     assert general_pattern("(S _ <= 0)%nat") == "(S _ <= _)%nat"
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_boolean_goals_shape_is_searched(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`a && (b || c) = a && b || a && c`: with `&&` and `||` allowed in a pattern (round twenty-two) the goal's
+    shape names `andb_orb_distrib_r` at the first state; before, the goal had no shape and the search split `a`."""
+    import re
+
+    if not rule:
+        monkeypatch.setattr(coq_tactics, "QUERY_TEXT", re.compile(r"(?:[\w'. ()+*:<>=@\[\]^/\\~-]|\?(?![A-Za-z_])|"
+                                                                  r"%(?=[A-Za-z]))+"))
+    task = TheoremTask("t", "Lemma t (a b c : bool) : a && (b || c) = a && b || a && c.", "Require Import Bool.\n",
+                       "", prover="coq")
+    result = coq_search(task, 200, library=True)
+    assert result.reason == "proved", (result.reason, result.last_error)
+    assert ("andb_orb_distrib_r" in " ".join(result.tactics)) is rule, result.tactics

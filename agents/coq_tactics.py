@@ -845,8 +845,8 @@ class CoqTactics(TacticSource):
             if is_rewrite_rule(premise.statement):
                 out.append(Candidate(f"rewrite {premise.name}.", weight, source="premise"))
                 out.append(Candidate(f"rewrite <- {premise.name}.", weight + 0.2, source="premise"))
-                head = replaced_constant(premise.statement) if REWRITE_ALL else None
-                if head is not None and occurrences(head, concl) >= 2:
+                replaced = replaced_constant(premise.statement) if REWRITE_ALL else None
+                if replaced is not None and occurrences(replaced, concl) >= 2:
                     out.append(Candidate(f"rewrite !{premise.name}.", weight - 0.05, source="premise"))
             if k < 3:
                 out.append(Candidate(f"eapply {premise.name}.", weight + 0.3, source="premise"))

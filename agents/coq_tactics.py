@@ -510,6 +510,7 @@ class CoqTactics(TacticSource):
         self._instances: dict[tuple[str, str], bool] = {}  # (hypothesis, premise) patterns -> whether it gives it
         facts = scope_facts if scope_facts is not None else {}
         self.facts = facts.setdefault(self.scope_key, ScopeFacts()) if self.scope_key is not None else ScopeFacts()
+        self._namesakes_found: list[str] | None = None  # the open functors' parameters' lemmas of the theorem's name
         self.case_types: dict[str, str] = {}  # a case-analysis tactic offered -> its variable's type
         self.witness_of: dict[str, str] = {}  # an `exists` offered on an applied predicate -> that predicate
         self.lookups = ScopeLookups(self.facts, states, task.name)  # commutativity, induction, decision lemmas
@@ -1275,14 +1276,11 @@ class CoqTactics(TacticSource):
         locate = getattr(self.states, "locate", None)
         if not NAMESAKES or locate is None:
             return []
-        short = self.task.name.split(".")[-1]
-        out: list[str] = []
-        for module in reversed(self.modules):
-            for parameter in module.parameters:
-                name = f"{parameter}.{short}"
-                if name not in out and locate(name) is not None:
-                    out.append(name)
-        return out
+        if self._namesakes_found is None:  # the statement is expanded again by the wider pass: asked once
+            short = self.task.name.split(".")[-1]
+            names = dict.fromkeys(f"{p}.{short}" for module in reversed(self.modules) for p in module.parameters)
+            self._namesakes_found = [name for name in names if locate(name) is not None]
+        return self._namesakes_found
 
     def _parameter_field(self, name: str) -> bool:
         """Whether the assumption ``name`` is a field of an open functor's parameter (agents/coq_scope.py): a

@@ -421,8 +421,8 @@ class CoqProofStates:
     def search_premises(self, query: str, timeout_s: float = 5.0, limit: int = 400) -> list[Premise]:
         """Lemmas ``Search QUERY.`` finds in the loaded environment (the context and its imports).
 
-        ``query`` is a list of Coq terms or quoted notations (``"app length"``); it is screened
-        to identifiers, ``_``, parentheses and quoted notation strings. Runs in the current proof.
+        ``query`` is a list of Coq terms or quoted notations (``"app length"``); it is screened to the
+        characters of :data:`SEARCH_QUERY`, and no `Qed` in it. Runs in the current proof.
         """
         if not SEARCH_QUERY.fullmatch(query) or "Qed" in query:
             return []

@@ -519,3 +519,4 @@ def test_a_boolean_goals_shape_is_searched(monkeypatch: pytest.MonkeyPatch, rule
     result = coq_search(task, 200, library=True)
     assert result.reason == "proved", (result.reason, result.last_error)
     assert ("andb_orb_distrib_r" in " ".join(result.tactics)) is rule, result.tactics
+

@@ -208,6 +208,12 @@ def _binds(tactic: str, name: str) -> bool:
     return False
 
 
+# a value of the statement split into its constructors, each boolean under them split too, and every case computed
+# (`Ascii.v`: `destruct a as [[|][|][|][|][|][|][|][|]]; vm_compute; reflexivity.` for a fact of all 256 characters);
+# offered at the statement for its first two values of a named type (round twenty-two)
+EXHAUST_STEP = ("intros; destruct {name}; repeat match goal with b : bool |- _ => destruct b end; vm_compute; "
+                "reflexivity.")
+EXHAUST = True  # a switch for tests: False offers no such step (the search before round twenty-two)
 # a switch for tests: False offers no functor parameter's lemma of the theorem's own name (round twenty-two)
 NAMESAKES = True
 # a switch for tests: False offers a lemma that replaces a constant by its value only as `rewrite L.` (one occurrence
@@ -755,6 +761,10 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"destruct {name}.", 1.0))
             for k, premise in enumerate(premises[:4]):
                 out.append(Candidate(f"apply {premise.name}.", 0.7 + 0.1 * k, source="premise"))
+            if EXHAUST:  # a value of a finite type (`ascii`: eight booleans), every case computed
+                out.extend(Candidate(EXHAUST_STEP.format(name=name), 0.7 + 0.05 * k, True)
+                           for k, (name, typ) in enumerate(binder_types[:2])
+                           if plain_type(" ".join(typ.split())) and " ".join(typ.split()) not in _SORTS)
             out.extend(self._implied_statement(concl, hyps))
             out.extend(self._equivalence_candidates(concl, hyps, statement=True))
             out.extend(Candidate(t, 0.6 + 0.03 * k) for k, t in enumerate(self.own_tactics))

@@ -520,3 +520,25 @@ def test_a_boolean_goals_shape_is_searched(monkeypatch: pytest.MonkeyPatch, rule
     assert result.reason == "proved", (result.reason, result.last_error)
     assert ("andb_orb_distrib_r" in " ".join(result.tactics)) is rule, result.tactics
 
+
+FOUR_BITS = ("Inductive nibble := N4 (a b c d : bool).\n"
+             "Definition code (t : nibble) : nat := let (a, b, c, d) := t in\n"
+             "  (if a then 1 else 0) + (if b then 2 else 0) + (if c then 4 else 0) + (if d then 8 else 0).\n"
+             "Definition decode (n : nat) : nibble := N4 (Nat.odd n) (Nat.odd (Nat.div2 n))\n"
+             "  (Nat.odd (Nat.div2 (Nat.div2 n))) (Nat.odd (Nat.div2 (Nat.div2 (Nat.div2 n)))).\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_value_of_a_finite_type_is_split_and_computed(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`Ascii.v`'s `ascii_nat_embedding` is `destruct a as [[|][|][|][|][|][|][|][|]]; compute; reflexivity.`: every
+    one of 256 characters computed. The same for a record of four booleans: proved by one step with the rule; the
+    search splitting one boolean a state is open after 300 runs without it."""
+    monkeypatch.setattr(coq_tactics, "EXHAUST", rule)
+    task = TheoremTask("t", "Lemma t : forall t : nibble, decode (code t) = t.", FOUR_BITS, "", prover="coq")
+    result = coq_search(task, 300, library=True)
+    if rule:
+        assert result.reason == "proved" and result.tactics == (coq_tactics.EXHAUST_STEP.format(name="t"),), \
+            result.tactics
+    else:
+        assert result.reason != "proved", result.tactics

@@ -299,7 +299,7 @@ MAX_IMPLIED = 3  # lemmas offered for each implication a state's hypotheses and 
 EQUIVALENCES = True  # a switch for tests: False rewrites no hypothesis with an equivalence of its shape (round 21)
 # a case analysis on a variable whose type is not an inductive type: Coq's answer
 _NOT_INDUCTIVE = re.compile(r"Not an inductive (?:product|definition|type)|is not an inductive type")
-_CASE_ANALYSIS = re.compile(r"^(?:revert [^;]*;\s*)?(?:induction|destruct|elim|case)\s+(?P<var>[A-Za-z_][\w']*)"
+_CASE_ANALYSIS = re.compile(r"^(?:intros;\s*)?(?:revert [^;]*;\s*)?(?:induction|destruct|elim|case)\s+(?P<var>[A-Za-z_][\w']*)"
                             r"(?=[\s.;])")
 _NOT_FOUND = re.compile(r"The reference (?P<name>[A-Za-z_][\w'.]*) was not found in the current environment")
 # where a tactic binds a name of its own (`intros x`, `as [a b]`, `eqn:E`, `set (x := ...)`): such a name is not a reference

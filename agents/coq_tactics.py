@@ -516,6 +516,7 @@ class CoqTactics(TacticSource):
         self._instances: dict[tuple[str, str], bool] = {}  # (hypothesis, premise) patterns -> whether it gives it
         facts = scope_facts if scope_facts is not None else {}
         self.facts = facts.setdefault(self.scope_key, ScopeFacts()) if self.scope_key is not None else ScopeFacts()
+        self._refused_before: int = getattr(states, "refused_queries", 0)  # the proof states' count at the start
         self._namesakes_found: list[str] | None = None  # the open functors' parameters' lemmas of the theorem's name
         self.case_types: dict[str, str] = {}  # a case-analysis tactic offered -> its variable's type
         self.witness_of: dict[str, str] = {}  # an `exists` offered on an applied predicate -> that predicate
@@ -1305,8 +1306,10 @@ class CoqTactics(TacticSource):
     @property
     def lookup_stats(self) -> dict[str, list[float]]:
         """This theorem's queries to Coq by kind (``Search`` on the goal's shape, its implications, its
-        equivalences...): [queries, seconds] (best_first reports them in ``by_source`` as ``lookup:KIND``)."""
-        return self.lookups.spent
+        equivalences...): [queries, seconds] (best_first reports them in ``by_source`` as ``lookup:KIND``); and
+        ``refused``, the queries the proof states' screen refused during this theorem, where there were any."""
+        refused = getattr(self.states, "refused_queries", 0) - self._refused_before
+        return {**self.lookups.spent, **({"refused": [refused, 0.0]} if refused else {})}
 
     @property
     def _banned_short(self) -> set[str]:

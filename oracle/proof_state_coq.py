@@ -298,6 +298,9 @@ class CoqProofStates:
         self.preload = preload
         self.nice = nice  # the session's priority below this process's (a session beside another on 2 cores)
         self.session: CoqSession | None = None
+        # `Search` queries the screen refused (answered `[]` as an empty answer is): a search reports how many
+        # (`lookup:refused`), so that a screen narrower than the agent's patterns shows (round twenty-two)
+        self.refused_queries = 0
         self.task: TheoremTask | None = None
         self.doc: _Doc | None = None
         self.tactic_runs = 0  # tactics sent to coqtop (replays included)
@@ -425,6 +428,7 @@ class CoqProofStates:
         characters of :data:`SEARCH_QUERY`, and no `Qed` in it. Runs in the current proof.
         """
         if not SEARCH_QUERY.fullmatch(query) or "Qed" in query:
+            self.refused_queries += 1
             return []
         try:
             reply = self._send(f"Search {query}.", time.monotonic() + timeout_s)

@@ -413,7 +413,7 @@ def test_a_power_goals_shape_is_searched(monkeypatch: pytest.MonkeyPatch, rule: 
     """`Zpower.v`'s `two_p_is_exp` ends with `apply Z.pow_add_r.` at `2 ^ (x + y) = 2 ^ x * 2 ^ y`, yet the
     search never offered it: the proof states refused every `Search` query holding `^` (or `~`), silently, as
     answering nothing. With the screen mended the goal's shape names `Z.pow_add_r` and the search proves it at
-    once; with the old screen it is open after 300 runs."""
+    once; with the old screen it is open after 300 runs, and the refused queries are counted in its report."""
     import re
 
     import oracle.proof_state_coq as proof_state_coq
@@ -426,8 +426,10 @@ def test_a_power_goals_shape_is_searched(monkeypatch: pytest.MonkeyPatch, rule: 
     if rule:
         assert result.reason == "proved" and "Z.pow_add_r" in " ".join(result.tactics or ()), result.tactics
         assert result.checks <= 20, result.checks
+        assert "lookup:refused" not in result.by_source, result.by_source
     else:
         assert result.reason != "proved", result.tactics
+        assert result.by_source["lookup:refused"][0] >= 1, result.by_source  # the gap shows in the report
 
 
 @needs_coq

@@ -233,9 +233,7 @@ def replaced_constant(statement: str) -> str | None:
     if len(left) < 2 or not right or not re.fullmatch(r"[A-Za-z_][\w'.]*", left[0]):
         return None
     head = left[0]
-    if re.search(rf"(?<![\w'.]){re.escape(head.split('.')[-1])}(?![\w'])", " ".join(right)):
-        return None
-    return head
+    return None if occurrences(head, " ".join(right)) else head
 
 
 def occurrences(name: str, text: str) -> int:
@@ -517,7 +515,6 @@ class CoqTactics(TacticSource):
         facts = scope_facts if scope_facts is not None else {}
         self.facts = facts.setdefault(self.scope_key, ScopeFacts()) if self.scope_key is not None else ScopeFacts()
         self._refused_before: int = getattr(states, "refused_queries", 0)  # the proof states' count at the start
-        self._namesakes_found: list[str] | None = None  # the open functors' parameters' lemmas of the theorem's name
         self.case_types: dict[str, str] = {}  # a case-analysis tactic offered -> its variable's type
         self.witness_of: dict[str, str] = {}  # an `exists` offered on an applied predicate -> that predicate
         self.lookups = ScopeLookups(self.facts, states, task.name)  # commutativity, induction, decision lemmas
@@ -1283,25 +1280,29 @@ class CoqTactics(TacticSource):
         ``mem_spec`` in ``MSetInterface.v``'s ``Module WRaw2SetsOn (E:DecidableType)(M:WRawSets E)``, whose proofs
         are ``exact (@M.mem_spec _ _ _)``): a functor that wraps its parameter restates the parameter's lemmas.
         Each is another constant than the stripped original, and a parameter's field is a hypothesis the checker
-        allows; ``Locate`` says which exist (once per theorem and parameter), innermost module first."""
-        locate = getattr(self.states, "locate", None)
-        if not NAMESAKES or locate is None:
+        allows; ``Locate`` says which exist (asked once per scope, :meth:`_located`), innermost module first."""
+        if not NAMESAKES or getattr(self.states, "locate", None) is None:
             return []
-        if self._namesakes_found is None:  # the statement is expanded again by the wider pass: asked once
-            short = self.task.name.split(".")[-1]
-            names = dict.fromkeys(f"{p}.{short}" for module in reversed(self.modules) for p in module.parameters)
-            self._namesakes_found = [name for name in names if locate(name) is not None]
-        return self._namesakes_found
+        short = self.task.name.split(".")[-1]
+        names = dict.fromkeys(f"{p}.{short}" for module in reversed(self.modules) for p in module.parameters)
+        return [name for name in names if self._located(name) is not None]
+
+    def _located(self, name: str) -> str | None:
+        """``Locate``'s full name of ``name`` here, asked once per scope (:attr:`ScopeFacts.located`); None when it
+        is no constant, or the proof states cannot say."""
+        locate = getattr(self.states, "locate", None)
+        if locate is None:
+            return None
+        if name not in self.facts.located:
+            self.facts.located[name] = locate(name)
+        return self.facts.located[name]
 
     def _parameter_field(self, name: str) -> bool:
         """Whether the assumption ``name`` is a field of an open functor's parameter (agents/coq_scope.py): a
         hypothesis of every theorem of the functor, which the checker allows (``Locate`` asked once per scope)."""
-        locate = getattr(self.states, "locate", None)
-        if locate is None or not any(m.parameters for m in self.modules):
+        if not any(m.parameters for m in self.modules):
             return False
-        if name not in self.facts.located:
-            self.facts.located[name] = locate(name)
-        return parameter_field(self.facts.located[name], self.modules)
+        return parameter_field(self._located(name), self.modules)
 
     @property
     def lookup_stats(self) -> dict[str, list[float]]:

@@ -386,15 +386,20 @@ class ScopeLookups:
     Inside a functor each also reads what its ``Include``s brought in (``ScopeFacts.included``), which
     Coq's ``Search`` misses there (agents/coq_scope.py)."""
 
-    def __init__(self, facts: ScopeFacts, states: Any, theorem: str) -> None:
+    def __init__(self, facts: ScopeFacts, states: Any, theorem: str, *, namesakes: bool = False) -> None:
         self.facts = facts
         self.search = getattr(states, "search_premises", None)
         self.theorem = theorem.split(".")[-1]
+        # True: a lemma of the theorem's own short name is another constant, kept (the original's module is not
+        # loaded: agents/coq_tactics.OTHER_NAMESAKES); False: dropped, as before round twenty-three
+        self.namesakes = namesakes
         self.asked: dict[str, int] = {}  # lookup kind -> the times this theorem asked Coq
         self.spent: dict[str, list[float]] = {}  # lookup kind -> [queries, seconds] this theorem spent asking Coq
 
-    def _own(self, premise: Premise) -> bool:
-        return premise.name.split(".")[-1] == self.theorem or premise.name.startswith("rrma_")
+    def own(self, premise: Premise) -> bool:
+        """Whether ``premise`` is none to offer: the checker's reference (``rrma_``), or, unless namesakes are
+        kept, a lemma of the theorem's own short name."""
+        return premise.name.startswith("rrma_") or (not self.namesakes and premise.name.split(".")[-1] == self.theorem)
 
     def _kept(self, kind: str, store: dict[str, Any], key: str, limit: int, ask: Callable[[], Any],
               seconds: float | None = None) -> Any:
@@ -428,7 +433,7 @@ class ScopeLookups:
             return ()
         query = f"(?a {op} ?b = ?b {op} ?a)" if op in COMMUTING_INFIX else f"({op} ?a ?b = {op} ?b ?a)"
         return tuple(self._kept("commute", self.facts.commutes, op, MAX_COMMUTE_QUERIES, lambda: tuple(
-            p.name for p in [*self._searched(query, 20), *self._included_commuting(op)] if not self._own(p))[:2]))
+            p.name for p in [*self._searched(query, 20), *self._included_commuting(op)] if not self.own(p))[:2]))
 
     def _included_commuting(self, op: str) -> list[Premise]:
         """The commutativity lemmas of ``op`` among what an open functor's ``Include`` brought in (Coq's
@@ -461,7 +466,7 @@ class ScopeLookups:
                               *self._searched(f"(CompareSpec _ _ _ _) {typ}", 100),
                               *self._searched(f"(BoolSpec _ _ _) {typ}", 100),
                               *(self.facts.included or ())]
-                  if not self._own(p)])))
+                  if not self.own(p)])))
 
     def transitive(self, pattern: str) -> tuple[Chain, ...]:
         """The transitivity lemmas into the relation ``pattern`` here (:func:`transitivity_lemmas` of Coq's
@@ -470,7 +475,7 @@ class ScopeLookups:
             return ()
         return tuple(self._kept("trans", self.facts.transitive, pattern, MAX_TRANS_QUERIES, lambda: transitivity_lemmas(
             pattern, [p for p in [*self._searched(f"(_ ?a ?b -> _ ?b ?c -> {pattern})", 100),
-                                  *(self.facts.included or ())] if not self._own(p)])))
+                                  *(self.facts.included or ())] if not self.own(p)])))
 
     def implied(self, pattern: str) -> tuple[Premise, ...]:
         """The lemmas here that state the implication ``pattern`` (:func:`implication_pattern`): Coq's ``Search
@@ -486,7 +491,7 @@ class ScopeLookups:
             return (split is None or len(split[0]) != parts - 1, len(p.name))
 
         return tuple(self._kept("implied", self.facts.implications, pattern, MAX_IMPLIED_QUERIES, lambda: tuple(
-            sorted((p for p in self._searched(f"({pattern})", 40) if not self._own(p)), key=rank)),
+            sorted((p for p in self._searched(f"({pattern})", 40) if not self.own(p)), key=rank)),
             LOOKUP_SECONDS))
 
     def containing(self, pattern: str) -> tuple[Premise, ...]:
@@ -495,7 +500,7 @@ class ScopeLookups:
         if not pattern:
             return ()
         return tuple(self._kept("containing", self.facts.containing, pattern, MAX_CONTAINING_QUERIES, lambda: tuple(
-            p for p in self._searched(f"({pattern})", 200) if not self._own(p)), LOOKUP_SECONDS))
+            p for p in self._searched(f"({pattern})", 200) if not self.own(p)), LOOKUP_SECONDS))
 
     def _searched(self, query: str, limit: int) -> list[Premise]:
         return list(self.search(query, limit=limit)) if self.search is not None else []

@@ -216,6 +216,16 @@ EXHAUST_STEP = ("intros; destruct {name}; repeat match goal with b : bool |- _ =
 EXHAUST = True  # a switch for tests: False offers no such step (the search before round twenty-two)
 # a switch for tests: False offers no functor parameter's lemma of the theorem's own name (round twenty-two)
 NAMESAKES = True
+# a switch for tests: True keeps a lemma of the theorem's own short name that Coq's `Search` or `Locate` finds (another
+# constant: `N.lt_succ_r`, a functor parameter's, for `ZNatPairs.v`'s own `lt_succ_r`), offered at every state; False
+# drops every such lemma and offers parameters' namesakes at the statement only (before round twenty-three). The
+# original itself is never among them: the checker's session and the agent's alike leave the target's own module
+# unloaded (oracle/coq/modules.py), and a session that has it loaded (a preload that reaches it) keeps the old rule
+OTHER_NAMESAKES = True
+# a switch for tests: True offers `unfold` of every definition of a module of the file at once where the goal names
+# one of them (`unfold Z.pred, Z.succ, Z.eq, ...` in `ZNatPairs.v`, where `==` is `Z.eq` and no name shows it); False
+# unfolds one definition a step (before round twenty-three)
+MODULE_UNFOLDS = True
 # a switch for tests: False offers a lemma that replaces a constant by its value only as `rewrite L.` (one occurrence
 # at a time, before round twenty-two), True also as `rewrite !L.` where the goal names that constant twice or more
 REWRITE_ALL = True
@@ -517,7 +527,10 @@ class CoqTactics(TacticSource):
         self._refused_before: int = getattr(states, "refused_queries", 0)  # the proof states' count at the start
         self.case_types: dict[str, str] = {}  # a case-analysis tactic offered -> its variable's type
         self.witness_of: dict[str, str] = {}  # an `exists` offered on an applied predicate -> that predicate
-        self.lookups = ScopeLookups(self.facts, states, task.name)  # commutativity, induction, decision lemmas
+        # commutativity, induction, decision lemmas; a lemma of the theorem's own short name is kept where the
+        # original's module is not loaded here (OTHER_NAMESAKES)
+        self.lookups = ScopeLookups(self.facts, states, task.name,
+                                    namesakes=OTHER_NAMESAKES and not self._original_loaded(states))
         # the modules open at the theorem (a functor's parameters, its `Include`s): agents/coq_scope.py
         self.modules = open_modules(codes or ())
         if self.facts.included is None:
@@ -715,6 +728,7 @@ class CoqTactics(TacticSource):
                        for k, (_, _, body) in enumerate(self.similar_proofs[:6]))
             if self.portfolio:
                 out.extend(self._portfolio())
+        if node.depth == 0 or self.lookups.namesakes:
             out.extend(Candidate(f"apply {name}.", 0.3, source="premise") for name in self._namesakes())
         closers = COQ_CLOSERS + ([HINT_EAUTO] if HINTS_EAUTO else []) + (HAMMER_CLOSERS if self.hammer else [])
         if concl.strip() == "True":
@@ -818,6 +832,9 @@ class CoqTactics(TacticSource):
             if name in used or name.split(".")[-1] in used:
                 out.append(Candidate(f"unfold {name}.", 0.8))
                 out.append(Candidate(f"unfold {name} in *.", 1.0))
+        for names in self._module_unfolds(used):
+            out.append(Candidate(f"unfold {', '.join(names)}.", 0.75))
+            out.append(Candidate(f"unfold {', '.join(names)} in *.", 0.95))
         out.extend(Candidate(f"unfold {name}.", 0.85 + 0.05 * k)
                    for k, name in enumerate(self._library_unfolds(
                        concl, {n for n, _ in hyps} | {" ".join(t.split()) for _, t in hyps} | {n for n, _ in binder_types})))
@@ -996,7 +1013,7 @@ class CoqTactics(TacticSource):
                 return []
             self.pattern_queries += 1
             found = [p for p in self.lookups.timed("pattern", lambda: search(f"({pattern})", limit=200))
-                     if not p.name.startswith("rrma_") and p.name.split(".")[-1] != self.task.name]
+                     if not self.lookups.own(p)]
             found += [p for p in self.included if pattern in conclusion_patterns(p.statement)]  # Search misses them
             found = PremiseIndex(found).rank(goal, RANKED_PER_PATTERN) if found else []
             self.concl_premises[pattern] = found
@@ -1280,12 +1297,35 @@ class CoqTactics(TacticSource):
         ``mem_spec`` in ``MSetInterface.v``'s ``Module WRaw2SetsOn (E:DecidableType)(M:WRawSets E)``, whose proofs
         are ``exact (@M.mem_spec _ _ _)``): a functor that wraps its parameter restates the parameter's lemmas.
         Each is another constant than the stripped original, and a parameter's field is a hypothesis the checker
-        allows; ``Locate`` says which exist (asked once per scope, :meth:`_located`), innermost module first."""
+        allows; ``Locate`` says which exist (asked once per scope, :meth:`_located`), innermost module first.
+        Where the original's module is not loaded (:data:`OTHER_NAMESAKES`), the short name itself too, when it
+        names a constant here (``lt_eq_cases`` in ``ZNatPairs.v`` is the imported parameter ``N``'s: the theorem
+        being proved is not yet one, so ``Locate`` finds another)."""
         if not NAMESAKES or getattr(self.states, "locate", None) is None:
             return []
         short = self.task.name.split(".")[-1]
         names = dict.fromkeys(f"{p}.{short}" for module in reversed(self.modules) for p in module.parameters)
+        if self.lookups.namesakes and short not in self.definitions:
+            names[short] = None
         return [name for name in names if self._located(name) is not None]
+
+    def _original_loaded(self, states: Any) -> bool:
+        """Whether this session has the target's own module loaded (the original reachable by its name): a
+        preload that reaches it; never the checker's case (oracle/coq/modules.py)."""
+        loaded = getattr(states, "loaded_libraries", None)
+        return bool(self.task.module) and loaded is not None and self.task.module in loaded()
+
+    def _module_unfolds(self, used: set[str]) -> list[list[str]]:
+        """For each module of the file with two or more definitions, one of which the goal names (qualified or
+        not), all of them (:data:`MODULE_UNFOLDS`): a notation hides the rest (``==`` for ``Z.eq``)."""
+        if not MODULE_UNFOLDS:
+            return []
+        modules: dict[str, list[str]] = {}
+        for name in self.definitions:
+            if "." in name:
+                modules.setdefault(name.rsplit(".", 1)[0], []).append(name)
+        return [names for names in modules.values()
+                if len(names) >= 2 and any(n in used or n.split(".")[-1] in used for n in names)]
 
     def _located(self, name: str) -> str | None:
         """``Locate``'s full name of ``name`` here, asked once per scope (:attr:`ScopeFacts.located`); None when it

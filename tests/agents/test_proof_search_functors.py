@@ -350,3 +350,68 @@ def test_the_checker_accepts_a_parameters_namesake(tmp_path) -> None:
     report = json.loads((run / "bench_report.json").read_text())
     assert report["theorems"]["mem_spec"]["solved"], report["theorems"]
     assert "M.mem_spec" in report["proofs"]["mem_spec"], report["proofs"]
+
+
+# a functor that imports its parameter and restates the parameter's law for its own pairs (`ZNatPairs.v`'s
+# `ZPairsAxiomsMod (Import N : NAxiomsMiniSig)`, whose `lt_eq_cases` is `intros; apply N.lt_eq_cases.`)
+PAIRS = ("Module Type Ord.\nParameter t : Type.\nParameter le lt : t -> t -> Prop.\n"
+         "Axiom lt_eq_cases : forall n m, le n m <-> lt n m \\/ n = m.\nEnd Ord.\n"
+         "Module Pairs (Import O : Ord).\nDefinition t := (O.t * O.t)%type.\n"
+         "Definition le (p q : t) := O.le (fst p) (fst q).\nDefinition lt (p q : t) := O.lt (fst p) (fst q).\n"
+         "Definition eq (p q : t) := fst p = fst q.\n")
+PAIRS_STATEMENT = "Lemma lt_eq_cases : forall p q : t, le p q <-> lt p q \\/ eq p q."
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_namesake_is_offered_past_the_statement(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """The parameter's `lt_eq_cases` proves the pairs' one by conversion once the pairs are introduced: at the
+    statement it cannot unify (`forall n m : O.t` against `forall p q : t`). With the rule (round twenty-three) the
+    namesakes are offered at every state and the shape search keeps them; without it only at the statement, and the
+    search drops every lemma of the theorem's short name: open after 300 runs."""
+    monkeypatch.setattr(coq_tactics, "OTHER_NAMESAKES", rule)
+    result = _search(TheoremTask("lt_eq_cases", PAIRS_STATEMENT, PAIRS, "", prover="coq"), 300)
+    if rule:
+        assert result.reason == "proved" and result.tactics == ("intros.", "apply O.lt_eq_cases."), result.tactics
+    else:
+        assert result.reason != "proved", result.tactics
+
+
+@needs_coq
+def test_the_checker_accepts_a_namesake_past_the_statement(tmp_path) -> None:
+    """Through `bench coq`: the parameter's lemma of the theorem's own name is another constant, and the checker
+    (whose session has not the file's module loaded) accepts the proof that applies it after `intros`."""
+    import json
+
+    from search_bench import search_bench
+
+    source = PAIRS + PAIRS_STATEMENT + "\nProof. intros; apply lt_eq_cases. Qed.\nEnd Pairs.\n"
+    run = search_bench(tmp_path, "pairs.v", source, "--theorem-seconds", "20")
+    report = json.loads((run / "bench_report.json").read_text())
+    assert report["theorems"]["lt_eq_cases"]["solved"], report["theorems"]
+    assert "lt_eq_cases" in report["proofs"]["lt_eq_cases"], report["proofs"]
+
+
+# a structure's operations in a module of the file, its relation behind a notation (`ZNatPairs.v`'s `Module Z` and
+# `==`): no name of the goal shows `Z.eq`, so `unfold Z.eq` was never offered
+MODULE_OPS = ("Require Import Lia.\nModule Z.\nDefinition t := (nat * nat)%type.\n"
+              "Definition eq (p q : t) := fst p + snd q <= fst q + snd p.\n"
+              "Definition succ (p : t) : t := (S (fst p), snd p).\nDefinition pred (p : t) : t := (fst p, S (snd p)).\n"
+              "End Z.\nInfix \"==\" := Z.eq (at level 70, no associativity).\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_modules_definitions_are_unfolded_together(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`Z.pred (Z.succ n) == n` holds once every definition of `Z` is unfolded, `Z.eq` (the `==`) among them: one
+    step with the rule (round twenty-three); without it, open after 300 runs."""
+    monkeypatch.setattr(coq_tactics, "MODULE_UNFOLDS", rule)
+    task = TheoremTask("pred_succ", "Lemma pred_succ : forall n, Z.pred (Z.succ n) == n.", MODULE_OPS, "",
+                       prover="coq")
+    result, _ = rules_search(task, 300)
+    if rule:
+        assert result.reason == "proved", result.tactics
+        assert any(t.startswith("unfold ") and "Z.eq" in t and "Z.pred" in t for t in result.tactics or ()), \
+            result.tactics
+    else:
+        assert result.reason != "proved", result.tactics

@@ -199,6 +199,11 @@ def leading_binder_types(concl: str) -> list[tuple[str, str]]:
     return out
 
 
+# symbols too common to look up (every lemma names them)
+_UNSEARCHED = frozenset({"=", "->", "<->", "/\\", "\\/", "~", "<>", "S", "O", "0", "1", "true", "false", "nat",
+                         "list", "bool", "A", "B", "Type"})
+
+
 def _binds(tactic: str, name: str) -> bool:
     """Whether ``tactic`` binds ``name`` itself somewhere (``intros name``, ``as [name ...]``,
     ``eqn:name``, ``set (name := ...)``) rather than only refer to it."""
@@ -288,6 +293,12 @@ _SCOPE_SENTENCE = re.compile(r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Export)\s+
 _QUALIFIED_HEAD = re.compile(r"^[A-Z][\w']*(?:\.[A-Za-z_][\w']*)+(?=[\s;|.]|$)")
 _REWRITE = re.compile(r"^rewrite\s+(?P<back><-\s*)?(?P<lemma>[\w'.]+|\(@?[\w'. ]+\))\s*\.$")
 MAX_PATTERN_QUERIES = 12  # `Search (conclusion pattern)` calls per theorem
+# a switch for tests: True asks Coq's `Search` for the lemmas of a constant a state's goal names and the statement
+# did not (`recursion` once `unfold strong_rec0` showed it, in `NStrongRec.v`, whose proof goes on `rewrite
+# recursion_0`), at most MAX_FRESH_QUERIES times a theorem; False ranks only what the statement's symbols found
+# (before round twenty-three)
+FRESH_SYMBOLS = True
+MAX_FRESH_QUERIES = 6
 # round twelve's three rules are off by default: none gained a theorem on a set it was not read from (out-of-sample 20
 # and 21), so the default prover stays round eleven's, the one measured blind on out-of-sample 18 to 21 (docs/proofs.md)
 HYPOTHESIS_RANK = False  # on: the lemmas a conclusion's shape found are ranked by the premises the hypotheses give
@@ -520,6 +531,9 @@ class CoqTactics(TacticSource):
                 suggester.screen = self.parses_here if SCREEN_SUGGESTIONS else None
         self.concl_premises: dict[str, list[Premise]] = {}  # conclusion pattern -> lemmas Search found
         self.pattern_queries = 0
+        self.fresh_found: dict[str, list[Premise]] = {}  # a constant new to a state's goal -> its lemmas (FRESH_SYMBOLS)
+        self.fresh_queries = 0
+        self._root_symbols: set[str] | None = None
         self._premise_patterns: dict[str, list[str]] = {}  # lemma -> its premises as hole patterns
         self._instances: dict[tuple[str, str], bool] = {}  # (hypothesis, premise) patterns -> whether it gives it
         facts = scope_facts if scope_facts is not None else {}
@@ -692,6 +706,31 @@ class CoqTactics(TacticSource):
             found.extend(p for p in search(query, limit=80) if not p.name.startswith("rrma_"))
         return found
 
+    def _fresh_premises(self, goal_text: str, concl: str, hyps: list[tuple[str, str]]) -> list[Premise]:
+        """The lemmas of the constants this goal names and the statement did not (:data:`FRESH_SYMBOLS`): an
+        ``unfold`` shows what a definition is made of, and the lemmas about that were never looked up. The first
+        two such constants, each asked once a theorem (``Search recursion``), the best three by the goal."""
+        search = getattr(self.states, "search_premises", None)
+        if not FRESH_SYMBOLS or not self.library or search is None:
+            return []
+        if self._root_symbols is None:
+            root_goal = self.root.goals[0] if self.root.goals else ""
+            self._root_symbols = set(tokens(root_goal)) | set(self.definitions) | \
+                {d.split(".")[-1] for d in self.definitions}
+        local = {n for n, _ in hyps}
+        fresh = [t for t in dict.fromkeys(tokens(concl)) if t not in self._root_symbols and t not in local
+                 and not (len(t) == 1 and t.isalpha()) and t not in _UNSEARCHED and _IDENT.fullmatch(t.split(".")[-1])]
+        found: list[Premise] = []
+        for sym in fresh[:2]:
+            if sym not in self.fresh_found:
+                if self.fresh_queries >= MAX_FRESH_QUERIES:
+                    continue
+                self.fresh_queries += 1
+                self.fresh_found[sym] = [p for p in self.lookups.timed("fresh", lambda q=sym: search(q, limit=40))
+                                         if not self.lookups.own(p)]
+            found.extend(self.fresh_found[sym])
+        return PremiseIndex(found).rank(goal_text, 3) if found else []
+
     def _library_queries(self, root: ProofState) -> list[str]:
         """The queries the first pass ran (the wider pass runs the others)."""
         goal = root.goals[0] if root.goals else ""
@@ -705,8 +744,7 @@ class CoqTactics(TacticSource):
 
     @staticmethod
     def _searchable(sym: str, root: ProofState) -> bool:
-        if sym in ("=", "->", "<->", "/\\", "\\/", "~", "<>", "S", "O", "0", "1", "true", "false", "nat", "list",
-                   "bool", "A", "B", "Type"):
+        if sym in _UNSEARCHED:
             return False
         names = set(root.detail[0].hyp_names()) if root.detail else set()
         if sym in names or sym in leading_binders(conclusion(root.goals[0] if root.goals else "")):
@@ -865,7 +903,10 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"destruct {name}; simpl; auto.", 0.7))
                 out.append(Candidate(f"induction {name}; simpl; auto.", 0.75))
         prop_hyps = [n for n, t in hyps if _is_prop(t) and not n.startswith("IH")][-2:]
-        for k, premise in enumerate(premises):
+        shown = {p.name for p in premises}
+        fresh = [p for p in self._fresh_premises(goal_text, concl, hyps) if p.name not in shown]
+        # a fresh constant's lemmas rank as the best of the others: they are what this state newly needs
+        for k, premise in [*enumerate(premises), *enumerate(fresh)]:
             weight = 0.6 + 0.08 * k
             out.append(Candidate(f"apply {premise.name}.", weight, source="premise"))
             if is_rewrite_rule(premise.statement):

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from agents.best_first import SearchBudget, SearchResult, best_first_search
 from agents.coq_tactics import CoqTactics
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
 
 
-def coq_search_made(task: TheoremTask, max_checks: int, *, library: bool,
-                    seconds: float = 60) -> tuple[SearchResult, list[CoqTactics]]:
+def coq_search_made(task: TheoremTask, max_checks: int, *, library: bool, seconds: float = 60,
+                    coq_args: Sequence[str] = ()) -> tuple[SearchResult, list[CoqTactics]]:
     """Search ``task`` in the ``rediscover`` setting by the rules and premises (``library``: Coq's ``Search``
     over the loaded libraries as well), no portfolio and no k-NN, within ``max_checks`` tactic runs and
-    ``seconds``; the result and the candidate sources the search made."""
+    ``seconds`` (``coq_args``: ``coqtop``'s, a compiled library's ``-Q``); the result and the candidate sources
+    the search made."""
     from oracle.proof_state_coq import CoqProofStates
 
-    states = CoqProofStates()
+    states = CoqProofStates(coq_args=coq_args)
     made: list[CoqTactics] = []
 
     def source(root: ProofState) -> CoqTactics:
@@ -29,9 +32,9 @@ def coq_search_made(task: TheoremTask, max_checks: int, *, library: bool,
         states.close()
 
 
-def coq_search(task: TheoremTask, max_checks: int, *, library: bool) -> SearchResult:
+def coq_search(task: TheoremTask, max_checks: int, *, library: bool, coq_args: Sequence[str] = ()) -> SearchResult:
     """:func:`coq_search_made`'s result alone."""
-    return coq_search_made(task, max_checks, library=library)[0]
+    return coq_search_made(task, max_checks, library=library, coq_args=coq_args)[0]
 
 
 def rules_search(task: TheoremTask, max_checks: int, seconds: float = 60) -> tuple[SearchResult, list[CoqTactics]]:

@@ -544,3 +544,36 @@ def test_a_value_of_a_finite_type_is_split_and_computed(monkeypatch: pytest.Monk
             result.tactics
     else:
         assert result.reason != "proved", result.tactics
+
+
+# a library function that does not compute (its body a proof's witness: `NStrongRec.v`'s `recursion` is a functor
+# parameter's) and its law stated for three arguments, which the goal applies to a fourth
+REC_LIB = ("Lemma rec_exists : {r : forall A : Type, A -> (nat -> A -> A) -> nat -> A | forall A a f, r A a f 0 = a}.\n"
+           "Proof. exists (fun A a f n => nat_rect (fun _ => A) a f n). reflexivity. Qed.\n"
+           "Definition rec := proj1_sig rec_exists.\nArguments rec {A} _ _ _.\n"
+           "Lemma rec_0 : forall {A} (a : A) (f : nat -> A -> A), rec a f 0 = a.\n"
+           "Proof. intros. exact (proj2_sig rec_exists A a f). Qed.\n")
+REC_USER = ("Require Import Lib.RecLib.\nDefinition strong0 {A} (a : A) (f : (nat -> A) -> nat -> A) : nat -> nat -> A :="
+            " rec (fun _ => a) (fun _ => f).\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_the_lemmas_of_a_constant_an_unfold_shows_are_looked_up(tmp_path, monkeypatch: pytest.MonkeyPatch,
+                                                                 rule: bool) -> None:
+    """`strong0 a f 0 m = a` names no library constant; `unfold strong0` shows `rec ... 0 m`, whose law `rec_0`
+    (three arguments: the goal's shape matches no conclusion) is found by `Search rec` with the rule (round
+    twenty-three), `intros. unfold strong0. rewrite rec_0. reflexivity.`; without it, open after 600 runs."""
+    import subprocess
+
+    (tmp_path / "RecLib.v").write_text(REC_LIB)
+    subprocess.run(["coqc", "-Q", ".", "Lib", "RecLib.v"], cwd=tmp_path, check=True, capture_output=True, timeout=120)
+    monkeypatch.setattr(coq_tactics, "FRESH_SYMBOLS", rule)
+    task = TheoremTask("strong0_0", "Lemma strong0_0 : forall A (a : A) f m, strong0 a f 0 m = a.", REC_USER, "",
+                       prover="coq")
+    result = coq_search(task, 600, library=True, coq_args=("-Q", str(tmp_path), "Lib"))
+    if rule:
+        assert result.reason == "proved" and "rewrite rec_0." in (result.tactics or ()), result.tactics
+        assert result.by_source.get("lookup:fresh", [0])[0] >= 1, result.by_source
+    else:
+        assert result.reason != "proved", result.tactics

@@ -726,7 +726,7 @@ class CoqTactics(TacticSource):
                 if self.fresh_queries >= MAX_FRESH_QUERIES:
                     continue
                 self.fresh_queries += 1
-                self.fresh_found[sym] = [p for p in self.lookups.timed("fresh", lambda q=sym: search(q, limit=40))
+                self.fresh_found[sym] = [p for p in self.lookups.timed("fresh", functools.partial(search, sym, limit=40))
                                          if not self.lookups.own(p)]
             found.extend(self.fresh_found[sym])
         return PremiseIndex(found).rank(goal_text, 3) if found else []
@@ -870,9 +870,9 @@ class CoqTactics(TacticSource):
             if name in used or name.split(".")[-1] in used:
                 out.append(Candidate(f"unfold {name}.", 0.8))
                 out.append(Candidate(f"unfold {name} in *.", 1.0))
-        for names in self._module_unfolds(used):
-            out.append(Candidate(f"unfold {', '.join(names)}.", 0.75))
-            out.append(Candidate(f"unfold {', '.join(names)} in *.", 0.95))
+        for together in self._module_unfolds(used):
+            out.append(Candidate(f"unfold {', '.join(together)}.", 0.75))
+            out.append(Candidate(f"unfold {', '.join(together)} in *.", 0.95))
         out.extend(Candidate(f"unfold {name}.", 0.85 + 0.05 * k)
                    for k, name in enumerate(self._library_unfolds(
                        concl, {n for n, _ in hyps} | {" ".join(t.split()) for _, t in hyps} | {n for n, _ in binder_types})))

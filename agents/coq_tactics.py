@@ -231,6 +231,10 @@ OTHER_NAMESAKES = True
 # one of them (`unfold Z.pred, Z.succ, Z.eq, ...` in `ZNatPairs.v`, where `==` is `Z.eq` and no name shows it); False
 # unfolds one definition a step (before round twenty-three)
 MODULE_UNFOLDS = True
+# a switch for tests: True leaves to the checker a proof resting on a library's axiom that prints unqualified (the
+# primitives of `Uint63`, imported: `int`, `lsr`); False vetoes it as the agent's own (before round twenty-three,
+# which vetoed every proof through `Uint63.to_Z_bounded`)
+LIBRARY_AXIOMS = True
 # a switch for tests: False offers a lemma that replaces a constant by its value only as `rewrite L.` (one occurrence
 # at a time, before round twenty-two), True also as `rewrite !L.` where the goal names that constant twice or more
 REWRITE_ALL = True
@@ -1412,10 +1416,23 @@ class CoqTactics(TacticSource):
             return f"relies on {', '.join(banned)}, which the checker refused a proof of this theorem for"
         # rediscover: the view's earlier theorems are `Admitted` here (the checker has their proofs). A
         # library's own axioms (`ClassicalDedekindReals.sig_forall_dec` under every classical real, `classic`)
-        # print qualified by their module: the checker allows those the original proof rests on
+        # print qualified by their module, or by their short name where it is imported (`Uint63`'s primitives
+        # `int`, `lsr`, `land` under every `to_Z` bound): the checker allows those the original proof rests on
         # (oracle.coq.reference.OriginalAxioms), which the agent cannot see, so it leaves them to the checker
         allowed = (*self.allowed_axioms, *(self.file_lemmas if self.setting == "rediscover" else ()))
         declared = declared_names(self.task.context)  # the file's own axioms (`Axiom`, `Parameter`) too
         bad = [a for a in axioms if a not in allowed and a.split(".")[-1] not in allowed and "." not in a
-               and a not in declared and not self._parameter_field(a)]
+               and a not in declared and not self._parameter_field(a) and not self._library_axiom(a)]
         return f"relies on {', '.join(bad)}" if bad else None
+
+    def _library_axiom(self, name: str) -> bool:
+        """Whether the unqualified assumption ``name`` is a library's (:data:`LIBRARY_AXIOMS`): no name the view
+        defines, and none ``Locate`` finds in the file's own module (or, with no module, ``Top``); a name
+        ``Locate`` cannot read (``land``, a notation's keyword where ``Uint63`` is imported) is no file's either."""
+        if not LIBRARY_AXIOMS or name.startswith("rrma_"):
+            return False
+        if name in self.file_lemmas or name in {d.split(".")[-1] for d in self.definitions}:
+            return False
+        located = self._located(name)
+        own = f"{self.task.module}." if self.task.module else "Top."
+        return located is None or not located.startswith(own)

@@ -464,6 +464,31 @@ def test_a_proof_refused_for_an_axiom_is_searched_again_without_it(tmp_path: Pat
         assert "classic" not in proof and len(finished) == len(refused) + 1, finished
 
 
+
+# a library's primitives print unqualified where it is imported (`Uint63`: `int`, `lsr`, `land`, `eqb`), as the
+# file's own axioms would; every bound on `to_Z` rests on them, the original proof's too (`ZifyUint63.v`)
+PRIMITIVE_FILE = ("Require Import ZArith Uint63.\n"
+                  "Lemma bounded : forall x, (0 <= to_Z x < wB)%Z.\nProof. apply to_Z_bounded. Qed.\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_proof_through_a_librarys_primitives_is_left_to_the_checker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     rule: bool) -> None:
+    """With the rule (round twenty-three) an unqualified assumption that `Locate` places in a library, or cannot
+    read (`land` is a notation's keyword there), is the checker's to judge, and it accepts `apply to_Z_bounded.`,
+    whose original rests on the same primitives; without it the agent vetoed every proof it found, as resting on
+    axioms of its own: open (`ZifyUint63.v`, 1 of 6 with the veto, 3 of 6 without)."""
+    import agents.coq_tactics as coq_tactics
+
+    monkeypatch.setattr(coq_tactics, "LIBRARY_AXIOMS", rule)
+    run_dir = search_bench(tmp_path, "prim.v", PRIMITIVE_FILE, "--theorem-seconds", "20")
+    report = json.loads((run_dir / "bench_report.json").read_text())
+    assert report["theorems"]["bounded"]["solved"] is rule, report["theorems"]
+    if rule:
+        assert "to_Z_bounded" in report["proofs"]["bounded"], report["proofs"]
+
+
 # ----------------------------------------------------------------------------- LLM proposals through a backend
 
 from agents.llm.agent import LLMAgent, ModelReply  # noqa: E402

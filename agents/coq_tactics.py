@@ -1326,7 +1326,9 @@ class CoqTactics(TacticSource):
         unfold = _UNFOLD_ONE.match(candidate.tactic)
         if unfold is not None and result.outcome == "error" and _CANNOT_UNFOLD.search(result.message or ""):
             self.facts.opaque.add(unfold.group("name"))  # never offered again in this scope
-        if missing is not None and not _binds(candidate.tactic, missing.group("name")):
+        if missing is not None and not _binds(candidate.tactic, missing.group("name")) \
+                and missing.group("name") != self.task.name.split(".")[-1]:
+            # not the theorem's own name: it is the next theorems' earlier statement, in this same scope
             self.facts.missing.add(missing.group("name"))  # a lemma this scope does not have (another file's)
         if result.outcome == "timeout":
             self.hammer_timeouts += int(candidate.source == "hammer")
@@ -1427,12 +1429,15 @@ class CoqTactics(TacticSource):
 
     def _library_axiom(self, name: str) -> bool:
         """Whether the unqualified assumption ``name`` is a library's (:data:`LIBRARY_AXIOMS`): no name the view
-        defines, and none ``Locate`` finds in the file's own module (or, with no module, ``Top``); a name
-        ``Locate`` cannot read (``land``, a notation's keyword where ``Uint63`` is imported) is no file's either."""
+        defines, and ``Locate`` places it in a library the session has loaded (``PrimInt63.lsr``), or cannot read
+        it (``land``, a notation's keyword where ``Uint63`` is imported; a file's or a parameter's name it reads)."""
         if not LIBRARY_AXIOMS or name.startswith("rrma_"):
             return False
         if name in self.file_lemmas or name in {d.split(".")[-1] for d in self.definitions}:
             return False
         located = self._located(name)
-        own = f"{self.task.module}." if self.task.module else "Top."
-        return located is None or not located.startswith(own)
+        if located is None:
+            return True
+        loaded = getattr(self.states, "loaded_libraries", None)
+        libraries = loaded() if loaded is not None else []
+        return any(located.startswith(f"{library}.") for library in libraries)

@@ -533,7 +533,7 @@ class CoqProofStates:
             reply = self._send(f"Locate {name}.", time.monotonic() + timeout_s)
         except ProofStateError:
             return None
-        return None if reply.errors else located_constant(reply.text)
+        return None if reply.errors else located_constant(reply.text, name)
 
     def loaded_libraries(self, timeout_s: float = 20.0) -> list[str]:
         """The modules loaded in the session now (``Print Libraries``: the context's imports and

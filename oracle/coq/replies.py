@@ -69,11 +69,16 @@ AXIOMS_REASON = "Print Assumptions not closed: relies on axiom(s) "
 COQ_NAME = re.compile(r"[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*")
 
 
-def located_constant(text: str) -> str | None:
+def located_constant(text: str, name: str = "") -> str | None:
     """The full name ``Locate X.`` printed for the constant ``X`` denotes (``N.zero`` for a functor
-    parameter's field, ``Coq.Logic.Classical_Prop.classic``); None when it names no constant."""
-    m = re.search(r"^Constant\s+(?P<path>[\w'.]+)", clean_reply(PROMPT.sub("", text)), re.M)
-    return m.group("path") if m else None
+    parameter's field, ``Coq.Logic.Classical_Prop.classic``); None when it names no constant. ``Locate`` reads
+    a name as any path's suffix: with ``name`` unqualified, a constant it prints with a shorter name to refer to
+    it by (``Z.opp_max_distr`` for ``opp_max_distr`` where ``Z`` is not imported) is none ``name`` denotes."""
+    m = re.search(r"^Constant\s+(?P<path>[\w'.]+)(?P<shorter>\s*\(shorter name to refer to it)?",
+                  clean_reply(PROMPT.sub("", text)), re.M)
+    if m is None or (name and "." not in name and m.group("shorter")):
+        return None
+    return m.group("path")
 
 
 def axiom_verdict(closed: bool, axioms: list[str], problem: str, allowed: tuple[str, ...]) -> tuple[bool, str]:

@@ -341,19 +341,6 @@ def test_a_parameters_lemma_of_the_theorems_name_is_applied(monkeypatch: pytest.
         assert result.reason != "proved", result.tactics
 
 
-@needs_coq
-def test_the_checker_accepts_a_parameters_namesake(tmp_path) -> None:
-    """The parameter's lemma is another constant than the stripped theorem (the theorem's own module is not loaded
-    where the checker judges it): `bench coq` proves `mem_spec` with it, the checker's verdict."""
-    import json
-
-    from search_bench import search_bench
-
-    source = WRAPPED + WRAPPED_STATEMENT + "\nProof. exact (@M.mem_spec _ _ _). Qed.\nEnd Wrap.\n"
-    run = search_bench(tmp_path, "wrap.v", source, "--theorem-seconds", "20")
-    report = json.loads((run / "bench_report.json").read_text())
-    assert report["theorems"]["mem_spec"]["solved"], report["theorems"]
-    assert "M.mem_spec" in report["proofs"]["mem_spec"], report["proofs"]
 
 
 # a functor that imports its parameter and restates the parameter's law for its own pairs (`ZNatPairs.v`'s
@@ -382,18 +369,26 @@ def test_a_namesake_is_offered_past_the_statement(monkeypatch: pytest.MonkeyPatc
 
 
 @needs_coq
-def test_the_checker_accepts_a_namesake_past_the_statement(tmp_path) -> None:
-    """Through `bench coq`: the parameter's lemma of the theorem's own name is another constant, and the checker
-    (whose session has not the file's module loaded) accepts the proof that applies it after `intros`."""
+@pytest.mark.parametrize("case", ["at the statement", "past the statement"])
+def test_the_checker_accepts_a_parameters_namesake(tmp_path, case: str) -> None:
+    """The parameter's lemma is another constant than the stripped theorem (the theorem's own module is not loaded
+    where the checker judges it): `bench coq` proves the wrapping functor's `mem_spec` with `M.mem_spec` (round
+    twenty-two), and the pairs' `lt_eq_cases` with `O.lt_eq_cases` after `intros` (round twenty-three), each the
+    checker's verdict."""
     import json
 
     from search_bench import search_bench
 
-    source = PAIRS + PAIRS_STATEMENT + "\nProof. intros; apply lt_eq_cases. Qed.\nEnd Pairs.\n"
-    run = search_bench(tmp_path, "pairs.v", source, "--theorem-seconds", "20")
+    if case == "at the statement":
+        name, lemma, source = "mem_spec", "M.mem_spec", WRAPPED + WRAPPED_STATEMENT + \
+            "\nProof. exact (@M.mem_spec _ _ _). Qed.\nEnd Wrap.\n"
+    else:
+        name, lemma, source = "lt_eq_cases", "lt_eq_cases", PAIRS + PAIRS_STATEMENT + \
+            "\nProof. intros; apply lt_eq_cases. Qed.\nEnd Pairs.\n"
+    run = search_bench(tmp_path, f"{name}.v", source, "--theorem-seconds", "20")
     report = json.loads((run / "bench_report.json").read_text())
-    assert report["theorems"]["lt_eq_cases"]["solved"], report["theorems"]
-    assert "lt_eq_cases" in report["proofs"]["lt_eq_cases"], report["proofs"]
+    assert report["theorems"][name]["solved"], report["theorems"]
+    assert lemma in report["proofs"][name], report["proofs"]
 
 
 # a structure's operations in a module of the file, its relation behind a notation (`ZNatPairs.v`'s `Module Z` and

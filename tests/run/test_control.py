@@ -6,7 +6,6 @@ orders with `rrma-tui` from another process, as a person in a second terminal wo
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_events import run_events
 
 from rrma.contracts import Agent, Context
 from rrma.log.control import (
@@ -47,8 +47,7 @@ def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=timeout)
 
 
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+events = run_events  # whole lines only: the run writes the log while the test reads it
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:

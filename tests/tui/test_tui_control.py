@@ -6,14 +6,13 @@ own loop worker or a headless driver would.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from live_events import run_events
 from make_run import make_run
 from test_tui_screens import make_app, open_dashboard
 from tui_helpers import plain, wait_until
@@ -26,8 +25,7 @@ from tui.screens.dashboard import DashboardScreen
 pytestmark = pytest.mark.asyncio
 
 
-def events_of(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+events_of = run_events  # whole lines only: the run writes the log while the test reads it
 
 
 @pytest.fixture

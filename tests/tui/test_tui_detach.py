@@ -16,9 +16,9 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
+from live_events import run_events
 from tmux_session import Tmux
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,8 +29,7 @@ pytestmark = [
 ]
 
 
-def events_of(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+events_of = run_events  # whole lines only: the run writes the log while the test reads it
 
 
 def finished_trials(run_dir: Path) -> int:

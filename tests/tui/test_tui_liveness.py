@@ -14,7 +14,6 @@ clock is a value the test moves, so every age shown is known exactly.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_events import run_events
 from make_run import fake_clock
 from screen_text import screen_lines as _screen_lines
 from test_tui_screens import open_dashboard
@@ -103,8 +103,7 @@ def write_run(runs: Path, name: str = "live", *, snapshot: dict[str, Any] | None
     return runs / name
 
 
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+events = run_events  # whole lines only: the run writes the log while the test reads it
 
 
 def ts_of(run_dir: Path, kind: str, trial_id: str | None = None, last: bool = False) -> datetime:

@@ -204,6 +204,11 @@ _UNSEARCHED = frozenset({"=", "->", "<->", "/\\", "\\/", "~", "<>", "S", "O", "0
                          "list", "bool", "A", "B", "Type"})
 
 
+def _too_common(sym: str) -> bool:
+    """Whether ``sym`` is no constant worth a ``Search``: a connective, a prelude name, a one-letter variable."""
+    return sym in _UNSEARCHED or (len(sym) == 1 and sym.isalpha())
+
+
 def _binds(tactic: str, name: str) -> bool:
     """Whether ``tactic`` binds ``name`` itself somewhere (``intros name``, ``as [name ...]``,
     ``eqn:name``, ``set (name := ...)``) rather than only refer to it."""
@@ -537,7 +542,6 @@ class CoqTactics(TacticSource):
         self.pattern_queries = 0
         self.fresh_found: dict[str, list[Premise]] = {}  # a constant new to a state's goal -> its lemmas (FRESH_SYMBOLS)
         self.fresh_queries = 0
-        self._root_symbols: set[str] | None = None
         self._premise_patterns: dict[str, list[str]] = {}  # lemma -> its premises as hole patterns
         self._instances: dict[tuple[str, str], bool] = {}  # (hypothesis, premise) patterns -> whether it gives it
         facts = scope_facts if scope_facts is not None else {}
@@ -717,13 +721,9 @@ class CoqTactics(TacticSource):
         search = getattr(self.states, "search_premises", None)
         if not FRESH_SYMBOLS or not self.library or search is None:
             return []
-        if self._root_symbols is None:
-            root_goal = self.root.goals[0] if self.root.goals else ""
-            self._root_symbols = set(tokens(root_goal)) | set(self.definitions) | \
-                {d.split(".")[-1] for d in self.definitions}
-        local = {n for n, _ in hyps}
-        fresh = [t for t in dict.fromkeys(tokens(concl)) if t not in self._root_symbols and t not in local
-                 and not (len(t) == 1 and t.isalpha()) and t not in _UNSEARCHED and _IDENT.fullmatch(t.split(".")[-1])]
+        known = self._root_symbols | self._definition_names | {n for n, _ in hyps}
+        fresh = [t for t in dict.fromkeys(tokens(concl)) if t not in known and not _too_common(t)
+                 and _IDENT.fullmatch(t.split(".")[-1])]
         found: list[Premise] = []
         for sym in fresh[:2]:
             if sym not in self.fresh_found:
@@ -748,12 +748,10 @@ class CoqTactics(TacticSource):
 
     @staticmethod
     def _searchable(sym: str, root: ProofState) -> bool:
-        if sym in _UNSEARCHED:
+        if _too_common(sym):
             return False
         names = set(root.detail[0].hyp_names()) if root.detail else set()
-        if sym in names or sym in leading_binders(conclusion(root.goals[0] if root.goals else "")):
-            return False
-        return not (len(sym) == 1 and sym.isalpha())
+        return sym not in names and sym not in leading_binders(conclusion(root.goals[0] if root.goals else ""))
 
     # -- candidates
 
@@ -1367,12 +1365,27 @@ class CoqTactics(TacticSource):
         not), all of them (:data:`MODULE_UNFOLDS`): a notation hides the rest (``==`` for ``Z.eq``)."""
         if not MODULE_UNFOLDS:
             return []
+        return [names for names in self._definition_modules
+                if any(n in used or n.split(".")[-1] in used for n in names)]
+
+    @functools.cached_property
+    def _definition_modules(self) -> list[list[str]]:
+        """The file's definitions by their module, those of two or more (read once: the view does not change)."""
         modules: dict[str, list[str]] = {}
         for name in self.definitions:
             if "." in name:
                 modules.setdefault(name.rsplit(".", 1)[0], []).append(name)
-        return [names for names in modules.values()
-                if len(names) >= 2 and any(n in used or n.split(".")[-1] in used for n in names)]
+        return [names for names in modules.values() if len(names) >= 2]
+
+    @functools.cached_property
+    def _definition_names(self) -> set[str]:
+        """The file's definitions by their full and short names."""
+        return set(self.definitions) | {d.split(".")[-1] for d in self.definitions}
+
+    @functools.cached_property
+    def _root_symbols(self) -> set[str]:
+        """The names the statement's goal shows (a later goal's other names are new: :meth:`_fresh_premises`)."""
+        return set(tokens(self.root.goals[0] if self.root.goals else ""))
 
     def _located(self, name: str) -> str | None:
         """``Locate``'s full name of ``name`` here, asked once per scope (:attr:`ScopeFacts.located`); None when it
@@ -1433,7 +1446,7 @@ class CoqTactics(TacticSource):
         it (``land``, a notation's keyword where ``Uint63`` is imported; a file's or a parameter's name it reads)."""
         if not LIBRARY_AXIOMS or name.startswith("rrma_"):
             return False
-        if name in self.file_lemmas or name in {d.split(".")[-1] for d in self.definitions}:
+        if name in self.file_lemmas or name in self._definition_names:
             return False
         located = self._located(name)
         if located is None:

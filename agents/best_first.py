@@ -118,6 +118,10 @@ class SearchResult:
     start_seconds: float = 0.0  # bringing the prover to the statement (the context, the probe, premises)
     proof_sources: tuple[str, ...] = ()  # the source of each tactic of the proof found
     side: str = ""  # how the side pass (SidePass) ended: "" without one
+    # proofs found and vetoed by the source itself (:meth:`TacticSource.validate`): how many, and the first one's
+    # tactic and reason; a veto the checker would not have made is a silent loss unless the report says so
+    vetoed: int = 0
+    first_veto: str = ""
 
 
 def conclusion(goal: str) -> str:
@@ -246,6 +250,10 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
     checks = expanded = 0
     reason = "exhausted"
     last_error = ""
+    vetoes: list[str] = []  # the vetoed proofs' last tactic and reason, in the order found
+
+    def vetoed(tactic: str, why: str) -> None:
+        vetoes.append(f"{tactic} ({why})")
 
     def finish(proof_node: Node | None, why: str) -> SearchResult:
         if side is not None and side_run is not None:
@@ -271,14 +279,14 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         if proof_node is None:
             return SearchResult(None, None, checks, seconds, expanded, data, why, deepest=deepest,
                                 last_error=last_error, by_source=stats, start_seconds=start_seconds,
-                                side=side_ended)
+                                side=side_ended, vetoed=len(vetoes), first_veto=vetoes[0] if vetoes else "")
         tactics = shortened(path)
         steps = [(nodes[path[k]].state.goals[0] if nodes[path[k]].state.goals else "", tactics[k])
                  for k in range(len(path) - 1)]
         return SearchResult(states.proof_text(tactics), tactics, checks, seconds, expanded,
                             data, "proved", steps=steps, deepest=deepest, by_source=stats,
                             start_seconds=start_seconds, proof_sources=tuple(nodes[k].source for k in path[1:]),
-                            side=side_ended)
+                            side=side_ended, vetoed=len(vetoes), first_veto=vetoes[0] if vetoes else "")
 
     tried: set[tuple[int, str]] = set()  # (node, tactic) already run: a wider pass never repeats one
     stop: list[str] = []
@@ -325,6 +333,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             if again.outcome == "proved":
                 veto = tactics_source.validate(child.tactics)
                 if veto is not None:
+                    vetoed(replay, veto)
                     continue
                 nodes.append(child)
                 tree.add_node(child)
@@ -371,6 +380,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
                 veto = tactics_source.validate(child.tactics)
                 if veto is not None:
                     tree.add_try(node.id, tactic, "v", -1, result.seconds, veto)
+                    vetoed(tactic, veto)
                     last_error = f"{tactic} (found beside the search) was vetoed: {veto}"
                     return "vetoed"
             nodes.append(child)
@@ -543,6 +553,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
             veto = tactics_source.validate(child.tactics)
             if veto is not None:
                 tree.add_try(node.id, cand.tactic, "v", -1, result.seconds, veto)
+                vetoed(cand.tactic, veto)
                 return None
         nodes.append(child)
         tree.add_node(child)

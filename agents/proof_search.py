@@ -356,6 +356,8 @@ class ProofSearchAgent(Agent):
                               "tactics": list(result.tactics or []), "sources": list(result.proof_sources),
                               "by_source": result.by_source, "start_seconds": round(result.start_seconds, 3),
                               **({"side": result.side} if result.side else {}),
+                              **({"vetoed": result.vetoed, "first_veto": result.first_veto[:300]}
+                                 if result.vetoed else {}),
                               **({"again": {"refused": len(record.refused), "banned": sorted(record.banned)}}
                                  if record.refused else {})})
         if result.proof is None or result.proof in record.proposed or result.proof in ctx.tried:

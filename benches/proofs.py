@@ -330,6 +330,9 @@ def why_open(search: dict[str, Any] | None, last_reason: str) -> str:
             parts.append(f"deepest state {search['deepest']}")
         if search.get("last_error"):
             parts.append(f"last error: {' '.join(str(search['last_error']).split())[:160]}")
+        if search.get("vetoed"):  # proofs the agent found and would not propose: name the first and why
+            parts.append(f"{search['vetoed']} proof(s) found and vetoed by the agent, the first: "
+                         f"{' '.join(str(search.get('first_veto', '')).split())[:160]}")
     if last_reason:
         parts.append(f"checker: {' '.join(last_reason.split())[:160]}")
     return "; ".join(parts) or "no agent proposed a proof and none said why"

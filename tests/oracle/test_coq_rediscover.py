@@ -256,6 +256,9 @@ def test_compare_proofs_and_why_open() -> None:
                      "last_error": "apply foo. at depth 3: Unable to unify"}, "")
     assert "budget: seconds after 812 tactic runs, 95 states explored" in line
     assert "deepest state 4" in line and "last error: apply foo." in line
+    assert "vetoed" not in line
+    line = why_open({"result": "exhausted", "checks": 3, "vetoed": 2, "first_veto": "exact ax. (relies on ax)"}, "")
+    assert line.endswith("2 proof(s) found and vetoed by the agent, the first: exact ax. (relies on ax)"), line
     assert why_open(None, "") == "no agent proposed a proof and none said why"
 
 

@@ -53,6 +53,8 @@ class ScopeFacts:
     # a type's head -> its fields, if a record of laws, and its number of parameters
     records: dict[str, tuple[tuple[str, ...], int]] = field(default_factory=dict)
     laws: dict[tuple[str, str], tuple[Premise, ...]] = field(default_factory=dict)  # (hypothesis, type) -> its fields'
+    # a constant heading a hypothesis's type (`set_In` in `H : set_In a x`) -> whether its type ends in `Prop`
+    predicates: dict[str, bool] = field(default_factory=dict)
 
 
 # infix operators whose commutativity lemma the search looks up (`Search (?a + ?b = ?b + ?a)`), and how a

@@ -61,6 +61,7 @@ from agents.premises import (
     coq_file_premises,
     coq_file_proofs,
     declared_names,
+    is_data_type,
     is_rewrite_rule,
     similar,
     tokens,
@@ -106,6 +107,13 @@ _SETOID_EQ = re.compile(r"(?<![<>=:!])===?(?![>=])|≡")
 # a switch for tests: False reads a setoid equation hypothesis as a value and a `==` conclusion as an applied constant
 # (before round nineteen)
 SETOID_HYPOTHESES = True
+# a switch for tests: False reads a hypothesis whose type is an applied predicate with no sign of a proposition in its
+# text (`H : set_In a (set_diff x y)`) as a value (before round twenty-four): never `apply L in H`, never `apply H`
+PREDICATE_HYPOTHESES = True
+# a switch for tests: False splits on the condition of a conclusion's `if` only, never a hypothesis's (before round
+# twenty-four: `ListSet.v`'s `set_diff_elim1` has `H : set_In a (if set_mem a0 y then ...)` after `simpl`)
+HYPOTHESIS_IFS = True
+_TYPE_HEAD = re.compile(r"^\(?\s*(?P<head>[A-Za-z_][\w'.]*)(?=\s|\)|$)")
 # a switch for tests: False offers an equivalence found for the goal's shape only as `apply L` (before round twenty),
 # which Coq may take the wrong way round
 IFF_DIRECTIONS = True
@@ -269,6 +277,13 @@ def _is_prop(typ: str) -> bool:
     """Whether a hypothesis of this type is a proof (``H : n <= m``, ``H : x == y``), not a value (``n : t``)."""
     return bool(_PROP_HINT.search(typ)) or typ.startswith(("forall", "exists", "~")) or (
         SETOID_HYPOTHESES and bool(_SETOID_EQ.search(typ)))
+
+
+def returns_prop(typ: str) -> bool:
+    """Whether a constant of this type is a predicate or a proposition: its type ends in ``Prop``
+    (``A -> set -> Prop``, ``forall A : Type, list A -> Prop``, ``Prop``)."""
+    typ = " ".join(typ.split())
+    return typ == "Prop" or bool(re.search(r"(?:->|,)\s*Prop$", typ))
 
 
 def _witness_values(hyps: Sequence[tuple[str, str]]) -> list[str]:
@@ -711,7 +726,8 @@ class CoqTactics(TacticSource):
         if search is None:
             return []
         for query in queries[:12]:
-            found.extend(p for p in search(query, limit=80) if not p.name.startswith("rrma_"))
+            found.extend(p for p in search(query, limit=80) if not p.name.startswith("rrma_")
+                         and not is_data_type(p.statement))
         return found
 
     def _fresh_premises(self, goal_text: str, concl: str, hyps: list[tuple[str, str]]) -> list[Premise]:
@@ -731,7 +747,7 @@ class CoqTactics(TacticSource):
                     continue
                 self.fresh_queries += 1
                 self.fresh_found[sym] = [p for p in self.lookups.timed("fresh", functools.partial(search, sym, limit=40))
-                                         if not self.lookups.own(p)]
+                                         if not self.lookups.own(p) and not is_data_type(p.statement)]
             found.extend(self.fresh_found[sym])
         return PremiseIndex(found).rank(goal_text, 3) if found else []
 
@@ -762,6 +778,7 @@ class CoqTactics(TacticSource):
         hyps: list[tuple[str, str]] = ([(n, t) for names, t in detail.hyps for n in names] if detail is not None
                                        else [])
         goal_text = state.goals[0]
+        props = self._props(hyps)
         out: list[Candidate] = []
         if node.depth == 0:
             out.extend(Candidate(body, 0.4 + 0.02 * k, True, "retrieved")
@@ -833,6 +850,10 @@ class CoqTactics(TacticSource):
         for scrut in if_scrutinees(concl)[:2]:
             out.append(Candidate(f"destruct ({scrut}).", 0.4))
             out.append(Candidate(f"destruct ({scrut}) eqn:?.", 0.6))
+        if HYPOTHESIS_IFS:  # a hypothesis's `if` (`H : set_In a (if set_mem a0 y then ... else ...)`): its condition
+            shown = if_scrutinees(concl)
+            for scrut in [c for _, t in hyps for c in if_scrutinees(" ".join(t.split())) if c not in shown][:2]:
+                out.append(Candidate(f"destruct ({scrut}).", 0.5))
         out.append(Candidate("simpl.", 0.5))
         out.append(Candidate("simpl in *.", 0.7))
         if any(re.fullmatch(r"[A-Za-z_][\w']* = .*|.* = [A-Za-z_][\w']*", t) for _, t in hyps):
@@ -879,7 +900,7 @@ class CoqTactics(TacticSource):
                    for k, name in enumerate(self._library_unfolds(
                        concl, {n for n, _ in hyps} | {" ".join(t.split()) for _, t in hyps} | {n for n, _ in binder_types})))
         for name, typ in reversed(hyps):
-            if _is_prop(typ):
+            if typ in props:
                 out.append(Candidate(f"apply {name}.", 0.6))
                 if re.search(r"(?<![<>=])={1,3}(?![>=])|<->", typ):
                     out.append(Candidate(f"rewrite {name}.", 0.7))
@@ -889,7 +910,7 @@ class CoqTactics(TacticSource):
                 if not name.startswith("IH"):
                     out.append(Candidate(f"inversion {name}; subst.", 1.0))
             elif typ not in ("Type", "Set", "Prop") and not typ.startswith("Type"):
-                later = [n for n, t in hyps[hyps.index((name, typ)) + 1:] if not _is_prop(t)
+                later = [n for n, t in hyps[hyps.index((name, typ)) + 1:] if t not in props
                          and t not in ("Type", "Set", "Prop")]
                 if later:  # induction with the later variables generalized (a stronger hypothesis)
                     out.append(Candidate(f"revert {' '.join(later)}; induction {name}.", 0.8))
@@ -904,7 +925,7 @@ class CoqTactics(TacticSource):
                 # plain split too wide to search case by case)
                 out.append(Candidate(f"destruct {name}; simpl; auto.", 0.7))
                 out.append(Candidate(f"induction {name}; simpl; auto.", 0.75))
-        prop_hyps = [n for n, t in hyps if _is_prop(t) and not n.startswith("IH")][-2:]
+        prop_hyps = [n for n, t in hyps if t in props and not n.startswith("IH")][-2:]
         shown = {p.name for p in premises}
         fresh = [p for p in self._fresh_premises(goal_text, concl, hyps) if p.name not in shown]
         # a fresh constant's lemmas rank as the best of the others: they are what this state newly needs
@@ -1022,7 +1043,8 @@ class CoqTactics(TacticSource):
         pattern = conclusion_pattern(concl, local)
         if not pattern:
             return []
-        given = [hole_pattern(t, local) for _, t in hyps if _is_prop(t)] if HYPOTHESIS_RANK else []
+        props = self._props(hyps)
+        given = [hole_pattern(t, local) for _, t in hyps if t in props] if HYPOTHESIS_RANK else []
         found = self._pattern_premises(pattern, state.goals[0], 6, given)
         general = general_pattern(pattern) if GENERAL_PATTERNS else ""
         if general:  # the lemmas stated for any value where the goal has a constant, after the exact ones
@@ -1085,9 +1107,10 @@ class CoqTactics(TacticSource):
         ``destruct (Zeven_odd_dec n).``, :meth:`ScopeLookups.deciders`): the two nearest the goal for each
         of the first two types of the local values, on its latest values (and ``0`` where the goal has it)."""
         by_type: dict[str, list[str]] = {}
+        props = self._props(hyps)
         for name, typ in hyps:
-            typ = " ".join(typ.split())
-            if plain_type(typ) and not _is_prop(typ):
+            if typ not in props and plain_type(" ".join(typ.split())):
+                typ = " ".join(typ.split())
                 by_type.setdefault(typ, []).append(name)
         out: list[Candidate] = []
         for typ, names in list(by_type.items())[:2]:
@@ -1130,7 +1153,8 @@ class CoqTactics(TacticSource):
         three propositions together, then each of the latest two alone. A conclusion with no constant of its
         own (``n = m``) has no shape to search by (:meth:`_concl_candidates`); with the hypotheses it has."""
         local = [n for n, _ in hyps]
-        props = [t for _, t in hyps if _is_prop(t) and implication_pattern([t], local)][-3:]
+        known = self._props(hyps)
+        props = [t for _, t in hyps if t in known and implication_pattern([t], local)][-3:]
         groups = [props, *([[t] for t in props[-2:]] if len(props) > 1 else [])] if props else []
         return self._implied(groups, concl, local, "")
 
@@ -1180,7 +1204,8 @@ class CoqTactics(TacticSource):
             local += leading_binders(concl)
             targets = [(t, "!") for t in [*split[0][:3], split[1]]]
         else:
-            targets = [(t, " in *") for _, t in hyps if _is_prop(t) and "->" not in t][-3:]
+            known = self._props(hyps)
+            targets = [(t, " in *") for _, t in hyps if t in known and "->" not in t][-3:]
             whole = _unwrapped(concl)
             parts = next((p for op in ("<->", "/\\", "\\/") if len(p := split_top(whole, op)) > 1), [])
             targets += [(part, "") for part in parts if "->" not in part][:3]
@@ -1336,6 +1361,30 @@ class CoqTactics(TacticSource):
         elif result.outcome == "error" and re.search(r"(?:was not found|Unknown (?:tactic|command))", result.message) \
                 and head in result.message:
             self.unknown.add(head)
+
+    def _props(self, hyps: Sequence[tuple[str, str]]) -> set[str]:
+        """The hypotheses' types that are propositions: by their text (:func:`_is_prop`), or an applied predicate
+        (:data:`PREDICATE_HYPOTHESES`): ``H : set_In a x``, whose head's type ends in ``Prop`` (a local head by its
+        type here, ``P : nat -> Prop``; a constant by ``Check``, asked once per scope for each head)."""
+        local = {name: " ".join(typ.split()) for name, typ in hyps}
+        out: set[str] = set()
+        heads: dict[str, str] = {}  # a type whose text says nothing -> its head constant
+        for _, typ in hyps:
+            if _is_prop(typ):
+                out.add(typ)
+            elif PREDICATE_HYPOTHESES and (m := _TYPE_HEAD.match(" ".join(typ.split()))) is not None \
+                    and m.group("head") not in _SORTS:
+                heads[typ] = m.group("head")
+        ask = [h for h in dict.fromkeys(heads.values()) if h not in local and h not in self.facts.predicates]
+        types_of = getattr(self.states, "types_of", None)
+        if ask and types_of is not None:
+            found = types_of(ask)
+            for head in ask:
+                self.facts.predicates[head] = returns_prop(found.get(head, ""))
+        for typ, head in heads.items():
+            if returns_prop(local[head]) if head in local else self.facts.predicates.get(head, False):
+                out.add(typ)
+        return out
 
     def _namesakes(self) -> list[str]:
         """The lemmas of the theorem's own name that an open functor's parameters carry (``M.mem_spec`` for

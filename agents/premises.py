@@ -54,6 +54,30 @@ def tokens(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(text) if t not in _NOISE]
 
 
+# a switch for tests: False keeps a constant whose type is a data type among the premises (`set_add : A -> set ->
+# set`, which `Search set` lists, and `set_In : A -> set -> Prop`, a predicate the file defines), as before round
+# twenty-four: `apply set_add.` and `auto using set_In, set_add` took the slots of the lemmas
+LEMMAS_ONLY = True
+_SORT_END = re.compile(r"(?<![\w'.])(?:Prop|Type|Set|SProp)$")
+_DATA_PIECE = re.compile(r"[A-Za-z_][\w'.]*|\([A-Za-z_][\w'.]*(?: [A-Za-z_][\w'.]*)*\)")
+
+
+def is_data_type(statement: str) -> bool:
+    """Whether a constant of this type is a value or a predicate, not a proof (:data:`LEMMAS_ONLY`): its type is
+    a chain of names one of which is lowercase (``A -> set -> set``, ``set``, ``A -> set -> bool``) or ends in a
+    sort (``A -> set -> Prop``). A named proposition (``True``, ``P -> Q``) is a proof's type; a lemma shows a
+    binder, a relation or a connective."""
+    text = " ".join(statement.split()).lstrip(": ").strip()
+    if not LEMMAS_ONLY or not text:
+        return False
+    if _SORT_END.search(text) and not text.startswith(("forall", "exists")):
+        return True
+    pieces = [p.strip() for p in text.split("->")]
+    # and one lowercase name at least (`set`, `bool`): `P -> Q` may be section variables' propositions
+    return all(_DATA_PIECE.fullmatch(p) for p in pieces) and not any(p in ("True", "False") for p in pieces) \
+        and any(p.lstrip("(")[:1].islower() for p in pieces)
+
+
 def _statement_of(rest: str) -> str:
     """The type part of ``NAME binders : type.`` (binders kept: they name the symbols too)."""
     return " ".join(rest.strip().rstrip(".").split())
@@ -130,7 +154,8 @@ def coq_file_premises(context: str, *, admitted: bool = False,
         if kw in ("Definition", "Let"):
             definitions.append((path, name, hidden))
             head = rest.split(":=")[0]
-            if ":" in head and rest.count(":=") >= 1 and ("=" in head or "->" in head or "<->" in head):
+            if ":" in head and rest.count(":=") >= 1 and ("=" in head or "->" in head or "<->" in head) \
+                    and not is_data_type(head.split(":", 1)[1]):
                 # a lemma stated as a Definition (``Definition foo n : P n := ...``)
                 found.append((path, name, _statement_of(head), hidden))
     open_path = [s[0] for s in stack if s[1]]

@@ -524,6 +524,19 @@ class CoqProofStates:
                 found[i] = premise
         return [p for p in found if p is not None]
 
+    def types_of(self, names: Sequence[str], timeout_s: float = 5.0) -> dict[str, str]:
+        """The type ``Check`` gives each constant of ``names`` here (``set_In`` : ``A -> set -> Prop``), asked in one
+        batch; a name Coq refuses, or one that is no plain name, is left out."""
+        asked = [n for n in dict.fromkeys(names) if COQ_NAME.fullmatch(n)]
+        if not asked:
+            return {}
+        try:
+            reply = self._send("\n".join(f"Check {n}." for n in asked), time.monotonic() + timeout_s)
+        except ProofStateError:
+            return {}
+        return {n: p.statement for n, p in zip(asked, parse_check_replies(reply.text, asked), strict=False)
+                if p is not None}
+
     def locate(self, name: str, timeout_s: float = 5.0) -> str | None:
         """The full name ``Locate`` gives the constant ``name`` denotes here (``N.zero`` for a functor
         parameter's field); None when it is not a constant or Coq does not say."""

@@ -352,6 +352,11 @@ PAIRS = ("Module Type Ord.\nParameter t : Type.\nParameter le lt : t -> t -> Pro
          "Definition eq (p q : t) := fst p = fst q.\n")
 PAIRS_STATEMENT = "Lemma lt_eq_cases : forall p q : t, le p q <-> lt p q \\/ eq p q."
 
+# a file restating a sibling library's lemma under its name (`HexadecimalN.v`'s `Unsigned.of_to` ends `apply
+# HexadecimalPos.Unsigned.of_to`, which `Unsigned.of_to` names while the file's own is not yet defined)
+HEX_CONTEXT = "Require Import Hexadecimal HexadecimalFacts HexadecimalPos PArith NArith.\n\nModule Unsigned.\n"
+HEX_STATEMENT = "Lemma of_to (n:N) : N.of_hex_uint (N.to_hex_uint n) = n."
+
 
 @needs_coq
 @pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
@@ -369,12 +374,12 @@ def test_a_namesake_is_offered_past_the_statement(monkeypatch: pytest.MonkeyPatc
 
 
 @needs_coq
-@pytest.mark.parametrize("case", ["at the statement", "past the statement"])
+@pytest.mark.parametrize("case", ["at the statement", "past the statement", "another library's"])
 def test_the_checker_accepts_a_parameters_namesake(tmp_path, case: str) -> None:
     """The parameter's lemma is another constant than the stripped theorem (the theorem's own module is not loaded
     where the checker judges it): `bench coq` proves the wrapping functor's `mem_spec` with `M.mem_spec` (round
-    twenty-two), and the pairs' `lt_eq_cases` with `O.lt_eq_cases` after `intros` (round twenty-three), each the
-    checker's verdict."""
+    twenty-two), the pairs' `lt_eq_cases` with `O.lt_eq_cases` after `intros` (round twenty-three), and a
+    restated `of_to` with `HexadecimalPos`'s (out-of-sample 42's `HexadecimalN.v`), each the checker's verdict."""
     import json
 
     from search_bench import search_bench
@@ -382,9 +387,12 @@ def test_the_checker_accepts_a_parameters_namesake(tmp_path, case: str) -> None:
     if case == "at the statement":
         name, lemma, source = "mem_spec", "M.mem_spec", WRAPPED + WRAPPED_STATEMENT + \
             "\nProof. exact (@M.mem_spec _ _ _). Qed.\nEnd Wrap.\n"
-    else:
+    elif case == "past the statement":
         name, lemma, source = "lt_eq_cases", "lt_eq_cases", PAIRS + PAIRS_STATEMENT + \
             "\nProof. intros; apply lt_eq_cases. Qed.\nEnd Pairs.\n"
+    else:
+        name, lemma, source = "of_to", "Unsigned.of_to", HEX_CONTEXT + HEX_STATEMENT + \
+            "\nProof.\n  destruct n.\n  - reflexivity.\n  - apply HexadecimalPos.Unsigned.of_to.\nQed.\nEnd Unsigned.\n"
     run = search_bench(tmp_path, f"{name}.v", source, "--theorem-seconds", "20")
     report = json.loads((run / "bench_report.json").read_text())
     assert report["theorems"][name]["solved"], report["theorems"]
@@ -452,3 +460,4 @@ def test_the_theorems_own_name_is_never_marked_missing_for_the_scope() -> None:
         assert source.facts.missing == {"other_lemma"}
     finally:
         states.close()
+

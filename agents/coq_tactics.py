@@ -851,8 +851,8 @@ class CoqTactics(TacticSource):
             out.append(Candidate(f"destruct ({scrut}).", 0.4))
             out.append(Candidate(f"destruct ({scrut}) eqn:?.", 0.6))
         if HYPOTHESIS_IFS:  # a hypothesis's `if` (`H : set_In a (if set_mem a0 y then ... else ...)`): its condition
-            shown = if_scrutinees(concl)
-            for scrut in [c for _, t in hyps for c in if_scrutinees(" ".join(t.split())) if c not in shown][:2]:
+            in_concl = if_scrutinees(concl)
+            for scrut in [c for _, t in hyps for c in if_scrutinees(" ".join(t.split())) if c not in in_concl][:2]:
                 out.append(Candidate(f"destruct ({scrut}).", 0.5))
         out.append(Candidate("simpl.", 0.5))
         out.append(Candidate("simpl in *.", 0.7))

@@ -489,7 +489,8 @@ def test_a_proof_through_a_librarys_primitives_is_left_to_the_checker(tmp_path: 
         assert "to_Z_bounded" in report["proofs"]["bounded"], report["proofs"]
     else:  # the open line says the agent found the proof and vetoed it itself, and why (round twenty-four)
         why = report["open"]["bounded"]
-        assert "vetoed by the agent, the first: apply to_Z_bounded." in why, why
+        assert "proof(s) found and vetoed by the agent, the first: " in why and "to_Z_bounded" in why, why
+        assert "(relies on " in why, why
         assert report["search"]["bounded"]["vetoed"] >= 1, report["search"]["bounded"]
 
 

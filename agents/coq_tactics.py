@@ -564,6 +564,9 @@ class CoqTactics(TacticSource):
         self._refused_before: int = getattr(states, "refused_queries", 0)  # the proof states' count at the start
         self.case_types: dict[str, str] = {}  # a case-analysis tactic offered -> its variable's type
         self.witness_of: dict[str, str] = {}  # an `exists` offered on an applied predicate -> that predicate
+        # the last state's hypotheses and which of their types are propositions (:meth:`_props`): `candidates` and
+        # the helpers it calls read them for one state
+        self._props_of: tuple[tuple[tuple[str, str], ...], set[str]] = ((), set())
         # commutativity, induction, decision lemmas; a lemma of the theorem's own short name is kept where the
         # original's module is not loaded here (OTHER_NAMESAKES)
         self.lookups = ScopeLookups(self.facts, states, task.name,
@@ -1108,9 +1111,9 @@ class CoqTactics(TacticSource):
         of the first two types of the local values, on its latest values (and ``0`` where the goal has it)."""
         by_type: dict[str, list[str]] = {}
         props = self._props(hyps)
-        for name, typ in hyps:
-            if typ not in props and plain_type(" ".join(typ.split())):
-                typ = " ".join(typ.split())
+        for name, raw in hyps:
+            typ = " ".join(raw.split())
+            if raw not in props and plain_type(typ):
                 by_type.setdefault(typ, []).append(name)
         out: list[Candidate] = []
         for typ, names in list(by_type.items())[:2]:
@@ -1365,7 +1368,11 @@ class CoqTactics(TacticSource):
     def _props(self, hyps: Sequence[tuple[str, str]]) -> set[str]:
         """The hypotheses' types that are propositions: by their text (:func:`_is_prop`), or an applied predicate
         (:data:`PREDICATE_HYPOTHESES`): ``H : set_In a x``, whose head's type ends in ``Prop`` (a local head by its
-        type here, ``P : nat -> Prop``; a constant by ``Check``, asked once per scope for each head)."""
+        type here, ``P : nat -> Prop``; a constant by ``Check``, asked once per scope for each head). Read once per
+        state: the last state's answer is kept."""
+        key = tuple(hyps)
+        if key == self._props_of[0] and key:
+            return self._props_of[1]
         local = {name: " ".join(typ.split()) for name, typ in hyps}
         out: set[str] = set()
         heads: dict[str, str] = {}  # a type whose text says nothing -> its head constant
@@ -1384,6 +1391,7 @@ class CoqTactics(TacticSource):
         for typ, head in heads.items():
             if returns_prop(local[head]) if head in local else self.facts.predicates.get(head, False):
                 out.add(typ)
+        self._props_of = (key, out)
         return out
 
     def _namesakes(self) -> list[str]:

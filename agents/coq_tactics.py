@@ -24,6 +24,7 @@ for another. A found proof that leans on an axiom not allowed is vetoed (:meth:`
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import re
@@ -63,6 +64,7 @@ from agents.premises import (
     declared_names,
     is_data_type,
     is_rewrite_rule,
+    notation_names,
     similar,
     tokens,
 )
@@ -244,6 +246,10 @@ OTHER_NAMESAKES = True
 # one of them (`unfold Z.pred, Z.succ, Z.eq, ...` in `ZNatPairs.v`, where `==` is `Z.eq` and no name shows it); False
 # unfolds one definition a step (before round twenty-three)
 MODULE_UNFOLDS = True
+# a switch for tests: True reads the context's `Infix` and `Notation` sentences, so that a goal showing a file
+# definition's symbol offers `unfold` of it (`Local Infix "+++" := def_add`: `0 +++ y == y` in `NDefOps.v`, whose
+# proofs begin `unfold def_add`); False unfolds only what the goal names (before round twenty-five)
+NOTATION_UNFOLDS = True
 # a switch for tests: True leaves to the checker a proof resting on a library's axiom that prints unqualified (the
 # primitives of `Uint63`, imported: `int`, `lsr`); False vetoes it as the agent's own (before round twenty-three,
 # which vetoed every proof through `Uint63.to_Z_bounded`)
@@ -251,6 +257,21 @@ LIBRARY_AXIOMS = True
 # a switch for tests: False offers a lemma that replaces a constant by its value only as `rewrite L.` (one occurrence
 # at a time, before round twenty-two), True also as `rewrite !L.` where the goal names that constant twice or more
 REWRITE_ALL = True
+
+
+def _operands(term: str) -> tuple[str, str, str] | None:
+    """A term that is an operation at its top, as (left operand, operation, right operand), split at the last
+    of its loosest operations (``a + b + c``: ``a + b``, ``+``, ``c``; ``n * m + p``: ``n * m``, ``+``, ``p``):
+    None for any other term."""
+    words = top_words(" ".join(term.split()))
+    while len(words) == 1 and words[0].startswith("(") and words[0].endswith(")"):
+        words = top_words(words[0][1:-1])
+    level = next((ops for ops in _OPERATIONS if ops & set(words)), frozenset())
+    at = [k for k, w in enumerate(words) if w in level]
+    if not at or not 0 < at[-1] < len(words) - 1:
+        return None
+    k = at[-1]
+    return " ".join(words[:k]), words[k], " ".join(words[k + 1:])
 
 
 def replaced_constant(statement: str) -> str | None:
@@ -337,6 +358,15 @@ _WORD = re.compile(r"(?<![\w'.%])(?:\d+|[A-Za-z][\w']*(?:\.[A-Za-z_][\w']*)*)(?!
 WITNESSES = True  # a switch for tests: False offers no `exists v` nor `red` on a bracketed notation (round eleven)
 CONSTRUCTOR_WITNESSES = False  # on: `exists f.` on an applied predicate of one constructor, not only on `exists ..`
 WITNESS_SOURCE = "witness"  # the source of those `exists` on an applied predicate (its own figures in by_source)
+# a switch for tests: True offers, at a goal relating two terms of one operation (`n + p < m + q`), a transitivity
+# lemma with the middle term that crosses them (`apply lt_trans with (m + p).`: `n + p < m + p` and `m + p < m + q`,
+# each a monotonicity step), as `NZAddOrder.v`'s `add_lt_mono` and `Reals`' compatibility lemmas are proved; False
+# offers a transitivity step only through a hypothesis (before round twenty-five)
+CROSSED_MIDDLES = True
+MAX_CROSSED_STEPS = 4  # `apply L with (M).` steps offered at one state (two middles, the best-matched lemmas)
+# the operations a crossed middle splits at, loosest first (a term's top operation is its loosest one)
+_OPERATIONS = (frozenset({"||"}), frozenset({"&&"}), frozenset({"+", "-", "++"}), frozenset({"*", "/"}),
+               frozenset({"^"}))
 MAX_TRANS_STEPS = 4  # steps through a transitivity lemma offered at one state (agents.coq_lookups.TRANSITIVE)
 MAX_IMPLIED = 3  # lemmas offered for each implication a state's hypotheses and conclusion make (coq_lookups.IMPLIED)
 EQUIVALENCES = True  # a switch for tests: False rewrites no hypothesis with an equivalence of its shape (round 21)
@@ -543,6 +573,7 @@ class CoqTactics(TacticSource):
         except CoqSyntaxError:
             codes = None
         self.scope_key = self._scope_key(codes)
+        self.notations = notation_names(codes) if codes is not None and NOTATION_UNFOLDS else []
         self.unknown: set[str] = self._unavailable(root)  # tactics this context cannot run (lia without Lia)
         self.allowed_axioms: tuple[str, ...] = ()
         # a second search after the checker refused (agents.proof_search): the refused proofs' tactics, vetoed,
@@ -892,6 +923,7 @@ class CoqTactics(TacticSource):
             # the whole conclusion is one bracketed notation (`(n | m)`, divisibility): `red` shows its definition
             out.append(Candidate("red.", 0.6))
         used = set(tokens(goal_text))
+        used |= {name for symbols, name in self.notations if symbols <= used}  # `+++` names `def_add`
         for name in self.definitions:
             if name in used or name.split(".")[-1] in used:
                 out.append(Candidate(f"unfold {name}.", 0.8))
@@ -949,6 +981,7 @@ class CoqTactics(TacticSource):
         out.extend(self._commute_candidates(concl, hyps))
         out.extend(self._decide_candidates(goal_text, hyps))
         out.extend(self._trans_candidates(concl, hyps))
+        out.extend(self._crossed_candidates(concl, hyps))
         out.extend(self._implied_candidates(concl, hyps))
         out.extend(self._equivalence_candidates(concl, hyps, statement=False))
         out.extend(Candidate(t, 0.6 + 0.03 * k) for k, t in enumerate(self.own_tactics))
@@ -1148,6 +1181,31 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"eapply {chain.lemma.name}; [ | eassumption].", 0.9 + 0.05 * len(out),
                                      source="rule"))
         return out[:MAX_TRANS_STEPS]
+
+    def _crossed_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
+        """A transitivity step through the middle term that crosses the two sides of one operation (round
+        twenty-five): at ``n + p < m + q``, ``apply lt_trans with (m + p).`` and ``apply lt_trans with (n + q).``
+        leave two goals that each change one operand (``n + p < m + p``, ``m + p < m + q``). The lemmas whose
+        two relations the latest hypotheses show come first (``p <= q`` with ``n < m``: ``lt_le_trans``); at most
+        :data:`MAX_CROSSED_STEPS`."""
+        if not CROSSED_MIDDLES:
+            return []
+        goal = relation_of(concl, [n for n, _ in hyps])
+        if goal is None:
+            return []
+        left, right = _operands(goal[1]), _operands(goal[2])
+        if left is None or right is None or left[1] != right[1]:
+            return []
+        (x1, op, y1), (x2, _, y2) = left, right
+        middles = [m for m in (f"{x2} {op} {y1}", f"{x1} {op} {y2}") if m not in (goal[1], goal[2])]
+        if not middles:
+            return []
+        given = collections.Counter(rel[0] for _, t in hyps[::-1][:3] if (rel := relation_of(t)) is not None)
+        chains = sorted(self.lookups.transitive(goal[0]),  # `<` and `<=` given: lt_le_trans before lt_trans
+                        key=lambda c: -sum((collections.Counter([c.first, c.second]) & given).values()))
+        out = [Candidate(f"apply {chain.lemma.name} with ({middle}).", 0.85 + 0.05 * k, source="rule")
+               for k, (chain, middle) in enumerate((c, m) for c in chains for m in middles)]
+        return out[:MAX_CROSSED_STEPS]
 
     def _implied_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """A lemma that gives the conclusion from the latest hypotheses (round twenty-one): ``eapply

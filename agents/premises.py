@@ -219,6 +219,30 @@ def declared_names(context: str) -> frozenset[str]:
     return frozenset(out - {"Type", "Prop", "Set"})
 
 
+_COQ_NOTATION = re.compile(
+    r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global)\s+)?(?P<kw>Infix|Notation)\s+\"(?P<pattern>[^\"]+)\"\s*:=\s*"
+    r"\(?\s*@?(?P<name>[A-Za-z_][\w'.]*)")
+_NOTATION_SYMBOL = re.compile(r"[^\w\s(),{}\[\]']+|'[^'\s]+'")
+
+
+def notation_names(codes: Sequence[str]) -> list[tuple[frozenset[str], str]]:
+    """The constants the context's ``Infix`` and ``Notation`` sentences print as symbols, with those symbols: a
+    goal that shows them names the constant though its name never appears (``Local Infix "+++" := def_add``:
+    ``0 +++ y == y`` is about ``def_add``). A notation's pattern gives its symbols (``"x <<= y"``: ``<<=``; a
+    quoted keyword, ``"'S' n"``, without its quotes); a pattern of variables only gives nothing."""
+    out: list[tuple[frozenset[str], str]] = []
+    for code in codes:
+        m = _COQ_NOTATION.match(code)
+        if m is None:
+            continue
+        pattern = m.group("pattern").strip()
+        found = [pattern] if m.group("kw") == "Infix" else [s.strip("'") for s in _NOTATION_SYMBOL.findall(pattern)]
+        symbols = frozenset(s for s in found if s and s not in _NOISE)
+        if symbols:
+            out.append((symbols, m.group("name")))
+    return out
+
+
 def coq_file_proofs(context: str) -> list[tuple[str, str, str]]:
     """(name, statement, proof body) of every lemma ``context`` proves with ``Qed``/``Defined``:
     scripts a search may retry on a similar statement (the body without ``Proof.``/``Qed.``)."""

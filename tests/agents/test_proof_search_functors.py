@@ -411,8 +411,11 @@ MODULE_OPS = ("Require Import Lia.\nModule Z.\nDefinition t := (nat * nat)%type.
 @pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
 def test_a_modules_definitions_are_unfolded_together(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
     """`Z.pred (Z.succ n) == n` holds once every definition of `Z` is unfolded, `Z.eq` (the `==`) among them: one
-    step with the rule (round twenty-three); without it, open after 300 runs."""
+    step with the rule (round twenty-three); without it, open after 300 runs. Round twenty-five's reading of the
+    `Infix` (`==` is `Z.eq`) is off here: it offers `unfold Z.eq` alone, which proves this too
+    (tests/agents/test_proof_search_notations.py)."""
     monkeypatch.setattr(coq_tactics, "MODULE_UNFOLDS", rule)
+    monkeypatch.setattr(coq_tactics, "NOTATION_UNFOLDS", False)
     task = TheoremTask("pred_succ", "Lemma pred_succ : forall n, Z.pred (Z.succ n) == n.", MODULE_OPS, "",
                        prover="coq")
     result, _ = rules_search(task, 300)

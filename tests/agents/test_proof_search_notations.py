@@ -14,6 +14,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 
 import pytest
+from coq_search import rules_search
 
 import agents.coq_tactics as coq_tactics
 from agents.best_first import Node
@@ -117,3 +118,25 @@ def test_a_transitivity_step_through_the_crossed_middle(mono_state, monkeypatch:
         step = states.run_tactic(state, crossed[0])  # type: ignore[attr-defined]
         assert step.state is not None, step.message
         assert [g.split("|-")[-1].strip() for g in step.state.goals] == ["n + p < m + p", "m + p <= m + q"]
+
+
+# `ZNatPairs.v`'s shape: a module's relation printed by a global infix (tests/agents/test_proof_search_functors.py)
+MODULE_OPS = ("Require Import Lia.\nModule Z.\nDefinition t := (nat * nat)%type.\n"
+              "Definition eq (p q : t) := fst p + snd q <= fst q + snd p.\n"
+              "Definition succ (p : t) : t := (S (fst p), snd p).\nDefinition pred (p : t) : t := (fst p, S (snd p)).\n"
+              "End Z.\nInfix \"==\" := Z.eq (at level 70, no associativity).\n")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_search_unfolds_the_relation_its_infix_prints(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`Z.pred (Z.succ n) == n` with round twenty-three's module unfolds off: proved through `unfold Z.eq` with
+    the rule, open after 300 tactic runs without it."""
+    monkeypatch.setattr(coq_tactics, "MODULE_UNFOLDS", False)
+    monkeypatch.setattr(coq_tactics, "NOTATION_UNFOLDS", rule)
+    task = TheoremTask("pred_succ", "Lemma pred_succ : forall n, Z.pred (Z.succ n) == n.", MODULE_OPS, "",
+                       prover="coq")
+    result, _ = rules_search(task, 300)
+    assert (result.reason == "proved") is rule, (result.reason, result.tactics)
+    if rule:
+        assert any(t.startswith("unfold ") and "Z.eq" in t for t in result.tactics or ()), result.tactics

@@ -40,3 +40,12 @@ def coq_search(task: TheoremTask, max_checks: int, *, library: bool, coq_args: S
 def rules_search(task: TheoremTask, max_checks: int, seconds: float = 60) -> tuple[SearchResult, list[CoqTactics]]:
     """A search by the rules alone (no library, no portfolio), and the sources it made."""
     return coq_search_made(task, max_checks, library=False, seconds=seconds)
+
+
+# a structure's operations in a module of the file, its relation behind a notation (`ZNatPairs.v`'s `Module Z` and
+# `==`): no name of the goal shows `Z.eq` (test_proof_search_functors.py's module unfolds,
+# test_proof_search_notations.py's infix reading)
+MODULE_OPS = ("Require Import Lia.\nModule Z.\nDefinition t := (nat * nat)%type.\n"
+              "Definition eq (p q : t) := fst p + snd q <= fst q + snd p.\n"
+              "Definition succ (p : t) : t := (S (fst p), snd p).\nDefinition pred (p : t) : t := (fst p, S (snd p)).\n"
+              "End Z.\nInfix \"==\" := Z.eq (at level 70, no associativity).\n")

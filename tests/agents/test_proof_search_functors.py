@@ -21,7 +21,7 @@ import re
 import shutil
 
 import pytest
-from coq_search import coq_search, rules_search
+from coq_search import MODULE_OPS, coq_search, rules_search
 
 import agents.coq_lookups as coq_lookups
 import agents.coq_scope as coq_scope
@@ -399,12 +399,6 @@ def test_the_checker_accepts_a_parameters_namesake(tmp_path, case: str) -> None:
     assert lemma in report["proofs"][name], report["proofs"]
 
 
-# a structure's operations in a module of the file, its relation behind a notation (`ZNatPairs.v`'s `Module Z` and
-# `==`): no name of the goal shows `Z.eq`, so `unfold Z.eq` was never offered
-MODULE_OPS = ("Require Import Lia.\nModule Z.\nDefinition t := (nat * nat)%type.\n"
-              "Definition eq (p q : t) := fst p + snd q <= fst q + snd p.\n"
-              "Definition succ (p : t) : t := (S (fst p), snd p).\nDefinition pred (p : t) : t := (fst p, S (snd p)).\n"
-              "End Z.\nInfix \"==\" := Z.eq (at level 70, no associativity).\n")
 
 
 @needs_coq

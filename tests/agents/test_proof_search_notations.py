@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 
 import pytest
-from coq_search import rules_search
+from coq_search import MODULE_OPS, rules_search
 
 import agents.coq_tactics as coq_tactics
 from agents.best_first import Node
@@ -120,11 +120,6 @@ def test_a_transitivity_step_through_the_crossed_middle(mono_state, monkeypatch:
         assert [g.split("|-")[-1].strip() for g in step.state.goals] == ["n + p < m + p", "m + p <= m + q"]
 
 
-# `ZNatPairs.v`'s shape: a module's relation printed by a global infix (tests/agents/test_proof_search_functors.py)
-MODULE_OPS = ("Require Import Lia.\nModule Z.\nDefinition t := (nat * nat)%type.\n"
-              "Definition eq (p q : t) := fst p + snd q <= fst q + snd p.\n"
-              "Definition succ (p : t) : t := (S (fst p), snd p).\nDefinition pred (p : t) : t := (fst p, S (snd p)).\n"
-              "End Z.\nInfix \"==\" := Z.eq (at level 70, no associativity).\n")
 
 
 @needs_coq

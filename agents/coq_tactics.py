@@ -263,9 +263,7 @@ def _operands(term: str) -> tuple[str, str, str] | None:
     """A term that is an operation at its top, as (left operand, operation, right operand), split at the last
     of its loosest operations (``a + b + c``: ``a + b``, ``+``, ``c``; ``n * m + p``: ``n * m``, ``+``, ``p``):
     None for any other term."""
-    words = top_words(" ".join(term.split()))
-    while len(words) == 1 and words[0].startswith("(") and words[0].endswith(")"):
-        words = top_words(words[0][1:-1])
+    words = top_words(_unwrapped(" ".join(term.split())))
     level = next((ops for ops in _OPERATIONS if ops & set(words)), frozenset())
     at = [k for k, w in enumerate(words) if w in level]
     if not at or not 0 < at[-1] < len(words) - 1:
@@ -510,6 +508,12 @@ def iff_patterns(statement: str) -> tuple[str, str] | None:
 def _symbols(pattern: str) -> int:
     """How many symbols a pattern has besides its holes and parentheses (``(_ <=? _) = true``: 3)."""
     return sum(1 for token in _PATTERN_TOKEN.findall(pattern) if token not in ("_", "(", ")"))
+
+
+def _given_relations(hyps: Sequence[tuple[str, str]]) -> collections.Counter[str]:
+    """The relations the latest three hypotheses state (:func:`relation_of`'s patterns), counted: what a
+    transitivity step's premises may be given by."""
+    return collections.Counter(rel[0] for _, t in hyps[::-1][:3] if (rel := relation_of(t)) is not None)
 
 
 def _unwrapped(term: str) -> str:
@@ -1169,7 +1173,7 @@ class CoqTactics(TacticSource):
         goal = relation_of(concl, [n for n, _ in hyps])
         if goal is None:
             return []
-        given = {rel[0] for _, t in hyps[::-1][:3] if (rel := relation_of(t)) is not None}
+        given = _given_relations(hyps)
         if not given:
             return []
         out: list[Candidate] = []
@@ -1200,7 +1204,7 @@ class CoqTactics(TacticSource):
         middles = [m for m in (f"{x2} {op} {y1}", f"{x1} {op} {y2}") if m not in (goal[1], goal[2])]
         if not middles:
             return []
-        given = collections.Counter(rel[0] for _, t in hyps[::-1][:3] if (rel := relation_of(t)) is not None)
+        given = _given_relations(hyps)
         chains = sorted(self.lookups.transitive(goal[0]),  # `<` and `<=` given: lt_le_trans before lt_trans
                         key=lambda c: -sum((collections.Counter([c.first, c.second]) & given).values()))
         out = [Candidate(f"apply {chain.lemma.name} with ({middle}).", 0.85 + 0.05 * k, source="rule")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from agents.best_first import SearchBudget, SearchResult, best_first_search
 from agents.coq_tactics import CoqTactics
@@ -28,6 +29,20 @@ def coq_search_made(task: TheoremTask, max_checks: int, *, library: bool, second
     try:
         return best_first_search(states, task, source, SearchBudget(seconds=seconds, max_checks=max_checks),
                                  tree_limit=100_000), made
+    finally:
+        states.close()
+
+
+def state_after(task: TheoremTask, tactic: str) -> Iterator[tuple[Any, TheoremTask, ProofState]]:
+    """A module fixture's body: a real ``coqtop`` session at ``task``'s statement after ``tactic``, as (the
+    proof states, the task, the state), closed when the fixture ends."""
+    from oracle.proof_state_coq import CoqProofStates
+
+    states = CoqProofStates()
+    try:
+        after = states.run_tactic(states.start(task), tactic)
+        assert after.state is not None, after.message
+        yield states, task, after.state
     finally:
         states.close()
 

@@ -399,8 +399,6 @@ def test_the_checker_accepts_a_parameters_namesake(tmp_path, case: str) -> None:
     assert lemma in report["proofs"][name], report["proofs"]
 
 
-
-
 @needs_coq
 @pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
 def test_a_modules_definitions_are_unfolded_together(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:

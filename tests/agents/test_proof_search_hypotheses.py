@@ -20,6 +20,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 
 import pytest
+from coq_search import state_after
 
 import agents.coq_tactics as coq_tactics
 import agents.premises as premises
@@ -60,17 +61,7 @@ def test_a_data_type_is_no_lemma_and_a_predicate_is_a_proposition(monkeypatch: p
 
 @pytest.fixture(scope="module")
 def sets_state() -> Iterator[tuple[object, TheoremTask, object]]:
-    from oracle.proof_state_coq import CoqProofStates
-
-    states = CoqProofStates()
-    task = TheoremTask("keep", STATEMENT, SETS, "", prover="coq")
-    try:
-        root = states.start(task)
-        after = states.run_tactic(root, "intros a b x y H.")
-        assert after.state is not None, after.message
-        yield states, task, after.state
-    finally:
-        states.close()
+    yield from state_after(TheoremTask("keep", STATEMENT, SETS, "", prover="coq"), "intros a b x y H.")
 
 
 def _tactics(sets_state: tuple[object, TheoremTask, object], *, library: bool = False) -> Sequence[str]:

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
-from coq_search import MODULE_OPS, rules_search
+from coq_search import MODULE_OPS, rules_search, state_after
 
 import agents.coq_tactics as coq_tactics
 from agents.best_first import Node
 from agents.coq_tactics import CoqTactics
 from agents.premises import notation_names
 from oracle.proof_common import TheoremTask
+from oracle.proof_state import ProofState
 
 needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="coqtop not on PATH (Debian: apt-get install coq)")
 
@@ -46,25 +48,18 @@ def test_the_contexts_notations_name_their_constants() -> None:
 
 
 @pytest.fixture(scope="module")
-def recursor_state() -> Iterator[tuple[object, TheoremTask, object]]:
-    from oracle.proof_state_coq import CoqProofStates
-
-    states = CoqProofStates()
-    task = TheoremTask("dadd_0_l", STATEMENT, RECURSOR, "", prover="coq")
-    try:
-        root = states.start(task)
-        after = states.run_tactic(root, "intro y.")
-        assert after.state is not None, after.message
-        assert "+++" in after.state.goals[0] and "dadd" not in after.state.goals[0], after.state.goals
-        yield states, task, after.state
-    finally:
-        states.close()
+def recursor_state() -> Iterator[tuple[Any, TheoremTask, ProofState]]:
+    for opened in state_after(TheoremTask("dadd_0_l", STATEMENT, RECURSOR, "", prover="coq"), "intro y."):
+        goal = opened[2].goals[0]
+        assert "+++" in goal and "dadd" not in goal, goal
+        yield opened
 
 
-def _tactics(recursor_state: tuple[object, TheoremTask, object]) -> Sequence[str]:
-    states, task, state = recursor_state
-    source = CoqTactics(states, task, state, library=False, portfolio=False, setting="rediscover")  # type: ignore[arg-type]
-    return [c.tactic for c in source.candidates(Node(1, 0, "intro y.", state, 1, 0.0, ()))]  # type: ignore[arg-type]
+def _tactics(opened: tuple[Any, TheoremTask, ProofState], tactic: str, *, library: bool) -> Sequence[str]:
+    """The candidates the rules offer at the opened state, reached by ``tactic``."""
+    states, task, state = opened
+    source = CoqTactics(states, task, state, library=library, portfolio=False, setting="rediscover")
+    return [c.tactic for c in source.candidates(Node(1, 0, tactic, state, 1, 0.0, ()))]
 
 
 @needs_coq
@@ -73,11 +68,11 @@ def test_a_definition_shown_by_its_infix_is_unfolded(recursor_state, monkeypatch
                                                      rule: bool) -> None:
     """`0 +++ y = y`: `unfold dadd.` with the rule only; `twice`, whose notation the goal does not show, never."""
     monkeypatch.setattr(coq_tactics, "NOTATION_UNFOLDS", rule)
-    tactics = _tactics(recursor_state)
+    tactics = _tactics(recursor_state, "intro y.", library=False)
     assert ("unfold dadd." in tactics) is rule, tactics
     assert "unfold twice." not in tactics, tactics
     states, _, state = recursor_state
-    unfolded = states.run_tactic(state, "unfold dadd.")  # type: ignore[attr-defined]
+    unfolded = states.run_tactic(state, "unfold dadd.")
     assert unfolded.state is not None and "rec y" in unfolded.state.goals[0], unfolded
 
 
@@ -87,18 +82,8 @@ MONO_STATEMENT = "Lemma mono : forall n m p q, n < m -> p <= q -> n + p < m + q.
 
 
 @pytest.fixture(scope="module")
-def mono_state() -> Iterator[tuple[object, TheoremTask, object]]:
-    from oracle.proof_state_coq import CoqProofStates
-
-    states = CoqProofStates()
-    task = TheoremTask("mono", MONO_STATEMENT, MONO, "", prover="coq")
-    try:
-        root = states.start(task)
-        after = states.run_tactic(root, "intros n m p q H1 H2.")
-        assert after.state is not None, after.message
-        yield states, task, after.state
-    finally:
-        states.close()
+def mono_state() -> Iterator[tuple[Any, TheoremTask, ProofState]]:
+    yield from state_after(TheoremTask("mono", MONO_STATEMENT, MONO, "", prover="coq"), "intros n m p q H1 H2.")
 
 
 @needs_coq
@@ -108,18 +93,15 @@ def test_a_transitivity_step_through_the_crossed_middle(mono_state, monkeypatch:
     """`n + p < m + q`: with the rule, `apply L with (m + p).` for a transitivity lemma `L` into `<` (the one
     chaining `<` and `<=`, the hypotheses' relations, first), and the step leaves the two one-operand goals."""
     monkeypatch.setattr(coq_tactics, "CROSSED_MIDDLES", rule)
-    states, task, state = mono_state
-    source = CoqTactics(states, task, state, library=True, portfolio=False, setting="rediscover")  # type: ignore[arg-type]
-    tactics = [c.tactic for c in source.candidates(Node(1, 0, "intros n m p q H1 H2.", state, 1, 0.0, ()))]  # type: ignore[arg-type]
+    states, _, state = mono_state
+    tactics = _tactics(mono_state, "intros n m p q H1 H2.", library=True)
     crossed = [t for t in tactics if t.startswith("apply ") and t.endswith((" with (m + p).", " with (n + q)."))]
     assert bool(crossed) is rule, tactics
     if rule:
         assert "lt_le_trans" in crossed[0], crossed
-        step = states.run_tactic(state, crossed[0])  # type: ignore[attr-defined]
+        step = states.run_tactic(state, crossed[0])
         assert step.state is not None, step.message
         assert [g.split("|-")[-1].strip() for g in step.state.goals] == ["n + p < m + p", "m + p <= m + q"]
-
-
 
 
 @needs_coq

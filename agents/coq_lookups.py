@@ -50,6 +50,8 @@ class ScopeFacts:
     # an implication's pattern (`(?n <= ?m) -> (?m <= ?n) -> (?n = ?m)`) -> the lemmas that state it
     implications: dict[str, tuple[Premise, ...]] = field(default_factory=dict)
     containing: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # a pattern -> the lemmas stating it
+    reflections: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # a boolean's head -> `P <-> f .. = true`
+    equivalences: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # a pattern -> `pattern <-> _` lemmas
     # a type's head -> its fields, if a record of laws, and its number of parameters
     records: dict[str, tuple[tuple[str, ...], int]] = field(default_factory=dict)
     laws: dict[tuple[str, str], tuple[Premise, ...]] = field(default_factory=dict)  # (hypothesis, type) -> its fields'
@@ -296,6 +298,7 @@ _LINKABLE = re.compile(r"(?<![\w'.?])[A-Za-z_][\w']*(?![\w'.])")
 QUERY_TEXT = re.compile(r"(?:[\w'. ()+*:<>=@\[\]^/\\~&|-]|\?(?![A-Za-z_])|%(?=[A-Za-z]))+")
 IMPLIED = True  # a switch for tests: False looks up no lemma by the state's hypotheses and conclusion (round 21)
 MAX_IMPLIED_QUERIES = 8  # `Search ((A) -> (B) -> (C))` calls per theorem (each answer is kept for the scope)
+MAX_REFLECTION_QUERIES = 8  # `Search (_ <-> _ = true) f` and `Search (P <-> _)` calls per theorem (agents/coq_booleans)
 MAX_CONTAINING_QUERIES = 6  # `Search (hypothesis pattern)` calls per theorem, for its equivalences (the same)
 # and no more of either kind once a theorem's queries of that kind took this long (a `Search` in a big context,
 # `Reals` or a `Numbers` functor, takes 0.2-0.4 s: eight of them would be a tenth of the search's 25 s)
@@ -503,6 +506,25 @@ class ScopeLookups:
             return ()
         return tuple(self._kept("containing", self.facts.containing, pattern, MAX_CONTAINING_QUERIES, lambda: tuple(
             p for p in self._searched(f"({pattern})", 200) if not self.own(p)), LOOKUP_SECONDS))
+
+    def reflections(self, head: str) -> tuple[Premise, ...]:
+        """The lemmas here that may reflect the boolean function ``head`` (Coq's ``Search (_ <-> _ = true)
+        head`` and ``Search (_ = true <-> _) head``, the first 40 of each: a pattern's ``<->`` has its sides in
+        order): agents/coq_booleans.py reads which do."""
+        if not re.fullmatch(r"[A-Za-z_][\w'.]*", head):
+            return ()
+        return tuple(self._kept("reflect", self.facts.reflections, head, MAX_REFLECTION_QUERIES, lambda: tuple(
+            p for p in [*self._searched(f"(_ <-> _ = true) {head}", 40), *self._searched(f"(_ = true <-> _) {head}", 40)]
+            if not self.own(p)), LOOKUP_SECONDS))
+
+    def equivalences(self, pattern: str) -> tuple[Premise, ...]:
+        """The lemmas here that state an equivalence one side of which has the shape ``pattern`` (Coq's
+        ``Search (pattern <-> _)`` and ``Search (_ <-> pattern)``, the first 60 of each)."""
+        if not pattern:
+            return ()
+        return tuple(self._kept("reflect", self.facts.equivalences, pattern, MAX_REFLECTION_QUERIES, lambda: tuple(
+            p for p in [*self._searched(f"({pattern} <-> _)", 60), *self._searched(f"(_ <-> {pattern})", 60)]
+            if not self.own(p)), LOOKUP_SECONDS))
 
     def _searched(self, query: str, limit: int) -> list[Premise]:
         return list(self.search(query, limit=limit)) if self.search is not None else []

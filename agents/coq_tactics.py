@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+import agents.coq_booleans as coq_booleans
 import agents.coq_lookups as coq_lookups
 from agents.best_first import Node, TacticSource, conclusion
 from agents.coq_lookups import (
@@ -360,6 +361,9 @@ WITNESS_SOURCE = "witness"  # the source of those `exists` on an applied predica
 # lemma with the middle term that crosses them (`apply lt_trans with (m + p).`: `n + p < m + p` and `m + p < m + q`,
 # each a monotonicity step), as `NZAddOrder.v`'s `add_lt_mono` and `Reals`' compatibility lemmas are proved; False
 # offers a transitivity step only through a hypothesis (before round twenty-five)
+# a boolean restatement (`mem y (add x s) = eqb x y || mem y s`) proved in one step through the equivalences that
+# reflect its booleans and restate what they reflect (agents/coq_booleans.py; round twenty-six)
+BOOLEAN_REFLECTIONS = True
 CROSSED_MIDDLES = True
 MAX_CROSSED_STEPS = 4  # `apply L with (M).` steps offered at one state (two middles, the best-matched lemmas)
 # the operations a crossed middle splits at, loosest first (a term's top operation is its loosest one)
@@ -986,6 +990,7 @@ class CoqTactics(TacticSource):
         out.extend(self._decide_candidates(goal_text, hyps))
         out.extend(self._trans_candidates(concl, hyps))
         out.extend(self._crossed_candidates(concl, hyps))
+        out.extend(self._boolean_candidates(concl, hyps))
         out.extend(self._implied_candidates(concl, hyps))
         out.extend(self._equivalence_candidates(concl, hyps, statement=False))
         out.extend(Candidate(t, 0.6 + 0.03 * k) for k, t in enumerate(self.own_tactics))
@@ -1210,6 +1215,17 @@ class CoqTactics(TacticSource):
         out = [Candidate(f"apply {chain.lemma.name} with ({middle}).", 0.85 + 0.05 * k, source="rule")
                for k, (chain, middle) in enumerate((c, m) for c in chains for m in middles)]
         return out[:MAX_CROSSED_STEPS]
+
+    def _boolean_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
+        """A boolean restatement's whole proof as one closing step (:func:`agents.coq_booleans.reflection_step`)."""
+        if not BOOLEAN_REFLECTIONS or " = " not in concl:
+            return []
+        local = {n for n, _ in hyps}
+        step = coq_booleans.reflection_step(
+            concl, hyps, local=local, definitions={d.split(".")[-1] for d in self.definitions},
+            reflections=self.lookups.reflections, equivalences=self.lookups.equivalences,
+            holes=lambda prop: hole_pattern(prop, sorted(local)))
+        return [Candidate(step, 0.3, True, "rule")] if step is not None else []
 
     def _implied_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """A lemma that gives the conclusion from the latest hypotheses (round twenty-one): ``eapply

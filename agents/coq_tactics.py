@@ -128,6 +128,7 @@ _GROUP = r"\((?:[^()]|\([^()]*\))*\)"  # a parenthesised term, one level of pare
 _MATCH = re.compile(rf"\bmatch\s+(?P<scrut>[A-Za-z_][\w'.]*(?:\s+(?:[A-Za-z_][\w'.]*|{_GROUP}))*|{_GROUP})\s+with\b")
 _IDENT = re.compile(r"[A-Za-z_][\w']*")
 _HOLE_IDENT = re.compile(r"(?<![%\w'])[A-Za-z_][\w']*")  # a name, not a scope's key (`nat` of `%nat`)
+_LOWER_BOUND = re.compile(r"(?P<low>[^<>=]+?) (?P<rel><=|<) (?P<v>[A-Za-z_][\w']*)")  # `0 <= b`, not `0 <= a < b`
 _BINDERS = re.compile(r"^(?:forall|∀)\s+(?P<binders>.*?),", re.S)
 
 
@@ -364,6 +365,9 @@ WITNESS_SOURCE = "witness"  # the source of those `exists` on an applied predica
 # a boolean restatement (`mem y (add x s) = eqb x y || mem y s`) proved in one step through the equivalences that
 # reflect its booleans and restate what they reflect (agents/coq_booleans.py; round twenty-six)
 BOOLEAN_REFLECTIONS = True
+# an induction along an order from a hypothesis `H : 0 <= b` (`apply le_ind with (4 := H).`, the stdlib's `Numbers`
+# files), and `solve_proper.` for the `Proper` goal it opens (round twenty-six)
+ORDER_INDUCTIONS = True
 CROSSED_MIDDLES = True
 MAX_CROSSED_STEPS = 4  # `apply L with (M).` steps offered at one state (two middles, the best-matched lemmas)
 # the operations a crossed middle splits at, loosest first (a term's top operation is its loosest one)
@@ -991,6 +995,7 @@ class CoqTactics(TacticSource):
         out.extend(self._trans_candidates(concl, hyps))
         out.extend(self._crossed_candidates(concl, hyps))
         out.extend(self._boolean_candidates(concl, hyps))
+        out.extend(self._order_induction_candidates(concl, hyps))
         out.extend(self._implied_candidates(concl, hyps))
         out.extend(self._equivalence_candidates(concl, hyps, statement=False))
         out.extend(Candidate(t, 0.6 + 0.03 * k) for k, t in enumerate(self.own_tactics))
@@ -1216,6 +1221,23 @@ class CoqTactics(TacticSource):
                for k, (chain, middle) in enumerate((c, m) for c in chains for m in middles)]
         return out[:MAX_CROSSED_STEPS]
 
+    def _order_induction_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
+        """An induction along an order (:func:`agents.coq_lookups.relation_inductions`) from each of the latest two
+        hypotheses ``H : e <= v`` (or ``<``) on a local ``v``: ``apply le_ind with (4 := H).``, whose motive Coq
+        reads off the conclusion; ``solve_proper.`` at the ``Proper`` goal such a step opens first."""
+        if not ORDER_INDUCTIONS:
+            return []
+        if concl.startswith("Proper "):
+            return [Candidate("solve_proper.", 0.1, True)]
+        types = dict(hyps)
+        out: list[Candidate] = []
+        bounds = [(n, m) for n, t in hyps if (m := _LOWER_BOUND.fullmatch(" ".join(t.split()))) and m.group("v") in types]
+        for name, m in bounds[-2:][::-1]:
+            out.extend(Candidate(f"apply {lemma} with ({position} := {name}).", 0.6 + 0.05 * k)
+                       for k, (lemma, rel, position) in enumerate(self.lookups.relation_inductions(types[m.group("v")]))
+                       if rel == m.group("rel"))
+        return out
+
     def _boolean_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """A boolean restatement's whole proof as one closing step (:func:`agents.coq_booleans.reflection_step`)."""
         if not BOOLEAN_REFLECTIONS or " = " not in concl:
@@ -1225,7 +1247,8 @@ class CoqTactics(TacticSource):
             concl, hyps, local=local, definitions={d.split(".")[-1] for d in self.definitions},
             reflections=self.lookups.reflections, equivalences=self.lookups.equivalences,
             holes=lambda prop: hole_pattern(prop, sorted(local)))
-        return [Candidate(step, 0.3, True, "rule")] if step is not None else []
+        # above BUNDLE_MAX_COST: a script of many sentences is run alone, not among the `solve [...]` alternatives
+        return [Candidate(step, 0.4, True, "rule")] if step is not None else []
 
     def _implied_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """A lemma that gives the conclusion from the latest hypotheses (round twenty-one): ``eapply

@@ -108,3 +108,4 @@ def test_a_boolean_restatement_is_proved_through_its_reflections(monkeypatch: py
     assert (result.reason == "proved") is rule, (result.reason, result.tactics)
     if rule:
         assert any(t.startswith("generalize (@mem_spec (add x s) y)") for t in result.tactics or ()), result.tactics
+

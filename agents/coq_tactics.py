@@ -37,6 +37,7 @@ import agents.coq_lookups as coq_lookups
 from agents.best_first import Node, TacticSource, conclusion
 from agents.coq_lookups import (
     QUERY_TEXT,
+    RELATION_INFIX,
     ScopeFacts,
     ScopeLookups,
     commute_operators,
@@ -368,6 +369,7 @@ BOOLEAN_REFLECTIONS = True
 # an induction along an order from a hypothesis `H : 0 <= b` (`apply le_ind with (4 := H).`, the stdlib's `Numbers`
 # files), and `solve_proper.` for the `Proper` goal it opens (round twenty-six)
 ORDER_INDUCTIONS = True
+RELATION_INTROS = True  # `intro.` at an order or a disequality (`x <= y`, `x <> y`), which may unfold to a product
 CROSSED_MIDDLES = True
 MAX_CROSSED_STEPS = 4  # `apply L with (M).` steps offered at one state (two middles, the best-matched lemmas)
 # the operations a crossed middle splits at, loosest first (a term's top operation is its loosest one)
@@ -934,6 +936,11 @@ class CoqTactics(TacticSource):
         elif WITNESSES and len(top_words(concl)) == 1 and concl.startswith("("):
             # the whole conclusion is one bracketed notation (`(n | m)`, divisibility): `red` shows its definition
             out.append(Candidate("red.", 0.6))
+        if RELATION_INTROS and not concl.startswith("~") and \
+                sum(w in RELATION_INFIX or w == "<>" for w in top_words(concl)) == 1:
+            # an order defined as a negation (`CRle x y` is `CRlt y x -> False`; `Z.le`, `(x ?= y) <> Gt`) or a
+            # disequality: `intro` takes what it negates (round twenty-six)
+            out.append(Candidate("intro.", 0.55))
         used = set(tokens(goal_text))
         used |= {name for symbols, name in self.notations if symbols <= used}  # `+++` names `def_add`
         for name in self.definitions:

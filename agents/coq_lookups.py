@@ -40,7 +40,7 @@ class ScopeFacts:
     commutes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # operator -> its commutativity lemmas here
     inductions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> induction principles besides its own
     # type -> its inductions along an order: (name, order, the position of the premise `n <= m`)
-    relation_inductions: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
+    relation_inductions: dict[str, tuple[OrderInduction, ...]] = field(default_factory=dict)
     deciders: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # type -> its case-splitting lemmas
     included: tuple[Premise, ...] | None = None  # what the open modules' `Include`s brought in (agents/coq_scope.py)
     # the innermost open module's tactics, as (name, how many terms it takes) (the same)
@@ -188,14 +188,15 @@ def induction_principles(type_name: str, found: Iterable[Premise], limit: int = 
     return tuple(name for _, _, name in sorted(best.values()))[:limit]
 
 
-def relation_inductions(type_name: str, found: Iterable[Premise], limit: int = 4) -> tuple[tuple[str, str, int], ...]:
+def relation_inductions(type_name: str, found: Iterable[Premise], limit: int = 4) -> tuple[OrderInduction, ...]:
     """Of the lemmas ``Search (forall P : T -> _, _)`` found, the inductions along an order from a lower bound
-    (round twenty-six), as (name, the order, the position of its premise ``n <= m``): ``le_ind : forall A : t ->
-    Prop, Proper (eq ==> iff) A -> forall n : t, A n -> (forall m : t, n <= m -> A m -> A (S m)) -> forall m :
-    t, n <= m -> A m`` is ``("le_ind", "<=", 4)``, which ``apply le_ind with (4 := H)`` uses at ``H : 0 <= b``
-    (the stdlib's ``Numbers`` files prove so). Those with the fewest premises first, at most ``limit``."""
+    (round twenty-six), as (name, the order, the position of its premise ``n <= m``, whether its first premise is
+    the motive's ``Proper``): ``le_ind : forall A : t -> Prop, Proper (eq ==> iff) A -> forall n : t, A n ->
+    (forall m : t, n <= m -> A m -> A (S m)) -> forall m : t, n <= m -> A m`` is ``("le_ind", "<=", 4, True)``,
+    which ``apply le_ind with (4 := H)`` uses at ``H : 0 <= b`` (the stdlib's ``Numbers`` files prove so). Those
+    with the fewest premises first, at most ``limit``."""
     t = re.escape(type_name)
-    out: dict[str, tuple[str, str, int]] = {}
+    out: dict[str, OrderInduction] = {}
     for premise in found:
         text = " ".join(premise.statement.split())
         m = re.match(rf"forall (?P<motive>[A-Za-z_][\w']*) : {t} -> Prop, ", text)
@@ -205,9 +206,19 @@ def relation_inductions(type_name: str, found: Iterable[Premise], limit: int = 4
                         rf"{m.group('motive')} (?P=x)$", text)
         if end is None:
             continue
-        position = len(split_top(text[m.end():end.start()].removesuffix("-> ").strip(), "->")) + 1
-        out.setdefault(premise.name.split(".")[-1], (premise.name, end.group("rel"), position))
+        premises = split_top(text[m.end():end.start()].removesuffix("-> ").strip(), "->")
+        out.setdefault(premise.name.split(".")[-1], OrderInduction(
+            premise.name, end.group("rel"), len(premises) + 1, bool(premises) and premises[0].startswith("Proper ")))
     return tuple(sorted(out.values(), key=lambda r: (r[2], len(r[0]))))[:limit]
+
+
+class OrderInduction(NamedTuple):
+    """An induction along an order (:func:`relation_inductions`)."""
+
+    name: str
+    order: str
+    position: int  # of the premise `n <= m` among the lemma's premises, as `apply .. with (k := H)` counts
+    proper_first: bool
 
 
 MAX_DECIDE_QUERIES = 2  # rounds of the deciders' `Search`es (`{_} + {_}`, `_ \/ _`, the SPEC_TYPES) per
@@ -483,7 +494,7 @@ class ScopeLookups:
             induction_principles(typ, [*self._searched(f"(forall P : {typ} -> _, _)", 200),
                                        *(self.facts.included or ())]))))
 
-    def relation_inductions(self, typ: str) -> tuple[tuple[str, str, int], ...]:
+    def relation_inductions(self, typ: str) -> tuple[OrderInduction, ...]:
         """The inductions along an order on ``typ`` here (:func:`relation_inductions` of the same ``Search`` as
         :meth:`inductions`)."""
         typ = " ".join(typ.split())

@@ -1230,8 +1230,9 @@ class CoqTactics(TacticSource):
 
     def _order_induction_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:
         """An induction along an order (:func:`agents.coq_lookups.relation_inductions`) from each of the latest two
-        hypotheses ``H : e <= v`` (or ``<``) on a local ``v``: ``apply le_ind with (4 := H).``, whose motive Coq
-        reads off the conclusion; ``solve_proper.`` at the ``Proper`` goal such a step opens first."""
+        hypotheses ``H : e <= v`` (or ``<``) on a local ``v``: ``apply le_ind with (4 := H); [solve_proper | idtac
+        ..].``, whose motive Coq reads off the conclusion and whose ``Proper`` premise ``solve_proper`` proves;
+        ``solve_proper.`` at a ``Proper`` goal."""
         if not ORDER_INDUCTIONS:
             return []
         if concl.startswith("Proper "):
@@ -1242,9 +1243,11 @@ class CoqTactics(TacticSource):
         for name, m in bounds[-2:][::-1]:
             # cheap: the proof it starts is long (the `Proper` goal, the base case, the step), and a hypothesis
             # `0 <= b` on a variable of the conclusion is what these lemmas are for
-            out.extend(Candidate(f"apply {lemma} with ({position} := {name}).", 0.3 + 0.05 * k)
-                       for k, (lemma, rel, position) in enumerate(self.lookups.relation_inductions(types[m.group("v")]))
-                       if rel == m.group("rel"))
+            # the `Proper` goal is closed in the same step: a state of three goals would rank far behind
+            out.extend(Candidate(f"apply {lemma.name} with ({lemma.position} := {name})"
+                                 f"{'; [solve_proper | idtac ..]' if lemma.proper_first else ''}.", 0.3 + 0.05 * k)
+                       for k, lemma in enumerate(self.lookups.relation_inductions(types[m.group("v")]))
+                       if lemma.order == m.group("rel"))
         return out
 
     def _boolean_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:

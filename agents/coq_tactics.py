@@ -367,8 +367,10 @@ WITNESS_SOURCE = "witness"  # the source of those `exists` on an applied predica
 # reflect its booleans and restate what they reflect (agents/coq_booleans.py; round twenty-six)
 BOOLEAN_REFLECTIONS = True
 # an induction along an order from a hypothesis `H : 0 <= b` (`apply le_ind with (4 := H).`, the stdlib's `Numbers`
-# files), and `solve_proper.` for the `Proper` goal it opens (round twenty-six)
-ORDER_INDUCTIONS = True
+# files), and `solve_proper.` for the `Proper` goal it opens (round twenty-six): off, it gained nothing in-sample
+# (NZPow.v 4 of 29 with it and without: the step was taken, and the base case and the inductive step, five sentences
+# or more, were out of reach within the 6,000 tactic runs)
+ORDER_INDUCTIONS = False
 # `intro.` at an order or a disequality (`x <= y`, `x <> y`), which may unfold to a product: off, it gained nothing
 # in-sample (ConstructiveRealsMorphisms.v 5 of 33 with it and without: the library's learned `intro abs.` was there)
 RELATION_INTROS = False

@@ -160,17 +160,22 @@ def reflection(lemma: Equivalence, head: str) -> tuple[str, str] | None:
     for this, other in (lemma.sides, lemma.sides[::-1]):
         boolean = _reflected(this)
         if boolean is not None and not lemma.premises and \
-                application(boolean)[0].split(".")[-1] == head.split(".")[-1]:  # type: ignore[index]
+                (_head(boolean) or "").split(".")[-1] == head.split(".")[-1]:
             return boolean, other
     return None
+
+
+def _head(term: str) -> str | None:
+    """The name ``term`` applies (:func:`application`), or None."""
+    words = application(term)
+    return words[0] if words is not None else None
 
 
 def _specific(pattern: str, holes: set[str]) -> bool:
     """Whether a lemma's side applies something to an application of a constant (``In y (add x s)``), not
     only to its variables (``In x s``)."""
     words = application(pattern)
-    return words is not None and any(application(w) is not None and application(w)[0] not in holes  # type: ignore[index]
-                                     for w in words[1:])
+    return words is not None and any(_head(w) not in (None, *holes) for w in words[1:])
 
 
 def restatements(prop: str, found: Sequence[Premise], hyps: Sequence[tuple[str, str]],
@@ -222,19 +227,21 @@ def reflection_step(concl: str, hyps: Sequence[tuple[str, str]], *, local: set[s
     unfolds: list[str] = []
     split: list[str] = []
     for atom in found:
-        head = application(atom)[0]  # type: ignore[index]
+        head = _head(atom)
         split.append(atom)
-        if head in local:
+        if head is None or head in local:  # (every atom is an application)
             continue
         for premise in reflections(head):
             lemma = Equivalence.read(premise)
             shown = reflection(lemma, head) if lemma is not None else None
-            bound = match(shown[0], atom, lemma.binders) if shown is not None and lemma is not None else None
-            term = lemma.applied(bound) if bound is not None and lemma is not None else None
-            if term is not None and shown is not None:
+            if lemma is None or shown is None:
+                continue
+            bound = match(shown[0], atom, lemma.binders)
+            term = lemma.applied(bound) if bound is not None else None
+            if term is not None and bound is not None:
                 terms.append(term)
                 used.add(premise.name)
-                props.append(instantiate(shown[1], bound or {}))
+                props.append(instantiate(shown[1], bound))
                 break
         else:
             if head.split(".")[-1] in definitions:

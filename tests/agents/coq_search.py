@@ -57,6 +57,14 @@ def rules_search(task: TheoremTask, max_checks: int, seconds: float = 60) -> tup
     return coq_search_made(task, max_checks, library=False, seconds=seconds)
 
 
+def proved_iff(task: TheoremTask, rule: bool, max_checks: int = 300) -> tuple[str, ...]:
+    """An on/off test's search: the rules alone prove ``task`` within ``max_checks`` tactic runs exactly when the
+    ``rule`` under test is on; the proof's tactics (none when off)."""
+    result, _ = rules_search(task, max_checks)
+    assert (result.reason == "proved") is rule, (result.reason, result.tactics)
+    return tuple(result.tactics or ())
+
+
 # a structure's operations in a module of the file, its relation behind a notation (`ZNatPairs.v`'s `Module Z` and
 # `==`): no name of the goal shows `Z.eq` (test_proof_search_functors.py's module unfolds,
 # test_proof_search_notations.py's infix reading)

@@ -39,7 +39,7 @@ class ScopeFacts:
     missing: set[str] = field(default_factory=set)  # names Coq said it does not know here (`The reference X was not found`)
     commutes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # operator -> its commutativity lemmas here
     inductions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> induction principles besides its own
-    # type -> its inductions along an order: (name, order, the position of the premise `n <= m`)
+    # type -> its inductions along an order (`le_ind`: OrderInduction)
     relation_inductions: dict[str, tuple[OrderInduction, ...]] = field(default_factory=dict)
     deciders: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # type -> its case-splitting lemmas
     included: tuple[Premise, ...] | None = None  # what the open modules' `Include`s brought in (agents/coq_scope.py)
@@ -209,7 +209,7 @@ def relation_inductions(type_name: str, found: Iterable[Premise], limit: int = 4
         premises = split_top(text[m.end():end.start()].removesuffix("-> ").strip(), "->")
         out.setdefault(premise.name.split(".")[-1], OrderInduction(
             premise.name, end.group("rel"), len(premises) + 1, bool(premises) and premises[0].startswith("Proper ")))
-    return tuple(sorted(out.values(), key=lambda r: (r[2], len(r[0]))))[:limit]
+    return tuple(sorted(out.values(), key=lambda r: (r.position, len(r.name))))[:limit]
 
 
 class OrderInduction(NamedTuple):

@@ -359,10 +359,6 @@ _WORD = re.compile(r"(?<![\w'.%])(?:\d+|[A-Za-z][\w']*(?:\.[A-Za-z_][\w']*)*)(?!
 WITNESSES = True  # a switch for tests: False offers no `exists v` nor `red` on a bracketed notation (round eleven)
 CONSTRUCTOR_WITNESSES = False  # on: `exists f.` on an applied predicate of one constructor, not only on `exists ..`
 WITNESS_SOURCE = "witness"  # the source of those `exists` on an applied predicate (its own figures in by_source)
-# a switch for tests: True offers, at a goal relating two terms of one operation (`n + p < m + q`), a transitivity
-# lemma with the middle term that crosses them (`apply lt_trans with (m + p).`: `n + p < m + p` and `m + p < m + q`,
-# each a monotonicity step), as `NZAddOrder.v`'s `add_lt_mono` and `Reals`' compatibility lemmas are proved; False
-# offers a transitivity step only through a hypothesis (before round twenty-five)
 # a boolean restatement (`mem y (add x s) = eqb x y || mem y s`) proved in one step through the equivalences that
 # reflect its booleans and restate what they reflect (agents/coq_booleans.py; round twenty-six)
 BOOLEAN_REFLECTIONS = True
@@ -374,6 +370,10 @@ ORDER_INDUCTIONS = False
 # `intro.` at an order or a disequality (`x <= y`, `x <> y`), which may unfold to a product: off, it gained nothing
 # in-sample (ConstructiveRealsMorphisms.v 5 of 33 with it and without: the library's learned `intro abs.` was there)
 RELATION_INTROS = False
+# a switch for tests: True offers, at a goal relating two terms of one operation (`n + p < m + q`), a transitivity
+# lemma with the middle term that crosses them (`apply lt_trans with (m + p).`: `n + p < m + p` and `m + p < m + q`,
+# each a monotonicity step), as `NZAddOrder.v`'s `add_lt_mono` and `Reals`' compatibility lemmas are proved; False
+# offers a transitivity step only through a hypothesis (before round twenty-five)
 CROSSED_MIDDLES = True
 MAX_CROSSED_STEPS = 4  # `apply L with (M).` steps offered at one state (two middles, the best-matched lemmas)
 # the operations a crossed middle splits at, loosest first (a term's top operation is its loosest one)
@@ -1245,9 +1245,8 @@ class CoqTactics(TacticSource):
         out: list[Candidate] = []
         bounds = [(n, m) for n, t in hyps if (m := _LOWER_BOUND.fullmatch(" ".join(t.split()))) and m.group("v") in types]
         for name, m in bounds[-2:][::-1]:
-            # cheap: the proof it starts is long (the `Proper` goal, the base case, the step), and a hypothesis
-            # `0 <= b` on a variable of the conclusion is what these lemmas are for
-            # the `Proper` goal is closed in the same step: a state of three goals would rank far behind
+            # cheap, and the `Proper` goal closed in the same step: the proof it starts is long (the base case, the
+            # inductive step), and a state of three goals would rank far behind
             out.extend(Candidate(f"apply {lemma.name} with ({lemma.position} := {name})"
                                  f"{'; [solve_proper | idtac ..]' if lemma.proper_first else ''}.", 0.3 + 0.05 * k)
                        for k, lemma in enumerate(self.lookups.relation_inductions(types[m.group("v")]))

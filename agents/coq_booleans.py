@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from agents.coq_lookups import split_top, top_words
+from agents.coq_lookups import arrows, split_top, top_words, unwrapped
 from oracle.proof_state import Premise
 
 BOOLEAN_OPS = ("||", "&&")
@@ -39,14 +39,6 @@ MAX_LEMMAS = 8  # lemmas generalized in one step
 MAX_RESTATEMENTS = 2  # restatements of one reflected proposition
 _NAME = re.compile(r"[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*")
 _GROUP = re.compile(r"[(\[{](?P<inner>[^()\[\]{}]*(?:\([^()]*\)[^()\[\]{}]*)*)[)\]}]")
-
-
-def unwrapped(term: str) -> str:
-    """``term`` without the parentheses around the whole of it, its spaces made single."""
-    term = " ".join(term.split())
-    while term.startswith("(") and term.endswith(")") and len(top_words(term)) == 1:
-        term = term[1:-1].strip()
-    return term
 
 
 def application(term: str) -> list[str] | None:
@@ -117,7 +109,7 @@ class Equivalence:
                     return None
                 binders.extend(names)
             text = ",".join(head[1:]).strip()
-        parts = [p.replace("\0", "<->") for p in split_top(text.replace("<->", "\0"), "->")]
+        parts = arrows(text)
         if not parts or "forall " in parts[-1]:
             return None
         sides = split_top(unwrapped(parts[-1]), "<->")

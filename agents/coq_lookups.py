@@ -376,8 +376,22 @@ def premises_of(statement: str) -> tuple[list[str], str] | None:
     body = text[m.end():] if m is not None else text
     if m is not None and re.search(r"[^\w'():\s.]", m.group("binders")):
         return None
-    parts = [p.replace("\0", "<->") for p in split_top(body.replace("<->", "\0"), "->")]  # an equivalence is one
+    parts = arrows(body)
     return (parts[:-1], parts[-1]) if parts else None
+
+
+def arrows(body: str) -> list[str]:
+    """``body`` cut at its top-level arrows (``A -> B -> (P <-> Q)``: ``A``, ``B``, ``(P <-> Q)``); an
+    equivalence's ``<->`` is no arrow."""
+    return [p.replace("\0", "<->") for p in split_top(body.replace("<->", "\0"), "->")]
+
+
+def unwrapped(term: str) -> str:
+    """``term`` without the parentheses around the whole of it, its spaces made single."""
+    term = " ".join(term.split())
+    while term.startswith("(") and term.endswith(")") and len(top_words(term)) == 1:
+        term = term[1:-1].strip()
+    return term
 
 
 class Chain(NamedTuple):

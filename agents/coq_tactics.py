@@ -52,6 +52,7 @@ from agents.coq_lookups import (
     searchable,
     split_top,
     top_words,
+    unwrapped,
 )
 from agents.coq_lookups import (
     SORTS as _SORTS,
@@ -266,7 +267,7 @@ def _operands(term: str) -> tuple[str, str, str] | None:
     """A term that is an operation at its top, as (left operand, operation, right operand), split at the last
     of its loosest operations (``a + b + c``: ``a + b``, ``+``, ``c``; ``n * m + p``: ``n * m``, ``+``, ``p``):
     None for any other term."""
-    words = top_words(_unwrapped(" ".join(term.split())))
+    words = top_words(unwrapped(term))
     level = next((ops for ops in _OPERATIONS if ops & set(words)), frozenset())
     at = [k for k, w in enumerate(words) if w in level]
     if not at or not 0 < at[-1] < len(words) - 1:
@@ -504,9 +505,9 @@ def conclusion_patterns(statement: str) -> tuple[str, ...]:
     text = " ".join(statement.split())
     bound = [n for m in re.finditer(r"(?:forall|∀)\s", text) for n in leading_binders(text[m.start():])]
     concl = conclusion_of(text)
-    sides = split_top(_unwrapped(concl), "<->")
+    sides = split_top(unwrapped(concl), "<->")
     if len(sides) == 2:
-        return conclusion_pattern(_unwrapped(sides[0]), bound), conclusion_pattern(_unwrapped(sides[1]), bound)
+        return conclusion_pattern(unwrapped(sides[0]), bound), conclusion_pattern(unwrapped(sides[1]), bound)
     return (conclusion_pattern(concl, bound),)
 
 
@@ -528,14 +529,6 @@ def _given_relations(hyps: Sequence[tuple[str, str]]) -> collections.Counter[str
     """The relations the latest three hypotheses state (:func:`relation_of`'s patterns), counted: what a
     transitivity step's premises may be given by."""
     return collections.Counter(rel[0] for _, t in hyps[::-1][:3] if (rel := relation_of(t)) is not None)
-
-
-def _unwrapped(term: str) -> str:
-    """``term`` without the parentheses around the whole of it."""
-    term = term.strip()
-    while term.startswith("(") and term.endswith(")") and len(top_words(term)) == 1:
-        term = term[1:-1].strip()
-    return term
 
 
 class CoqTactics(TacticSource):
@@ -1325,13 +1318,13 @@ class CoqTactics(TacticSource):
         else:
             known = self._props(hyps)
             targets = [(t, " in *") for _, t in hyps if t in known and "->" not in t][-3:]
-            whole = _unwrapped(concl)
+            whole = unwrapped(concl)
             parts = next((p for op in ("<->", "/\\", "\\/") if len(p := split_top(whole, op)) > 1), [])
             targets += [(part, "") for part in parts if "->" not in part][:3]
         out: list[Candidate] = []
         seen: set[tuple[str, str]] = set()
         for target, where in targets:
-            pattern = conclusion_pattern(_unwrapped(target), local)
+            pattern = conclusion_pattern(unwrapped(target), local)
             ways: list[tuple[int, str, str]] = []
             for lemma in self.lookups.containing(pattern):
                 sides = iff_patterns(lemma.statement)

@@ -38,6 +38,8 @@ class ScopeFacts:
     not_inductive: set[str] = field(default_factory=set)
     missing: set[str] = field(default_factory=set)  # names Coq said it does not know here (`The reference X was not found`)
     commutes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # operator -> its commutativity lemmas here
+    # type -> the lemmas of a motive on it (`Search (forall P : T -> _, _)`), which the two below read
+    motive_lemmas: dict[str, tuple[Premise, ...]] = field(default_factory=dict)
     inductions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> induction principles besides its own
     # type -> its inductions along an order (`le_ind`: OrderInduction)
     relation_inductions: dict[str, tuple[OrderInduction, ...]] = field(default_factory=dict)
@@ -501,22 +503,30 @@ class ScopeLookups:
         """Induction principles for ``typ`` besides its own (``Pos.peano_ind`` for ``positive``): Coq's
         ``Search (forall P : T -> _, _)``, filtered by :func:`induction_principles`; none for a type that
         is not a plain name."""
-        typ = " ".join(typ.split())
-        if not OTHER_INDUCTIONS or not plain_type(typ):
-            return ()
-        return tuple(self._kept("induction", self.facts.inductions, typ, MAX_INDUCTION_QUERIES, lambda: (
-            induction_principles(typ, [*self._searched(f"(forall P : {typ} -> _, _)", 200),
-                                       *(self.facts.included or ())]))))
+        return self._motive_reading(typ, self.facts.inductions, induction_principles)
 
     def relation_inductions(self, typ: str) -> tuple[OrderInduction, ...]:
         """The inductions along an order on ``typ`` here (:func:`relation_inductions` of the same ``Search`` as
         :meth:`inductions`)."""
+        return self._motive_reading(typ, self.facts.relation_inductions, relation_inductions)
+
+    def _motive_reading(self, typ: str, store: dict[str, tuple[_T, ...]],
+                        read: Callable[[str, Iterable[Premise]], tuple[_T, ...]]) -> tuple[_T, ...]:
+        """``read`` of the lemmas of a motive on ``typ`` here (Coq's ``Search (forall P : T -> _, _)`` and what
+        an open functor's ``Include``s brought in), kept in ``store`` for the scope; the ``Search`` is made once
+        a scope for every reading (at most :data:`MAX_INDUCTION_QUERIES` a theorem); none for a type that is not
+        a plain name."""
         typ = " ".join(typ.split())
         if not OTHER_INDUCTIONS or not plain_type(typ):
             return ()
-        return tuple(self._kept("induction", self.facts.relation_inductions, typ, MAX_INDUCTION_QUERIES, lambda: (
-            relation_inductions(typ, [*self._searched(f"(forall P : {typ} -> _, _)", 200),
-                                      *(self.facts.included or ())]))))
+        known = store.get(typ)
+        if known is None:
+            found = self._kept("induction", self.facts.motive_lemmas, typ, MAX_INDUCTION_QUERIES, lambda: (
+                *self._searched(f"(forall P : {typ} -> _, _)", 200), *(self.facts.included or ())))
+            if typ not in self.facts.motive_lemmas:  # not asked: this theorem's queries are spent
+                return ()
+            known = store[typ] = read(typ, found)
+        return known
 
     def deciders(self, typ: str) -> tuple[Premise, ...]:
         """The decision lemmas on values of ``typ`` here (:func:`decision_lemmas` of Coq's

@@ -201,6 +201,20 @@ def restatements(prop: str, found: Sequence[Premise], hyps: Sequence[tuple[str, 
     return [t for _, t in sorted(ranked, key=lambda r: r[0])][:MAX_RESTATEMENTS]
 
 
+def _reflected_by(atom: str, head: str, found: Sequence[Premise]) -> tuple[str, str, str] | None:
+    """The first of ``found`` that reflects ``atom``, as (its application, its name, the proposition it gives)."""
+    for premise in found:
+        lemma = Equivalence.read(premise)
+        shown = reflection(lemma, head) if lemma is not None else None
+        if lemma is None or shown is None:
+            continue
+        bound = match(shown[0], atom, lemma.binders)
+        term = lemma.applied(bound) if bound is not None else None
+        if term is not None and bound is not None:
+            return term, premise.name, instantiate(shown[1], bound)
+    return None
+
+
 def reflection_step(concl: str, hyps: Sequence[tuple[str, str]], *, local: set[str], definitions: set[str],
                     reflections: Callable[[str], Sequence[Premise]],
                     equivalences: Callable[[str], Sequence[Premise]],
@@ -220,25 +234,16 @@ def reflection_step(concl: str, hyps: Sequence[tuple[str, str]], *, local: set[s
     split: list[str] = []
     for atom in found:
         head = _head(atom)
-        split.append(atom)
-        if head is None or head in local:  # (every atom is an application)
-            continue
-        for premise in reflections(head):
-            lemma = Equivalence.read(premise)
-            shown = reflection(lemma, head) if lemma is not None else None
-            if lemma is None or shown is None:
-                continue
-            bound = match(shown[0], atom, lemma.binders)
-            term = lemma.applied(bound) if bound is not None else None
-            if term is not None and bound is not None:
-                terms.append(term)
-                used.add(premise.name)
-                props.append(instantiate(shown[1], bound))
-                break
-        else:
-            if head.split(".")[-1] in definitions:
+        if head is not None and head not in local:  # a local function's boolean (`f x`) is only split
+            reflected = _reflected_by(atom, head, reflections(head))
+            if reflected is not None:
+                terms.append(reflected[0])
+                used.add(reflected[1])
+                props.append(reflected[2])
+            elif head.split(".")[-1] in definitions:
                 unfolds.append(head)
-                split.remove(atom)
+                continue
+        split.append(atom)
     if not terms:
         return None
     for prop in dict.fromkeys(props):

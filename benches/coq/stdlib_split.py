@@ -67,7 +67,9 @@ out-of-sample 46 after out-of-sample 45's blind run, before any change, to measu
 out-of-sample 47 before round twenty-six's work, to measure the prover round twenty-five leaves as the default blind once more;
 out-of-sample 48 after round twenty-six's changes (a boolean restatement's step on; two rules measured in-sample and
 left off), to measure the prover round twenty-six leaves as the default on files no one had seen;
-out-of-sample 49 after out-of-sample 48's blind run, before any change, to measure the same prover again).
+out-of-sample 49 after out-of-sample 48's blind run, before any change, to measure the same prover again;
+out-of-sample 50 before round twenty-seven's work, to measure the prover round twenty-six leaves as the default blind once
+more).
 
 ``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts. A file a round tuned
 on by hand, outside the rule (:data:`TUNED_BY_HAND`), is marked wherever a later draw puts it: it stays in its set,
@@ -111,7 +113,8 @@ SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out
          ("out-of-sample 42", 60), ("out-of-sample 43", 60),
          ("out-of-sample 44", 60), ("out-of-sample 45", 60),
          ("out-of-sample 46", 60), ("out-of-sample 47", 60),
-         ("out-of-sample 48", 60), ("out-of-sample 49", 60))
+         ("out-of-sample 48", 60), ("out-of-sample 49", 60),
+         ("out-of-sample 50", 60))
 
 
 def theories() -> Path:

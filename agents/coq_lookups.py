@@ -255,6 +255,49 @@ def decision_lemmas(type_name: str, found: Iterable[Premise]) -> tuple[Premise, 
     return tuple(out.values())
 
 
+_FLIPPED = {">": "<", ">=": "<=", "≥": "≤"}
+
+
+def proposition_key(text: str) -> str:
+    """A proposition's text in one spelling, for comparing two: whitespace made single, outer parentheses off,
+    ``~ a = b`` as ``a <> b``, ``a > b`` as ``b < a``, ``a >= b`` as ``b <= a``, and the two sides of ``=`` and
+    ``<>`` in one order (``y = x`` as ``x = y``) (one relation at the top)."""
+    text = unwrapped(text)
+    negated = re.fullmatch(r"~\s*(.+)", text)
+    words = top_words(unwrapped(negated.group(1)) if negated is not None else text)
+    if negated is not None and not (len(words) == 3 and words[1] == "="):
+        return f"~ {' '.join(words)}"
+    if len(words) == 3 and words[1] in _FLIPPED:
+        return f"{words[2]} {_FLIPPED[words[1]]} {words[0]}"
+    if len(words) == 3 and words[1] in ("=", "<>"):
+        relation = "<>" if negated is not None or words[1] == "<>" else "="
+        return f"{min(words[0], words[2])} {relation} {max(words[0], words[2])}"
+    return " ".join(words)
+
+
+def decider_cases(statement: str, args: Sequence[str]) -> list[str]:
+    """The cases of a decision lemma (:func:`decision_lemmas`) at ``args``, each as :func:`proposition_key` spells
+    it: ``Req_EM_T : forall r1 r2 : R, {r1 = r2} + {r1 <> r2}`` at ``x 0`` is ``["x = 0", "x <> 0"]``,
+    ``total_order_T`` (``{r1 < r2} + {r1 = r2} + {r2 < r1}``) three cases; [] for a specification type
+    (``CompareSpec``) or a statement of another arity."""
+    m = re.fullmatch(r"forall (?P<xs>[^:,]+) : [^,]+, (?P<concl>.+)", " ".join(statement.split()))
+    if m is None or len(m.group("xs").split()) != len(args):
+        return []
+    concl = m.group("concl")
+    if concl.startswith("{"):
+        parts = split_top(concl, " + ")
+        if not all(p.startswith("{") and p.endswith("}") for p in parts):
+            return []
+        parts = [p[1:-1] for p in parts]
+    else:
+        parts = split_top(concl, "\\/")
+    if len(parts) < 2:
+        return []
+    value = dict(zip(m.group("xs").split(), [a if re.fullmatch(r"[\w'.]+", a) else f"({a})" for a in args], strict=True))
+    return [proposition_key(re.sub(r"(?<![\w'.])[A-Za-z_][\w']*(?![\w'.])", lambda w: value.get(w.group(0), w.group(0)),
+                                   part)) for part in parts]
+
+
 def commute_operators(concl: str, local_names: Iterable[str]) -> list[str]:
     """The operators of a conclusion a commutativity rewrite may turn around: its infix ``+ * && ||``
     and the constants it applies to arguments (``Z.max`` in ``Z.max a b``), in order of appearance."""

@@ -43,10 +43,12 @@ from agents.coq_lookups import (
     commute_operators,
     context_arg_tactics,
     context_tactics,
+    decider_cases,
     implication_pattern,
     leading_arity,
     plain_type,
     premises_of,
+    proposition_key,
     record_premises,
     relation_of,
     searchable,
@@ -101,6 +103,12 @@ COQ_CLOSERS: list[tuple[str, float]] = [
 # Qround.v state: 0.15 s at depth 3, 2 s at 4, past Coq's timeout at the default 5)
 HINT_EAUTO: tuple[str, float] = ("eauto 3 with *.", 0.45)
 HINTS_EAUTO = True  # a switch for tests: False offers no `eauto 3 with *.` (the search before round twenty-two)
+# `auto` over every hint database to depth 9 (round twenty-seven): `Sets/Powerset_facts.v` proves its algebra of sets by
+# `auto 6 with sets` to `auto 9 with sets` (`Union_associative`: the default depth 5 makes no progress, depth 9 closes
+# it in 0.04 s); `auto`, unlike `eauto`, leaves no existential to search, and failed within 0.02 s at the first states
+# of five theorems of three files read for it
+HINT_AUTO_DEEP: tuple[str, float] = ("auto 9 with *.", 0.45)
+HINTS_AUTO_DEEP = True  # a switch for tests: False offers no `auto 9 with *.` (the search before round twenty-seven)
 BUNDLE_MAX_COST = 0.35  # rule closers this cheap are tried together, in one `solve [...]`
 HAMMER_CLOSERS: list[tuple[str, float]] = [("sauto.", 0.5), ("hauto.", 0.5), ("qauto.", 0.5)]
 _PROP_HINT = re.compile(r"(?<![<>=:!])=(?![>=])|<>|->|<->|/\\|\\/|~|\bTrue\b|\bFalse\b|<=|<|>|\bIn\b|\bForall\b|"
@@ -118,6 +126,12 @@ PREDICATE_HYPOTHESES = True
 # a switch for tests: False splits on the condition of a conclusion's `if` only, never a hypothesis's (before round
 # twenty-four: `ListSet.v`'s `set_diff_elim1` has `H : set_In a (if set_mem a0 y then ...)` after `simpl`)
 HYPOTHESIS_IFS = True
+# a switch for tests: False chooses a case split's decision lemmas by the goal's text alone (before round twenty-seven);
+# True reads them with what the hypotheses say of the values: a split one of whose cases a hypothesis already states
+# is dropped (`Req_EM_T x 0` at `H : x <> 0`: one case is `H`, the other contradicts it), a hypothesis's `0` is a
+# value to split on, and a lemma whose cases name constants none of which the goal or a hypothesis shows
+# (`cos_sin_0_var`) comes after the others
+DECIDER_HYPOTHESES = True
 _TYPE_HEAD = re.compile(r"^\(?\s*(?P<head>[A-Za-z_][\w'.]*)(?=\s|\)|$)")
 # a switch for tests: False offers an equivalence found for the goal's shape only as `apply L` (before round twenty),
 # which Coq may take the wrong way round
@@ -525,6 +539,18 @@ def _symbols(pattern: str) -> int:
     return sum(1 for token in _PATTERN_TOKEN.findall(pattern) if token not in ("_", "(", ")"))
 
 
+def _unrelated(statement: str, text: str) -> bool:
+    """Whether a decision lemma's cases name constants and ``text`` (the goal and what the hypotheses say) shows
+    none of them: ``cos_sin_0_var : forall x : R, cos x <> 0 \\/ sin x <> 0`` at ``derivable_pt Rabs x``;
+    ``Zeven_odd_dec`` (``{Zeven n} + {Zodd n}``) is related to ``Zeven n``. A relation or a numeral is no constant."""
+    m = re.fullmatch(r"forall (?P<xs>[^:,]+) : [^,]+, (?P<concl>.+)", " ".join(statement.split()))
+    if m is None:
+        return False
+    bound = set(m.group("xs").split()) | _NOT_CONSTANTS
+    names = [n for n in dict.fromkeys(re.findall(r"(?<![\w'.])[A-Za-z_][\w'.]*", m.group("concl"))) if n not in bound]
+    return bool(names) and not any(re.search(rf"(?<![\w'.]){re.escape(n)}(?![\w'.])", text) for n in names)
+
+
 def _given_relations(hyps: Sequence[tuple[str, str]]) -> collections.Counter[str]:
     """The relations the latest three hypotheses state (:func:`relation_of`'s patterns), counted: what a
     transitivity step's premises may be given by."""
@@ -832,7 +858,8 @@ class CoqTactics(TacticSource):
                 out.extend(self._portfolio())
         if node.depth == 0 or self.lookups.namesakes:
             out.extend(Candidate(f"apply {name}.", 0.3, source="premise") for name in self._namesakes())
-        closers = COQ_CLOSERS + ([HINT_EAUTO] if HINTS_EAUTO else []) + (HAMMER_CLOSERS if self.hammer else [])
+        closers = COQ_CLOSERS + ([HINT_EAUTO] if HINTS_EAUTO else []) + ([HINT_AUTO_DEEP] if HINTS_AUTO_DEEP else []) \
+            + (HAMMER_CLOSERS if self.hammer else [])
         if concl.strip() == "True":
             out.append(Candidate("exact I.", 0.1, True))
         if re.match(r"^\{.*\}\s*\+\s*\{.*\}$", concl):
@@ -1171,12 +1198,28 @@ class CoqTactics(TacticSource):
             lemmas = self.lookups.deciders(typ)
             if not lemmas:
                 continue
-            values = names[-2:][::-1] + (["0"] if re.search(r"(?<![\w'.])0(?![\w'.])", goal_text) else [])
-            for k, lemma in enumerate(PremiseIndex(lemmas).rank(goal_text, 2)):
+            latest = names[-2:][::-1]
+            # what the hypotheses say of these values (`H : x <> 0`), read with the goal (DECIDER_HYPOTHESES)
+            said = [" ".join(raw.split()) for _, raw in hyps if raw in props
+                    and any(re.search(rf"(?<![\w'.]){re.escape(v)}(?![\w'.])", raw) for v in latest)]
+            query = " ".join([goal_text, *said]) if DECIDER_HYPOTHESES else goal_text
+            values = latest + (["0"] if re.search(r"(?<![\w'.])0(?![\w'.])", query) else [])
+            known = {proposition_key(t) for t in props} if DECIDER_HYPOTHESES else set()
+            ranked = PremiseIndex(lemmas).rank(query, len(lemmas) if DECIDER_HYPOTHESES else 2)
+            if DECIDER_HYPOTHESES:
+                ranked.sort(key=lambda lemma: _unrelated(lemma.statement, query))
+            kept = 0
+            for lemma in ranked:
                 args = ([(v,) for v in values if v != "0"] if leading_arity(lemma.statement) == 1
                         else [(a, b) for a in values for b in values if a != b and a != "0"])
-                out.extend(Candidate(f"destruct ({lemma.name} {' '.join(a)}).", 1.1 + 0.1 * k)
+                args = [a for a in args if not known.intersection(decider_cases(lemma.statement, a))]
+                if not args:
+                    continue
+                out.extend(Candidate(f"destruct ({lemma.name} {' '.join(a)}).", 1.1 + 0.1 * kept)
                            for a in args[:2])
+                kept += 1
+                if kept == 2:
+                    break
         return out
 
     def _trans_candidates(self, concl: str, hyps: list[tuple[str, str]]) -> list[Candidate]:

@@ -129,11 +129,10 @@ PREDICATE_HYPOTHESES = True
 # a switch for tests: False splits on the condition of a conclusion's `if` only, never a hypothesis's (before round
 # twenty-four: `ListSet.v`'s `set_diff_elim1` has `H : set_In a (if set_mem a0 y then ...)` after `simpl`)
 HYPOTHESIS_IFS = True
-# a switch for tests: False chooses a case split's decision lemmas by the goal's text alone (before round twenty-seven);
-# True reads them with what the hypotheses say of the values: a split one of whose cases a hypothesis already states
-# is dropped (`Req_EM_T x 0` at `H : x <> 0`: one case is `H`, the other contradicts it), a hypothesis's `0` is a
-# value to split on, and a lemma whose cases name constants none of which the goal or a hypothesis shows
-# (`cos_sin_0_var`) comes after the others
+# a switch for tests: False offers the case splits of the two decision lemmas nearest the goal (before round
+# twenty-seven); True reads each lemma's cases at the values: a split one of whose cases a hypothesis already states
+# is dropped (`Req_EM_T x 0` at `H : x <> 0`: one case is `H`, the other contradicts it) and the next lemma offered,
+# and a lemma whose cases name constants none of which the goal shows (`cos_sin_0_var`) comes after the others
 DECIDER_HYPOTHESES = True
 _TYPE_HEAD = re.compile(r"^\(?\s*(?P<head>[A-Za-z_][\w'.]*)(?=\s|\)|$)")
 # a switch for tests: False offers an equivalence found for the goal's shape only as `apply L` (before round twenty),
@@ -543,7 +542,7 @@ def _symbols(pattern: str) -> int:
 
 
 def _unrelated(statement: str, text: str) -> bool:
-    """Whether a decision lemma's cases name constants and ``text`` (the goal and what the hypotheses say) shows
+    """Whether a decision lemma's cases name constants and ``text`` (the goal, its hypotheses with it) shows
     none of them: ``cos_sin_0_var : forall x : R, cos x <> 0 \\/ sin x <> 0`` at ``derivable_pt Rabs x``;
     ``Zeven_odd_dec`` (``{Zeven n} + {Zodd n}``) is related to ``Zeven n``. A relation or a numeral is no constant."""
     m = re.fullmatch(r"forall (?P<xs>[^:,]+) : [^,]+, (?P<concl>.+)", " ".join(statement.split()))
@@ -1201,16 +1200,12 @@ class CoqTactics(TacticSource):
             lemmas = self.lookups.deciders(typ)
             if not lemmas:
                 continue
-            latest = names[-2:][::-1]
-            # what the hypotheses say of these values (`H : x <> 0`), read with the goal (DECIDER_HYPOTHESES)
-            said = [" ".join(raw.split()) for _, raw in hyps if raw in props
-                    and any(re.search(rf"(?<![\w'.]){re.escape(v)}(?![\w'.])", raw) for v in latest)]
-            query = " ".join([goal_text, *said]) if DECIDER_HYPOTHESES else goal_text
-            values = latest + (["0"] if re.search(r"(?<![\w'.])0(?![\w'.])", query) else [])
+            # `goal_text` is the whole goal, its hypotheses with it: a `0` they show is a value too
+            values = names[-2:][::-1] + (["0"] if re.search(r"(?<![\w'.])0(?![\w'.])", goal_text) else [])
             known = {proposition_key(t) for t in props} if DECIDER_HYPOTHESES else set()
-            ranked = PremiseIndex(lemmas).rank(query, len(lemmas) if DECIDER_HYPOTHESES else 2)
+            ranked = PremiseIndex(lemmas).rank(goal_text, len(lemmas) if DECIDER_HYPOTHESES else 2)
             if DECIDER_HYPOTHESES:
-                ranked.sort(key=lambda lemma: _unrelated(lemma.statement, query))
+                ranked.sort(key=lambda lemma: _unrelated(lemma.statement, goal_text))
             kept = 0
             for lemma in ranked:
                 args = ([(v,) for v in values if v != "0"] if leading_arity(lemma.statement) == 1

@@ -2,12 +2,12 @@
 `Reals/Ranalysis4.v`).
 
 `Rderivable_pt_abs : forall x, x <> 0 -> derivable_pt Rabs x` is proved by `destruct (total_order_T x 0)`. The search
-chose its two decision lemmas by the goal's text alone, and split on `Req_EM_T x 0` (`{x = 0} + {x <> 0}`: one case
-is `H`, the other contradicts it; it added a copy of `H` three times over) and on `cos_sin_0_var x` (`cos x <> 0 \\/
-sin x <> 0`, whose constants the goal never shows), and never on `0`, which only the hypothesis shows.
-:data:`agents.coq_tactics.DECIDER_HYPOTHESES` reads the hypotheses too. And `Sets/Powerset_facts.v` proves its algebra
-of sets by `auto 9 with sets`, past `auto`'s default depth: :data:`agents.coq_tactics.HINTS_AUTO_DEEP` offers `auto 9
-with *.`. Against a real `coqtop`, each switch off and on.
+offered the two decision lemmas nearest the goal, `Req_EM_T x 0` (`{x = 0} + {x <> 0}`: one case is `H`, the other
+contradicts it; it added a copy of `H` three times over) and `cos_sin_0_var x` (`cos x <> 0 \\/ sin x <> 0`, whose
+constants the goal never shows). :data:`agents.coq_tactics.DECIDER_HYPOTHESES` reads each lemma's cases at the values.
+And `Sets/Powerset_facts.v` proves its algebra of sets by `auto 9 with sets`, past `auto`'s default depth:
+:data:`agents.coq_tactics.HINTS_AUTO_DEEP` (measured and left off) offers `auto 9 with *.`. Against a real `coqtop`,
+each switch off and on.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_a_proposition_has_one_spelling() -> None:
     assert proposition_key("~ P x") == "~ P x"
 
 
-def test_a_lemma_whose_constants_the_state_never_shows_is_unrelated() -> None:
+def test_a_lemma_whose_constants_the_goal_never_shows_is_unrelated() -> None:
     assert _unrelated("forall x : R, cos x <> 0 \\/ sin x <> 0", "x : R; H : x <> 0 |- derivable_pt Rabs x")
     assert not _unrelated("forall x : Z, {Zeven x} + {Zodd x}", "n : Z |- Zeven n")  # one of them is shown
     assert not _unrelated("forall r1 r2 : R, {r1 < r2} + {r1 = r2} + {r2 < r1}", "x : R |- P x")  # none named

@@ -1208,8 +1208,9 @@ class CoqTactics(TacticSource):
                 ranked.sort(key=lambda lemma: _unrelated(lemma.statement, goal_text))
             kept = 0
             for lemma in ranked:
-                args = ([(v,) for v in values if v != "0"] if leading_arity(lemma.statement) == 1
-                        else [(a, b) for a in values for b in values if a != b and a != "0"])
+                args: list[tuple[str, ...]] = (
+                    [(v,) for v in values if v != "0"] if leading_arity(lemma.statement) == 1
+                    else [(a, b) for a in values for b in values if a != b and a != "0"])
                 args = [a for a in args if not known.intersection(decider_cases(lemma.statement, a))]
                 if not args:
                     continue

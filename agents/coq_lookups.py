@@ -15,6 +15,7 @@ each theorem may ask Coq at most a few times (the ``MAX_*_QUERIES``). The switch
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -275,27 +276,35 @@ def proposition_key(text: str) -> str:
     return " ".join(words)
 
 
-def decider_cases(statement: str, args: Sequence[str]) -> list[str]:
-    """The cases of a decision lemma (:func:`decision_lemmas`) at ``args``, each as :func:`proposition_key` spells
-    it: ``Req_EM_T : forall r1 r2 : R, {r1 = r2} + {r1 <> r2}`` at ``x 0`` is ``["x = 0", "x <> 0"]``,
-    ``total_order_T`` (``{r1 < r2} + {r1 = r2} + {r2 < r1}``) three cases; [] for a specification type
-    (``CompareSpec``) or a statement of another arity."""
+@functools.lru_cache(maxsize=4096)
+def decider_parts(statement: str) -> tuple[tuple[str, ...], str, tuple[str, ...]] | None:
+    """A decision lemma (:func:`decision_lemmas`) read once: (its bound values, its conclusion, its cases as
+    written): ``forall r1 r2 : R, {r1 = r2} + {r1 <> r2}`` is ``(("r1", "r2"), "{r1 = r2} + {r1 <> r2}", ("r1 = r2",
+    "r1 <> r2"))``; no cases for a specification type (``CompareSpec``); None for a statement of another shape. Kept:
+    each state's case splits read the same lemmas of the scope again."""
     m = re.fullmatch(r"forall (?P<xs>[^:,]+) : [^,]+, (?P<concl>.+)", " ".join(statement.split()))
-    if m is None or len(m.group("xs").split()) != len(args):
-        return []
+    if m is None:
+        return None
     concl = m.group("concl")
     if concl.startswith("{"):
         parts = split_top(concl, " + ")
-        if not all(p.startswith("{") and p.endswith("}") for p in parts):
-            return []
-        parts = [p[1:-1] for p in parts]
+        parts = [p[1:-1] for p in parts] if all(p.startswith("{") and p.endswith("}") for p in parts) else []
     else:
         parts = split_top(concl, "\\/")
-    if len(parts) < 2:
+    return tuple(m.group("xs").split()), concl, tuple(parts) if len(parts) >= 2 else ()
+
+
+def decider_cases(statement: str, args: Sequence[str]) -> list[str]:
+    """The cases of a decision lemma (:func:`decider_parts`) at ``args``, each as :func:`proposition_key` spells
+    it: ``Req_EM_T : forall r1 r2 : R, {r1 = r2} + {r1 <> r2}`` at ``x 0`` is ``["x = 0", "x <> 0"]``,
+    ``total_order_T`` (``{r1 < r2} + {r1 = r2} + {r2 < r1}``) three cases; [] for a specification type
+    (``CompareSpec``) or a statement of another arity."""
+    read = decider_parts(statement)
+    if read is None or len(read[0]) != len(args):
         return []
-    value = dict(zip(m.group("xs").split(), [a if re.fullmatch(r"[\w'.]+", a) else f"({a})" for a in args], strict=True))
+    value = dict(zip(read[0], [a if re.fullmatch(r"[\w'.]+", a) else f"({a})" for a in args], strict=True))
     return [proposition_key(re.sub(r"(?<![\w'.])[A-Za-z_][\w']*(?![\w'.])", lambda w: value.get(w.group(0), w.group(0)),
-                                   part)) for part in parts]
+                                   part)) for part in read[2]]
 
 
 def commute_operators(concl: str, local_names: Iterable[str]) -> list[str]:

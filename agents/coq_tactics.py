@@ -44,6 +44,7 @@ from agents.coq_lookups import (
     context_arg_tactics,
     context_tactics,
     decider_cases,
+    decider_parts,
     implication_pattern,
     leading_arity,
     plain_type,
@@ -106,7 +107,7 @@ HINTS_EAUTO = True  # a switch for tests: False offers no `eauto 3 with *.` (the
 # `auto` over every hint database to depth 9 (round twenty-seven): `Sets/Powerset_facts.v` proves its algebra of sets by
 # `auto 6 with sets` to `auto 9 with sets` (`Union_associative`: the default depth 5 makes no progress, depth 9 closes
 # it in 0.04 s); `auto`, unlike `eauto`, leaves no existential to search, and failed within 0.02 s at the first states
-# of five theorems of three files read for it. Off by default: in-sample it gained `Union_associative` and lost six
+# of five theorems of three files read for it. Off by default: in-sample it gained `Union_associative` and lost eight
 # other theorems of the file, because it closed its first theorems in one step, and the online learning then had no
 # `intros. apply Extensionality_Ensembles. intuition.` (learnt from those theorems' longer proofs) to offer the later
 # ones, which `auto 9` cannot close; at cost 1.5 the same (`intros. auto 9 with *.` still came first)
@@ -545,11 +546,11 @@ def _unrelated(statement: str, text: str) -> bool:
     """Whether a decision lemma's cases name constants and ``text`` (the goal, its hypotheses with it) shows
     none of them: ``cos_sin_0_var : forall x : R, cos x <> 0 \\/ sin x <> 0`` at ``derivable_pt Rabs x``;
     ``Zeven_odd_dec`` (``{Zeven n} + {Zodd n}``) is related to ``Zeven n``. A relation or a numeral is no constant."""
-    m = re.fullmatch(r"forall (?P<xs>[^:,]+) : [^,]+, (?P<concl>.+)", " ".join(statement.split()))
-    if m is None:
+    read = decider_parts(statement)
+    if read is None:
         return False
-    bound = set(m.group("xs").split()) | _NOT_CONSTANTS
-    names = [n for n in dict.fromkeys(re.findall(r"(?<![\w'.])[A-Za-z_][\w'.]*", m.group("concl"))) if n not in bound]
+    bound = set(read[0]) | _NOT_CONSTANTS
+    names = [n for n in dict.fromkeys(re.findall(r"(?<![\w'.])[A-Za-z_][\w'.]*", read[1])) if n not in bound]
     return bool(names) and not any(re.search(rf"(?<![\w'.]){re.escape(n)}(?![\w'.])", text) for n in names)
 
 

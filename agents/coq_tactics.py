@@ -1212,9 +1212,10 @@ class CoqTactics(TacticSource):
                 args: list[tuple[str, ...]] = (
                     [(v,) for v in values if v != "0"] if leading_arity(lemma.statement) == 1
                     else [(a, b) for a in values for b in values if a != b and a != "0"])
-                args = [a for a in args if not known.intersection(decider_cases(lemma.statement, a))]
-                if not args:
-                    continue
+                if DECIDER_HYPOTHESES:  # the splits a hypothesis decides dropped; a lemma left with none gives way
+                    args = [a for a in args if not known.intersection(decider_cases(lemma.statement, a))]
+                    if not args:
+                        continue
                 out.extend(Candidate(f"destruct ({lemma.name} {' '.join(a)}).", 1.1 + 0.1 * kept)
                            for a in args[:2])
                 kept += 1

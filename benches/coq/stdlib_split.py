@@ -74,7 +74,9 @@ out-of-sample 51 after round twenty-seven's changes (a case split's decision lem
 with *` measured in-sample and left off), to measure the prover round twenty-seven leaves as the default on files no
 one had seen;
 out-of-sample 52 after out-of-sample 51's blind run, before any change, to measure the same prover again;
-out-of-sample 53 after out-of-sample 52's blind run, before any change, to measure it once more).
+out-of-sample 53 after out-of-sample 52's blind run, before any change, to measure it once more;
+out-of-sample 54 at the start of round twenty-eight, before any change, to measure round twenty-seven's prover blind
+again).
 
 ``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts. A file a round tuned
 on by hand, outside the rule (:data:`TUNED_BY_HAND`), is marked wherever a later draw puts it: it stays in its set,
@@ -120,7 +122,8 @@ SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out
          ("out-of-sample 46", 60), ("out-of-sample 47", 60),
          ("out-of-sample 48", 60), ("out-of-sample 49", 60),
          ("out-of-sample 50", 60), ("out-of-sample 51", 60),
-         ("out-of-sample 52", 60), ("out-of-sample 53", 60))
+         ("out-of-sample 52", 60), ("out-of-sample 53", 60),
+         ("out-of-sample 54", 60))
 
 
 def theories() -> Path:

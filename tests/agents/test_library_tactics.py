@@ -12,13 +12,13 @@ statement is left out). Each defence is shown off (the target's own tactic then 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from coq_index import compiled_and_indexed
+from needs import needs_coq
 
 import agents.library_tactics as lt
 from agents.library_tactics import (
@@ -33,9 +33,6 @@ from agents.library_tactics import (
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
 from oracle.proof_state_coq import CoqGoal
-
-needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
-                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
 
 LIB = """Require Import Arith.
 Module Twice.

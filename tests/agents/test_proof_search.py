@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from needs import needs_coq
 from search_bench import search_bench
 
 from agents.best_first import SearchBudget, best_first_search
@@ -29,7 +30,6 @@ from rrma.task import AgentConfig, TaskConfig
 from tui.widgets.trial_text import proof_path_steps
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "lean"
-needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="Coq (coqtop) is not installed")
 
 COQ_CONTEXT = "Require Import Arith Lia.\n\nFixpoint double (n : nat) : nat := match n with 0 => 0 | S k => S (S (double k)) end.\n"
 

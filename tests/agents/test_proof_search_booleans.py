@@ -11,18 +11,16 @@ switch off and on.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Sequence
 
 import pytest
 from coq_search import proved_iff
+from needs import needs_coq
 
 import agents.coq_tactics as coq_tactics
 from agents.coq_booleans import Equivalence, atoms, match, reflection, reflection_step, restatements
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import Premise
-
-needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="coqtop not on PATH (Debian: apt-get install coq)")
 
 MEM_SPEC = Premise("mem_spec", "forall (s : set) (x : nat), mem x s = true <-> In x s")
 ADD_SPEC = Premise("add_spec", "forall (s : set) (x y : nat), In y (add x s) <-> x = y \\/ In y s")

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from needs import needs_coq
 from scripted_prover import ScriptedStates
 
 import agents.best_first as search
@@ -25,8 +26,6 @@ from agents.coq_tactics import CoqTactics, if_scrutinees
 from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, TacticResult
-
-needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="Coq (coqtop) is not installed")
 
 
 class Table(TacticSource):

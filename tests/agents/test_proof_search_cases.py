@@ -18,10 +18,9 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from coq_search import coq_search
+from needs import needs_coq
 
 import agents.best_first as best_first
 import agents.coq_tactics as coq_tactics
@@ -31,9 +30,6 @@ from agents.coq_tactics import CoqTactics, match_scrutinees
 from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import TacticResult
-
-needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
-                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
 
 
 def _rules_search(task: TheoremTask, max_checks: int) -> SearchResult:

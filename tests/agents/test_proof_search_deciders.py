@@ -12,12 +12,12 @@ each switch off and on.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from coq_search import proved_iff, state_after
+from needs import needs_coq
 
 import agents.coq_tactics as coq_tactics
 from agents.best_first import Node
@@ -25,8 +25,6 @@ from agents.coq_lookups import decider_cases, proposition_key
 from agents.coq_tactics import CoqTactics, _unrelated
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
-
-needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="coqtop not on PATH (Debian: apt-get install coq)")
 
 # a type with an equality decider, a trichotomy, an order decider and a split on two predicates no goal names;
 # `P` holds on each side of the order, and nothing says it holds at equal values

@@ -18,10 +18,10 @@ premise, although the checker allows a proof to rest on the axioms its original 
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 from coq_search import MODULE_OPS, coq_search, rules_search
+from needs import needs_coq
 
 import agents.coq_lookups as coq_lookups
 import agents.coq_scope as coq_scope
@@ -33,9 +33,6 @@ from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import TacticResult
 from oracle.strip_coq import OpenModule, open_modules, split_sentences
-
-needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
-                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
 
 SIG = ("Module Type S.\nParameter t : Type.\nParameter f : t -> t.\nParameter P : t -> Prop.\n"
        "Axiom Pf : forall x, P x -> P (f x).\nEnd S.\n")

@@ -16,11 +16,11 @@ Each against a real `coqtop`, with its switch off and on.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator, Sequence
 
 import pytest
 from coq_search import state_after
+from needs import needs_coq
 
 import agents.coq_tactics as coq_tactics
 import agents.premises as premises
@@ -28,8 +28,6 @@ from agents.best_first import Node
 from agents.coq_tactics import CoqTactics, returns_prop
 from agents.premises import coq_file_premises, is_data_type
 from oracle.proof_common import TheoremTask
-
-needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="coqtop not on PATH (Debian: apt-get install coq)")
 
 # a finite-set library in the shape of `ListSet.v`: a predicate defined over lists, an operation by cases
 SETS = ("Require Import List.\nSection Sets.\nVariable A : Type.\n"

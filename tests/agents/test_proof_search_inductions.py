@@ -12,17 +12,15 @@ with the switch off and on.
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 from coq_search import proved_iff
+from needs import needs_coq
 
 import agents.coq_tactics as coq_tactics
 from agents.coq_lookups import relation_inductions
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import Premise
-
-needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="coqtop not on PATH (Debian: apt-get install coq)")
 
 
 def test_an_induction_along_an_order_is_read_with_its_premise_position() -> None:

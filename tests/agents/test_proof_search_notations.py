@@ -10,12 +10,12 @@ sentences now say which constant a symbol prints (:func:`agents.premises.notatio
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
 from coq_search import MODULE_OPS, proved_iff, state_after
+from needs import needs_coq
 
 import agents.coq_tactics as coq_tactics
 from agents.best_first import Node
@@ -23,8 +23,6 @@ from agents.coq_tactics import CoqTactics
 from agents.premises import notation_names
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
-
-needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="coqtop not on PATH (Debian: apt-get install coq)")
 
 # the shape of `NDefOps.v`: an operation defined through an abstract recursor, printed by a local infix
 RECURSOR = ("Section Defs.\nVariable rec : nat -> (nat -> nat -> nat) -> nat -> nat.\n"

@@ -10,19 +10,15 @@ default: in-sample it gained 2 of ``Ring_theory.v``'s 35 theorems and lost 3 of 
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from coq_search import rules_search
+from needs import needs_coq
 
 import agents.coq_lookups as coq_lookups
 from agents.coq_tactics import CoqTactics
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
 from oracle.proof_state_coq import parse_check_replies, parse_record_fields
-
-needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
-                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
 
 PRINTED = """Record
 ring_theory (R : Type) (rO rI : R) (radd rmul rsub : R -> R -> R)

@@ -9,20 +9,18 @@ disequality. Against a real `coqtop` state, with the switch off and on.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from coq_search import state_after
+from needs import needs_coq
 
 import agents.coq_tactics as coq_tactics
 from agents.best_first import Node
 from agents.coq_tactics import CoqTactics
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
-
-needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="coqtop not on PATH (Debian: apt-get install coq)")
 
 # an order defined as the negation of a strict one, in a module of its own (no `unfold` the goal's names offer)
 ORDER = ("Module O.\nParameter T : Type.\nParameter lt : T -> T -> Prop.\n"

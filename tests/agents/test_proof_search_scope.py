@@ -13,12 +13,12 @@ with its rule switched off (the wasted tactic comes back, and Coq refuses it) an
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from coq_index import compiled_and_indexed
 from coq_search import rules_search
+from needs import needs_coq
 
 import agents.coq_lookups as coq_lookups
 import agents.coq_tactics as coq_tactics
@@ -32,9 +32,6 @@ from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState
 from oracle.strip_coq import split_sentences
-
-needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
-                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
 
 
 def _task(name: str, statement: str, context: str) -> TheoremTask:

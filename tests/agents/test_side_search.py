@@ -11,11 +11,11 @@ steps deep in runs a wide search spends near the statement.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Sequence
 
 import pytest
+from needs import needs_coq
 from scripted_prover import ScriptedStates
 
 from agents.best_first import SIDE_SOURCE, Node, SearchBudget, TacticSource, best_first_search
@@ -23,8 +23,6 @@ from agents.side_search import Beside, Narrow, SideSearch
 from agents.tactic_suggester import Candidate
 from oracle.proof_common import TheoremTask
 from oracle.proof_state import ProofState, TacticResult
-
-needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="needs coqtop")
 
 TASK = TheoremTask("mul_1_r", "Lemma mul_1_r : forall n : nat, n * 1 = n.", "", "", prover="coq")
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import needs_coq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "agents"))
 
@@ -32,8 +33,6 @@ from rrma.run.loop import start_run
 from rrma.run.promotion import review_trial
 
 SANDBOX = sandbox.unavailable_reason()
-needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None or shutil.which("coqc") is None,
-                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
 
 
 def run(name: str, tmp_path: Path) -> PlantRun:

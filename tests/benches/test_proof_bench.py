@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import needs_coq
 
 from benches.proofs import RED_TEAM, run_proof_bench
 from oracle.coq import ProofRejected, screen_proof
@@ -30,8 +30,6 @@ from rrma.log.view_files import render_blackboard, render_results
 from rrma.trial import Proposal
 
 REPO = Path(__file__).resolve().parents[2]
-needs_coq = pytest.mark.skipif(shutil.which("coqtop") is None or shutil.which("coqc") is None,
-                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
 
 
 class ScriptedChecker:

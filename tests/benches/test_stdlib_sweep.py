@@ -3,15 +3,12 @@ the checker; a file where either cannot start is named, with Coq's error, and th
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from needs import needs_coq
 
 from benches.coq import stdlib_sweep
-
-needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
-                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
 
 GOOD = "Lemma one : 1 = 1.\nProof. reflexivity. Qed.\nLemma two : 2 = 2.\nProof. reflexivity. Qed.\n"
 # the file's own proof of `first` fails, so nothing after it compiles, for the checker as for the agent

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import needs_coq
 
 import oracle.coq.cold as cold_module
 import oracle.coq.modules as modules_module
@@ -28,9 +29,6 @@ from oracle.proof_state import ProofState
 from oracle.strip_coq import hide_proofs
 from rrma.contracts import EvalContext
 from rrma.trial import Budget, Proposal
-
-needs_coq = pytest.mark.skipif(shutil.which("coqc") is None or shutil.which("coqtop") is None,
-                               reason="coqc/coqtop not on PATH (Debian: apt-get install coq)")
 
 
 def _where() -> Path:

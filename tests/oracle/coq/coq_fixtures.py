@@ -4,18 +4,11 @@ and the red-team holes of issue 13)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 SUITE = sorted((REPO / "benches" / "coq").glob("*.v"))
 
-needs_coq = pytest.mark.skipif(
-    shutil.which("coqc") is None or shutil.which("coqtop") is None,
-    reason="coqc/coqtop not on PATH (Debian: apt-get install coq)",
-)
 
 SOURCE = """Require Import Arith.
 (* The user's own file may hold axioms and admitted lemmas: proofs must not rely on them. *)

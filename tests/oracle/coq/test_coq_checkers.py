@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from coq_fixtures import SUITE, needs_coq
+from coq_fixtures import SUITE
+from needs import needs_coq
 
 import oracle.coq.cold as cold_module
 import oracle.coq.warm as warm_module

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from coq_fixtures import SOURCE, needs_coq
+from coq_fixtures import SOURCE
+from needs import needs_coq
 
 from oracle.check_cli import run_check
 from oracle.coq.cold import CoqChecker

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from coq_fixtures import needs_coq
+from needs import needs_coq
 
 from oracle.coq.cold import CoqChecker
 from oracle.coq.sandboxing import CoqSandbox, checker_hidden

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from coq_fixtures import needs_coq
+from needs import needs_coq
 
 from oracle.coq.sandboxing import CoqSandbox
 from oracle.coq.session import CoqSession, CoqSessionError

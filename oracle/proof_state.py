@@ -55,6 +55,10 @@ class ProofState:
     handle: Any  # coqtop: the tactic path; Lean REPL: the proofState number; LeanDojo: a TacticState
     goals: tuple[str, ...]
     detail: Any = field(default=None, compare=False, repr=False)  # the backend's structured goals
+    # the hypotheses of the goals after the first, where the backend shows those goals' conclusions only (coqtop):
+    # two states whose goals print alike may differ there (`induction H` keeps an induction hypothesis for the
+    # later cases, `destruct H` does not), and the key tells them apart by it
+    background: str = field(default="", repr=False)
 
     @property
     def done(self) -> bool:
@@ -62,7 +66,7 @@ class ProofState:
 
     @property
     def key(self) -> str:
-        return goal_key(self.goals)
+        return goal_key((*self.goals, self.background) if self.background else self.goals)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,11 @@ from rrma.contracts import OracleError
 # seconds past a tactic's own `Timeout N` that the session waits before it gives coqtop up for lost
 # (a tactic that ignores the timer, such as a long-running ML loop): then the session is restarted
 TIMEOUT_GRACE_S = 5.0
+# a switch for tests: False keys a state by its display alone (before round twenty-eight), where coqtop shows the goals
+# after the first by their conclusions only: `induction H` and `destruct H` then read as one state when their first
+# cases agree, and whichever ran second was dropped as a state seen, with the induction hypotheses the later cases needed
+BACKGROUND_CONTEXTS = True
+_EXISTENTIAL_HEAD = re.compile(r"Existential \d+ =\s*\?[\w']+\s*:")
 _PROMPT = re.compile(r"<prompt>.*?</prompt>", re.S)
 _GOALS_HEAD = re.compile(r"^(\d+) goals?(?: \(ID \d+\))?\s*$")
 _OTHER_GOAL = re.compile(r"^goal (\d+)(?: \(ID \d+\))? is:\s*$")
@@ -413,8 +418,20 @@ class CoqProofStates:
             if why is not None:
                 return TacticResult("error", message=why, seconds=seconds)
             return TacticResult("proved", ProofState(new_path, ()), seconds=seconds, notes=_notes(reply.text))
-        return TacticResult("progress", ProofState(new_path, tuple(g.display() for g in goals), goals),
+        return TacticResult("progress", ProofState(new_path, tuple(g.display() for g in goals), goals,
+                                                   self._background(goals)),
                             seconds=seconds, notes=_notes(reply.text))
+
+    def _background(self, goals: list[CoqGoal]) -> str:
+        """The contexts of every goal, as ``Show Existentials`` prints them (the evars' own names left out), when the
+        state has goals after the first (:data:`BACKGROUND_CONTEXTS`); "" otherwise, or when Coq does not answer."""
+        if not BACKGROUND_CONTEXTS or len(goals) < 2:
+            return ""
+        try:
+            shown = _last_output(self._send("Show Existentials.", time.monotonic() + 10).text)
+        except ProofStateError:
+            return ""
+        return " ".join(_EXISTENTIAL_HEAD.sub(" ", shown).split())
 
     def proof_text(self, tactics: Sequence[str]) -> str:
         return "\n".join(tactics)

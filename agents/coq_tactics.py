@@ -335,6 +335,22 @@ def _witness_values(hyps: Sequence[tuple[str, str]]) -> list[str]:
             and all(plain_type(piece) and sorts.get(piece, "Type") != "Prop" for piece in typ.split(" -> "))][-2:][::-1]
 
 
+def middle_binders(statement: str) -> list[str]:
+    """The names a statement's leading ``forall`` binds that its conclusion does not show: what ``apply`` cannot
+    infer from the goal (``y`` of ``forall x y z, R x y -> R y z -> R x z``), which ``apply L with v`` names."""
+    shown = set(tokens(conclusion_of(statement)))
+    return [n for n in leading_binders(statement) if n not in shown]
+
+
+def _middle_values(concl: str, hyps: Sequence[tuple[str, str]], props: set[str]) -> list[str]:
+    """The latest two local values that a hypothesis names and the conclusion does not (:data:`MIDDLE_VALUES`): at
+    ``H : R* x y, H0 : R* y z |- R* x z``, ``y``, the step's middle."""
+    shown = set(tokens(concl))
+    named = {w for _, t in hyps if t in props for w in tokens(t)}
+    return [name for name, typ in hyps if plain_type(typ) and not _is_prop(typ)
+            and name in named and name not in shown][-2:][::-1]
+
+
 def _latest_values(hyps: Sequence[tuple[str, str]]) -> list[str]:
     """The latest two local values (not proofs, not types) of a state, the latest first: what the context's
     tactics of one or two terms are called on and what an ``exists`` is offered as its witness."""
@@ -393,6 +409,10 @@ RELATION_INTROS = False
 # each a monotonicity step), as `NZAddOrder.v`'s `add_lt_mono` and `Reals`' compatibility lemmas are proved; False
 # offers a transitivity step only through a hypothesis (before round twenty-five)
 CROSSED_MIDDLES = True
+# a switch: on, a lemma (among the three best premises) or a hypothesis whose statement binds a value its conclusion
+# does not show is offered as `apply L with v` for the latest two local values a hypothesis names and the goal does not
+# (round twenty-eight: `Operators_Properties.v`'s `constructor 3 with y`, `apply HIS with y0`); off, only `eapply L`
+MIDDLE_VALUES = False
 MAX_CROSSED_STEPS = 4  # `apply L with (M).` steps offered at one state (two middles, the best-matched lemmas)
 # the operations a crossed middle splits at, loosest first (a term's top operation is its loosest one)
 _OPERATIONS = (frozenset({"||"}), frozenset({"&&"}), frozenset({"+", "-", "++"}), frozenset({"*", "/"}),
@@ -1007,6 +1027,10 @@ class CoqTactics(TacticSource):
                 out.append(Candidate(f"destruct {name}; simpl; auto.", 0.7))
                 out.append(Candidate(f"induction {name}; simpl; auto.", 0.75))
         prop_hyps = [n for n, t in hyps if t in props and not n.startswith("IH")][-2:]
+        middles = _middle_values(concl, hyps, props) if MIDDLE_VALUES else []
+        for name, typ in hyps:  # a hypothesis that states a step through a value its conclusion does not name
+            if middles and typ in props and middle_binders(typ):
+                out.extend(Candidate(f"apply {name} with {v}.", 0.75 + 0.05 * j) for j, v in enumerate(middles))
         shown = {p.name for p in premises}
         fresh = [p for p in self._fresh_premises(goal_text, concl, hyps) if p.name not in shown]
         # a fresh constant's lemmas rank as the best of the others: they are what this state newly needs
@@ -1021,6 +1045,9 @@ class CoqTactics(TacticSource):
                     out.append(Candidate(f"rewrite !{premise.name}.", weight - 0.05, source="premise"))
             if k < 3:
                 out.append(Candidate(f"eapply {premise.name}.", weight + 0.3, source="premise"))
+                if middles and middle_binders(premise.statement):
+                    out.extend(Candidate(f"apply {premise.name} with {v}.", weight + 0.15 + 0.05 * j, source="premise")
+                               for j, v in enumerate(middles))
                 for h in prop_hyps:
                     out.append(Candidate(f"apply {premise.name} in {h}.", weight + 0.3, source="premise"))
         out.extend(self._concl_candidates(state, concl, hyps))

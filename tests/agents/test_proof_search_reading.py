@@ -1,0 +1,101 @@
+"""What the search reads of a state and of its context (issue 33, round twenty-eight, read from out-of-sample 54's
+`Relations/Operators_Properties.v`): a state's key reads every goal's hypotheses, and a tactic's name the context
+gives a term is no tactic there.
+
+coqtop prints the first goal with its hypotheses and the later goals by their conclusions only. Keyed by that display,
+`induction H` and `destruct H` made one state whenever their first cases agreed, and the search dropped whichever ran
+second as a state already seen: at `H : clos_refl_trans (clos_refl_trans R) x y |- clos_refl_trans R x y` the
+induction, whose transitivity case needs its two induction hypotheses, was never expanded.
+:data:`oracle.proof_state_coq.BACKGROUND_CONTEXTS` adds the contexts `Show Existentials` prints to the key of a state
+of several goals.
+
+`Relation_Definitions` defines a record `order`, so `order` names a term wherever it is loaded, and `try (fail;
+order)` answers "Tactic expected" (not "not found"): the probe read the tactic of Coq's ordered structures as there,
+and every `solve [...]` bundle of the cheap closers, which ends with `order`, failed whole at every state of such a
+file. :data:`agents.coq_tactics.NAMED_TERMS` reads that answer as a missing tactic. Against a real `coqtop`, each
+switch off and on.
+"""
+
+from __future__ import annotations
+
+import pytest
+from coq_search import proved_iff, state_after
+from needs import needs_coq
+
+import agents.coq_tactics as coq_tactics
+import oracle.proof_state_coq as proof_state_coq
+from agents.best_first import Node
+from agents.coq_tactics import CoqTactics, _middle_values, middle_binders
+from oracle.proof_common import TheoremTask
+
+DOUBLE = TheoremTask("double_twice", "Lemma double_twice : forall n : nat, n + n = 2 * n.", "", "", prover="coq")
+
+# a reflexive-transitive closure of the file's own, in the shape of `Relation_Operators.clos_refl_trans`
+CLOSURE = ("Inductive rt {A : Type} (R : A -> A -> Prop) : A -> A -> Prop :=\n"
+           "| rt_step : forall x y, R x y -> rt R x y\n| rt_refl : forall x, rt R x x\n"
+           "| rt_trans : forall x y z, rt R x y -> rt R y z -> rt R x z.\n")
+MAX_CHECKS = 1000  # about 410 with the rule on; open after 3,000 with it off
+IDEMPOTENT = TheoremTask("rt_idem", "Lemma rt_idem : forall (A : Type) (R : A -> A -> Prop) x y, "
+                         "rt (rt R) x y -> rt R x y.", CLOSURE, "", prover="coq")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_induction_and_destruct_are_two_states(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """At `n : nat`, both print `0 + 0 = 2 * 0` and then `S n + S n = 2 * S n`; only the induction's second case holds
+    `IHn`. Keyed apart with the rule on, as one state with it off."""
+    monkeypatch.setattr(proof_state_coq, "BACKGROUND_CONTEXTS", rule)
+    for states, _task, state in state_after(DOUBLE, "intros n."):
+        split = states.run_tactic(state, "destruct n.")
+        induct = states.run_tactic(state, "induction n.")
+        assert split.state is not None and induct.state is not None, (split.message, induct.message)
+        assert split.state.goals == induct.state.goals  # what coqtop prints of them
+        assert (split.state.key != induct.state.key) is rule
+        # why it matters: once the first case is closed, the second shows its hypotheses
+        after_split = states.run_tactic(split.state, "reflexivity.")
+        after_induct = states.run_tactic(induct.state, "reflexivity.")
+        assert after_split.state is not None and after_induct.state is not None
+        assert "IHn" in after_induct.state.goals[0] and "IHn" not in after_split.state.goals[0]
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_an_induction_on_a_hypothesis_is_searched(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """The closure of a closure is the closure: its transitivity case needs the induction hypotheses, which the
+    destruct tried before the induction lacks. Proved within the runs with the rule on, open with it off."""
+    monkeypatch.setattr(proof_state_coq, "BACKGROUND_CONTEXTS", rule)
+    tactics = proved_iff(IDEMPOTENT, rule, max_checks=MAX_CHECKS)
+    assert not rule or any(t.startswith("induction H") for t in tactics), tactics
+
+
+# `order` a term of the context, as where `Relation_Definitions` is loaded
+NAMED_ORDER = TheoremTask("n_n", "Lemma n_n : forall n : nat, n = n.", "Require Import Relation_Definitions.\n", "",
+                          prover="coq")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_tactic_name_the_context_gives_a_term_is_missing(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """Where `order` is `Relation_Definitions`' record, the closers' bundle leaves it out and closes `n = n` with the
+    rule on; with it off the bundle names `order` and Coq refuses it whole."""
+    monkeypatch.setattr(coq_tactics, "NAMED_TERMS", rule)
+    for states, task, state in state_after(NAMED_ORDER, "intros n."):
+        source = CoqTactics(states, task, state, library=False, portfolio=False, setting="rediscover")
+        bundles = [c.tactic for c in source.candidates(Node(1, 0, "intros n.", state, 1, 0.0, ()))
+                   if c.tactic.startswith("solve [")]
+        assert len(bundles) == 1, bundles
+        assert ("order" in bundles[0]) is not rule, bundles
+        ran = states.run_tactic(state, bundles[0])
+        assert (ran.outcome == "proved") is rule, (ran.outcome, ran.message)
+        if not rule:
+            assert "Tactic expected" in ran.message, ran.message
+
+
+def test_a_steps_middle_is_a_value_the_hypotheses_name_and_the_goal_does_not() -> None:
+    """:data:`agents.coq_tactics.MIDDLE_VALUES` (measured and left off): what `apply L with v` would be offered."""
+    assert middle_binders("forall x y z : A, R x y -> R y z -> R x z") == ["y"]
+    assert middle_binders("forall n m : nat, n <= m -> S n <= S m") == []
+    hyps = [("A", "Type"), ("R", "relation A"), ("x", "A"), ("y", "A"), ("z", "A"), ("w", "A"),
+            ("H", "R* x y"), ("H0", "R* y z")]
+    # `w` is named by no hypothesis, `x` and `z` by the goal, `R` is no plain value
+    assert _middle_values("R* x z", hyps, {"R* x y", "R* y z"}) == ["y"]

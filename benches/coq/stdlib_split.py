@@ -76,7 +76,12 @@ one had seen;
 out-of-sample 52 after out-of-sample 51's blind run, before any change, to measure the same prover again;
 out-of-sample 53 after out-of-sample 52's blind run, before any change, to measure it once more;
 out-of-sample 54 at the start of round twenty-eight, before any change, to measure round twenty-seven's prover blind
-again).
+again;
+out-of-sample 55 after round twenty-eight's changes (a state keyed by every goal's hypotheses; a tactic's name the
+context gives a term read as missing), to measure the prover round twenty-eight leaves as the default on files no one
+had seen). Out-of-sample 54 took the last of the files of 5 to 40 theorems; from out-of-sample 55 on, the sets are cut
+by the same rule from the files of 1 to 4 theorems (:data:`LATER`), sorted and shuffled with ``random.Random(33)``
+apart, chosen before out-of-sample 55 was drawn: a population of smaller files, reported apart from the first.
 
 ``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts. A file a round tuned
 on by hand, outside the rule (:data:`TUNED_BY_HAND`), is marked wherever a later draw puts it: it stays in its set,
@@ -88,6 +93,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from oracle.strip_coq import CoqSyntaxError, strip_coq_file_with_notes
@@ -98,6 +104,9 @@ SEED = 33
 TUNED_BY_HAND = {"Reals/R_sqrt.v": "round six", "Reals/R_Ifp.v": "round six",
                  "Reals/Abstract/ConstructiveAbs.v": "round six"}
 EXCLUDED = ("Lists/List.v", "Arith/PeanoNat.v", "Bool/Bool.v")
+# the files of 1 to 4 theorems, shuffled alike, drawn from once the files of 5 to 40 are spent (out-of-sample 54 took
+# the last of those); the files of more than 40 theorems are in no set
+LATER = (1, 4)
 SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out-of-sample 3", 60),
          ("tuning 2", 60), ("out-of-sample 4", 60), ("out-of-sample 5", 60),
          ("out-of-sample 6", 60), ("out-of-sample 7", 60), ("out-of-sample 8", 60),
@@ -123,7 +132,7 @@ SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out
          ("out-of-sample 48", 60), ("out-of-sample 49", 60),
          ("out-of-sample 50", 60), ("out-of-sample 51", 60),
          ("out-of-sample 52", 60), ("out-of-sample 53", 60),
-         ("out-of-sample 54", 60))
+         ("out-of-sample 54", 60), ("out-of-sample 55", 60))
 
 
 def theories() -> Path:
@@ -131,8 +140,9 @@ def theories() -> Path:
     return Path(out.strip()) / "theories"
 
 
-def candidates(root: Path) -> list[tuple[str, int]]:
-    """(path relative to ``root``, readable theorems) of every file the rule keeps, sorted."""
+def candidates(root: Path, low: int = 5, high: int = 40) -> list[tuple[str, int]]:
+    """(path relative to ``root``, readable theorems) of every file the rule keeps (``low`` to ``high`` theorems;
+    1 to 4 for :data:`LATER`), sorted."""
     kept: list[tuple[str, int]] = []
     for path in sorted(root.rglob("*.v")):
         rel = path.relative_to(root).as_posix()
@@ -142,15 +152,20 @@ def candidates(root: Path) -> list[tuple[str, int]]:
             count = len(strip_coq_file_with_notes(path)[0])
         except (CoqSyntaxError, OSError, UnicodeDecodeError):
             continue
-        if 5 <= count <= 40:
+        if low <= count <= high:
             kept.append((rel, count))
     return kept
 
 
-def split(kept: list[tuple[str, int]]) -> list[tuple[str, list[tuple[str, int]]]]:
-    """The sets of :data:`SIZES`, in order, from the shuffled ``kept``."""
+def split(kept: Sequence[tuple[str, int]],
+          later: Sequence[tuple[str, int]] = ()) -> list[tuple[str, list[tuple[str, int]]]]:
+    """The sets of :data:`SIZES`, in order, from the shuffled ``kept``, then from the shuffled ``later`` (the files of
+    1 to 4 theorems, :data:`LATER`) once ``kept`` is spent."""
     files = list(kept)
     random.Random(SEED).shuffle(files)
+    rest = list(later)
+    random.Random(SEED).shuffle(rest)
+    files += rest
     out: list[tuple[str, list[tuple[str, int]]]] = []
     at = 0
     for name, size in SIZES:
@@ -172,7 +187,7 @@ def describe(name: str, chosen: list[tuple[str, int]]) -> str:
 
 def main() -> int:
     root = theories()
-    for name, chosen in split(candidates(root)):
+    for name, chosen in split(candidates(root), candidates(root, *LATER)):
         print(describe(name, chosen))
     return 0
 

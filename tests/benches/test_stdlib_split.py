@@ -27,3 +27,15 @@ def test_drawing_a_new_set_moves_no_earlier_one(monkeypatch: pytest.MonkeyPatch)
     assert after[:len(before)] == before
     assert after[-1][0] == "out-of-sample next" and sum(n for _, n in after[-1][1]) >= 60
     assert not {f for _, files in before for f, _ in files} & {f for f, _ in after[-1][1]}
+
+
+def test_the_small_files_are_drawn_only_once_the_others_are_spent() -> None:
+    """The files of 1 to 4 theorems (``LATER``) follow the shuffled files of 5 to 40: every set drawn while those
+    last is the set it was before the small files joined the rule."""
+    kept = [(f"F{i:03}.v", 5 + i % 30) for i in range(40)]
+    small = [(f"S{i:03}.v", 1 + i % 4) for i in range(200)]
+    alone, joined = stdlib_split.split(kept), stdlib_split.split(kept, small)
+    spent = next(k for k, (_, files) in enumerate(alone) if not files)  # the first set the kept files cannot fill
+    assert joined[:spent - 1] == alone[:spent - 1]
+    assert all(f.startswith("S") for _, files in joined[spent:] for f, _ in files)
+    assert {f for _, files in joined for f, _ in files} >= {f for f, _ in kept}

@@ -335,6 +335,15 @@ def _witness_values(hyps: Sequence[tuple[str, str]]) -> list[str]:
             and all(plain_type(piece) and sorts.get(piece, "Type") != "Prop" for piece in typ.split(" -> "))][-2:][::-1]
 
 
+def _applied_predicate(typ: str) -> bool:
+    """A hypothesis type that is a predicate applied to arguments (``clos_trans_1n R x y``, ``Permutation l l'``), not
+    a connective, an equation, an order's notation or a product: what an induction on the derivation takes apart."""
+    norm = " ".join(typ.split())
+    words = split_top(norm, " ")
+    return len(words) >= 2 and bool(_IDENT.fullmatch(words[0])) and words[0] not in ("not", "True", "False") and \
+        not any(w in RELATION_INFIX or w in ("->", "<->", "/\\", "\\/", "=", "<>", "==") for w in words)
+
+
 def middle_binders(statement: str) -> list[str]:
     """The names a statement's leading ``forall`` binds that its conclusion does not show: what ``apply`` cannot
     infer from the goal (``y`` of ``forall x y z, R x y -> R y z -> R x z``), which ``apply L with v`` names."""
@@ -413,6 +422,10 @@ RELATION_INTROS = False
 # each a monotonicity step), as `NZAddOrder.v`'s `add_lt_mono` and `Reals`' compatibility lemmas are proved; False
 # offers a transitivity step only through a hypothesis (before round twenty-five)
 CROSSED_MIDDLES = True
+# a switch for tests: False offers no induction on a hypothesis that is an applied predicate (before round
+# twenty-eight: `inversion H` and, for a connective, `destruct H` only), so a relation's closure was never taken apart
+# with its induction hypotheses unless a learnt step named the induction
+RULE_INDUCTIONS = True
 # a switch: on, a lemma (among the three best premises) or a hypothesis whose statement binds a value its conclusion
 # does not show is offered as `apply L with v` for the latest two local values a hypothesis names and the goal does not
 # (round twenty-eight: `Operators_Properties.v`'s `constructor 3 with y`, `apply HIS with y0`); off, only `eapply L`
@@ -1016,6 +1029,11 @@ class CoqTactics(TacticSource):
                     out.append(Candidate(f"destruct {name}.", 0.5))
                 if not name.startswith("IH"):
                     out.append(Candidate(f"inversion {name}; subst.", 1.0))
+                if RULE_INDUCTIONS and not name.startswith("IH") and _applied_predicate(typ):
+                    # induction on the derivation (`induction 1` of `Operators_Properties.v`): its cases carry the
+                    # induction hypotheses that `inversion` and `destruct` do not
+                    out.append(Candidate(f"induction {name}; auto.", 0.75))
+                    out.append(Candidate(f"induction {name}.", 0.9))
             elif typ not in ("Type", "Set", "Prop") and not typ.startswith("Type"):
                 later = [n for n, t in hyps[hyps.index((name, typ)) + 1:] if t not in props
                          and t not in ("Type", "Set", "Prop")]

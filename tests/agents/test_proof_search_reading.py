@@ -1,6 +1,6 @@
 """What the search reads of a state and of its context (issue 33, round twenty-eight, read from out-of-sample 54's
 `Relations/Operators_Properties.v`): a state's key reads every goal's hypotheses, and a tactic's name the context
-gives a term is no tactic there.
+gives a term is no tactic there, and a hypothesis that is an applied predicate is taken apart by induction.
 
 coqtop prints the first goal with its hypotheses and the later goals by their conclusions only. Keyed by that display,
 `induction H` and `destruct H` made one state whenever their first cases agreed, and the search dropped whichever ran
@@ -12,8 +12,11 @@ of several goals.
 `Relation_Definitions` defines a record `order`, so `order` names a term wherever it is loaded, and `try (fail;
 order)` answers "Tactic expected" (not "not found"): the probe read the tactic of Coq's ordered structures as there,
 and every `solve [...]` bundle of the cheap closers, which ends with `order`, failed whole at every state of such a
-file. :data:`agents.coq_tactics.NAMED_TERMS` reads that answer as a missing tactic. Against a real `coqtop`, each
-switch off and on.
+file. :data:`agents.coq_tactics.NAMED_TERMS` reads that answer as a missing tactic.
+
+The rules took a hypothesis `H : clos_trans_1n R x y` apart by `inversion` only: an induction on the derivation, with
+the induction hypotheses its step case needs, came from a learnt step or not at all
+(:data:`agents.coq_tactics.RULE_INDUCTIONS`). Against a real `coqtop`, each switch off and on.
 """
 
 from __future__ import annotations
@@ -62,8 +65,10 @@ def test_induction_and_destruct_are_two_states(monkeypatch: pytest.MonkeyPatch, 
 @pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
 def test_an_induction_on_a_hypothesis_is_searched(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
     """The closure of a closure is the closure: its transitivity case needs the induction hypotheses, which the
-    destruct tried before the induction lacks. Proved within the runs with the rule on, open with it off."""
+    destruct tried before the induction lacks. Proved within the runs with the rule on, open with it off (the
+    hypothesis's own induction rule off, so that the induction comes from the variables' rules alone)."""
     monkeypatch.setattr(proof_state_coq, "BACKGROUND_CONTEXTS", rule)
+    monkeypatch.setattr(coq_tactics, "RULE_INDUCTIONS", False)
     tactics = proved_iff(IDEMPOTENT, rule, max_checks=MAX_CHECKS)
     assert not rule or any(t.startswith("induction H") for t in tactics), tactics
 
@@ -99,3 +104,20 @@ def test_a_steps_middle_is_a_value_the_hypotheses_name_and_the_goal_does_not() -
             ("H", "R* x y"), ("H0", "R* y z")]
     # `w` is named by no hypothesis, `x` and `z` by the goal, `R` is no plain value
     assert _middle_values("R* x z", hyps, {"R* x y", "R* y z"}) == ["y"]
+
+
+# an order of the file's own, in the shape of the prelude's `le`
+ORDER = ("Inductive le2 : nat -> nat -> Prop :=\n| le2_n : forall n, le2 n n\n"
+         "| le2_S : forall n m, le2 n m -> le2 n (S m).\n")
+LE2_LE = TheoremTask("le2_le", "Lemma le2_le : forall n m, le2 n m -> n <= m.", ORDER, "", prover="coq")
+INDUCTION_CHECKS = 150  # about 35 with the rule on; about 680 with it off (a nested induction on the values)
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_derivation_is_taken_apart_by_induction(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`le2 n m -> n <= m`: its step case needs the induction hypothesis. Proved within the runs with the rule on,
+    by `induction H; auto.`; open within them with it off."""
+    monkeypatch.setattr(coq_tactics, "RULE_INDUCTIONS", rule)
+    tactics = proved_iff(LE2_LE, rule, max_checks=INDUCTION_CHECKS)
+    assert not rule or any(t.startswith("induction H") for t in tactics), tactics

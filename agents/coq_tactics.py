@@ -809,6 +809,8 @@ class CoqTactics(TacticSource):
         if norm in _SORTS or norm.startswith(("Type@{", "Sort")) or norm in self.facts.not_inductive:
             return False
         head = norm.lstrip("(").split(" ")[0]
+        if " " in norm and head in self.facts.not_inductive and _applied_predicate(norm):
+            return False  # a predicate Coq answered "Not an inductive" for, applied to other arguments
         return not (head in local_types and " " not in norm.strip("()"))
 
     # -- premises from the imported libraries
@@ -1549,6 +1551,8 @@ class CoqTactics(TacticSource):
         typ = self.case_types.get(candidate.tactic)
         if typ is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
             self.facts.not_inductive.add(" ".join(typ.split()))  # no more case analyses on this type here
+            if _applied_predicate(typ):  # nor on any other hypothesis of this predicate (`le a b`, then `le b c`)
+                self.facts.not_inductive.add(typ.split()[0].lstrip("("))
         predicate = self.witness_of.get(candidate.tactic) if candidate.source == WITNESS_SOURCE else None
         if predicate is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
             self.facts.no_witness.add(predicate)  # no more witnesses for this predicate here

@@ -74,6 +74,7 @@ def test_an_applied_predicate_hypothesis_is_a_proof(sets_state, monkeypatch: pyt
     """`H : set_In a (...)` shows no relation or connective: with the rule `Check set_In` says it is a predicate,
     and `H` is applied and rewritten with as a proof; without it, it is destructed and inducted on as a value."""
     monkeypatch.setattr(coq_tactics, "PREDICATE_HYPOTHESES", rule)
+    monkeypatch.setattr(coq_tactics, "RULE_INDUCTIONS", False)  # which offers `induction H` on a proof of it too
     tactics = _tactics(sets_state)
     assert ("apply H." in tactics) is rule, tactics
     assert ("induction H." in tactics) is not rule, tactics

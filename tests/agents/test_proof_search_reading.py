@@ -28,6 +28,7 @@ from needs import needs_coq
 import agents.coq_tactics as coq_tactics
 import oracle.proof_state_coq as proof_state_coq
 from agents.best_first import Node
+from agents.coq_lookups import ScopeFacts
 from agents.coq_tactics import CoqTactics, _middle_values, middle_binders
 from oracle.proof_common import TheoremTask
 
@@ -121,3 +122,12 @@ def test_a_derivation_is_taken_apart_by_induction(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(coq_tactics, "RULE_INDUCTIONS", rule)
     tactics = proved_iff(LE2_LE, rule, max_checks=INDUCTION_CHECKS)
     assert not rule or any(t.startswith("induction H") for t in tactics), tactics
+
+
+def test_a_predicate_coq_called_no_inductive_is_not_taken_apart_again() -> None:
+    """Once `induction H` on `H : le a b` was answered "Not an inductive product" (an abstract `le`), no hypothesis of
+    `le` is taken apart in the scope: `le b c` neither (no prover here: the facts are given)."""
+    tactics = CoqTactics.__new__(CoqTactics)
+    tactics.facts = ScopeFacts(not_inductive={"le"})
+    assert not tactics._inductive_may_be("le b c", set())
+    assert tactics._inductive_may_be("lex b c", set())

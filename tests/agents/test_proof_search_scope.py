@@ -182,6 +182,7 @@ def test_no_case_analysis_on_a_type_that_is_not_inductive(monkeypatch: pytest.Mo
     from oracle.proof_state_coq import CoqProofStates
 
     monkeypatch.setattr(coq_tactics, "INDUCTIVE_ONLY", rule)
+    monkeypatch.setattr(coq_tactics, "RULE_INDUCTIONS", False)  # the abstract `le`'s hypotheses: no variables
     states = CoqProofStates()
     task = _task("t_trans", "Lemma t_trans : forall (A : Type) (x y : A) (a b c : t) (n : nat), "
                             "le a b -> le b c -> x = y -> le a c.", ABSTRACT)

@@ -418,19 +418,20 @@ class CoqProofStates:
             if why is not None:
                 return TacticResult("error", message=why, seconds=seconds)
             return TacticResult("proved", ProofState(new_path, ()), seconds=seconds, notes=_notes(reply.text))
-        return TacticResult("progress", ProofState(new_path, tuple(g.display() for g in goals), goals,
-                                                   self._background(goals)),
+        try:
+            background = self._background(goals)
+        except ProofStateError as exc:  # the session is gone with it: the state could not be reached again
+            return TacticResult("error", message=str(exc), seconds=time.monotonic() - started)
+        return TacticResult("progress", ProofState(new_path, tuple(g.display() for g in goals), goals, background),
                             seconds=seconds, notes=_notes(reply.text))
 
     def _background(self, goals: list[CoqGoal]) -> str:
         """The contexts of every goal, as ``Show Existentials`` prints them (the evars' own names left out), when the
-        state has goals after the first (:data:`BACKGROUND_CONTEXTS`); "" otherwise, or when Coq does not answer."""
+        state has goals after the first (:data:`BACKGROUND_CONTEXTS`); "" otherwise. Raises
+        :class:`ProofStateError` when Coq does not answer (``_send`` has then dropped the session)."""
         if not BACKGROUND_CONTEXTS or len(goals) < 2:
             return ""
-        try:
-            shown = _last_output(self._send("Show Existentials.", time.monotonic() + 10).text)
-        except ProofStateError:
-            return ""
+        shown = _last_output(self._send("Show Existentials.", time.monotonic() + 10).text)
         return " ".join(_EXISTENTIAL_HEAD.sub(" ", shown).split())
 
     def proof_text(self, tactics: Sequence[str]) -> str:

@@ -63,6 +63,22 @@ def test_induction_and_destruct_are_two_states(monkeypatch: pytest.MonkeyPatch, 
 
 
 @needs_coq
+def test_a_state_whose_contexts_coq_does_not_answer_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When `Show Existentials` outruns its deadline the session is dropped with it: the tactic's state cannot be
+    reached again, so the run is an error, not a state handed back in a dead session."""
+    for states, _task, state in state_after(DOUBLE, "intros n."):
+        def slow(chunk: str, deadline: float, states=states, send=states._send):  # type: ignore[no-untyped-def]
+            if chunk.startswith("Show Existentials"):
+                states._drop_session()
+                raise proof_state_coq.ProofStateError("coqtop did not answer in time (session restarted)")
+            return send(chunk, deadline)
+
+        monkeypatch.setattr(states, "_send", slow)
+        result = states.run_tactic(state, "destruct n.")
+        assert (result.outcome, result.state) == ("error", None) and "did not answer" in result.message
+
+
+@needs_coq
 @pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
 def test_an_induction_on_a_hypothesis_is_searched(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
     """The closure of a closure is the closure: its transitivity case needs the induction hypotheses, which the

@@ -344,6 +344,11 @@ def _applied_predicate(typ: str) -> bool:
         not any(w in RELATION_INFIX or w in ("->", "<->", "/\\", "\\/", "=", "<>", "==") for w in words)
 
 
+def _predicate_head(typ: str) -> str:
+    """The predicate's name in a hypothesis type :func:`_applied_predicate` admits (``le`` of ``(le a b)``)."""
+    return typ.split()[0].lstrip("(")
+
+
 def middle_binders(statement: str) -> list[str]:
     """The names a statement's leading ``forall`` binds that its conclusion does not show: what ``apply`` cannot
     infer from the goal (``y`` of ``forall x y z, R x y -> R y z -> R x z``), which ``apply L with v`` names."""
@@ -810,7 +815,7 @@ class CoqTactics(TacticSource):
         norm = " ".join(typ.split())
         if norm in _SORTS or norm.startswith(("Type@{", "Sort")) or norm in self.facts.not_inductive:
             return False
-        head = norm.lstrip("(").split(" ")[0]
+        head = _predicate_head(norm)
         if " " in norm and head in self.facts.not_inductive and _applied_predicate(norm):
             return False  # a predicate Coq answered "Not an inductive" for, applied to other arguments
         return not (head in local_types and " " not in norm.strip("()"))
@@ -1554,7 +1559,7 @@ class CoqTactics(TacticSource):
         if typ is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
             self.facts.not_inductive.add(" ".join(typ.split()))  # no more case analyses on this type here
             if _applied_predicate(typ):  # nor on any other hypothesis of this predicate (`le a b`, then `le b c`)
-                self.facts.not_inductive.add(typ.split()[0].lstrip("("))
+                self.facts.not_inductive.add(_predicate_head(typ))
         predicate = self.witness_of.get(candidate.tactic) if candidate.source == WITNESS_SOURCE else None
         if predicate is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
             self.facts.no_witness.add(predicate)  # no more witnesses for this predicate here

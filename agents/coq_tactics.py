@@ -403,6 +403,11 @@ MAX_FRESH_QUERIES = 6
 HYPOTHESIS_RANK = False  # on: the lemmas a conclusion's shape found are ranked by the premises the hypotheses give
 RANKED_PER_PATTERN = 40  # the lemmas kept per shape, by their symbols, before the hypotheses rank them
 GENERAL_PATTERNS = False  # on: the shape with constant leaves as holes too (lost `sqrt_Rsqr_abs` on out-of-sample 21)
+# on: the lemmas stated of any value of the goal's relation and constant (`n <> 0` for `fact n <> 0`), whose premises
+# say what of the applied side (`0 < fact n`) the file's lemmas may give (round twenty-nine)
+ABSTRACTED_HEADS = True
+MAX_ABSTRACTED = 3  # such lemmas offered for one shape
+_TOP_RELATIONS = ("<>", "=", "<", "<=", ">", ">=")
 # a switch for tests: False reads a conclusion with a `?` of a notation (`(n <=? m) = true`, `(n ?= m) = Gt`) as one
 # with no shape to search by, as before round twenty-one
 QUERY_NOTATIONS = True
@@ -490,6 +495,32 @@ def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
     out = hole_pattern(text, local_names)
     if not re.search(r"[^\s_()=]", out):  # holes only (`_ = _`): every equation would match
         return ""
+    return out
+
+
+def abstracted_patterns(pattern: str) -> list[str]:
+    """``pattern`` with one side of its relation a hole where that side is a constant applied to arguments and the
+    other side shows a symbol (``_ <> 0`` for ``fact _ <> 0``, ``0 < _`` for ``0 < f _ _``): the shape of a lemma
+    stated for any value, whose premises then speak of the applied side. Empty for another pattern (no relation at
+    the top, both sides applied or bare holes)."""
+    words = top_words(pattern)
+    at = [i for i, w in enumerate(words) if w in _TOP_RELATIONS]
+    if len(at) != 1:
+        return []
+    i = at[0]
+    left, right = words[:i], words[i + 1:]
+
+    def applied(side: list[str]) -> bool:
+        return len(side) >= 2 and re.fullmatch(r"[A-Za-z][\w'.]*", side[0]) is not None
+
+    def shows(side: list[str]) -> bool:
+        return any(re.search(r"[^\s_()]", w) for w in side)
+
+    out: list[str] = []
+    if applied(left) and shows(right) and not applied(right):
+        out.append(" ".join(["_", words[i], *right]))
+    if applied(right) and shows(left) and not applied(left):
+        out.append(" ".join([*left, words[i], "_"]))
     return out
 
 
@@ -1182,7 +1213,9 @@ class CoqTactics(TacticSource):
         """``apply``/``rewrite`` with the lemmas whose conclusion has the goal's shape: Coq's
         ``Search`` on the conclusion with its variables as holes (``1 < _ ^ _`` for ``1 < a ^ b``),
         over everything in scope (the file's earlier statements included), best ranked first; then, with
-        :data:`GENERAL_PATTERNS` (off), those whose conclusion has its general shape (:func:`general_pattern`)."""
+        :data:`GENERAL_PATTERNS` (off), those whose conclusion has its general shape (:func:`general_pattern`); with
+        :data:`ABSTRACTED_HEADS`, those stated of any value where the goal applies a constant
+        (:func:`abstracted_patterns`)."""
         local = [n for n, _ in hyps]
         pattern = conclusion_pattern(concl, local)
         if not pattern:
@@ -1195,6 +1228,10 @@ class CoqTactics(TacticSource):
             names = {p.name for p in found}
             found = found + [p for p in self._pattern_premises(general, state.goals[0], 4 + len(found), given)
                              if p.name not in names][:4]
+        for abstract in abstracted_patterns(pattern) if ABSTRACTED_HEADS else []:
+            names = {p.name for p in found}  # only lemmas whose conclusion is the shape itself: of any value
+            found = found + [p for p in self._pattern_premises(abstract, state.goals[0], RANKED_PER_PATTERN, given)
+                             if p.name not in names and abstract in conclusion_patterns(p.statement)][:MAX_ABSTRACTED]
         out: list[Candidate] = []
         for k, premise in enumerate(found):
             weight = 0.35 + 0.05 * k

@@ -569,6 +569,37 @@ def test_a_lemma_stated_for_any_value_is_found_by_the_goals_general_shape(monkey
     _proved_by_the_rule(result, rule, "apply mono")
 
 
+def test_abstracted_patterns_hole_the_applied_side() -> None:
+    assert coq_tactics.abstracted_patterns("fact _ <> 0") == ["_ <> 0"]
+    assert coq_tactics.abstracted_patterns("0 < f _ _") == ["0 < _"]
+    assert coq_tactics.abstracted_patterns("Rabs _ >= 0") == ["_ >= 0"]
+    assert coq_tactics.abstracted_patterns("f _ = g _") == []  # both sides applied: `_ = _` would match everything
+    assert coq_tactics.abstracted_patterns("S _ <= _") == []  # the other side shows nothing
+    assert coq_tactics.abstracted_patterns("_ <> 0") == []  # no applied side
+    assert coq_tactics.abstracted_patterns("In _ (map _ _)") == []  # no relation at the top
+
+
+# a lemma stated of any value (`n <> zero` when `lt zero n`), the function's positivity, and twenty statements that
+# share more of the goal's symbols (ranked first by premise selection) and do not give it
+ABSTRACTED = ("Parameter t : Type.\nParameter lt : t -> t -> Prop.\nParameter f : t -> t.\nParameter zero : t.\n"
+              "Axiom neq_pos : forall n : t, lt zero n -> n <> zero.\n"
+              "Axiom f_pos : forall n : t, lt zero (f n).\n"
+              + "".join(f"Axiom d{k} : forall n : t, f {'(f ' * k}n{')' * k} <> zero -> lt (f n) zero.\n"
+                        for k in range(1, 21)))
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_lemma_of_any_value_is_found_by_the_goals_abstracted_shape(monkeypatch: pytest.MonkeyPatch,
+                                                                      rule: bool) -> None:
+    """`f n <> zero` (Factorial.v's `fact_neq_0`, proved by `apply Nat.neq_0_lt_0, lt_O_fact`): `Search` on the goal's
+    shape `f _ <> zero` finds no lemma; on its shape with the applied side a hole, `_ <> zero`, it finds `neq_pos`,
+    whose premise `lt zero (f n)` is `f_pos`. Without the rule the goal stays open."""
+    monkeypatch.setattr(coq_tactics, "ABSTRACTED_HEADS", rule)
+    result, _ = rules_search(_task("f_neq", "Lemma f_neq : forall n : t, f n <> zero.", ABSTRACTED), 300)
+    _proved_by_the_rule(result, rule, "apply neq_pos")
+
+
 def test_pattern_instance_and_the_premises_a_hypothesis_gives() -> None:
     assert coq_tactics.pattern_instance("_ * _ <= _", "_ * _ <= _ * _")  # a hole stands for a product
     assert not coq_tactics.pattern_instance("_ * _ <= _", "_ <= _ * _")

@@ -191,6 +191,35 @@ def induction_principles(type_name: str, found: Iterable[Premise], limit: int = 
     return tuple(name for _, _, name in sorted(best.values()))[:limit]
 
 
+_BOOLEANS = frozenset({"bool", "Datatypes.bool", "Coq.Init.Datatypes.bool"})
+
+
+def finite_type(type_name: str, found: Iterable[Premise]) -> bool:
+    """Whether ``T``'s own induction principle, among the lemmas ``Search (forall P : T -> _, _)`` found, says every
+    value is one of finitely many constructor terms of booleans: each case binds booleans only and has no induction
+    hypothesis (``ascii_ind : forall P : ascii -> Prop, (forall b b0 ... b6 : bool, P (Ascii b ... b6)) -> forall a
+    : ascii, P a``; an enumeration's cases bind nothing). False for a record of numbers (``Q``: ``Qnum : Z``), a
+    recursive type, or a type whose principle was not found."""
+    own = f"{type_name.split('.')[-1]}_ind"
+    for premise in found:
+        if premise.name.split(".")[-1] != own:
+            continue
+        text = " ".join(premise.statement.split())
+        m = re.match(r"(?:forall|∀) [A-Za-z_][\w']* : " + re.escape(type_name) + r" -> (?:Prop|Type|Set|SProp), ", text)
+        parts = arrows(text[m.end():]) if m is not None else []
+        if len(parts) < 2:
+            return False
+        for case in parts[:-1]:
+            case = unwrapped(case)
+            b = re.match(r"(?:forall|∀)\s+(?P<binders>[^,]*),\s*", case)
+            body = case[b.end():] if b is not None else case
+            types = re.findall(r":\s*([^():]+?)\s*(?=\)|$)", b.group("binders")) if b is not None else []
+            if "->" in body or any(" ".join(t.split()) not in _BOOLEANS for t in types):
+                return False
+        return True
+    return False
+
+
 def relation_inductions(type_name: str, found: Iterable[Premise], limit: int = 4) -> tuple[OrderInduction, ...]:
     """Of the lemmas ``Search (forall P : T -> _, _)`` found, the inductions along an order from a lower bound
     (round twenty-six), as (name, the order, the position of its premise ``n <= m``, whether its first premise is
@@ -556,6 +585,14 @@ class ScopeLookups:
         ``Search (forall P : T -> _, _)``, filtered by :func:`induction_principles`; none for a type that
         is not a plain name."""
         return self._motive_reading(typ, self.facts.inductions, induction_principles)
+
+    def finite(self, typ: str) -> bool:
+        """Whether every value of ``typ`` is one of finitely many constructor terms of booleans here
+        (:func:`finite_type` of the same ``Search`` as :meth:`inductions`, made once a scope); False when Coq was
+        not asked (this theorem's queries spent) or did not show the type's principle."""
+        typ = " ".join(typ.split())
+        self.inductions(typ)
+        return finite_type(typ, self.facts.motive_lemmas.get(typ) or ())
 
     def relation_inductions(self, typ: str) -> tuple[OrderInduction, ...]:
         """The inductions along an order on ``typ`` here (:func:`relation_inductions` of the same ``Search`` as

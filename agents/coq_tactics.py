@@ -255,6 +255,10 @@ def _binds(tactic: str, name: str) -> bool:
 EXHAUST_STEP = ("intros; destruct {name}; repeat match goal with b : bool |- _ => destruct b end; vm_compute; "
                 "reflexivity.")
 EXHAUST = True  # a switch for tests: False offers no such step (the search before round twenty-two)
+# a switch for tests: True offers it only for a type whose own principle shows finitely many values of booleans
+# (round twenty-nine: on `Q`, a record of two numbers, `reflexivity` on the computed goal outran its timeout by
+# seconds and the session was lost with the search, in three theorems of `QArith/Qminmax.v`); False: any named type
+FINITE_EXHAUST = True
 # a switch for tests: False offers no functor parameter's lemma of the theorem's own name (round twenty-two)
 NAMESAKES = True
 # a switch for tests: True keeps a lemma of the theorem's own short name that Coq's `Search` or `Locate` finds (another
@@ -987,7 +991,8 @@ class CoqTactics(TacticSource):
             if EXHAUST:  # a value of a finite type (`ascii`: eight booleans), every case computed
                 out.extend(Candidate(EXHAUST_STEP.format(name=name), 0.7 + 0.05 * k, True)
                            for k, (name, typ) in enumerate(binder_types[:2])
-                           if plain_type(" ".join(typ.split())) and " ".join(typ.split()) not in _SORTS)
+                           if plain_type(" ".join(typ.split())) and " ".join(typ.split()) not in _SORTS
+                           and (not FINITE_EXHAUST or self.lookups.finite(typ)))
             out.extend(self._implied_statement(concl, hyps))
             out.extend(self._equivalence_candidates(concl, hyps, statement=True))
             out.extend(Candidate(t, 0.6 + 0.03 * k) for k, t in enumerate(self.own_tactics))

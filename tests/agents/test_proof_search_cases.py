@@ -542,6 +542,30 @@ def test_a_value_of_a_finite_type_is_split_and_computed(monkeypatch: pytest.Monk
         assert result.reason != "proved", result.tactics
 
 
+# a record of two numbers (`QArith`'s `Q`: `Qnum : Z; Qden : positive`): its values are not finitely many
+NUMBER_PAIR = "Record pair := mk { fst_of : nat; snd_of : nat }.\nDefinition swap (p : pair) := mk (snd_of p) (fst_of p).\n"
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_every_case_is_computed_only_for_a_type_of_finitely_many_values(monkeypatch: pytest.MonkeyPatch,
+                                                                         rule: bool) -> None:
+    """The step that splits a value and computes every case is for a type whose own principle shows finitely many
+    values of booleans (`nibble` above, proved by it with the rule on). On a record of numbers it computes a goal with
+    variables left: on `QArith/Qminmax.v`'s `Q` its `reflexivity` outran the tactic's timeout by seconds and the
+    session was lost with the search (three theorems, round twenty-nine). With the rule the step is not tried there;
+    without it, it is."""
+    monkeypatch.setattr(coq_tactics, "FINITE_EXHAUST", rule)
+    # not true: the search tries every step it has at the statement
+    pair = TheoremTask("t", "Lemma t : forall p : pair, swap p = p.", NUMBER_PAIR, "", prover="coq")
+    result = coq_search(pair, 60, library=False)
+    assert result.reason != "proved", result.tactics
+    step = coq_tactics.EXHAUST_STEP.format(name="p")
+    assert any(t[1] == step for t in result.tree["tries"]) is not rule, result.tree["tries"]
+    nibble = TheoremTask("t", "Lemma t : forall t : nibble, decode (code t) = t.", FOUR_BITS, "", prover="coq")
+    assert coq_search(nibble, 300, library=True).tactics == (coq_tactics.EXHAUST_STEP.format(name="t"),)
+
+
 # a library function that does not compute (its body a proof's witness: `NStrongRec.v`'s `recursion` is a functor
 # parameter's) and its law stated for three arguments, which the goal applies to a fourth
 REC_LIB = ("Lemma rec_exists : {r : forall A : Type, A -> (nat -> A -> A) -> nat -> A | forall A a f, r A a f 0 = a}.\n"

@@ -549,10 +549,16 @@ def test_general_pattern_turns_constant_leaves_into_holes() -> None:
 
 # a monotony lemma stated for any value, and twenty statements after it with the same symbols (ranked first by premise
 # selection, nearer the goal) whose conclusions have another shape, so only a search by the conclusion's shape finds it
+def _look_alikes(nested: str, statement: str) -> str:
+    """Twenty axioms ``d1``..``d20`` of ``statement`` (``{term}`` in it ``nested`` applied k times to ``n``): look-alikes
+    that share the goal's symbols and do not give it."""
+    return "".join(f"Axiom d{k} : {statement.format(term=f'{nested} (' * (k - 1) + f'{nested} n' + ')' * (k - 1))}.\n"
+                   for k in range(1, 21))
+
+
 MONOTONE = ("Parameter t : Type.\nParameter le : t -> t -> Prop.\nParameter mul : t -> t -> t.\nParameter zero : t.\n"
             "Axiom mono : forall n m p : t, le p zero -> le n m -> le (mul m p) (mul n p).\n"
-            + "".join(f"Axiom d{k} : forall n p : t, le (mul n p) zero -> le zero (mul {'(mul n ' * k}n{')' * k} p).\n"
-                      for k in range(1, 21)))
+            + _look_alikes("mul n", "forall n p : t, le (mul n p) zero -> le zero (mul ({term}) p)"))
 
 
 @needs_coq
@@ -584,8 +590,7 @@ def test_abstracted_patterns_hole_the_applied_side() -> None:
 ABSTRACTED = ("Parameter t : Type.\nParameter lt : t -> t -> Prop.\nParameter f : t -> t.\nParameter zero : t.\n"
               "Axiom neq_pos : forall n : t, lt zero n -> n <> zero.\n"
               "Axiom f_pos : forall n : t, lt zero (f n).\n"
-              + "".join(f"Axiom d{k} : forall n : t, f {'(f ' * k}n{')' * k} <> zero -> lt (f n) zero.\n"
-                        for k in range(1, 21)))
+              + _look_alikes("f", "forall n : t, f ({term}) <> zero -> lt (f n) zero"))
 
 
 @needs_coq

@@ -411,6 +411,15 @@ GENERAL_PATTERNS = False  # on: the shape with constant leaves as holes too (los
 # say what of the applied side (`0 < fact n`) the file's lemmas may give (round twenty-nine)
 ABSTRACTED_HEADS = True
 MAX_ABSTRACTED = 3  # such lemmas offered for one shape
+# on: a conclusion written with `>` or `>=` is also searched as the lemmas state it, `<` or `<=` with its sides
+# turned (`{_ < _} + {_ = _}` for `{m > n} + {n = m}`: `Search` matches the notation as written, and `gt n m` is
+# `lt m n` by its definition, so `apply` takes the `<` lemma); and a decision's conclusion `{A} + {B}` is a shape to
+# search by (round thirty)
+FLIPPED_RELATIONS = True
+SUMBOOL_PATTERNS = True
+MAX_FLIPPED = 4  # such lemmas offered for one shape
+_GREATER = {">": "<", ">=": "<="}
+_LOW_CONNECTIVES = frozenset({"/\\", "\\/", "->", "<->"})
 _TOP_RELATIONS = ("<>", "=", "<", "<=", ">", ">=")
 # a switch for tests: False reads a conclusion with a `?` of a notation (`(n <=? m) = true`, `(n ?= m) = Gt`) as one
 # with no shape to search by, as before round twenty-one
@@ -494,12 +503,64 @@ def conclusion_pattern(concl: str, local_names: Sequence[str]) -> str:
     """The goal's conclusion with its local variables as holes (``_``), for ``Search``: "" when it
     is a product, has no constant left, or holds characters a query must not carry."""
     text = " ".join(concl.split())
-    if not searchable(text, 160, QUERY_TEXT if QUERY_NOTATIONS else _PLAIN_QUERY_TEXT):
+    chars = QUERY_TEXT if QUERY_NOTATIONS else _PLAIN_QUERY_TEXT
+    if not searchable(text, 160, chars) and not (
+            SUMBOOL_PATTERNS and _sumbool(text) and searchable(text.replace("{", "(").replace("}", ")"), 160, chars)):
         return ""
     out = hole_pattern(text, local_names)
     if not re.search(r"[^\s_()=]", out):  # holes only (`_ = _`): every equation would match
         return ""
     return out
+
+
+def _sumbool(text: str) -> bool:
+    """Whether ``text`` is a decision's type, ``{A} + {B}`` (or more cases), no case a subset type (``{x | P x}``,
+    ``{x : A & P x}``) nor a record."""
+    parts = split_top(text, " + ")
+    return len(parts) >= 2 and all(
+        p.startswith("{") and p.endswith("}") and len(split_top(p[1:-1], " + ")) == 1
+        and not re.search(r"[|:&]", p[1:-1]) for p in parts)
+
+
+def _enclosed(word: str) -> tuple[str, str, str] | None:
+    """A word that is one bracketed group (``(a > b)%Z``, ``{m > n}``) as (its opening, its inside, the rest from
+    its closing bracket on); None for another word."""
+    if word[:1] not in "({":
+        return None
+    depth = 0
+    for i, ch in enumerate(word):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth == 0:
+            return (word[0], word[1:i], word[i:]) if re.fullmatch(r"[)}](?:%\w+)?", word[i:]) else None
+    return None
+
+
+def flipped_pattern(pattern: str) -> str:
+    """``pattern`` with each ``a > b`` as ``b < a`` and each ``a >= b`` as ``b <= a``, inside its brackets too
+    (``{_ < _} + {_ = _}`` for ``{_ > _} + {_ = _}``): the spelling the lemmas are stated in, which ``Search``
+    needs (it matches the notation as written). "" when the pattern has no such relation."""
+    def flip(text: str) -> str:
+        words = []
+        for word in top_words(text):
+            group = _enclosed(word)
+            words.append(group[0] + flip(group[1]) + group[2] if group is not None else word)
+        out: list[str] = []
+        start = 0
+        for end in [*[k for k, w in enumerate(words) if w in _LOW_CONNECTIVES], len(words)]:
+            part = words[start:end]
+            lead = part[:1] if part[:1] == ["~"] else []
+            body = part[len(lead):]
+            at = [k for k, w in enumerate(body) if w in RELATION_INFIX or w in ("=", "<>")]
+            if len(at) == 1 and body[at[0]] in _GREATER and 0 < at[0] < len(body) - 1:
+                k = at[0]
+                body = [*body[k + 1:], _GREATER[body[k]], *body[:k]]
+            out.extend([*lead, *body, *words[end:end + 1]])
+            start = end + 1
+        return " ".join(out)
+
+    flipped = flip(pattern)
+    return flipped if flipped != pattern else ""
 
 
 def abstracted_patterns(pattern: str) -> list[str]:
@@ -1237,6 +1298,11 @@ class CoqTactics(TacticSource):
             names = {p.name for p in found}  # only lemmas whose conclusion is the shape itself: of any value
             found = found + [p for p in self._pattern_premises(abstract, state.goals[0], RANKED_PER_PATTERN, given)
                              if p.name not in names and abstract in conclusion_patterns(p.statement)][:MAX_ABSTRACTED]
+        flipped = flipped_pattern(pattern) if FLIPPED_RELATIONS else ""
+        if flipped:  # `n > m` is `m < n`: the lemmas stated with `<`, after those stated as the goal is
+            names = {p.name for p in found}
+            found = found + [p for p in self._pattern_premises(flipped, state.goals[0], MAX_FLIPPED + len(found), given)
+                             if p.name not in names][:MAX_FLIPPED]
         out: list[Candidate] = []
         for k, premise in enumerate(found):
             weight = 0.35 + 0.05 * k

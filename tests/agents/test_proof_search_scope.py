@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from coq_index import compiled_and_indexed
-from coq_search import rules_search
+from coq_search import proved_iff, rules_search
 from needs import needs_coq
 
 import agents.coq_lookups as coq_lookups
@@ -603,6 +603,57 @@ def test_a_lemma_of_any_value_is_found_by_the_goals_abstracted_shape(monkeypatch
     monkeypatch.setattr(coq_tactics, "ABSTRACTED_HEADS", rule)
     result, _ = rules_search(_task("f_neq", "Lemma f_neq : forall n : t, f n <> zero.", ABSTRACTED), 300)
     _proved_by_the_rule(result, rule, "apply neq_pos")
+
+
+def test_flipped_pattern_states_greater_as_less() -> None:
+    assert coq_tactics.flipped_pattern("{_ > _} + {_ = _}") == "{_ < _} + {_ = _}"  # inside a decision's cases
+    assert coq_tactics.flipped_pattern("_ + _ > 0") == "0 < _ + _"  # the whole side, not the last term
+    assert coq_tactics.flipped_pattern("~ _ >= S _") == "~ S _ <= _"
+    assert coq_tactics.flipped_pattern("(_ > 0)%Z") == "(0 < _)%Z"  # a scope's key stays after its group
+    assert coq_tactics.flipped_pattern("_ > 0 /\\ _ < _") == "0 < _ /\\ _ < _"  # each side of a connective
+    assert coq_tactics.flipped_pattern("_ < _") == ""  # nothing to turn
+    assert coq_tactics.flipped_pattern("_ > _ > _") == ""  # two relations at one level: not read
+
+
+def test_a_decisions_type_is_a_shape_to_search_by() -> None:
+    assert coq_tactics.conclusion_pattern("{m > n} + {n = m}", ["n", "m"]) == "{_ > _} + {_ = _}"
+    assert coq_tactics.conclusion_pattern("{In a l} + {~ In a l}", ["a", "l"]) == "{In _ _} + {~ In _ _}"
+    assert coq_tactics.conclusion_pattern("{x | P x} + {n = 0}", ["n"]) == ""  # a subset type: no shape
+    assert coq_tactics.conclusion_pattern("{m > n}", ["n", "m"]) == ""  # one case: not a decision
+
+
+# a decision about `f` under a premise (so that no case split on the scope's decisions offers it), stated with `<` as
+# the library states it, and twenty decisions about `f` of other shapes that share more of the goal's symbols (ranked
+# first by premise selection) and do not give it
+def _decisions(look_alike: str) -> str:
+    return ("Parameter f : nat -> nat.\nParameter P : nat -> Prop.\n"
+            "Axiom f_dec : forall n : nat, P n -> {n < f n} + {n = f n}.\n"
+            + _look_alikes("f", "forall n : nat, P n -> f ({term}) < n -> " + look_alike))
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_decision_stated_with_less_is_found_for_a_goal_with_greater(monkeypatch: pytest.MonkeyPatch,
+                                                                       rule: bool) -> None:
+    """`{f n > n} + {n = f n}` (Compare.v's `le_decide`, `lt_or_eq n m` unfolded to `{m > n} + {n = m}` and proved by
+    `le_lt_eq_dec`): `Search` on the goal's shape, `{f _ > _} + {_ = f _}`, finds nothing, since it matches `>` as
+    written; on the shape turned round, `{_ < f _} + {_ = f _}`, it finds `f_dec`. Without the rule the goal stays
+    open (`apply f_dec` is tried only on the cases' goals, `n = f n` and `f n > n`)."""
+    monkeypatch.setattr(coq_tactics, "FLIPPED_RELATIONS", rule)
+    context = _decisions("{{f n > n}} + {{f n = n}}")
+    task = _task("f_decide", "Lemma f_decide : forall n : nat, P n -> {f n > n} + {n = f n}.", context)
+    assert ("apply f_dec; auto." in proved_iff(task, rule, 100)) is rule
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_decision_is_found_by_its_cases(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`{n < f n} + {n = f n}`: with the decision's type a shape to search by, `Search` finds `f_dec`; without, the
+    goal has no shape (braces were not a query's characters) and stays open."""
+    monkeypatch.setattr(coq_tactics, "SUMBOOL_PATTERNS", rule)
+    context = _decisions("{{f n < n}} + {{n = f n}}")
+    task = _task("f_decide", "Lemma f_decide : forall n : nat, P n -> {n < f n} + {n = f n}.", context)
+    assert ("apply f_dec; auto." in proved_iff(task, rule, 100)) is rule
 
 
 def test_pattern_instance_and_the_premises_a_hypothesis_gives() -> None:

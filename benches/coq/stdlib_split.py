@@ -85,7 +85,11 @@ apart, chosen before out-of-sample 55 was drawn: a population of smaller files, 
 out-of-sample 56 at the start of round twenty-nine, before any change to the prover, to measure round twenty-eight's
 prover blind again (drawn after a mend that changes the search only when Coq does not answer in time); out-of-sample
 57 after round twenty-nine's change (the lemmas of any value the goal's abstracted shape finds), to measure that
-prover blind.
+prover blind; out-of-sample 58 in round thirty, after its change (a `>` conclusion searched as `<`, a decision's
+type searched by its cases), to measure that prover blind: it took the last 22 theorems of the files of 1 to 4
+theorems. From out-of-sample 59 on, the sets are cut by the same rule from the files of more than 40 theorems
+(:data:`LARGE`, a third population, in no set before; shuffled with ``random.Random(33)`` apart), a set never
+crossing from the smaller files into them; out-of-sample 59 in round thirty, drawn with 58.
 
 ``python -m benches.coq.stdlib_split`` prints every set with its files and theorem counts. A file a round tuned
 on by hand, outside the rule (:data:`TUNED_BY_HAND`), is marked wherever a later draw puts it: it stays in its set,
@@ -111,6 +115,9 @@ EXCLUDED = ("Lists/List.v", "Arith/PeanoNat.v", "Bool/Bool.v")
 # the files of 1 to 4 theorems, shuffled alike, drawn from once the files of 5 to 40 are spent (out-of-sample 54 took
 # the last of those); the files of more than 40 theorems are in no set
 LATER = (1, 4)
+# the files of more than 40 theorems, shuffled alike, drawn from once the smaller files are spent (out-of-sample 58
+# took the last of those): a set is cut from one population, never from two
+LARGE = (41, 100_000)
 SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out-of-sample 3", 60),
          ("tuning 2", 60), ("out-of-sample 4", 60), ("out-of-sample 5", 60),
          ("out-of-sample 6", 60), ("out-of-sample 7", 60), ("out-of-sample 8", 60),
@@ -137,7 +144,8 @@ SIZES = (("tuning", 40), ("out-of-sample 1", 60), ("out-of-sample 2", 60), ("out
          ("out-of-sample 50", 60), ("out-of-sample 51", 60),
          ("out-of-sample 52", 60), ("out-of-sample 53", 60),
          ("out-of-sample 54", 60), ("out-of-sample 55", 60),
-         ("out-of-sample 56", 60), ("out-of-sample 57", 60))
+         ("out-of-sample 56", 60), ("out-of-sample 57", 60),
+         ("out-of-sample 58", 60), ("out-of-sample 59", 60))
 
 
 def theories() -> Path:
@@ -162,18 +170,23 @@ def candidates(root: Path, low: int = 5, high: int = 40) -> list[tuple[str, int]
     return kept
 
 
-def split(kept: Sequence[tuple[str, int]],
-          later: Sequence[tuple[str, int]] = ()) -> list[tuple[str, list[tuple[str, int]]]]:
+def split(kept: Sequence[tuple[str, int]], later: Sequence[tuple[str, int]] = (),
+          large: Sequence[tuple[str, int]] = ()) -> list[tuple[str, list[tuple[str, int]]]]:
     """The sets of :data:`SIZES`, in order, from the shuffled ``kept``, then from the shuffled ``later`` (the files of
-    1 to 4 theorems, :data:`LATER`) once ``kept`` is spent."""
+    1 to 4 theorems, :data:`LATER`) once ``kept`` is spent, then from the shuffled ``large`` (the files of more than
+    40, :data:`LARGE`): the set that spends ``later`` ends there, short, and the next one starts on ``large``."""
     files = list(kept)
     random.Random(SEED).shuffle(files)
     rest = list(later)
     random.Random(SEED).shuffle(rest)
     files += rest
+    last = list(large)
+    random.Random(SEED).shuffle(last)
     out: list[tuple[str, list[tuple[str, int]]]] = []
     at = 0
     for name, size in SIZES:
+        if at == len(files) and last:  # the smaller files are spent: from here on, the large ones
+            files, at, last = last, 0, []
         chosen: list[tuple[str, int]] = []
         while sum(n for _, n in chosen) < size and at < len(files):
             chosen.append(files[at])
@@ -192,7 +205,7 @@ def describe(name: str, chosen: list[tuple[str, int]]) -> str:
 
 def main() -> int:
     root = theories()
-    for name, chosen in split(candidates(root), candidates(root, *LATER)):
+    for name, chosen in split(candidates(root), candidates(root, *LATER), candidates(root, *LARGE)):
         print(describe(name, chosen))
     return 0
 

@@ -39,3 +39,18 @@ def test_the_small_files_are_drawn_only_once_the_others_are_spent() -> None:
     assert joined[:spent - 1] == alone[:spent - 1]
     assert all(f.startswith("S") for _, files in joined[spent:] for f, _ in files)
     assert {f for _, files in joined for f, _ in files} >= {f for f, _ in kept}
+
+
+def test_the_large_files_start_a_set_of_their_own_once_the_smaller_are_spent() -> None:
+    """The files of more than 40 theorems (``LARGE``) follow the smaller files, but no set is cut from both: the set
+    that spends the small files ends there, short, every earlier set is as it was, and the next set is large files
+    only."""
+    kept = [(f"F{i:03}.v", 5 + i % 30) for i in range(40)]
+    small = [(f"S{i:03}.v", 1 + i % 4) for i in range(30)]
+    large = [(f"L{i:03}.v", 41 + i) for i in range(200)]
+    before, after = stdlib_split.split(kept, small), stdlib_split.split(kept, small, large)
+    spent = next(k for k, (_, files) in enumerate(before) if not files)  # the first set left empty without them
+    assert after[:spent] == before[:spent]
+    assert sum(n for _, n in after[spent - 1][1]) < 60  # the last of the small files: short
+    assert all(f.startswith("L") for _, files in after[spent:] for f, _ in files)
+    assert all(files for _, files in after[spent:])

@@ -450,6 +450,10 @@ CROSSED_MIDDLES = True
 # twenty-eight: `inversion H` and, for a connective, `destruct H` only), so a relation's closure was never taken apart
 # with its induction hypotheses unless a learnt step named the induction
 RULE_INDUCTIONS = True
+# on: that induction also with the hypotheses introduced after the derivation given back to the goal first (`revert l2
+# l2' H0; induction H.`, what `induction 1` does before the later binders are introduced), so that its induction
+# hypothesis holds for every value of them (SetoidList.v's `eqlistA_rev_app`, round thirty); off: only with them fixed
+GENERALIZED_DERIVATIONS = True
 # a switch: on, a lemma (among the three best premises) or a hypothesis whose statement binds a value its conclusion
 # does not show is offered as `apply L with v` for the latest two local values a hypothesis names and the goal does not
 # (round twenty-eight: `Operators_Properties.v`'s `constructor 3 with y`, `apply HIS with y0`); off, only `eapply L`.
@@ -1140,6 +1144,9 @@ class CoqTactics(TacticSource):
                     # induction hypotheses that `inversion` and `destruct` do not
                     out.append(Candidate(f"induction {name}; auto.", 0.75))
                     out.append(Candidate(f"induction {name}.", 0.9))
+                    later = [n for n, _ in hyps[hyps.index((name, typ)) + 1:]]
+                    if GENERALIZED_DERIVATIONS and later:
+                        out.append(Candidate(f"revert {' '.join(later)}; induction {name}.", 0.7))
             elif typ not in ("Type", "Set", "Prop") and not typ.startswith("Type"):
                 later = [n for n, t in hyps[hyps.index((name, typ)) + 1:] if t not in props
                          and t not in ("Type", "Set", "Prop")]

@@ -285,7 +285,7 @@ def decision_lemmas(type_name: str, found: Iterable[Premise]) -> tuple[Premise, 
     return tuple(out.values())
 
 
-_FLIPPED = {">": "<", ">=": "<=", "≥": "≤"}
+FLIPPED = {">": "<", ">=": "<=", "≥": "≤"}  # a relation written with its sides the other way round
 
 
 def proposition_key(text: str) -> str:
@@ -297,8 +297,8 @@ def proposition_key(text: str) -> str:
     words = top_words(unwrapped(negated.group(1)) if negated is not None else text)
     if negated is not None and not (len(words) == 3 and words[1] == "="):
         return f"~ {' '.join(words)}"
-    if len(words) == 3 and words[1] in _FLIPPED:
-        return f"{words[2]} {_FLIPPED[words[1]]} {words[0]}"
+    if len(words) == 3 and words[1] in FLIPPED:
+        return f"{words[2]} {FLIPPED[words[1]]} {words[0]}"
     if len(words) == 3 and words[1] in ("=", "<>"):
         relation = "<>" if negated is not None or words[1] == "<>" else "="
         return f"{min(words[0], words[2])} {relation} {max(words[0], words[2])}"

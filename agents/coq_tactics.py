@@ -36,6 +36,7 @@ import agents.coq_booleans as coq_booleans
 import agents.coq_lookups as coq_lookups
 from agents.best_first import Node, TacticSource, conclusion
 from agents.coq_lookups import (
+    FLIPPED,
     QUERY_TEXT,
     RELATION_INFIX,
     ScopeFacts,
@@ -418,7 +419,6 @@ MAX_ABSTRACTED = 3  # such lemmas offered for one shape
 FLIPPED_RELATIONS = True
 SUMBOOL_PATTERNS = True
 MAX_FLIPPED = 4  # such lemmas offered for one shape
-_GREATER = {">": "<", ">=": "<="}
 _LOW_CONNECTIVES = frozenset({"/\\", "\\/", "->", "<->"})
 _TOP_RELATIONS = ("<>", "=", "<", "<=", ">", ">=")
 # a switch for tests: False reads a conclusion with a `?` of a notation (`(n <=? m) = true`, `(n ?= m) = Gt`) as one
@@ -558,9 +558,9 @@ def flipped_pattern(pattern: str) -> str:
             lead = part[:1] if part[:1] == ["~"] else []
             body = part[len(lead):]
             at = [k for k, w in enumerate(body) if w in RELATION_INFIX or w in ("=", "<>")]
-            if len(at) == 1 and body[at[0]] in _GREATER and 0 < at[0] < len(body) - 1:
+            if len(at) == 1 and body[at[0]] in FLIPPED and 0 < at[0] < len(body) - 1:
                 k = at[0]
-                body = [*body[k + 1:], _GREATER[body[k]], *body[:k]]
+                body = [*body[k + 1:], FLIPPED[body[k]], *body[:k]]
             out.extend([*lead, *body, *words[end:end + 1]])
             start = end + 1
         return " ".join(out)
@@ -1297,21 +1297,17 @@ class CoqTactics(TacticSource):
             return []
         props = self._props(hyps)
         given = [hole_pattern(t, local) for _, t in hyps if t in props] if HYPOTHESIS_RANK else []
-        found = self._pattern_premises(pattern, state.goals[0], 6, given)
+        goal = state.goals[0]
+        found = self._pattern_premises(pattern, goal, 6, given)
         general = general_pattern(pattern) if GENERAL_PATTERNS else ""
         if general:  # the lemmas stated for any value where the goal has a constant, after the exact ones
-            names = {p.name for p in found}
-            found = found + [p for p in self._pattern_premises(general, state.goals[0], 4 + len(found), given)
-                             if p.name not in names][:4]
+            found = self._and_more(found, general, goal, given, 4, 4 + len(found))
         for abstract in abstracted_patterns(pattern) if ABSTRACTED_HEADS else []:
-            names = {p.name for p in found}  # only lemmas whose conclusion is the shape itself: of any value
-            found = found + [p for p in self._pattern_premises(abstract, state.goals[0], RANKED_PER_PATTERN, given)
-                             if p.name not in names and abstract in conclusion_patterns(p.statement)][:MAX_ABSTRACTED]
+            # only lemmas whose conclusion is the shape itself: of any value
+            found = self._and_more(found, abstract, goal, given, MAX_ABSTRACTED, RANKED_PER_PATTERN, whole=True)
         flipped = flipped_pattern(pattern) if FLIPPED_RELATIONS else ""
         if flipped:  # `n > m` is `m < n`: the lemmas stated with `<`, after those stated as the goal is
-            names = {p.name for p in found}
-            found = found + [p for p in self._pattern_premises(flipped, state.goals[0], MAX_FLIPPED + len(found), given)
-                             if p.name not in names][:MAX_FLIPPED]
+            found = self._and_more(found, flipped, goal, given, MAX_FLIPPED, MAX_FLIPPED + len(found))
         out: list[Candidate] = []
         for k, premise in enumerate(found):
             weight = 0.35 + 0.05 * k
@@ -1326,6 +1322,14 @@ class CoqTactics(TacticSource):
             if is_rewrite_rule(premise.statement):
                 out.append(Candidate(f"rewrite {premise.name}.", weight + 0.1, source="premise"))
         return out
+
+    def _and_more(self, found: list[Premise], pattern: str, goal: str, given: Sequence[str], most: int, fetch: int,
+                  whole: bool = False) -> list[Premise]:
+        """``found``, then at most ``most`` of the ``fetch`` best lemmas of another ``pattern`` (:meth:`_pattern_premises`)
+        that it does not hold; ``whole``: only those whose conclusion is that pattern itself."""
+        names = {p.name for p in found}
+        return found + [p for p in self._pattern_premises(pattern, goal, fetch, given) if p.name not in names
+                        and (not whole or pattern in conclusion_patterns(p.statement))][:most]
 
     def _pattern_premises(self, pattern: str, goal: str, limit: int, given: Sequence[str] = ()) -> list[Premise]:
         """The lemmas in scope whose conclusion ``Search`` matches with ``pattern`` (one query per pattern and

@@ -113,7 +113,7 @@ TUNED_BY_HAND = {"Reals/R_sqrt.v": "round six", "Reals/R_Ifp.v": "round six",
                  "Reals/Abstract/ConstructiveAbs.v": "round six"}
 EXCLUDED = ("Lists/List.v", "Arith/PeanoNat.v", "Bool/Bool.v")
 # the files of 1 to 4 theorems, shuffled alike, drawn from once the files of 5 to 40 are spent (out-of-sample 54 took
-# the last of those); the files of more than 40 theorems are in no set
+# the last of those)
 LATER = (1, 4)
 # the files of more than 40 theorems, shuffled alike, drawn from once the smaller files are spent (out-of-sample 58
 # took the last of those): a set is cut from one population, never from two
@@ -170,18 +170,20 @@ def candidates(root: Path, low: int = 5, high: int = 40) -> list[tuple[str, int]
     return kept
 
 
+def _shuffled(files: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    """``files`` in the order ``random.Random(SEED)`` shuffles them (each population apart, by the same seed)."""
+    out = list(files)
+    random.Random(SEED).shuffle(out)
+    return out
+
+
 def split(kept: Sequence[tuple[str, int]], later: Sequence[tuple[str, int]] = (),
           large: Sequence[tuple[str, int]] = ()) -> list[tuple[str, list[tuple[str, int]]]]:
     """The sets of :data:`SIZES`, in order, from the shuffled ``kept``, then from the shuffled ``later`` (the files of
     1 to 4 theorems, :data:`LATER`) once ``kept`` is spent, then from the shuffled ``large`` (the files of more than
     40, :data:`LARGE`): the set that spends ``later`` ends there, short, and the next one starts on ``large``."""
-    files = list(kept)
-    random.Random(SEED).shuffle(files)
-    rest = list(later)
-    random.Random(SEED).shuffle(rest)
-    files += rest
-    last = list(large)
-    random.Random(SEED).shuffle(last)
+    files = _shuffled(kept) + _shuffled(later)
+    last = _shuffled(large)
     out: list[tuple[str, list[tuple[str, int]]]] = []
     at = 0
     for name, size in SIZES:

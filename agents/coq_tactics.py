@@ -456,6 +456,11 @@ RULE_INDUCTIONS = True
 # proves `eqlistA_rev_app` only at 53 s of search, and on SetoidList.v (in-sample) it gave 33 of 66 against the blind
 # 34 (`equivlistA_cons_nil`, proved at 24.9 s of 25 without it, lost at the seconds): not shown to pay
 GENERALIZED_DERIVATIONS = False
+# a switch for tests: on, the induction on a value with the later values reverted first (`revert m; induction n.`)
+# reverts the later hypotheses that name those values too (`revert m H; induction n.`), in their order; off (before
+# round thirty-one), it reverted the values alone, which Coq refuses ("m is used in hypothesis H") whenever a later
+# hypothesis is about one of them
+REVERT_DEPENDENTS = True
 # a switch: on, a lemma (among the three best premises) or a hypothesis whose statement binds a value its conclusion
 # does not show is offered as `apply L with v` for the latest two local values a hypothesis names and the goal does not
 # (round twenty-eight: `Operators_Properties.v`'s `constructor 3 with y`, `apply HIS with y0`); off, only `eapply L`.
@@ -1150,8 +1155,11 @@ class CoqTactics(TacticSource):
                     if GENERALIZED_DERIVATIONS and later:
                         out.append(Candidate(f"revert {' '.join(later)}; induction {name}.", 0.7))
             elif typ not in ("Type", "Set", "Prop") and not typ.startswith("Type"):
-                later = [n for n, t in hyps[hyps.index((name, typ)) + 1:] if t not in props
-                         and t not in ("Type", "Set", "Prop")]
+                rest = hyps[hyps.index((name, typ)) + 1:]
+                later = [n for n, t in rest if t not in props and t not in ("Type", "Set", "Prop")]
+                if later and REVERT_DEPENDENTS:  # with the hypotheses about them, which `revert` cannot leave
+                    moved = set(later)
+                    later = [n for n, t in rest if n in moved or (t in props and not moved.isdisjoint(tokens(t)))]
                 if later:  # induction with the later variables generalized (a stronger hypothesis)
                     out.append(Candidate(f"revert {' '.join(later)}; induction {name}.", 0.8))
                 if self.hammer:

@@ -182,6 +182,11 @@ _COQ_NAMING = re.compile(
 _NAMES_OF_ITEM = re.compile(r"(?:^|\||:=|with|\(|;)\s*\(?\s*(?P<name>[A-Za-z_][\w']*)")
 
 
+# the sentences that assume names rather than define them: each may name several (`Variable A B : Type.`)
+_SINGULAR = frozenset({"Variable", "Hypothesis", "Axiom", "Parameter", "Conjecture"})
+_ASSUMING = _SINGULAR | {"Variables", "Hypotheses", "Axioms", "Parameters", "Context"}
+
+
 def declared_names(context: str) -> frozenset[str]:
     """The short names ``context``'s own sentences declare: lemmas, definitions, section variables and
     hypotheses, inductive types with their constructors, records with their fields, schemes (what a
@@ -198,13 +203,16 @@ def declared_names(context: str) -> frozenset[str]:
         if m is None:
             continue
         kw, rest = m.group("kw"), m.group("rest")
-        head = rest.split(":", 1)[0] if kw in ("Variable", "Variables", "Hypothesis", "Hypotheses", "Axioms",
-                                                "Parameters") else rest
+        head = rest.split(":", 1)[0] if kw in _ASSUMING else rest
         first = re.match(r"\s*(?P<name>[A-Za-z_][\w']*)", head)
         if first is not None:
             out.add(first.group("name"))
-        if kw in ("Variable", "Variables", "Hypothesis", "Hypotheses", "Axioms", "Parameters", "Context"):
-            for group in re.findall(r"\(([^()]*?):", rest) or [head]:
+        if kw in _ASSUMING:
+            # `Parameter P Q R : t -> Prop.` declares three, as `Parameters` does; a singular keyword's brackets
+            # after its names are its statement's binders (`Axiom ax (n : nat) : P n.`), not more names
+            named = re.split(r"[({]", head, maxsplit=1)[0].split() if kw in _SINGULAR else []
+            groups = [" ".join(named)] if named else re.findall(r"[({]([^(){}]*?):", rest) or [head]
+            for group in groups:
                 out.update(n for n in group.split() if re.fullmatch(r"[A-Za-z_][\w']*", n))
         elif kw in ("Inductive", "CoInductive", "Variant", "Record", "Structure", "Class"):
             body = rest.split(":=", 1)[1] if ":=" in rest else ""

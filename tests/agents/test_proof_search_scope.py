@@ -55,6 +55,16 @@ def test_declared_names_reads_the_declarations_of_a_context() -> None:
     assert "nat" not in names and "Type" not in names
 
 
+def test_a_singular_declaration_of_several_names_declares_each() -> None:
+    """`Variable A B : Type.` (16 stdlib files write it so) and `Parameter P Q R : t -> Prop.` declare every name,
+    as the plural keywords do; read as the first alone, a found proof about `Q` was refused by the search's own check
+    ("relies on R, Q") though the file assumes them. A singular keyword's brackets after its names are binders."""
+    names = declared_names("Parameter P Q R : t -> Prop.\nVariable A B : Type.\nAxiom ax (n : nat) {m : nat} : P n.\n"
+                           "Variable (z w : nat).\nContext {C : Type} (eqC : C -> C -> Prop).\n")
+    assert {"P", "Q", "R", "A", "B", "ax", "z", "w", "C", "eqC"} <= names
+    assert not {"n", "m"} & names
+
+
 @needs_coq
 @pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
 def test_a_step_learnt_in_one_file_is_not_offered_in_another(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:

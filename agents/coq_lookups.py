@@ -55,6 +55,7 @@ class ScopeFacts:
     # an implication's pattern (`(?n <= ?m) -> (?m <= ?n) -> (?n = ?m)`) -> the lemmas that state it
     implications: dict[str, tuple[Premise, ...]] = field(default_factory=dict)
     containing: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # a pattern -> the lemmas stating it
+    forwards: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # a pattern -> lemmas with it as a premise
     reflections: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # a boolean's head -> `P <-> f .. = true`
     equivalences: dict[str, tuple[Premise, ...]] = field(default_factory=dict)  # a pattern -> `pattern <-> _` lemmas
     # a type's head -> its fields, if a record of laws, and its number of parameters
@@ -417,6 +418,7 @@ QUERY_TEXT = re.compile(r"(?:[\w'. ()+*:<>=@\[\]^/\\~&|-]|\?(?![A-Za-z_])|%(?=[A
 IMPLIED = True  # a switch for tests: False looks up no lemma by the state's hypotheses and conclusion (round 21)
 MAX_IMPLIED_QUERIES = 8  # `Search ((A) -> (B) -> (C))` calls per theorem (each answer is kept for the scope)
 MAX_REFLECTION_QUERIES = 8  # `Search (_ <-> _ = true) f` and `Search (P <-> _)` calls per theorem (agents/coq_booleans)
+MAX_FORWARD_QUERIES = 6  # `Search ((hypothesis pattern) -> _)` calls per theorem, for `apply L in H` (round 31)
 MAX_CONTAINING_QUERIES = 6  # `Search (hypothesis pattern)` calls per theorem, for its equivalences (the same)
 # and no more of either kind once a theorem's queries of that kind took this long (a `Search` in a big context,
 # `Reals` or a `Numbers` functor, takes 0.2-0.4 s: eight of them would be a tenth of the search's 25 s)
@@ -655,6 +657,22 @@ class ScopeLookups:
 
         return tuple(self._kept("implied", self.facts.implications, pattern, MAX_IMPLIED_QUERIES, lambda: tuple(
             sorted((p for p in self._searched(f"({pattern})", 40) if not self.own(p)), key=rank)),
+            LOOKUP_SECONDS))
+
+    def forward(self, pattern: str) -> tuple[Premise, ...]:
+        """The lemmas here that take a hypothesis of ``pattern``'s shape to something else (Coq's ``Search ((pattern)
+        -> _)``, the first 40): what ``apply L in H`` moves such a hypothesis forward with (``in_app_or`` for ``In _
+        (_ ++ _)``). Those whose one premise it is first, then the shorter names; at most
+        :data:`MAX_FORWARD_QUERIES` queries a theorem, none once they took :data:`LOOKUP_SECONDS`."""
+        if not pattern:
+            return ()
+
+        def rank(p: Premise) -> tuple[bool, int]:
+            split = premises_of(p.statement)
+            return (split is None or len(split[0]) != 1, len(p.name))
+
+        return tuple(self._kept("forward", self.facts.forwards, pattern, MAX_FORWARD_QUERIES, lambda: tuple(
+            sorted((p for p in self._searched(f"(({pattern}) -> _)", 40) if not self.own(p)), key=rank)),
             LOOKUP_SECONDS))
 
     def containing(self, pattern: str) -> tuple[Premise, ...]:

@@ -456,6 +456,11 @@ RULE_INDUCTIONS = True
 # proves `eqlistA_rev_app` only at 53 s of search, and on SetoidList.v (in-sample) it gave 33 of 66 against the blind
 # 34 (`equivlistA_cons_nil`, proved at 24.9 s of 25 without it, lost at the seconds): not shown to pay
 GENERALIZED_DERIVATIONS = False
+# a switch for tests: on, each of the latest two hypotheses is also taken forward by the lemmas that have its shape as
+# a premise (`apply in_app_or in H.` at `H : In a (l ++ m)`: Coq's `Search ((In _ (_ ++ _)) -> _)`), at most
+# MAX_FORWARD of them; off (before round thirty-one), `apply L in H` only with the lemmas ranked for the conclusion
+FORWARD_LEMMAS = True
+MAX_FORWARD = 3
 # on: the induction on a value with the later values reverted first (`revert m; induction n.`) reverts the later
 # hypotheses that name those values too (`revert m H; induction n.`), in their order; off, it reverts the values
 # alone, which Coq refuses ("m is used in hypothesis H") whenever a later hypothesis is about one of them. Measured
@@ -1208,6 +1213,7 @@ class CoqTactics(TacticSource):
         out.extend(self._order_induction_candidates(concl, hyps))
         out.extend(self._implied_candidates(concl, hyps))
         out.extend(self._equivalence_candidates(concl, hyps, statement=False))
+        out.extend(self._forward_candidates(hyps))
         out.extend(Candidate(t, 0.6 + 0.03 * k) for k, t in enumerate(self.own_tactics))
         out.extend(self._arg_tactic_candidates(hyps))
         for suggester in self.suggesters:
@@ -1528,6 +1534,22 @@ class CoqTactics(TacticSource):
                 # `eapply`: a premise may name a value the conclusion does not (`y` of `x < y -> y <= z -> x < z`)
                 out.append(Candidate(f"{prefix}eapply {lemma.name}; eauto.", weight + 0.05, True, "premise"))
                 out.append(Candidate(f"{prefix}apply {lemma.name}.", weight + 0.1, source="premise"))
+        return out
+
+    def _forward_candidates(self, hyps: list[tuple[str, str]]) -> list[Candidate]:
+        """``apply L in H`` for each of the latest two hypotheses (no induction hypothesis, no product) with the
+        lemmas that have its shape as a premise (:meth:`agents.coq_lookups.ScopeLookups.forward`): the step a human
+        proof takes from a hypothesis (``apply Nat.eq_mul_0_r in H``) when no lemma about the conclusion reaches
+        it."""
+        if not FORWARD_LEMMAS:
+            return []
+        local = [n for n, _ in hyps]
+        known = self._props(hyps)
+        out: list[Candidate] = []
+        for name, typ in [(n, t) for n, t in hyps if t in known and not n.startswith("IH")][-2:]:
+            pattern = conclusion_pattern(typ, local)
+            out.extend(Candidate(f"apply {lemma.name} in {name}.", 0.7 + 0.05 * k, source="premise")
+                       for k, lemma in enumerate(self.lookups.forward(pattern)[:MAX_FORWARD]))
         return out
 
     def _equivalence_candidates(self, concl: str, hyps: list[tuple[str, str]], statement: bool) -> list[Candidate]:

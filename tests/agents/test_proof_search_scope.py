@@ -632,6 +632,25 @@ def test_a_decisions_type_is_a_shape_to_search_by() -> None:
     assert coq_tactics.conclusion_pattern("{m > n}", ["n", "m"]) == ""  # one case: not a decision
 
 
+# a lemma that takes a hypothesis of the file's predicate forward to a conjunction, and twenty statements about the same
+# predicates (ranked first by premise selection; each concludes the goal's predicate from a premise nothing gives)
+FORWARD = ("Parameter t : Type.\nParameter P Q R : t -> Prop.\nParameter f : t -> t.\n"
+           "Axiom P_QR : forall x : t, P x -> Q x /\\ R x.\n"
+           + _look_alikes("f", "forall n : t, P ({term}) -> Q n -> R n"))
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_a_hypothesis_is_taken_forward_by_a_lemma_of_its_shape(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`H : P a |- R a`: no lemma concludes `R _` from what the state holds, and `P_QR` (conclusion `Q _ /\\ R _`)
+    is not among the three premises ranked for the conclusion, which alone were applied to hypotheses. `Search ((P _)
+    -> _)`, by the hypothesis's shape, finds it: `apply P_QR in H.` then `easy.` (about 50 runs). Without the rule the
+    goal stays open within 300."""
+    monkeypatch.setattr(coq_tactics, "FORWARD_LEMMAS", rule)
+    task = _task("fwd", "Lemma fwd (a : t) (H : P a) : R a.", FORWARD)
+    assert ("apply P_QR in H." in proved_iff(task, rule, 300)) is rule
+
+
 # a decision about `f` under a premise (so that no case split on the scope's decisions offers it), stated with `<` as
 # the library states it, and twenty decisions about `f` of other shapes that share more of the goal's symbols (ranked
 # first by premise selection) and do not give it

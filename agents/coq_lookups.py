@@ -453,6 +453,14 @@ def implication_pattern(parts: Sequence[str], local_names: Iterable[str]) -> str
     return " -> ".join(out) if any("?" in p for p in out) else ""
 
 
+def _by_premises(count: int) -> Callable[[Premise], tuple[bool, int]]:
+    """A sort key of ``Search``'s answers: the lemmas of exactly ``count`` premises first, then the shorter names."""
+    def rank(p: Premise) -> tuple[bool, int]:
+        split = premises_of(p.statement)
+        return (split is None or len(split[0]) != count, len(p.name))
+    return rank
+
+
 def premises_of(statement: str) -> tuple[list[str], str] | None:
     """A statement ``forall x y : T, A -> B -> C`` as ([A, B], C) (its top-level arrows after its leading
     binders); None when something other than plain binders comes first."""
@@ -649,12 +657,7 @@ class ScopeLookups:
         :data:`MAX_IMPLIED_QUERIES` queries a theorem, none once they took :data:`LOOKUP_SECONDS`."""
         if not IMPLIED or not pattern:
             return ()
-        parts = pattern.count(" -> ") + 1
-
-        def rank(p: Premise) -> tuple[bool, int]:
-            split = premises_of(p.statement)
-            return (split is None or len(split[0]) != parts - 1, len(p.name))
-
+        rank = _by_premises(pattern.count(" -> "))
         return tuple(self._kept("implied", self.facts.implications, pattern, MAX_IMPLIED_QUERIES, lambda: tuple(
             sorted((p for p in self._searched(f"({pattern})", 40) if not self.own(p)), key=rank)),
             LOOKUP_SECONDS))
@@ -666,13 +669,8 @@ class ScopeLookups:
         :data:`MAX_FORWARD_QUERIES` queries a theorem, none once they took :data:`LOOKUP_SECONDS`."""
         if not pattern:
             return ()
-
-        def rank(p: Premise) -> tuple[bool, int]:
-            split = premises_of(p.statement)
-            return (split is None or len(split[0]) != 1, len(p.name))
-
         return tuple(self._kept("forward", self.facts.forwards, pattern, MAX_FORWARD_QUERIES, lambda: tuple(
-            sorted((p for p in self._searched(f"(({pattern}) -> _)", 40) if not self.own(p)), key=rank)),
+            sorted((p for p in self._searched(f"(({pattern}) -> _)", 40) if not self.own(p)), key=_by_premises(1))),
             LOOKUP_SECONDS))
 
     def containing(self, pattern: str) -> tuple[Premise, ...]:

@@ -208,9 +208,13 @@ def describe(name: str, chosen: list[tuple[str, int]]) -> str:
     return f"{name}: {sum(n for _, n in chosen)} theorems: " + ", ".join(one(f, n) for f, n in chosen)
 
 
+def drawn_sets(root: Path) -> list[tuple[str, list[tuple[str, int]]]]:
+    """Every set of :data:`SIZES` as drawn from the files under ``root`` (the three populations, :func:`split`)."""
+    return split(candidates(root), candidates(root, *LATER), candidates(root, *LARGE))
+
+
 def main() -> int:
-    root = theories()
-    for name, chosen in split(candidates(root), candidates(root, *LATER), candidates(root, *LARGE)):
+    for name, chosen in drawn_sets(theories()):
         print(describe(name, chosen))
     return 0
 

@@ -18,8 +18,9 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 
-from benches.coq.stdlib_split import LARGE, LATER, candidates, split, theories
+from benches.coq.stdlib_split import drawn_sets, theories
 from benches.proofs import proof_script
 from oracle.strip_coq import CoqSyntaxError, strip_coq_file_with_notes
 
@@ -84,11 +85,10 @@ def tally(proofs: Iterable[str]) -> tuple[Counter[str], Counter[str], int]:
     return theorems, uses, count
 
 
-def measured_files(through: int | None) -> tuple[list[str], list[str]]:
-    """(the files of the tuning sets and of out-of-sample 1 to ``through``, those sets' names); ``through`` None:
-    every set but the last drawn."""
-    root = theories()
-    sets = split(candidates(root), candidates(root, *LATER), candidates(root, *LARGE))
+def measured_files(root: Path, through: int | None) -> tuple[list[str], list[str]]:
+    """(the files under ``root`` of the tuning sets and of out-of-sample 1 to ``through``, those sets' names);
+    ``through`` None: every set but the last drawn."""
+    sets = drawn_sets(root)
     if through is None:
         sets = sets[:-1]
     else:
@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="read the tuning sets and out-of-sample 1 to N (default: every set but the last drawn)")
     parser.add_argument("--top", type=int, default=40, metavar="K", help="print the K forms most theorems take")
     args = parser.parse_args(argv)
-    files, names = measured_files(args.through)
     root = theories()
+    files, names = measured_files(root, args.through)
     proofs: list[str] = []
     unread: list[str] = []
     for rel in files:

@@ -52,11 +52,10 @@ def test_the_last_set_drawn_is_not_read(monkeypatch: pytest.MonkeyPatch, tmp_pat
     (tmp_path / "C.v").write_text("Lemma c : True.\nProof. intros. apply (I). Qed.\n")
     sets = [("tuning", [("A.v", 1)]), ("out-of-sample 1", [("B.v", 1)]), ("out-of-sample 2", [("C.v", 1)])]
     monkeypatch.setattr(tactic_forms, "theories", lambda: tmp_path)
-    monkeypatch.setattr(tactic_forms, "candidates", lambda root, *bounds: [])
-    monkeypatch.setattr(tactic_forms, "split", lambda *populations: sets)
-    assert tactic_forms.measured_files(None) == (["A.v", "B.v"], ["tuning", "out-of-sample 1"])
-    assert tactic_forms.measured_files(1) == (["A.v", "B.v"], ["tuning", "out-of-sample 1"])
-    assert tactic_forms.measured_files(2)[0] == ["A.v", "B.v", "C.v"]
+    monkeypatch.setattr(tactic_forms, "drawn_sets", lambda root: sets)
+    assert tactic_forms.measured_files(tmp_path, None) == (["A.v", "B.v"], ["tuning", "out-of-sample 1"])
+    assert tactic_forms.measured_files(tmp_path, 1) == (["A.v", "B.v"], ["tuning", "out-of-sample 1"])
+    assert tactic_forms.measured_files(tmp_path, 2)[0] == ["A.v", "B.v", "C.v"]
     assert tactic_forms.main([]) == 0
     out = capsys.readouterr().out
     assert "2 files of 2 sets (tuning .. out-of-sample 1), 2 original proofs" in out

@@ -115,6 +115,11 @@ HINTS_EAUTO = True  # a switch for tests: False offers no `eauto 3 with *.` (the
 HINT_AUTO_DEEP: tuple[str, float] = ("auto 9 with *.", 0.45)
 HINTS_AUTO_DEEP = False  # True offers `auto 9 with *.` among the closers
 BUNDLE_MAX_COST = 0.35  # rule closers this cheap are tried together, in one `solve [...]`
+# the context's own argument-free tactics (`Ltac auto' := try rewrite <- neq_0_lt_0; auto using le_0_l.` in NDiv.v)
+# among the closers that discharge the goals a step opens, after the cheap ones (round thirty-two): a file writes such
+# a tactic for the side goals of its own lemma applications (`apply add_mod_idemp_l; auto'.`); offered only as a step,
+# the state of three side goals that `apply` leaves ranks behind every state of one goal and is never expanded
+OWN_DISCHARGE = True
 HAMMER_CLOSERS: list[tuple[str, float]] = [("sauto.", 0.5), ("hauto.", 0.5), ("qauto.", 0.5)]
 _PROP_HINT = re.compile(r"(?<![<>=:!])=(?![>=])|<>|->|<->|/\\|\\/|~|\bTrue\b|\bFalse\b|<=|<|>|\bIn\b|\bForall\b|"
                         r"\bExists\b|\ble\b|\blt\b|\bNoDup\b|\bEven\b|\bOdd\b|\bPermutation\b|\bincl\b|\bsig\b")
@@ -820,6 +825,7 @@ class CoqTactics(TacticSource):
             if laws:
                 self.file_index = PremiseIndex([*laws, *self.file_index.premises])
         self.own_tactics = context_tactics(codes or ()) if coq_lookups.CONTEXT_TACTICS else []
+        self.own_closers = list(self.own_tactics)  # the file's own, not the functor's (`nzsimpl` closes nothing)
         self.arg_tactics = context_arg_tactics(codes or ()) if coq_lookups.CONTEXT_ARG_TACTICS else []
         if self.facts.module_tactics is None:  # `order.` is a closer already: offered again it costs a run a state
             self.facts.module_tactics = module_tactics(states, self.modules, skip={t for t, _ in COQ_CLOSERS})
@@ -1678,6 +1684,8 @@ class CoqTactics(TacticSource):
             return None
         cheap = [c for c in self._filter([Candidate(t, cost, True, "rule") for t, cost in COQ_CLOSERS
                                           if cost <= BUNDLE_MAX_COST])]
+        if OWN_DISCHARGE:
+            cheap += [Candidate(t, 0.6, True, "rule") for t in self.own_closers]
         if not cheap:
             return None
         return f"{body[:-1]}; try solve [{_alternatives(cheap)}]."

@@ -1676,8 +1676,9 @@ class CoqTactics(TacticSource):
 
     def discharge(self, tactic: str) -> str | None:
         """``tactic`` followed by the cheap closers this scope can run on every goal it leaves (``rewrite max_r;
-        try solve [reflexivity | assumption | ... | lia].``), for :func:`agents.best_first.best_first_search` to
-        close the side goals a step opens; None for a tactic that is not one plain sentence."""
+        try solve [reflexivity | assumption | ... | lia].``), then the context's own tactics (:data:`OWN_DISCHARGE`:
+        ``.. | lia | auto']``), for :func:`agents.best_first.best_first_search` to close the side goals a step
+        opens; None for a tactic that is not one plain sentence."""
         body = tactic.strip()
         if not body.endswith(".") or "\n" in body or ". " in body or body.endswith("..") or _SELECTOR.match(body) \
                 or self.discharge_variants(body):  # already one (a closed goal's step, replayed on the next)

@@ -461,7 +461,7 @@ def best_first_search(states: ProofStates, task: TheoremTask, source: Callable[[
         of its own (one tactic run; none when the source offers no such form)."""
         nonlocal checks
         assert result.state is not None
-        both = discharge(cand.tactic) if discharge is not None and DISCHARGE else None
+        both = discharge(cand.tactic, result.state) if discharge is not None and DISCHARGE else None
         left = budget.seconds - (clock() - started)
         if both is None or left < 1.0 or checks >= budget.max_checks or (node.id, both) in tried:
             return cand, result

@@ -120,6 +120,20 @@ BUNDLE_MAX_COST = 0.35  # rule closers this cheap are tried together, in one `so
 # a tactic for the side goals of its own lemma applications (`apply add_mod_idemp_l; auto'.`); offered only as a step,
 # the state of three side goals that `apply` leaves ranks behind every state of one goal and is never expanded
 OWN_DISCHARGE = True
+# a conclusion is a product only by its top-level connective (round thirty-three): `~ In x s <-> mem x s = false`,
+# `~ A /\\ ~ B`, `(A -> B) <-> C` and `exists x, P x -> Q x` are none (`intros` fails on each), but the search took
+# any `->` or a leading `~` for one and offered them nothing but `intros`, the closers and applied premises: no `split`,
+# no rewrite, no witness; False: the search before
+TOP_PRODUCTS = True
+# `constructor.` on a conclusion that is an applied constant (round thirty-three): `Zis_gcd a b (Z.gcd a b)` and
+# `prime 2` are inductive predicates of one constructor whose premises are the proof's steps (`constructor. apply
+# Z.gcd_divide_l. ...`); `unfold` refuses an inductive and the constructor's name ranked below the premises offered
+CONSTRUCTOR_STEPS = True
+CONSTRUCTOR_REFUSALS = 2  # no more `constructor.` in a theorem after Coq said "Not an inductive" this many times
+# the discharge of a step's goals ends with `auto using` the premises ranked on those goals (round thirty-three):
+# after `constructor.` the three goals of `Zis_gcd a b (Z.gcd a b)` are each a library lemma's (`Z.gcd_divide_l`,
+# ...), which no cheap closer names, and the state of three goals ranked behind every state of one
+PREMISE_DISCHARGE = True
 HAMMER_CLOSERS: list[tuple[str, float]] = [("sauto.", 0.5), ("hauto.", 0.5), ("qauto.", 0.5)]
 _PROP_HINT = re.compile(r"(?<![<>=:!])=(?![>=])|<>|->|<->|/\\|\\/|~|\bTrue\b|\bFalse\b|<=|<|>|\bIn\b|\bForall\b|"
                         r"\bExists\b|\ble\b|\blt\b|\bNoDup\b|\bEven\b|\bOdd\b|\bPermutation\b|\bincl\b|\bsig\b")
@@ -221,6 +235,50 @@ def leading_binders(concl: str) -> list[str]:
         head = part.split(":")[0]
         names.extend(n for n in head.split() if _IDENT.fullmatch(n))
     return names
+
+
+_SCOPE_BINDERS = frozenset({"forall", "exists", "exists2", "fun", "∀", "∃"})
+_WORD_AT = re.compile(r"[A-Za-z_∀∃][\w']*")
+
+
+def top_connectives(concl: str) -> list[str]:
+    """The connectives ``->``, ``<->``, ``/\\``, ``\\/`` of ``concl`` outside brackets and ``match .. end``,
+    before the first binder (whose body runs to the end): ``(A -> B) <-> C`` has ``["<->"]``, ``A -> exists x, P
+    x -> Q`` has ``["->"]``."""
+    ops: list[str] = []
+    depth, i = 0, 0
+    while i < len(concl):
+        ch = concl[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif (word := _WORD_AT.match(concl, i)) is not None and (i == 0 or not re.match(r"[\w'.]", concl[i - 1])):
+            name = word.group(0)
+            if depth == 0 and name in _SCOPE_BINDERS:
+                break
+            depth += (name == "match") - (name == "end" and depth > 0)
+            i = word.end()
+            continue
+        elif depth == 0:
+            op = next((o for o in ("<->", "->", "/\\", "\\/") if concl.startswith(o, i)), None)
+            if op is not None:
+                ops.append(op)
+                i += len(op)
+                continue
+        i += 1
+    return ops
+
+
+def is_product(concl: str) -> bool:
+    """Whether ``intros`` introduces something from a goal of conclusion ``concl``: a leading ``forall``, a
+    top-level ``->`` (:func:`top_connectives`), or a negation of the whole conclusion (``~ (A /\\ B)``, not ``~ A
+    <-> B``, which is an equivalence)."""
+    text = " ".join(concl.split())
+    if text.startswith(("forall", "∀")):
+        return True
+    ops = top_connectives(text)
+    return "->" in ops or (text.startswith("~") and not {"<->", "/\\", "\\/"} & set(ops))
 
 
 def leading_binder_types(concl: str) -> list[tuple[str, str]]:
@@ -511,6 +569,7 @@ LEARNED_TIMEOUTS = 2
 FILE_AXIOMS = True  # the file's own `Axiom`s are premises (the checker allows those the original rests on)
 LIBRARY_UNFOLD = True  # `unfold C` for a library constant the goal or statement names (round six; False: the file's own only)
 MAX_LIBRARY_UNFOLDS = 3
+_SCHEME = re.compile(r"_(?:ind|rec|rect|sind)$")  # an induction scheme: no hint for `auto` nor `eauto`
 _UNFOLD_ONE = re.compile(r"^unfold (?P<name>[A-Za-z_][\w'.]*)\.$")
 _CANNOT_UNFOLD = re.compile(r"is opaque|Cannot coerce .* to an evaluable reference|not (?:a )?(?:defined|evaluable)")
 # a (possibly qualified) name, ASCII only (`x²` is a notation, not a constant)
@@ -772,6 +831,7 @@ class CoqTactics(TacticSource):
         self.slow: dict[str, int] = {}  # tactic head -> timeouts in this theorem
         self.hammer_timeouts = 0  # CoqHammer's tactics (any of them) that ran out of time in this theorem
         self.learned_timeouts = 0  # the run's learned steps that ran out of time in this theorem
+        self.constructor_refusals = 0  # `constructor.` steps Coq answered "Not an inductive" in this theorem
         self._statement_constants: list[str] | None = None  # the statement's names `unfold` may take
         self.aliases: dict[str, str] = {}  # a gated tactic the context loads but does not import -> full name
         try:  # the context's sentences, cut once: the scope key and the context's own tactics read them
@@ -1060,7 +1120,8 @@ class CoqTactics(TacticSource):
         binder_types = leading_binder_types(concl)
         local_types = {n for n, t in hyps if " ".join(t.split()) in _SORTS} | \
             {n for n, t in binder_types if " ".join(t.split()) in _SORTS}
-        if concl.startswith(("forall", "~")) or re.search(r"(?<![<-])->", concl):
+        if is_product(concl) if TOP_PRODUCTS else (
+                concl.startswith(("forall", "~")) or re.search(r"(?<![<-])->", concl)):
             # a product: introduce it, or induct on one of its binders (which generalizes the rest)
             out.append(Candidate("intros.", 0.1))
             if concl.startswith("~"):
@@ -1125,6 +1186,8 @@ class CoqTactics(TacticSource):
             out.append(Candidate("red.", 0.6))
             out.append(Candidate(f"unfold {head.group('head')}.", 0.7))
             predicate = head.group("head")
+            if CONSTRUCTOR_STEPS and not concl.startswith("~"):
+                out.append(Candidate("constructor.", 0.65))
             if CONSTRUCTOR_WITNESSES and not concl.startswith("~") and predicate not in self.facts.no_witness:
                 # an inductive of one constructor that takes a witness (`bijective g`: `Bijective g' _ _`), which
                 # `exists` builds as it builds an `ex` (round twelve): the latest two local values whose type is
@@ -1674,10 +1737,11 @@ class CoqTactics(TacticSource):
                    and bool(r.group("back")) == back)
         return same >= 2
 
-    def discharge(self, tactic: str) -> str | None:
+    def discharge(self, tactic: str, after: ProofState | None = None) -> str | None:
         """``tactic`` followed by the cheap closers this scope can run on every goal it leaves (``rewrite max_r;
         try solve [reflexivity | assumption | ... | lia].``), then the context's own tactics (:data:`OWN_DISCHARGE`:
-        ``.. | lia | auto']``), for :func:`agents.best_first.best_first_search` to close the side goals a step
+        ``.. | lia | auto']``), then ``auto using`` the premises ranked on the goals ``after`` shows
+        (:data:`PREMISE_DISCHARGE`), for :func:`agents.best_first.best_first_search` to close the side goals a step
         opens; None for a tactic that is not one plain sentence."""
         body = tactic.strip()
         if not body.endswith(".") or "\n" in body or ". " in body or body.endswith("..") or _SELECTOR.match(body) \
@@ -1687,6 +1751,15 @@ class CoqTactics(TacticSource):
                                           if cost <= BUNDLE_MAX_COST])]
         if OWN_DISCHARGE:
             cheap += [Candidate(t, 0.6, True, "rule") for t in self.own_closers]
+        if PREMISE_DISCHARGE and after is not None and after.goals:
+            names: list[str] = []  # each goal's best two of the file's and of the library's, in the goals' order
+            for goal in after.goals[:4]:
+                shown = conclusion(goal)
+                for index, exclude in ((self.file_index, [self.task.name]), (self.library_index, names)):
+                    names += [p.name for p in index.rank(shown, 4, exclude=exclude)
+                              if not _SCHEME.search(p.name)][:2]
+            if names:  # `eauto`: `auto` refuses the whole list for one lemma it cannot use (`Z.lt_trans`)
+                cheap.append(Candidate(f"eauto using {', '.join(dict.fromkeys(names))}.", 0.6, True, "premise"))
         if not cheap:
             return None
         return f"{body[:-1]}; try solve [{_alternatives(cheap)}]."
@@ -1714,6 +1787,8 @@ class CoqTactics(TacticSource):
             return False  # CoqHammer's tactics keep running out of time on this theorem's goals
         if candidate.source == "learned" and LEARNED_TIMEOUTS and self.learned_timeouts >= LEARNED_TIMEOUTS:
             return False  # so do the steps learnt from this run's earlier proofs
+        if candidate.tactic == "constructor." and self.constructor_refusals >= CONSTRUCTOR_REFUSALS:
+            return False  # this theorem's predicates are not inductive (an abstract `le`)
         return candidate.tactic.split()[0].rstrip(".;") not in self.unknown
 
     def observe(self, candidate: Candidate, result: TacticResult) -> None:
@@ -1725,6 +1800,9 @@ class CoqTactics(TacticSource):
             self.facts.not_inductive.add(" ".join(typ.split()))  # no more case analyses on this type here
             if _applied_predicate(typ):  # nor on any other hypothesis of this predicate (`le a b`, then `le b c`)
                 self.facts.not_inductive.add(_predicate_head(typ))
+        if candidate.tactic == "constructor." and result.outcome == "error" \
+                and _NOT_INDUCTIVE.search(result.message or ""):
+            self.constructor_refusals += 1
         predicate = self.witness_of.get(candidate.tactic) if candidate.source == WITNESS_SOURCE else None
         if predicate is not None and result.outcome == "error" and _NOT_INDUCTIVE.search(result.message or ""):
             self.facts.no_witness.add(predicate)  # no more witnesses for this predicate here

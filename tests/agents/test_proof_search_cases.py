@@ -139,6 +139,7 @@ def _keeper() -> CoqTactics:
     source.witness_of = {}
     source.hammer_cap_seconds, source.hammer_spent, source.hammer_timeouts = None, 0.0, 0
     source.learned_timeouts = 0
+    source.constructor_refusals = 0
     return source
 
 
@@ -389,6 +390,8 @@ def test_eauto_over_every_hint_database_chains_the_files_hints(monkeypatch: pyte
     `eauto using` the file's lemmas lacks `Qle_trans`: without the rule the goal is open after 150 runs (and after 400:
     the budget was cut for the suite's time), with it proved within 20."""
     monkeypatch.setattr(coq_tactics, "HINTS_EAUTO", rule)
+    # the rule alone: the premises ranked on a step's goals (round thirty-three) name `Qle_trans`, another way in
+    monkeypatch.setattr(coq_tactics, "PREMISE_DISCHARGE", False)
     task = TheoremTask("lo_hi", "Lemma lo_hi : forall x, lo x <= hi x.", HINTED, "", prover="coq")
     result = coq_search(task, 150, library=True)
     if rule:
@@ -485,6 +488,8 @@ def test_a_goal_in_another_scope_has_its_shape_searched(monkeypatch: pytest.Monk
     it came late, from elsewhere. Now `Search ((Nat.div2 _ <= _)%nat)` names `Nat.div2_decr` at the first state."""
     import re
 
+    # the rule alone: the library's premises ranked on a case's goal (round thirty-three) name `Nat.div2_decr` too
+    monkeypatch.setattr(coq_tactics, "PREMISE_DISCHARGE", False)
     if not rule:
         monkeypatch.setattr(coq_tactics, "QUERY_TEXT", re.compile(r"(?:[\w'. ()+*:<>=@\[\]^/\\~-]|\?(?![A-Za-z_]))+"))
     task = TheoremTask("t", "Lemma t (n : nat) : (Nat.div2 n <= n)%nat.", REALS_NAT, "", prover="coq")

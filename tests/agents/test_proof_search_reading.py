@@ -32,7 +32,7 @@ import agents.coq_tactics as coq_tactics
 import oracle.proof_state_coq as proof_state_coq
 from agents.best_first import Node
 from agents.coq_lookups import ScopeFacts
-from agents.coq_tactics import CoqTactics, _middle_values, middle_binders
+from agents.coq_tactics import CoqTactics, _middle_values, is_product, middle_binders, top_connectives
 from oracle.proof_common import TheoremTask
 
 DOUBLE = TheoremTask("double_twice", "Lemma double_twice : forall n : nat, n + n = 2 * n.", "", "", prover="coq")
@@ -191,3 +191,36 @@ def test_a_predicate_coq_called_no_inductive_is_not_taken_apart_again() -> None:
     tactics.facts = ScopeFacts(not_inductive={"le"})
     assert not tactics._inductive_may_be("le b c", set())
     assert tactics._inductive_may_be("lex b c", set())
+
+
+def test_a_product_is_read_by_its_top_level_connective() -> None:
+    """:func:`agents.coq_tactics.is_product`: `intros` introduces from a leading `forall`, a top-level `->`, or a
+    negation of the whole conclusion; an equivalence, a conjunction or an `exists` whose parts hold an arrow or a
+    negation is none."""
+    for product in ("forall x, P x", "A -> B", "~ (A /\\ B)", "~ a = b", "~ A -> B", "A <-> B -> C",
+                    "A -> exists x, P x", "x <= y ->\n  y <= x"):
+        assert is_product(product), product
+    for other in ("~ In x s <-> mem x s = false", "~ A /\\ ~ B", "~ P \\/ Q", "(A -> B) <-> C",
+                  "exists x, P x -> Q x", "{x | P x -> Q x}", "map f l = map g l <-> forall a, In a l -> f a = g a",
+                  "match n with 0 => A -> B | _ => C end = D"):
+        assert not is_product(other), other
+    assert top_connectives("(A -> B) <-> C /\\ D") == ["<->", "/\\"]
+
+
+# a membership test of the file's own and its specification (`MSetFacts.not_mem_iff`'s shape)
+MEMBERSHIP = ("Require Import List.\nFixpoint mem (x : nat) (l : list nat) : bool :=\n"
+              "  match l with nil => false | cons y t => Nat.eqb x y || mem x t end.\n"
+              "Lemma mem_spec : forall x l, mem x l = true <-> In x l.\nAdmitted.\n")
+NOT_MEM = TheoremTask("not_mem", "Lemma not_mem : forall x l, ~ In x l <-> mem x l = false.", MEMBERSHIP, "",
+                      prover="coq")
+
+
+@needs_coq
+@pytest.mark.parametrize("rule", [True, False], ids=["rule on", "rule off"])
+def test_an_equivalence_of_a_negation_is_no_product(monkeypatch: pytest.MonkeyPatch, rule: bool) -> None:
+    """`~ In x l <-> mem x l = false` after `intros`: with the rule (:data:`agents.coq_tactics.TOP_PRODUCTS`) the
+    search reads an equivalence and proves it within 300 runs (about 110); with it off the leading `~` made it a
+    product, offered `intros` (no progress), the closers and applied premises only, and the search ran out of
+    candidates (about 230 runs)."""
+    monkeypatch.setattr(coq_tactics, "TOP_PRODUCTS", rule)
+    proved_iff(NOT_MEM, rule, max_checks=300)

@@ -19,7 +19,9 @@ the induction hypotheses its step case needs, came from a learnt step or not at 
 (:data:`agents.coq_tactics.RULE_INDUCTIONS`). Round thirty: that induction also with the later hypotheses given back
 to the goal first, so that its induction hypothesis holds for every value of them
 (:data:`agents.coq_tactics.GENERALIZED_DERIVATIONS`); round thirty-one: a value's induction reverting the hypotheses
-about the later values with them (:data:`agents.coq_tactics.REVERT_DEPENDENTS`). Against a real `coqtop`, each switch off and on.
+about the later values with them (:data:`agents.coq_tactics.REVERT_DEPENDENTS`). Round thirty-three: a conclusion is a
+product only by its top-level connective (:data:`agents.coq_tactics.TOP_PRODUCTS`; `~ In x s <-> mem x s = false` is
+an equivalence). Against a real `coqtop`, each switch off and on.
 """
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ TOP_PRODUCTS = True
 # Z.gcd_divide_l. ...`); `unfold` refuses an inductive and the constructor's name ranked below the premises offered
 CONSTRUCTOR_STEPS = True
 CONSTRUCTOR_REFUSALS = 2  # no more `constructor.` in a theorem after Coq said "Not an inductive" this many times
-# the discharge of a step's goals ends with `auto using` the premises ranked on those goals (round thirty-three):
+# the discharge of a step's goals ends with `eauto using` the premises ranked on those goals (round thirty-three):
 # after `constructor.` the three goals of `Zis_gcd a b (Z.gcd a b)` are each a library lemma's (`Z.gcd_divide_l`,
 # ...), which no cheap closer names, and the state of three goals ranked behind every state of one
 PREMISE_DISCHARGE = True
@@ -1740,7 +1740,7 @@ class CoqTactics(TacticSource):
     def discharge(self, tactic: str, after: ProofState | None = None) -> str | None:
         """``tactic`` followed by the cheap closers this scope can run on every goal it leaves (``rewrite max_r;
         try solve [reflexivity | assumption | ... | lia].``), then the context's own tactics (:data:`OWN_DISCHARGE`:
-        ``.. | lia | auto']``), then ``auto using`` the premises ranked on the goals ``after`` shows
+        ``.. | lia | auto']``), then ``eauto using`` the premises ranked on the goals ``after`` shows
         (:data:`PREMISE_DISCHARGE`), for :func:`agents.best_first.best_first_search` to close the side goals a step
         opens; None for a tactic that is not one plain sentence."""
         body = tactic.strip()

@@ -64,6 +64,7 @@ from agents.coq_lookups import (
 from agents.coq_scope import included_premises, module_tactics, open_modules, parameter_field
 from agents.llm_tactics import LLMTactics
 from agents.premises import (
+    SCHEME_SUFFIXES,
     PremiseIndex,
     conclusion_of,
     coq_file_premises,
@@ -569,7 +570,6 @@ LEARNED_TIMEOUTS = 2
 FILE_AXIOMS = True  # the file's own `Axiom`s are premises (the checker allows those the original rests on)
 LIBRARY_UNFOLD = True  # `unfold C` for a library constant the goal or statement names (round six; False: the file's own only)
 MAX_LIBRARY_UNFOLDS = 3
-_SCHEME = re.compile(r"_(?:ind|rec|rect|sind)$")  # an induction scheme: no hint for `auto` nor `eauto`
 _UNFOLD_ONE = re.compile(r"^unfold (?P<name>[A-Za-z_][\w'.]*)\.$")
 _CANNOT_UNFOLD = re.compile(r"is opaque|Cannot coerce .* to an evaluable reference|not (?:a )?(?:defined|evaluable)")
 # a (possibly qualified) name, ASCII only (`x²` is a notation, not a constant)
@@ -1757,7 +1757,7 @@ class CoqTactics(TacticSource):
                 shown = conclusion(goal)
                 for index, exclude in ((self.file_index, [self.task.name]), (self.library_index, names)):
                     names += [p.name for p in index.rank(shown, 4, exclude=exclude)
-                              if not _SCHEME.search(p.name)][:2]
+                              if not p.name.endswith(SCHEME_SUFFIXES)][:2]
             if names:  # `eauto`: `auto` refuses the whole list for one lemma it cannot use (`Z.lt_trans`)
                 cheap.append(Candidate(f"eauto using {', '.join(dict.fromkeys(names))}.", 0.6, True, "premise"))
         if not cheap:

@@ -187,6 +187,11 @@ _SINGULAR = frozenset({"Variable", "Hypothesis", "Axiom", "Parameter", "Conjectu
 _ASSUMING = _SINGULAR | {"Variables", "Hypotheses", "Axioms", "Parameters", "Context"}
 
 
+# the suffixes of the induction schemes Coq makes for an inductive type (`le_ind`, `le_sind`): no hint for `auto`
+# nor `eauto`
+SCHEME_SUFFIXES = ("_ind", "_rec", "_rect", "_sind")
+
+
 def declared_names(context: str) -> frozenset[str]:
     """The short names ``context``'s own sentences declare: lemmas, definitions, section variables and
     hypotheses, inductive types with their constructors, records with their fields, schemes (what a
@@ -220,7 +225,7 @@ def declared_names(context: str) -> frozenset[str]:
             types = {first.group("name")} if first is not None else set()
             types.update(re.findall(r"\bwith\s+([A-Za-z_][\w']*)", rest))  # mutual types
             out.update(types)
-            out.update(f"{t}{suffix}" for t in types for suffix in ("_ind", "_rec", "_rect", "_sind"))
+            out.update(f"{t}{suffix}" for t in types for suffix in SCHEME_SUFFIXES)
             out.update(re.findall(r"([A-Za-z_][\w']*)\s*:(?!=)", body))  # record fields, constructors
         elif kw.startswith(("Scheme", "Combined")):
             out.update(re.findall(r"(?:^|:=|with)\s*([A-Za-z_][\w']*)\s*:=", rest))
@@ -385,4 +390,4 @@ def is_rewrite_rule(statement: str) -> bool:
     return bool(re.search(r"(?<![<>=!:])==?(?![=>])|<->|↔", concl))
 
 
-__all__ = ["PremiseIndex", "conclusion_of", "coq_file_premises", "coq_file_proofs", "is_rewrite_rule", "lean_file_premises", "similar", "tokens"]
+__all__ = ["SCHEME_SUFFIXES", "PremiseIndex", "conclusion_of", "coq_file_premises", "coq_file_proofs", "is_rewrite_rule", "lean_file_premises", "similar", "tokens"]
